@@ -1,0 +1,146 @@
+/**
+ * The commit path: sidecar payloads are written durably first, then the commit record and the
+ * new state replace the old one in a single atomic, version-checked write. A failure at any
+ * step leaves the stored session exactly as it was; writing the same commit twice is a no-op.
+ */
+import { BadInputError, NotFoundError } from './errors.js';
+import { hashText } from './hash.js';
+import type { Ledger } from './ledger.js';
+import { objectPayload, payloadSearchText } from './object-payload.js';
+import type { ObjectState } from './operations.js';
+import type { Rehearsal } from './rehearse-plan.js';
+import { readSessionState, type SessionState } from './session-state.js';
+import { type CommitRecord, type CommittedOperation, STORE_SCHEMA_VERSION, type SidecarRecord, type SidecarStore } from './store.js';
+
+export interface CommitContext {
+  store: SidecarStore;
+  sessionId: string;
+  /** Injected clock (milliseconds since the epoch). */
+  now?: () => number;
+  /** What set the governance run off, recorded in the commit. */
+  trigger?: string;
+}
+
+export type CommitOutcome =
+  | { status: 'committed'; record: CommitRecord; state: SessionState; version: number }
+  | { status: 'duplicate'; state: SessionState; version: number }
+  | { status: 'conflict'; version: number }
+  | { status: 'empty' };
+
+/** The deterministic id of a commit: the same plan on the same state version gets the same id. */
+export function commitIdFor(sessionId: string, version: number, rehearsal: Rehearsal): string {
+  const operations = rehearsal.accepted.map((entry) => `${entry.operation.operation}:${entry.operation.objectId}`).join('|');
+  return `c${version + 1}-${hashText(`${sessionId}\n${version}\n${operations}`)}`;
+}
+
+/**
+ * Commit a rehearsal made against `snapshot`. Payloads first (idempotent puts), then one
+ * atomic `writeCommit`. Returns `conflict` when another writer moved the session on.
+ */
+export async function commitRehearsal(
+  context: CommitContext,
+  ledger: Ledger,
+  snapshot: { version: number; state: SessionState },
+  rehearsal: Rehearsal,
+): Promise<CommitOutcome> {
+  if (rehearsal.accepted.length === 0) return { status: 'empty' };
+  const now = context.now ?? Date.now;
+  const createdAt = now();
+  const commitId = commitIdFor(context.sessionId, snapshot.version, rehearsal);
+  const payloads: SidecarRecord[] = [];
+  const operations: CommittedOperation[] = [];
+  const objects: Record<string, ObjectState> = { ...snapshot.state.objects };
+  for (const entry of rehearsal.accepted) {
+    const object = ledger.get(entry.operation.objectId)!;
+    operations.push({
+      objectId: object.id,
+      operation: entry.operation.operation === 'keep' ? 'expand' : entry.operation.operation,
+      reason: entry.operation.reason,
+      tokensBefore: entry.tokensBefore,
+      tokensAfter: entry.tokensAfter,
+    });
+    if (!entry.state) {
+      delete objects[object.id];
+      continue;
+    }
+    objects[object.id] = { ...entry.state, commitId };
+    payloads.push({
+      schemaVersion: STORE_SCHEMA_VERSION,
+      sessionId: context.sessionId,
+      objectId: object.id,
+      operation: entry.state.operation,
+      payload: JSON.stringify(objectPayload(ledger, object)),
+      searchText: payloadSearchText(ledger, object),
+      tokens: entry.tokensBefore,
+      commitId,
+      createdAt,
+    });
+  }
+  const record: CommitRecord = {
+    schemaVersion: STORE_SCHEMA_VERSION,
+    sessionId: context.sessionId,
+    commitId,
+    sequence: snapshot.state.sequence + 1,
+    createdAt,
+    planner: rehearsal.plan.planner,
+    trigger: context.trigger ?? 'request',
+    operations,
+    tokensBefore: rehearsal.tokensBefore,
+    tokensAfter: rehearsal.tokensAfter,
+  };
+  const state: SessionState = {
+    ...snapshot.state,
+    objects,
+    sequence: record.sequence,
+    triggers: { ...snapshot.state.triggers, lastCommitAt: ledger.messages.length },
+  };
+  // Sidecars before the view: if this throws, nothing the model sees has changed.
+  if (payloads.length > 0) await context.store.putPayloads(payloads);
+  const result = await context.store.writeCommit(context.sessionId, record, state, snapshot.version);
+  if (result.status === 'conflict') return { status: 'conflict', version: result.version };
+  if (result.status === 'duplicate') {
+    const current = await readSessionState(context.store, context.sessionId);
+    return { status: 'duplicate', state: current.state, version: current.version };
+  }
+  return { status: 'committed', record, state, version: result.version };
+}
+
+/**
+ * Undo a commit: the objects it removed from the view come back, as a new commit. Objects that
+ * a later commit changed again are left as they are.
+ */
+export async function undoCommit(context: CommitContext, commitId: string): Promise<CommitOutcome> {
+  const commits = await context.store.listCommits(context.sessionId);
+  const target = commits.find((commit) => commit.commitId === commitId);
+  if (!target) throw new NotFoundError(`session ${context.sessionId} has no commit ${commitId}`);
+  if (target.operations.some((operation) => operation.operation === 'expand')) {
+    throw new BadInputError(`commit ${commitId} expanded objects; fold them again instead of undoing it`);
+  }
+  const snapshot = await readSessionState(context.store, context.sessionId);
+  const objects: Record<string, ObjectState> = { ...snapshot.state.objects };
+  const operations: CommittedOperation[] = [];
+  for (const operation of target.operations) {
+    if (objects[operation.objectId]?.commitId !== commitId) continue;
+    delete objects[operation.objectId];
+    operations.push({ ...operation, operation: 'expand', reason: `undo of ${commitId}`, tokensBefore: operation.tokensAfter, tokensAfter: operation.tokensBefore });
+  }
+  if (operations.length === 0) return { status: 'empty' };
+  const record: CommitRecord = {
+    schemaVersion: STORE_SCHEMA_VERSION,
+    sessionId: context.sessionId,
+    commitId: `undo-${commitId}`,
+    sequence: snapshot.state.sequence + 1,
+    createdAt: (context.now ?? Date.now)(),
+    planner: 'undo',
+    trigger: 'request',
+    operations,
+    tokensBefore: target.tokensAfter,
+    tokensAfter: target.tokensBefore,
+    undoes: commitId,
+  };
+  const state: SessionState = { ...snapshot.state, objects, sequence: record.sequence };
+  const result = await context.store.writeCommit(context.sessionId, record, state, snapshot.version);
+  if (result.status === 'conflict') return { status: 'conflict', version: result.version };
+  if (result.status === 'duplicate') return { status: 'duplicate', state: snapshot.state, version: result.version };
+  return { status: 'committed', record, state, version: result.version };
+}

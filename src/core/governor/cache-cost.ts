@@ -1,0 +1,54 @@
+/**
+ * The cache-aware commit rule. Editing the view at message i invalidates the provider's prompt
+ * cache from i on: every token after the earliest edit is written again at the cache-write
+ * price on the next call. A commit pays off when
+ *
+ *   N_future × (C − C′) × price − cache_break_cost − gc_cost > 0.
+ */
+
+/** Prices relative to one uncached input token (so `input` is the unit price). */
+export interface CachePricing {
+  /** Price of one uncached input token (any currency unit; only ratios matter). */
+  input: number;
+  /** Multiplier for writing a token into the cache (Anthropic 1.25 for 5 minutes, 2 for 1 hour; OpenAI 1). */
+  cacheWrite: number;
+  /** Multiplier for reading a cached token (Anthropic 0.1; OpenAI 0.5 or less, per model). */
+  cacheRead: number;
+  /** How long a cached prefix lives without use, in milliseconds. */
+  ttlMs: number;
+}
+
+export const ANTHROPIC_PRICING: CachePricing = { input: 1, cacheWrite: 1.25, cacheRead: 0.1, ttlMs: 5 * 60_000 };
+export const ANTHROPIC_PRICING_1H: CachePricing = { input: 1, cacheWrite: 2, cacheRead: 0.1, ttlMs: 60 * 60_000 };
+export const OPENAI_PRICING: CachePricing = { input: 1, cacheWrite: 1, cacheRead: 0.5, ttlMs: 5 * 60_000 };
+
+export function defaultPricing(provider: 'openai' | 'anthropic'): CachePricing {
+  return provider === 'anthropic' ? ANTHROPIC_PRICING : OPENAI_PRICING;
+}
+
+export interface CommitEconomics {
+  /** View tokens before and after the commit. */
+  tokensBefore: number;
+  tokensAfter: number;
+  /** View tokens before the earliest edit (the prefix that stays cached). */
+  cachedPrefixTokens: number;
+  /** Model calls expected before the session ends or the next commit. */
+  futureCalls: number;
+  /** Tokens the planner spent (priced as uncached input). */
+  gcTokens: number;
+  /** Whether the cache is still warm (a call within the TTL). */
+  cacheWarm: boolean;
+}
+
+/** The numbers of the rule, in units of `pricing.input`. */
+export function weighCommit(economics: CommitEconomics, pricing: CachePricing) {
+  const freed = Math.max(0, economics.tokensBefore - economics.tokensAfter);
+  // Each future call reads the freed tokens from cache when it is warm, so that is what they cost.
+  const perCall = economics.cacheWarm ? pricing.cacheRead : 1;
+  const saving = economics.futureCalls * freed * pricing.input * perCall;
+  // Breaking a warm cache: the suffix after the edit is written again instead of read.
+  const suffix = Math.max(0, economics.tokensAfter - economics.cachedPrefixTokens);
+  const breakCost = economics.cacheWarm ? suffix * pricing.input * (pricing.cacheWrite - pricing.cacheRead) : 0;
+  const gcCost = economics.gcTokens * pricing.input;
+  return { saving, breakCost, gcCost, worthIt: saving - breakCost - gcCost > 0 };
+}

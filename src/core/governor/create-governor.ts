@@ -1,0 +1,199 @@
+/**
+ * The governor: trigger → fork → plan → rehearse → (cache rule) → commit → view.
+ */
+import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
+import { type Ledger, indexTranscript } from '../ledger.js';
+import { payloadText, parseObjectPayload } from '../object-payload.js';
+import type { Plan } from '../operations.js';
+import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
+import type { Planner, PlanResult } from '../planners/planner.js';
+import { projectView } from '../project-view.js';
+import { latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
+import { readSessionState, type SessionState } from '../session-state.js';
+import { approximateTokenCounter } from '../tokens.js';
+import type { Message, Warning } from '../transcript.js';
+import { defaultPricing, weighCommit } from './cache-cost.js';
+import { planFallback } from './fallback-plan.js';
+import type { GovernanceDecision, Governor, GovernorOptions, ProjectResult } from './governor-types.js';
+import { createPinRule } from './pins.js';
+import { chooseTrigger } from './triggers.js';
+
+/** Ledgers kept in memory between calls, so each call indexes only what was appended. */
+function createLedgerCache(options: GovernorOptions) {
+  const ledgers = new Map<string, Ledger>();
+  const ledgerOptions = {
+    tokenCounter: options.tokenCounter ?? approximateTokenCounter,
+    pin: createPinRule(options.pins),
+  };
+  return (sessionId: string, messages: readonly Message[]): Ledger => {
+    const cached = ledgers.get(sessionId);
+    const known = cached?.messages.length ?? 0;
+    // Same object or same JSON at the seam: the new transcript continues the cached one.
+    const continues =
+      cached !== undefined &&
+      known <= messages.length &&
+      (known === 0 || cached.messages[known - 1] === messages[known - 1] || JSON.stringify(cached.messages[known - 1]) === JSON.stringify(messages[known - 1]));
+    if (cached && continues) {
+      if (messages.length > known) cached.append(messages.slice(known));
+      return cached;
+    }
+    const ledger = indexTranscript(messages, ledgerOptions);
+    ledgers.set(sessionId, ledger);
+    if (ledgers.size > 1000) ledgers.delete(ledgers.keys().next().value!);
+    return ledger;
+  };
+}
+
+export function createGovernor(options: GovernorOptions): Governor {
+  const planner: Planner = options.planner ?? createEmbeddedPlanner();
+  const fallback = createEmbeddedPlanner();
+  const ledgerFor = createLedgerCache(options);
+  const now = options.now ?? Date.now;
+  const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
+  const blind = options.cache === 'blind';
+  const softPressure = options.triggers?.softPressure ?? 0.7;
+  const targetShare = options.triggers?.target ?? 0.5;
+  const project = { showIds: options.showIds === true };
+
+  const runPlanner = async (ledger: Ledger, state: SessionState, viewTokens: number, target: number, signal?: AbortSignal) => {
+    const input = { ledger, state: state.objects, protectFrom: latestTurnStart(ledger), viewTokens, targetTokens: target, window: options.window, ...(signal ? { signal } : {}) };
+    const warnings: Warning[] = [];
+    let result: PlanResult;
+    try {
+      result = await planner.plan(input);
+    } catch (error) {
+      warnings.push({ code: 'planner-failed', message: `${planner.name} planner failed (${error instanceof Error ? error.message : String(error)}); used the embedded planner` });
+      result = await fallback.plan(input);
+    }
+    return { result, warnings };
+  };
+
+  const commit = (sessionId: string, ledger: Ledger, snapshot: { version: number; state: SessionState }, rehearsal: Rehearsal, trigger: string) =>
+    commitRehearsal({ store: options.store, sessionId, now, trigger }, ledger, snapshot, rehearsal);
+
+  return {
+    async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
+      const ledger = ledgerFor(sessionId, messages);
+      let snapshot = await readSessionState(options.store, sessionId);
+      const warnings: Warning[] = [];
+      let view = projectView(ledger, snapshot.state.objects, project);
+      const transcriptTokens = ledger.totalTokens;
+      const trigger = chooseTrigger({ ledger, state: snapshot.state, viewTokens: view.tokens, window: options.window, softPressure, options: options.triggers ?? {}, force: callOptions.force === true });
+      let decision: GovernanceDecision = { trigger: trigger.trigger, outcome: trigger.skip ?? 'below-threshold' };
+      let record: ProjectResult['commit'];
+      if (!trigger.skip && trigger.trigger !== 'none') {
+        const target = Math.floor(options.window * targetShare);
+        const { result, warnings: planWarnings } = await runPlanner(ledger, snapshot.state, view.tokens, target, callOptions.signal);
+        warnings.push(...planWarnings, ...(result.warnings ?? []));
+        const rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, { project });
+        const overflow = rehearsal.tokensAfter > options.window || trigger.trigger === 'overflow';
+        const economics = weighCommit(
+          {
+            tokensBefore: rehearsal.tokensBefore,
+            tokensAfter: rehearsal.tokensAfter,
+            cachedPrefixTokens: prefixTokens(ledger, rehearsal.earliestEdit),
+            futureCalls: expectedFutureCalls(ledger),
+            gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
+            cacheWarm: isCacheWarm(messages, snapshot.state, now(), pricing.ttlMs),
+          },
+          pricing,
+        );
+        const freed = rehearsal.tokensBefore - rehearsal.tokensAfter;
+        const worthIt = freed > 0 && (blind || overflow || economics.worthIt);
+        decision = { trigger: trigger.trigger, outcome: freed <= 0 ? 'nothing-to-free' : worthIt ? 'committed' : 'deferred', cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost } };
+        let outcome: CommitOutcome | undefined;
+        if (worthIt) outcome = await commit(sessionId, ledger, snapshot, rehearsal, trigger.trigger);
+        if (outcome?.status === 'committed' || outcome?.status === 'duplicate') {
+          snapshot = { version: outcome.version, state: outcome.state };
+          if (outcome.status === 'committed') record = outcome.record;
+        } else if (outcome?.status === 'conflict') {
+          warnings.push({ code: 'commit-conflict', message: 'another writer committed first; using its state' });
+          snapshot = await readSessionState(options.store, sessionId);
+        }
+        view = projectView(ledger, snapshot.state.objects, project);
+        snapshot = await recordRun(sessionId, snapshot, ledger, freed > 0 && worthIt, messages, now());
+      }
+      if (view.tokens > options.window) {
+        // Hard guarantee: the view fits. The planner did not get there; reduce deterministically.
+        const rescue = await fitWindow(sessionId, ledger, snapshot, view.tokens);
+        if (rescue) {
+          record = rescue.record;
+          snapshot = { version: rescue.version, state: rescue.state };
+          view = projectView(ledger, snapshot.state.objects, project);
+          decision = { ...decision, outcome: 'fallback' };
+          warnings.push({ code: 'fallback-reduction', message: `planner left ${view.tokens} tokens over; the fallback reduction committed ${rescue.record.commitId}` });
+        }
+        if (view.tokens > options.window) warnings.push({ code: 'over-window', message: `the latest turn alone needs ${view.tokens} tokens, more than the ${options.window}-token window` });
+      }
+      return {
+        view: view.items.map((item) => item.message),
+        transcriptTokens,
+        viewTokens: view.tokens,
+        ...(record ? { commit: record } : {}),
+        decision,
+        warnings,
+      };
+    },
+    async expand(sessionId, objectId) {
+      const record = await options.store.getPayload(sessionId, objectId);
+      return record ? payloadText(parseObjectPayload(record.payload, `sidecar ${sessionId}/${objectId}`)) : undefined;
+    },
+    async searchContext(sessionId, query, limit = 5) {
+      const hits = await options.store.searchPayloads(sessionId, query, { limit });
+      return hits.map((hit) => ({ objectId: hit.objectId, snippet: hit.snippet }));
+    },
+  };
+
+  async function fitWindow(sessionId: string, ledger: Ledger, snapshot: { version: number; state: SessionState }, viewTokens: number) {
+    const plan: Plan = { planner: 'fallback', operations: planFallback(ledger, snapshot.state.objects, viewTokens, Math.floor(options.window * targetShare)) };
+    const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, { project });
+    const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
+    return outcome.status === 'committed' ? outcome : undefined;
+  }
+
+  async function recordRun(sessionId: string, snapshot: { version: number; state: SessionState }, ledger: Ledger, committed: boolean, messages: readonly Message[], time: number) {
+    const state: SessionState = {
+      ...snapshot.state,
+      triggers: {
+        ...snapshot.state.triggers,
+        lastRunAt: ledger.messages.length,
+        fruitlessRuns: committed ? 0 : snapshot.state.triggers.fruitlessRuns + 1,
+        lastCallTime: lastTimestamp(messages) ?? time,
+      },
+    };
+    const written = await options.store.writeState(sessionId, state, snapshot.version);
+    return written.status === 'written' ? { version: written.version, state } : snapshot;
+  }
+}
+
+function prefixTokens(ledger: Ledger, end: number | undefined): number {
+  let total = 0;
+  const stop = end ?? ledger.messages.length;
+  for (let index = 0; index < stop; index += 1) total += ledger.messageTokens[index] ?? 0;
+  return total;
+}
+
+/** Calls still to come: as many as have been made so far, within reason (the session is half done). */
+function expectedFutureCalls(ledger: Ledger): number {
+  let calls = 0;
+  for (const message of ledger.messages) if (message.role === 'assistant') calls += 1;
+  return Math.min(40, Math.max(4, calls));
+}
+
+function lastTimestamp(messages: readonly Message[]): number | undefined {
+  const value = messages.at(-1)?.providerData?.timestamp;
+  if (typeof value === 'number') return value;
+  if (typeof value === 'string') {
+    const parsed = Date.parse(value);
+    return Number.isNaN(parsed) ? undefined : parsed;
+  }
+  return undefined;
+}
+
+/** The cache is warm when the previous call was within the TTL (from timestamps when present). */
+function isCacheWarm(messages: readonly Message[], state: SessionState, time: number, ttlMs: number): boolean {
+  const previous = state.triggers.lastCallTime;
+  if (previous === undefined) return true;
+  const current = lastTimestamp(messages) ?? time;
+  return current - previous < ttlMs;
+}

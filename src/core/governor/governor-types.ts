@@ -1,0 +1,91 @@
+/**
+ * The governor: the one call an agent loop (or the proxy) makes before each model call.
+ * It indexes the transcript, decides whether governance should run, asks a planner, rehearses,
+ * weighs the cache, commits, and returns the view that fits the window.
+ */
+import type { CommitRecord, SidecarStore } from '../store.js';
+import type { TokenCounter } from '../tokens.js';
+import type { Message, Warning } from '../transcript.js';
+import type { Planner } from '../planners/planner.js';
+import type { CachePricing } from './cache-cost.js';
+
+/** When governance runs. All fractions are of the window. */
+export interface TriggerOptions {
+  /** Plan once the view passes this share of the window (default 0.7). */
+  softPressure?: number;
+  /** Aim for this share of the window after a commit (default 0.5). */
+  target?: number;
+  /** Run on milestones: a new user request, a todo or plan item marked done (default true). */
+  milestones?: boolean;
+  /** Also run every N new messages regardless of pressure (default off). */
+  periodicMessages?: number;
+  /** At least this many new messages between two runs (default 4). */
+  cooldownMessages?: number;
+  /** After this many runs in a row that freed nothing, stop trying until the transcript grows by a cooldown (default 3). */
+  breakerRuns?: number;
+}
+
+/** Pins beyond the defaults (system prompt, first user request). */
+export interface PinOptions {
+  /** Tool names whose results are never touched. */
+  tools?: string[];
+  /** Globs of paths: a tool result whose call names a matching path is pinned. */
+  paths?: string[];
+  /** Pin rules files (AGENTS.md, CLAUDE.md, .cursorrules, ...) when read (default true). */
+  rulesFiles?: boolean;
+  /** Pin user turns that state constraints (must / never / don't ...) (default true). */
+  userConstraints?: boolean;
+}
+
+export interface GovernorOptions {
+  provider: 'openai' | 'anthropic';
+  /** Context window in tokens. */
+  window: number;
+  store: SidecarStore;
+  /** Default: the embedded offline planner. */
+  planner?: Planner;
+  tokenCounter?: TokenCounter;
+  pins?: PinOptions;
+  triggers?: TriggerOptions;
+  /** Cache-aware commit (default) or cache-blind (commit whenever a plan frees tokens). */
+  cache?: 'aware' | 'blind' | CachePricing;
+  /** Show ids as light metadata in the view (needed when the agent has GC tools). Default false. */
+  showIds?: boolean;
+  /** Injected clock. */
+  now?: () => number;
+}
+
+/** What `project` returns. */
+export interface ProjectResult {
+  /** The canonical messages to send. */
+  view: Message[];
+  /** Tokens of the full transcript and of the view. */
+  transcriptTokens: number;
+  viewTokens: number;
+  /** The commit made by this call, if any. */
+  commit?: CommitRecord;
+  /** Why governance did or did not run, for logs and headers. */
+  decision: GovernanceDecision;
+  warnings: Warning[];
+}
+
+export interface GovernanceDecision {
+  /** The trigger that fired, or `none`. */
+  trigger: 'pressure' | 'milestone' | 'periodic' | 'request' | 'overflow' | 'none';
+  /** What happened: committed, deferred by the cache rule, nothing to do, breaker open, ... */
+  outcome: 'committed' | 'deferred' | 'nothing-to-free' | 'cooldown' | 'breaker-open' | 'below-threshold' | 'fallback';
+  /** The cache rule's numbers when it was consulted. */
+  cache?: { saving: number; breakCost: number; gcCost: number };
+}
+
+export interface Governor {
+  /**
+   * Project the view for the next model call of `sessionId`. `messages` is the full transcript
+   * so far (the governor never edits it). State is read from and written to the store.
+   */
+  project(sessionId: string, messages: readonly Message[], options?: { signal?: AbortSignal; force?: boolean }): Promise<ProjectResult>;
+  /** The exact payload of an object, as stored in the sidecar. */
+  expand(sessionId: string, objectId: string): Promise<string | undefined>;
+  /** Full-text search over the session's sidecar. */
+  searchContext(sessionId: string, query: string, limit?: number): Promise<Array<{ objectId: string; snippet: string }>>;
+}

@@ -1,0 +1,49 @@
+/**
+ * Pins: objects no operation may touch. Decided at indexing time from the options and from
+ * what the transcript shows (rules files read, constraints the user stated).
+ */
+import { defaultPin, type LedgerObject } from '../ledger.js';
+import { type Message, messageText } from '../transcript.js';
+import type { PinOptions } from './governor-types.js';
+
+const RULES_FILES = /(^|[/\\\s"'])(AGENTS\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.cursor\/rules\/[\w.-]+|\.windsurfrules|CONVENTIONS\.md|copilot-instructions\.md)\b/;
+const CONSTRAINT = /\b(must(?: not)?|never|do not|don't|always|only use|make sure|under no circumstances|avoid)\b/i;
+
+/** A glob (`*`, `**`, `?`) as a regular expression that matches anywhere in a string. */
+export function globToRegExp(glob: string): RegExp {
+  let pattern = '';
+  for (let index = 0; index < glob.length; index += 1) {
+    const char = glob[index]!;
+    if (char === '*') {
+      const double = glob[index + 1] === '*';
+      pattern += double ? '.*' : '[^/]*';
+      if (double) index += 1;
+    } else if (char === '?') pattern += '[^/]';
+    else pattern += char.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(pattern);
+}
+
+/** The pin rule for the ledger, from options. */
+export function createPinRule(options: PinOptions = {}) {
+  const tools = new Set(options.tools ?? []);
+  const paths = (options.paths ?? []).map(globToRegExp);
+  const rulesFiles = options.rulesFiles !== false;
+  const userConstraints = options.userConstraints !== false;
+  return (object: LedgerObject, message: Message): string | undefined => {
+    const base = defaultPin(object);
+    if (base) return base;
+    if (object.kind === 'function') {
+      if (object.toolName && tools.has(object.toolName)) return `protected tool ${object.toolName}`;
+      const call = object.callArguments ?? '';
+      if (rulesFiles && RULES_FILES.test(call)) return 'rules file';
+      if (paths.some((pattern) => pattern.test(call))) return 'pinned path';
+    }
+    if (object.kind === 'conversation' && userConstraints) {
+      const textValue = messageText(message);
+      // Short turns that state a rule are constraints; long pastes merely containing "must" are not.
+      if (textValue.length < 2000 && CONSTRAINT.test(textValue)) return 'user constraint';
+    }
+    return undefined;
+  };
+}

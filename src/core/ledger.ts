@@ -1,0 +1,304 @@
+/**
+ * The ledger: the objects of one session (the GC heap), indexed incrementally from the
+ * canonical transcript. Ids come from per-session monotonic counters and depend only on the
+ * transcript prefix, so indexing the same prefix again — or appending to it — gives the same ids.
+ */
+import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
+import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
+import { type Message, type Part, partText, type ToolResultPart } from './transcript.js';
+
+/** What an object is. The kind decides which operations make sense on it. */
+export type ObjectKind = 'system' | 'conversation' | 'function';
+
+/** One addressable unit of the transcript. */
+export interface LedgerObject {
+  /** Stable id: `system:K`, `conversation:user:K` or `function:<tool>:N`. */
+  id: string;
+  kind: ObjectKind;
+  /** Index of the message that holds the object's payload (the user or tool message). */
+  messageIndex: number;
+  /** For `function` objects: index of the tool-result part within its message. */
+  partIndex?: number;
+  /**
+   * Messages `[start, end)` a coarse operation covers: for a conversation object the user
+   * message and the execution span after it, up to the next user request; for others, the
+   * payload's own message. `end` grows while the span is still open.
+   */
+  span: { start: number; end: number };
+  /** For `function` objects: the tool's name, the call id and where the call is. */
+  toolName?: string;
+  callId?: string;
+  callMessageIndex?: number;
+  /** The tool call's arguments (JSON text), for summaries and supersession. */
+  callArguments?: string;
+  /** True when the tool reported a failure (or the output reads as one). */
+  isError: boolean;
+  /** Tokens of the payload itself (the user message, the system prompt, the tool result). */
+  tokens: number;
+  /** Anchors of the payload (and, for function objects, of the call's arguments), first seen first. */
+  anchors: Anchor[];
+  /** Indexes of later messages that mention one of this object's anchors, ascending. */
+  references: number[];
+  /** Pinned objects may not be touched by any operation. */
+  pinned: boolean;
+  pinReason?: string;
+}
+
+/** Options of the indexer. */
+export interface LedgerOptions {
+  tokenCounter: TokenCounter;
+  /**
+   * Decides pins at indexing time. The default pins the system prompt and the first user request.
+   */
+  pin?: (object: LedgerObject, message: Message) => string | undefined;
+  /** Anchors longer or more numerous than this are not indexed for references. */
+  maxAnchorsPerObject?: number;
+}
+
+/** A mutable, append-only index over one transcript. */
+export interface Ledger {
+  readonly messages: readonly Message[];
+  readonly objects: readonly LedgerObject[];
+  /** Tokens of each message in the full (unedited) view, overhead included. */
+  readonly messageTokens: readonly number[];
+  /** Object ids by message index (the payload message). */
+  readonly objectsByMessage: ReadonlyMap<number, readonly LedgerObject[]>;
+  /** Sum of `messageTokens`. */
+  readonly totalTokens: number;
+  get(id: string): LedgerObject | undefined;
+  /** The conversation object whose span holds message `index`, if any. */
+  conversationAt(index: number): LedgerObject | undefined;
+  /** Index the given messages as the continuation of the transcript. */
+  append(messages: readonly Message[]): void;
+  readonly options: LedgerOptions;
+}
+
+const COMMON_ANCHOR_HOLDERS = 24;
+
+const ERROR_TEXT = /(^|\n)\s*(Traceback \(most recent call last\)|error[:[]|Error:|FAILED|fatal:)|<returncode>[1-9]/i;
+
+/** Default pins: the system prompt and the first user request (the task goal). */
+export function defaultPin(object: LedgerObject): string | undefined {
+  if (object.kind === 'system') return 'system prompt';
+  if (object.id === 'conversation:user:1') return 'first user request (task goal)';
+  return undefined;
+}
+
+/** A tool name made safe for ids: no colons or spaces. */
+export function toolIdName(name: string): string {
+  return name.replace(/[^\w.-]+/g, '_') || 'tool';
+}
+
+function partTokens(counter: TokenCounter, part: Part): number {
+  // Images count as a fixed budget: their real cost depends on the provider and the resolution.
+  if (part.type === 'image') return 765;
+  if (part.type === 'tool-result' && typeof part.content !== 'string') {
+    return part.content.reduce((sum, inner) => sum + (inner.type === 'image' ? 765 : counter.count(inner.text)), 0);
+  }
+  return counter.count(partText(part));
+}
+
+/** Tokens of one message as sent: its parts plus framing. */
+export function countMessageTokens(counter: TokenCounter, message: Message): number {
+  let total = MESSAGE_OVERHEAD_TOKENS;
+  for (const part of message.parts) total += partTokens(counter, part);
+  return total;
+}
+
+/** Index a transcript from scratch. */
+export function indexTranscript(messages: readonly Message[], options: LedgerOptions): Ledger {
+  const ledger = createLedger(options);
+  ledger.append(messages);
+  return ledger;
+}
+
+/** An empty ledger; `append` indexes messages as they come. */
+export function createLedger(options: LedgerOptions): Ledger {
+  const messages: Message[] = [];
+  const objects: LedgerObject[] = [];
+  const messageTokens: number[] = [];
+  const byId = new Map<string, LedgerObject>();
+  const objectsByMessage = new Map<number, LedgerObject[]>();
+  const anchorIndex = new Map<string, LedgerObject[]>();
+  const calls = new Map<string, { messageIndex: number; name: string; arguments: string }>();
+  const pin = options.pin ?? defaultPin;
+  const maxAnchors = options.maxAnchorsPerObject ?? 400;
+  let userCount = 0;
+  let systemCount = 0;
+  let functionCount = 0;
+  let totalTokens = 0;
+  let openConversation: LedgerObject | undefined;
+  const conversationOfMessage: (LedgerObject | undefined)[] = [];
+
+  const register = (object: LedgerObject, message: Message) => {
+    const reason = pin(object, message);
+    if (reason !== undefined) {
+      object.pinned = true;
+      object.pinReason = reason;
+    }
+    objects.push(object);
+    byId.set(object.id, object);
+    const list = objectsByMessage.get(object.messageIndex) ?? [];
+    list.push(object);
+    objectsByMessage.set(object.messageIndex, list);
+    for (const anchor of object.anchors.slice(0, maxAnchors)) {
+      const holders = anchorIndex.get(anchor.value) ?? [];
+      holders.push(object);
+      anchorIndex.set(anchor.value, holders);
+    }
+  };
+
+  // A later message that mentions an anchor refers to every earlier object holding it.
+  const recordReferences = (index: number, textValue: string, own: ReadonlySet<LedgerObject>) => {
+    const seen = new Set<LedgerObject>();
+    for (const anchor of extractAnchors(textValue)) {
+      const holders = anchorIndex.get(anchor.value) ?? [];
+      // An anchor that half the heap holds says nothing about which object is needed.
+      if (holders.length > COMMON_ANCHOR_HOLDERS) continue;
+      for (const holder of holders) {
+        if (own.has(holder) || seen.has(holder) || holder.messageIndex >= index) continue;
+        seen.add(holder);
+        holder.references.push(index);
+      }
+    }
+  };
+
+  const indexMessage = (message: Message, index: number) => {
+    const created = new Set<LedgerObject>();
+    if (message.role === 'system') {
+      systemCount += 1;
+      const object = payloadObject(`system:${systemCount}`, 'system', index, message.parts, options.tokenCounter);
+      register(object, message);
+      created.add(object);
+    } else if (message.role === 'user') {
+      userCount += 1;
+      const object = payloadObject(`conversation:user:${userCount}`, 'conversation', index, message.parts, options.tokenCounter);
+      register(object, message);
+      created.add(object);
+      openConversation = object;
+    } else if (message.role === 'assistant') {
+      for (const part of message.parts) {
+        if (part.type === 'tool-call') calls.set(part.id, { messageIndex: index, name: part.name, arguments: part.arguments });
+      }
+    } else {
+      message.parts.forEach((part, partIndex) => {
+        if (part.type !== 'tool-result') return;
+        functionCount += 1;
+        const object = functionObject(part, partIndex, index, functionCount, calls.get(part.callId), options.tokenCounter);
+        register(object, message);
+        created.add(object);
+      });
+    }
+    conversationOfMessage[index] = openConversation;
+    if (openConversation) openConversation.span.end = index + 1;
+    // Only what the agent and the user say counts as use; tool output echoing a path does not.
+    if (message.role === 'assistant' || message.role === 'user') {
+      recordReferences(index, message.parts.map(referenceText).join('\n'), created);
+    }
+  };
+
+  return {
+    messages,
+    objects,
+    messageTokens,
+    objectsByMessage,
+    options,
+    get totalTokens() {
+      return totalTokens;
+    },
+    get: (id) => byId.get(id),
+    conversationAt: (index) => conversationOfMessage[index],
+    append(newMessages) {
+      for (const message of newMessages) {
+        const index = messages.length;
+        messages.push(message);
+        const tokens = countMessageTokens(options.tokenCounter, message);
+        messageTokens.push(tokens);
+        totalTokens += tokens;
+        indexMessage(message, index);
+      }
+    },
+  };
+}
+
+/** The text of a part that counts as a reference to earlier objects. */
+function referenceText(part: Part): string {
+  if (part.type === 'tool-call') return argumentValuesText(part.arguments);
+  return partText(part);
+}
+
+/**
+ * The values of a tool call's JSON arguments, one per line: keys such as "command" or
+ * "file_path" are shape, not anchors.
+ */
+export function argumentValuesText(argumentsText: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(argumentsText);
+  } catch {
+    return argumentsText;
+  }
+  const values: string[] = [];
+  const walk = (value: unknown) => {
+    if (typeof value === 'string') values.push(value);
+    else if (typeof value === 'number' || typeof value === 'boolean') values.push(String(value));
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value && typeof value === 'object') Object.values(value).forEach(walk);
+  };
+  walk(parsed);
+  return values.join('\n');
+}
+
+function payloadObject(id: string, kind: ObjectKind, index: number, parts: Part[], counter: TokenCounter): LedgerObject {
+  const textValue = parts.map(partText).join('\n');
+  return {
+    id,
+    kind,
+    messageIndex: index,
+    span: { start: index, end: index + 1 },
+    isError: false,
+    tokens: parts.reduce((sum, part) => sum + partTokens(counter, part), 0),
+    anchors: extractAnchors(textValue),
+    references: [],
+    pinned: false,
+  };
+}
+
+function functionObject(
+  part: ToolResultPart,
+  partIndex: number,
+  index: number,
+  ordinal: number,
+  call: { messageIndex: number; name: string; arguments: string } | undefined,
+  counter: TokenCounter,
+): LedgerObject {
+  const name = call?.name ?? part.name;
+  const output = partText(part);
+  const object: LedgerObject = {
+    id: `function:${toolIdName(name)}:${ordinal}`,
+    kind: 'function',
+    messageIndex: index,
+    partIndex,
+    span: { start: index, end: index + 1 },
+    toolName: name,
+    callId: part.callId,
+    isError: part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
+    tokens: partTokens(counter, part),
+    anchors: extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${output}`),
+    references: [],
+    pinned: false,
+  };
+  if (call) {
+    object.callMessageIndex = call.messageIndex;
+    object.callArguments = call.arguments;
+  }
+  return object;
+}
+
+/** Anchors ranked by how much they say, for summaries: errors and paths first. */
+export function rankAnchors(anchors: readonly Anchor[]): Anchor[] {
+  return anchors
+    .map((anchor, order) => ({ anchor, order }))
+    .sort((a, b) => anchorWeight(b.anchor) - anchorWeight(a.anchor) || a.order - b.order)
+    .map((entry) => entry.anchor);
+}

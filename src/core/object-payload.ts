@@ -1,0 +1,73 @@
+/**
+ * The exact payload of an object as the sidecar stores it, and its way back.
+ */
+import { BadInputError, parseJson } from './errors.js';
+import type { Ledger, LedgerObject } from './ledger.js';
+import { objectText, spanText } from './render-replacement.js';
+import { type Message, messageText, TRANSCRIPT_SPEC_VERSION, type ToolResultPart } from './transcript.js';
+
+/** What a sidecar record's `payload` holds (as JSON text). */
+export type ObjectPayload =
+  | {
+      specVersion: number;
+      objectId: string;
+      kind: 'function';
+      messageIndex: number;
+      partIndex: number;
+      /** The tool-result part exactly as it was in the transcript. */
+      part: ToolResultPart;
+    }
+  | {
+      specVersion: number;
+      objectId: string;
+      kind: 'conversation' | 'system';
+      /** The span's messages exactly as they were, starting at `start`. */
+      start: number;
+      messages: Message[];
+    };
+
+/** Build the payload of an object from the ledger. */
+export function objectPayload(ledger: Ledger, object: LedgerObject): ObjectPayload {
+  if (object.kind === 'function') {
+    const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
+    if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
+    return {
+      specVersion: TRANSCRIPT_SPEC_VERSION,
+      objectId: object.id,
+      kind: 'function',
+      messageIndex: object.messageIndex,
+      partIndex: object.partIndex ?? 0,
+      part,
+    };
+  }
+  return {
+    specVersion: TRANSCRIPT_SPEC_VERSION,
+    objectId: object.id,
+    kind: object.kind,
+    start: object.span.start,
+    messages: ledger.messages.slice(object.span.start, object.span.end),
+  };
+}
+
+/** The text to index for full-text search. */
+export function payloadSearchText(ledger: Ledger, object: LedgerObject): string {
+  return object.kind === 'conversation' ? spanText(ledger, object) : objectText(ledger, object);
+}
+
+/** Read a stored payload back, checking its spec version. */
+export function parseObjectPayload(payload: string, where: string): ObjectPayload {
+  const value = parseJson(payload, where) as Partial<ObjectPayload>;
+  if (value.specVersion !== TRANSCRIPT_SPEC_VERSION) {
+    throw new BadInputError(`${where}: payload spec version ${String(value.specVersion)} is not ${TRANSCRIPT_SPEC_VERSION}`);
+  }
+  return value as ObjectPayload;
+}
+
+/** The text the model sees when a payload is expanded back into the view. */
+export function payloadText(payload: ObjectPayload): string {
+  if (payload.kind === 'function') {
+    const content = payload.part.content;
+    return typeof content === 'string' ? content : content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
+  }
+  return payload.messages.map((message) => `${message.role}: ${messageText(message)}`).join('\n\n');
+}

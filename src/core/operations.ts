@@ -1,0 +1,66 @@
+/**
+ * Operations, plans and the per-object state they leave. Everything here is plain data: the
+ * harness (`rehearse-plan.ts`, `commit-plan.ts`) gives it meaning.
+ */
+import type { RemovingOperation } from './store.js';
+
+/** What a planner may ask for one object. `keep` is the default and changes nothing. */
+export type OperationKind = RemovingOperation | 'expand' | 'keep';
+
+/** One proposed operation. */
+export interface PlannedOperation {
+  /** Id of an existing object (`function:bash:7`). Unknown ids are rejected at rehearsal. */
+  objectId: string;
+  operation: OperationKind;
+  /** Why — recorded in the commit and shown by `selfgc inspect`. */
+  reason: string;
+  /** For `fold`: a summary the planner wrote; the harness still appends anchors and the pointer. */
+  summary?: string;
+}
+
+/** A list of operations from one planner. */
+export interface Plan {
+  /** Who proposed it: `embedded`, `llm`, `agent`, `fallback`, ... */
+  planner: string;
+  operations: PlannedOperation[];
+}
+
+/** The committed state of one object that is not live. Absent from the map means live. */
+export interface ObjectState {
+  operation: RemovingOperation;
+  /** Exactly what the view shows in the object's place (a tombstone for prune; may be empty). */
+  replacement: string;
+  /** Commit that set this state. */
+  commitId: string;
+}
+
+/** Committed object states by object id: together with the ledger, this determines the view. */
+export type ViewState = Readonly<Record<string, ObjectState>>;
+
+/** Why the harness refused an operation. */
+export type RejectionReason =
+  | 'unknown-object'
+  | 'pinned'
+  | 'latest-turn'
+  | 'open-conversation'
+  | 'not-maskable'
+  | 'not-applicable'
+  | 'no-op'
+  | 'covered'
+  | 'duplicate';
+
+export interface RejectedOperation {
+  operation: PlannedOperation;
+  reason: RejectionReason;
+  detail: string;
+}
+
+/** An operation the harness accepted, with what it will put in the view. */
+export interface AcceptedOperation {
+  operation: PlannedOperation;
+  /** The state after it; undefined for `expand` (the object becomes live again). */
+  state: ObjectState | undefined;
+  /** Tokens of the object's span in the view before and after this operation alone. */
+  tokensBefore: number;
+  tokensAfter: number;
+}

@@ -1,0 +1,181 @@
+/**
+ * The embedded offline planner: deterministic, no network. It scores each object's future
+ * dependency from what the transcript itself shows — recency of reference, supersession,
+ * duplicates, resolved failures, size — and proposes prune for what is provably stale, fold
+ * (or mask) for what is old and unreferenced, and keep for the rest. Under pressure it goes
+ * further, least-needed first, until the target is reached.
+ */
+import { hashText } from '../hash.js';
+import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
+import type { PlannedOperation, ViewState } from '../operations.js';
+import { isMaskable, objectText } from '../render-replacement.js';
+import type { Planner, PlannerInput, PlanResult } from './planner.js';
+
+export interface EmbeddedPlannerOptions {
+  /** The most recent tool outputs always kept whole (default 3). */
+  keepRecentOutputs?: number;
+  /** Outputs the agent referred to within this many of its steps stay whole (default 4). */
+  recentUseSteps?: number;
+  /** Outputs smaller than this are not worth an operation (default 60 tokens). */
+  minTokens?: number;
+  /**
+   * Without pressure, also fold outputs older than this many steps that nothing refers to
+   * any more (default 8). Set to Infinity to act only on pressure and proven staleness.
+   */
+  idleFoldSteps?: number;
+}
+
+/** Per-object evidence the planner decides on. */
+interface Evidence {
+  object: LedgerObject;
+  /** Assistant steps since the object, and since its last use by the agent or user. */
+  stepsSince: number;
+  stepsSinceUse: number;
+  supersededBy?: string;
+  duplicateOf?: string;
+  /** Recent outputs (by tool-result order) are protected. */
+  recentRank: number;
+}
+
+/** The supersession key of a tool call: the same tool on the same target. */
+function supersessionKey(object: LedgerObject): string | undefined {
+  if (!object.callArguments || !object.toolName) return undefined;
+  const values = argumentValuesText(object.callArguments).trim();
+  if (values.length === 0) return undefined;
+  return `${object.toolName}\n${values}`;
+}
+
+function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
+  const messages = ledger.messages;
+  // stepsAfter[i] = number of assistant messages at index >= i.
+  const stepsAfter = new Array<number>(messages.length + 1).fill(0);
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    stepsAfter[index] = (stepsAfter[index + 1] ?? 0) + (messages[index]?.role === 'assistant' ? 1 : 0);
+  }
+  const functions = ledger.objects.filter((object) => object.kind === 'function');
+  const rankOf = new Map(functions.map((object, order) => [object, functions.length - order]));
+  const latestByKey = new Map<string, LedgerObject>();
+  const latestByOutput = new Map<string, LedgerObject>();
+  for (const object of functions) {
+    const key = supersessionKey(object);
+    if (key) latestByKey.set(key, object);
+    if (object.tokens >= 20) latestByOutput.set(hashText(objectText(ledger, object)), object);
+  }
+  const evidence: Evidence[] = [];
+  const candidates = ledger.objects.filter(
+    (object) => !object.pinned && object.kind !== 'system' && object.span.end <= protectFrom,
+  );
+  for (const object of candidates) {
+    const lastUse = object.references.at(-1) ?? object.messageIndex;
+    const entry: Evidence = {
+      object,
+      stepsSince: stepsAfter[object.span.end] ?? 0,
+      stepsSinceUse: stepsAfter[lastUse + 1] ?? 0,
+      recentRank: rankOf.get(object) ?? Number.POSITIVE_INFINITY,
+    };
+    const key = supersessionKey(object);
+    const later = key ? latestByKey.get(key) : undefined;
+    if (later && later !== object && !object.isError === !later.isError) entry.supersededBy = later.id;
+    if (later && later !== object && object.isError && !later.isError) entry.supersededBy = later.id;
+    if (object.kind === 'function' && object.tokens >= 20) {
+      const same = latestByOutput.get(hashText(objectText(ledger, object)));
+      if (same && same !== object) entry.duplicateOf = same.id;
+    }
+    evidence.push(entry);
+  }
+  return evidence;
+}
+
+/** Estimated tokens an operation frees, before rehearsal measures it exactly. */
+function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'prune', ledger: Ledger): number {
+  const size = object.kind === 'conversation' ? spanTokensOf(ledger, object) : object.tokens;
+  const left = operation === 'prune' ? 20 : operation === 'fold' ? 90 : Math.min(size, 400);
+  return Math.max(0, size - left);
+}
+
+function spanTokensOf(ledger: Ledger, object: LedgerObject): number {
+  let total = 0;
+  for (let index = object.span.start; index < object.span.end; index += 1) total += ledger.messageTokens[index] ?? 0;
+  return total;
+}
+
+function foldOrMask(ledger: Ledger, object: LedgerObject): 'fold' | 'mask' {
+  return object.kind === 'function' && object.tokens > 1500 && isMaskable(objectText(ledger, object)) ? 'mask' : 'fold';
+}
+
+/** The embedded planner as a pure function of its input. */
+export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOptions = {}): PlannedOperation[] {
+  const keepRecent = options.keepRecentOutputs ?? 3;
+  const recentUse = options.recentUseSteps ?? 4;
+  const minTokens = options.minTokens ?? 60;
+  const idleFold = options.idleFoldSteps ?? 8;
+  const { ledger, state } = input;
+  const evidence = collectEvidence(ledger, input.protectFrom);
+  const operations: PlannedOperation[] = [];
+  const planned = new Set<string>();
+  let projected = input.viewTokens;
+  const propose = (object: LedgerObject, operation: 'fold' | 'mask' | 'prune', reason: string) => {
+    if (planned.has(object.id) || alreadyThere(state, object.id, operation)) return;
+    planned.add(object.id);
+    operations.push({ objectId: object.id, operation, reason });
+    projected -= estimatedSaving(object, operation, ledger);
+  };
+
+  // 1. Proven staleness, whatever the pressure: superseded, duplicated, resolved failures.
+  for (const entry of evidence) {
+    const { object } = entry;
+    if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= 1) continue;
+    if (entry.supersededBy) propose(object, 'prune', `superseded by ${entry.supersededBy}`);
+    else if (entry.duplicateOf) propose(object, 'prune', `same output as ${entry.duplicateOf}`);
+  }
+  // 2. Idle outputs: old, large enough, and not used by the agent for a while.
+  for (const entry of evidence) {
+    const { object } = entry;
+    if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= keepRecent) continue;
+    if (entry.stepsSince >= idleFold && entry.stepsSinceUse >= recentUse) {
+      propose(object, foldOrMask(ledger, object), `idle for ${entry.stepsSinceUse} steps`);
+    }
+  }
+  if (projected <= input.targetTokens) return operations;
+  // 3. Pressure: least-needed first — longest unused, then largest.
+  const ranked = [...evidence].sort(
+    (a, b) => b.stepsSinceUse - a.stepsSinceUse || b.object.tokens - a.object.tokens || a.object.messageIndex - b.object.messageIndex,
+  );
+  for (const entry of ranked) {
+    if (projected <= input.targetTokens) break;
+    const { object } = entry;
+    if (object.kind !== 'function' || entry.recentRank <= 1 || object.tokens < minTokens) continue;
+    propose(object, foldOrMask(ledger, object), `pressure: unused for ${entry.stepsSinceUse} steps`);
+  }
+  // 4. Still over: fold whole past conversations, oldest first.
+  for (const entry of evidence) {
+    if (projected <= input.targetTokens) break;
+    if (entry.object.kind === 'conversation') propose(entry.object, 'fold', 'pressure: past request, its work is done');
+  }
+  // 5. Last resort: prune what was folded or masked, oldest first.
+  for (const entry of evidence) {
+    if (projected <= input.targetTokens) break;
+    if (entry.object.kind === 'function' && entry.recentRank > 1) {
+      planned.delete(entry.object.id);
+      propose(entry.object, 'prune', 'pressure: oldest output');
+    }
+  }
+  return operations;
+}
+
+function alreadyThere(state: ViewState, id: string, operation: 'fold' | 'mask' | 'prune'): boolean {
+  const current = state[id]?.operation;
+  if (!current) return false;
+  if (current === 'prune') return true;
+  return operation !== 'prune' && (current === 'fold' || current === operation);
+}
+
+/** The embedded planner behind the `Planner` contract. */
+export function createEmbeddedPlanner(options: EmbeddedPlannerOptions = {}): Planner {
+  return {
+    name: 'embedded',
+    plan: async (input: PlannerInput): Promise<PlanResult> => ({
+      plan: { planner: 'embedded', operations: planEmbedded(input, options) },
+    }),
+  };
+}

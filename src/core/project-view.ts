@@ -1,0 +1,144 @@
+/**
+ * Projection: ledger + committed object states → the view (canonical messages). Unchanged
+ * messages are passed through by reference and keep their cached token counts, so projecting
+ * costs time in the number of messages, not in their size.
+ */
+import type { Ledger, LedgerObject } from './ledger.js';
+import { countMessageTokens } from './ledger.js';
+import type { ViewState } from './operations.js';
+import type { Message, Part } from './transcript.js';
+
+export interface ViewItem {
+  /** Index of the transcript message this item stands for (the first of a folded span). */
+  source: number;
+  message: Message;
+  /** False when `message` is the transcript message itself, untouched. */
+  changed: boolean;
+}
+
+export interface View {
+  items: ViewItem[];
+  tokens: number;
+}
+
+export interface ProjectOptions {
+  /** Show ids as light metadata: a header on user turns, a tag after tool results. */
+  showIds?: boolean;
+  /** Drop the messages after this index (exclusive end), for projecting a prefix. */
+  end?: number;
+}
+
+/** Replace or drop a span's messages for a folded or pruned conversation object. */
+function spanReplacement(object: LedgerObject, state: ViewState): Message | undefined {
+  const entry = state[object.id];
+  if (!entry || entry.replacement === '') return undefined;
+  return { role: 'user', parts: [{ type: 'text', text: entry.replacement }] };
+}
+
+function withIdHeader(message: Message, id: string): Message {
+  return { ...message, parts: [{ type: 'text', text: `[id: ${id}]` }, ...message.parts] };
+}
+
+/** The tool message with states applied to its results; undefined parts are dropped. */
+function projectToolMessage(
+  ledger: Ledger,
+  index: number,
+  message: Message,
+  state: ViewState,
+  showIds: boolean,
+  droppedCalls: Set<string>,
+): Message | undefined {
+  const objects = ledger.objectsByMessage.get(index) ?? [];
+  let changed = false;
+  const parts: Part[] = [];
+  message.parts.forEach((part, partIndex) => {
+    const object = objects.find((candidate) => candidate.partIndex === partIndex);
+    const entry = object ? state[object.id] : undefined;
+    if (part.type !== 'tool-result' || !object) {
+      parts.push(part);
+      return;
+    }
+    if (entry?.operation === 'prune' && entry.replacement === '') {
+      droppedCalls.add(part.callId);
+      changed = true;
+      return;
+    }
+    const content = entry ? entry.replacement : part.content;
+    if (entry || showIds) changed = true;
+    if (showIds) {
+      const tag = `[id: ${object.id}]`;
+      parts.push({ ...part, content: typeof content === 'string' ? `${content}\n${tag}` : [...content, { type: 'text', text: tag }] });
+    } else {
+      parts.push(entry ? { ...part, content } : part);
+    }
+  });
+  if (!changed) return message;
+  return parts.length === 0 ? undefined : { ...message, parts };
+}
+
+/** Project the view of the ledger under the given committed states. */
+export function projectView(ledger: Ledger, state: ViewState, options: ProjectOptions = {}): View {
+  const end = Math.min(options.end ?? ledger.messages.length, ledger.messages.length);
+  const showIds = options.showIds === true;
+  const items: ViewItem[] = [];
+  const droppedCalls = new Set<string>();
+  const counter = ledger.options.tokenCounter;
+  let tokens = 0;
+  const push = (source: number, message: Message, changed: boolean) => {
+    items.push({ source, message, changed });
+    tokens += changed ? countMessageTokens(counter, message) : (ledger.messageTokens[source] ?? 0);
+  };
+  for (let index = 0; index < end; index += 1) {
+    const message = ledger.messages[index]!;
+    const conversation = ledger.conversationAt(index);
+    const spanState = conversation ? state[conversation.id] : undefined;
+    if (conversation && spanState && conversation.span.end <= end) {
+      // A folded or pruned conversation: its whole span leaves, its replacement stays.
+      const replacement = spanReplacement(conversation, state);
+      if (replacement) push(index, replacement, true);
+      index = conversation.span.end - 1;
+      continue;
+    }
+    if (message.role === 'tool') {
+      const projected = projectToolMessage(ledger, index, message, state, showIds, droppedCalls);
+      if (projected) push(index, projected, projected !== message);
+      continue;
+    }
+    if (message.role === 'user' && showIds && conversation?.messageIndex === index) {
+      push(index, withIdHeader(message, conversation.id), true);
+      continue;
+    }
+    push(index, message, false);
+  }
+  return repairLineage(items, droppedCalls, ledger, counter, tokens);
+}
+
+/**
+ * A call and its result leave together: drop the tool-call parts whose results were pruned
+ * without tombstone, and assistant messages left empty by that.
+ */
+function repairLineage(
+  items: ViewItem[],
+  droppedCalls: ReadonlySet<string>,
+  ledger: Ledger,
+  counter: Ledger['options']['tokenCounter'],
+  tokens: number,
+): View {
+  if (droppedCalls.size === 0) return { items, tokens };
+  const repaired: ViewItem[] = [];
+  let total = tokens;
+  for (const item of items) {
+    if (item.message.role !== 'assistant' || !item.message.parts.some((part) => part.type === 'tool-call' && droppedCalls.has(part.id))) {
+      repaired.push(item);
+      continue;
+    }
+    total -= item.changed ? countMessageTokens(counter, item.message) : (ledger.messageTokens[item.source] ?? 0);
+    const parts = item.message.parts.filter((part) => !(part.type === 'tool-call' && droppedCalls.has(part.id)));
+    // Reasoning alone is no turn: the message leaves with its last call.
+    if (!parts.some((part) => part.type === 'text' || part.type === 'tool-call')) continue;
+    const message = { ...item.message, parts };
+    total += countMessageTokens(counter, message);
+    repaired.push({ source: item.source, message, changed: true });
+  }
+  return { items: repaired, tokens: total };
+}

@@ -1,0 +1,190 @@
+/**
+ * Rehearsal: validate a plan against the ledger and the committed state, apply it to a copy,
+ * and measure it. Nothing here touches a store or the live session: a rejected plan (or a
+ * rehearsal that is never committed) leaves no trace.
+ */
+import type { Ledger, LedgerObject } from './ledger.js';
+import type {
+  AcceptedOperation,
+  ObjectState,
+  Plan,
+  PlannedOperation,
+  RejectedOperation,
+  RejectionReason,
+  ViewState,
+} from './operations.js';
+import { type ProjectOptions, projectView } from './project-view.js';
+import {
+  isMaskable,
+  type MaskOptions,
+  objectText,
+  renderFold,
+  renderMask,
+  renderTombstone,
+} from './render-replacement.js';
+import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
+
+export interface RehearseOptions {
+  /** Objects whose payload message is at or after this index belong to the latest turn. */
+  protectFrom?: number;
+  /** Leave a one-line tombstone for pruned objects (default true). */
+  tombstones?: boolean;
+  /** Key anchors a fold keeps, unless the operation asks for more (default 12). */
+  foldAnchors?: number;
+  mask?: MaskOptions;
+  /** Passed to projection when measuring. */
+  project?: ProjectOptions;
+  /** Commit id stamped on the new states (the commit path fills it in). */
+  commitId?: string;
+}
+
+export interface Rehearsal {
+  plan: Plan;
+  accepted: AcceptedOperation[];
+  rejected: RejectedOperation[];
+  stateBefore: ViewState;
+  stateAfter: ViewState;
+  /** View tokens before and after the plan. */
+  tokensBefore: number;
+  tokensAfter: number;
+  /** First message index whose view changes: everything after it is re-sent uncached. */
+  earliestEdit: number | undefined;
+}
+
+/**
+ * Where the latest turn starts: the last user request if nothing answered it yet, otherwise
+ * the last assistant message (with the tool results that follow it).
+ */
+export function latestTurnStart(ledger: Ledger): number {
+  for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
+    const role = ledger.messages[index]?.role;
+    if (role === 'assistant' || role === 'user') return index;
+  }
+  return 0;
+}
+
+const STRENGTH: Record<string, number> = { prune: 3, fold: 2, mask: 1, expand: 0, keep: -1 };
+
+function spanTokens(ledger: Ledger, object: LedgerObject): number {
+  if (object.kind !== 'conversation') return object.tokens;
+  let total = 0;
+  for (let index = object.span.start; index < object.span.end; index += 1) total += ledger.messageTokens[index] ?? 0;
+  return total;
+}
+
+type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
+
+function judgeOperation(
+  ledger: Ledger,
+  state: ViewState,
+  operation: PlannedOperation,
+  options: RehearseOptions,
+  protectFrom: number,
+): Verdict {
+  const object = ledger.get(operation.objectId);
+  if (!object) return { reason: 'unknown-object', detail: `no object ${operation.objectId} in this session` };
+  if (object.pinned) return { reason: 'pinned', detail: `${object.id} is pinned (${object.pinReason ?? 'pin'})` };
+  if (object.messageIndex >= protectFrom || object.span.end > protectFrom) {
+    return { reason: 'latest-turn', detail: `${object.id} belongs to the latest turn` };
+  }
+  if (object.kind === 'system') return { reason: 'not-applicable', detail: 'system prompts are never edited' };
+  if (object.kind === 'conversation' && object.span.end >= ledger.messages.length) {
+    return { reason: 'open-conversation', detail: `${object.id} is still running` };
+  }
+  const current = state[object.id];
+  const counter = ledger.options.tokenCounter;
+  const before = current ? counter.count(current.replacement) : spanTokens(ledger, object);
+  const overhead = object.kind === 'conversation' ? MESSAGE_OVERHEAD_TOKENS : 0;
+  const commitId = options.commitId ?? 'pending';
+  const accept = (next: ObjectState | undefined): AcceptedOperation => ({
+    operation,
+    state: next,
+    tokensBefore: before,
+    tokensAfter: next ? counter.count(next.replacement) + (next.replacement ? overhead : 0) : spanTokens(ledger, object),
+  });
+  switch (operation.operation) {
+    case 'keep':
+      return { reason: 'no-op', detail: 'keep changes nothing' };
+    case 'expand':
+      if (!current) return { reason: 'no-op', detail: `${object.id} is already live` };
+      if (current.operation === 'prune') return { reason: 'not-applicable', detail: 'pruned objects are not promised back; undo the commit instead' };
+      return accept(undefined);
+    case 'fold': {
+      if (current?.operation === 'fold' || current?.operation === 'prune') return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
+      const replacement = renderFold(ledger, object, {
+        ...(operation.summary ? { summary: operation.summary } : {}),
+        maxAnchors: options.foldAnchors ?? 12,
+      });
+      return accept({ operation: 'fold', replacement, commitId });
+    }
+    case 'mask': {
+      if (object.kind !== 'function') return { reason: 'not-applicable', detail: 'mask applies to a single tool output' };
+      if (current) return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
+      const textValue = objectText(ledger, object);
+      if (!isMaskable(textValue)) return { reason: 'not-maskable', detail: 'short, a stack trace, a diff or a sparse table' };
+      return accept({ operation: 'mask', replacement: renderMask(object, textValue, options.mask), commitId });
+    }
+    case 'prune': {
+      if (current?.operation === 'prune') return { reason: 'no-op', detail: `${object.id} is already pruned` };
+      const replacement = options.tombstones === false ? '' : renderTombstone(ledger, object);
+      return accept({ operation: 'prune', replacement, commitId });
+    }
+  }
+}
+
+/** Keep one operation per object (the strongest), and drop those inside a folded span. */
+function mergeOperations(ledger: Ledger, operations: readonly PlannedOperation[]) {
+  const chosen = new Map<string, PlannedOperation>();
+  const rejected: RejectedOperation[] = [];
+  for (const operation of operations) {
+    const previous = chosen.get(operation.objectId);
+    if (!previous) {
+      chosen.set(operation.objectId, operation);
+      continue;
+    }
+    const [keep, drop] = (STRENGTH[operation.operation] ?? 0) > (STRENGTH[previous.operation] ?? 0) ? [operation, previous] : [previous, operation];
+    chosen.set(operation.objectId, keep);
+    rejected.push({ operation: drop, reason: 'duplicate', detail: `${keep.operation} on the same object wins` });
+  }
+  const covering = new Set<string>();
+  for (const operation of chosen.values()) {
+    const object = ledger.get(operation.objectId);
+    if (object?.kind === 'conversation' && (operation.operation === 'fold' || operation.operation === 'prune')) covering.add(object.id);
+  }
+  const merged: PlannedOperation[] = [];
+  for (const operation of chosen.values()) {
+    const object = ledger.get(operation.objectId);
+    const conversation = object?.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
+    if (conversation && covering.has(conversation.id)) {
+      rejected.push({ operation, reason: 'covered', detail: `inside ${conversation.id}, which the plan also removes` });
+    } else {
+      merged.push(operation);
+    }
+  }
+  return { merged, rejected };
+}
+
+/** Validate, merge, apply to a copy of the state, and measure. */
+export function rehearsePlan(ledger: Ledger, state: ViewState, plan: Plan, options: RehearseOptions = {}): Rehearsal {
+  const protectFrom = options.protectFrom ?? latestTurnStart(ledger);
+  const { merged, rejected } = mergeOperations(ledger, plan.operations);
+  const accepted: AcceptedOperation[] = [];
+  const next: Record<string, ObjectState> = { ...state };
+  let earliestEdit: number | undefined;
+  for (const operation of merged) {
+    const verdict = judgeOperation(ledger, state, operation, options, protectFrom);
+    if ('reason' in verdict) {
+      rejected.push({ operation, ...verdict });
+      continue;
+    }
+    accepted.push(verdict);
+    if (verdict.state) next[operation.objectId] = verdict.state;
+    else delete next[operation.objectId];
+    const object = ledger.get(operation.objectId)!;
+    const editAt = object.kind === 'conversation' ? object.span.start : Math.min(object.messageIndex, object.callMessageIndex ?? object.messageIndex);
+    earliestEdit = earliestEdit === undefined ? editAt : Math.min(earliestEdit, editAt);
+  }
+  const tokensBefore = projectView(ledger, state, options.project).tokens;
+  const tokensAfter = accepted.length === 0 ? tokensBefore : projectView(ledger, next, options.project).tokens;
+  return { plan, accepted, rejected, stateBefore: state, stateAfter: next, tokensBefore, tokensAfter, earliestEdit };
+}

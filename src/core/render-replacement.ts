@@ -1,0 +1,152 @@
+/**
+ * What the model sees in place of a folded, masked or pruned object. Every replacement names
+ * the object id, so the agent (or the proxy) can recover it with `expand(id)`.
+ */
+import { type Anchor, extractAnchors } from './anchors.js';
+import { type LedgerObject, rankAnchors } from './ledger.js';
+import { messageText } from './transcript.js';
+import type { Ledger } from './ledger.js';
+
+/** The text payload of an object, as the model saw it. */
+export function objectText(ledger: Ledger, object: LedgerObject): string {
+  if (object.kind === 'function') {
+    const message = ledger.messages[object.messageIndex];
+    const part = message?.parts[object.partIndex ?? 0];
+    if (part?.type !== 'tool-result') return '';
+    return typeof part.content === 'string'
+      ? part.content
+      : part.content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
+  }
+  const message = ledger.messages[object.messageIndex];
+  return message ? messageText(message) : '';
+}
+
+/** Text of every message of a conversation object's span. */
+export function spanText(ledger: Ledger, object: LedgerObject): string {
+  return ledger.messages
+    .slice(object.span.start, object.span.end)
+    .map((message) => messageText(message))
+    .join('\n');
+}
+
+function compactTokens(tokens: number): string {
+  return tokens >= 1000 ? `${(tokens / 1000).toFixed(1)}k` : String(tokens);
+}
+
+function oneLine(value: string, max: number): string {
+  const flat = value.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A one-line description of the call that produced a function object. */
+export function describeCall(object: LedgerObject): string {
+  const name = object.toolName ?? 'tool';
+  if (!object.callArguments) return name;
+  try {
+    const parsed = JSON.parse(object.callArguments) as unknown;
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      const entries = Object.entries(parsed as Record<string, unknown>)
+        .filter(([key]) => key !== 'description')
+        .map(([key, value]) => `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+      return `${name} ${oneLine(entries.join(' '), 160)}`;
+    }
+  } catch {
+    // Arguments that are not JSON are shown as they are.
+  }
+  return `${name} ${oneLine(object.callArguments, 160)}`;
+}
+
+export interface FoldOptions {
+  /** A summary written by the planner (kept first, on one line). */
+  summary?: string;
+  /** How many key anchors the summary keeps. */
+  maxAnchors?: number;
+  /** Anchors to keep before all others (for example those later turns already used). */
+  preferredAnchors?: readonly string[];
+}
+
+/** Pick the key anchors of an object: preferred ones first, then by weight. */
+export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, exclude: string): string[] {
+  const limit = options.maxAnchors ?? 12;
+  const chosen: string[] = [];
+  const present = new Set(anchors.map((anchor) => anchor.value));
+  for (const value of options.preferredAnchors ?? []) {
+    if (chosen.length >= limit) break;
+    if (present.has(value) && !chosen.includes(value) && !exclude.includes(value)) chosen.push(value);
+  }
+  for (const anchor of rankAnchors(anchors)) {
+    if (chosen.length >= limit) break;
+    if (!chosen.includes(anchor.value) && !exclude.includes(anchor.value)) chosen.push(anchor.value);
+  }
+  return chosen;
+}
+
+/** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */
+export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOptions = {}): string {
+  if (object.kind === 'function') {
+    const head = describeCall(object);
+    const status = object.isError ? 'error' : 'ok';
+    const anchors = keyAnchorsOf(object.anchors, options, head);
+    const lines = [
+      `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
+      ...(options.summary ? [oneLine(options.summary, 400)] : []),
+      ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
+      `(exact output kept; expand("${object.id}") recovers it)`,
+    ];
+    return lines.join('\n');
+  }
+  const request = oneLine(objectText(ledger, object), 200);
+  const spanAnchors = extractAnchors(spanText(ledger, object));
+  const anchors = keyAnchorsOf(spanAnchors, options, request);
+  const messages = object.span.end - object.span.start;
+  return [
+    `[folded ${object.id}: user asked "${request}"; ${messages} messages followed]`,
+    ...(options.summary ? [oneLine(options.summary, 600)] : []),
+    ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
+    `(exact messages kept; expand("${object.id}") recovers them)`,
+  ].join('\n');
+}
+
+/** The one-line tombstone of a pruned object. */
+export function renderTombstone(ledger: Ledger, object: LedgerObject): string {
+  if (object.kind === 'function') {
+    return `[pruned ${object.id}: ${oneLine(describeCall(object), 100)}${object.isError ? ', failed' : ''}, ${compactTokens(object.tokens)} tokens]`;
+  }
+  return `[pruned ${object.id}: "${oneLine(objectText(ledger, object), 100)}"]`;
+}
+
+const STRUCTURE_LINE = /^\s*(def |class |function |export |async |fn |pub |impl |interface |type |#{1,6} |@@|diff |\+\+\+|---|Traceback|\w*Error\b|FAILED|PASSED|ERROR|ok |not ok )/;
+const TRACE_OR_DIFF = /(Traceback \(most recent call last\)|^diff --git|^@@ .* @@|^\s+at .+\(.+:\d+:\d+\))/m;
+
+/** Whether an output is fit for masking: long and regular, not a trace, diff or sparse table. */
+export function isMaskable(textValue: string): boolean {
+  const lines = textValue.split('\n');
+  if (lines.length < 24) return false;
+  if (TRACE_OR_DIFF.test(textValue)) return false;
+  const pipes = lines.filter((line) => (line.match(/\|/g)?.length ?? 0) >= 3).length;
+  return pipes < lines.length / 2;
+}
+
+export interface MaskOptions {
+  headLines?: number;
+  tailLines?: number;
+  /** Structure lines (definitions, headings, test results) kept from the middle, at most. */
+  structureLines?: number;
+}
+
+/** The masked text: head, structure lines of the middle, a marker, tail. */
+export function renderMask(object: LedgerObject, textValue: string, options: MaskOptions = {}): string {
+  const head = options.headLines ?? 8;
+  const tail = options.tailLines ?? 6;
+  const lines = textValue.split('\n');
+  const middle = lines.slice(head, Math.max(head, lines.length - tail));
+  const structure = middle.filter((line) => STRUCTURE_LINE.test(line)).slice(0, options.structureLines ?? 12);
+  const hidden = middle.length - structure.length;
+  const marker = `[… ${hidden} of ${lines.length} lines masked (${object.id}, ${compactTokens(object.tokens)} tokens in full); expand("${object.id}") recovers them …]`;
+  return [
+    ...lines.slice(0, head),
+    ...(structure.length > 0 ? [...structure.map((line) => oneLine(line, 200))] : []),
+    marker,
+    ...lines.slice(lines.length - tail),
+  ].join('\n');
+}

@@ -1,0 +1,78 @@
+/**
+ * The results of `selfgc eval`: what `--json` writes and what the HTML report draws.
+ * Version-stamped; the report refuses a summary of another version.
+ */
+
+export const EVAL_SUMMARY_VERSION = 1;
+
+/** A rate with its Wilson 95% interval. */
+export interface Rate {
+  /** Successes and trials. */
+  hits: number;
+  total: number;
+  /** hits / total (0 when total is 0). */
+  value: number;
+  low: number;
+  high: number;
+}
+
+/** One strategy in cut mode, at one budget. */
+export interface CutPoint {
+  /** The keep fraction asked for (`auto` = the strategy's own choice). */
+  keep: number | 'auto';
+  /** Mean prune rate over cuts, `1 − |C′|/|C|`. */
+  pruneRate: number;
+  strictNoImpact: Rate;
+  recoverableNoImpact: Rate;
+  /** Share of cuts where a needed anchor is neither visible nor recoverable, though a fold or mask removed it. */
+  unrecoverableLoss: Rate;
+  cuts: number;
+}
+
+export interface CutModeResult {
+  strategy: string;
+  /** Labelled upper bounds (the oracle) are drawn apart. */
+  upperBound: boolean;
+  /** At the strategy's own budget. */
+  own: CutPoint;
+  /** The budget sweep, one point per keep fraction. */
+  sweep: CutPoint[];
+}
+
+/** One strategy in session mode (the governor through whole sessions under a window). */
+export interface SessionModeResult {
+  strategy: string;
+  window: number;
+  calls: number;
+  /** Input tokens summed over all model calls. */
+  inputTokens: number;
+  /** The same with no governance, for the ratio. */
+  baselineInputTokens: number;
+  overWindowCalls: number;
+  /** Share of input tokens that were cache reads. */
+  cacheHitRate: number;
+  /** Cost under cache pricing, and relative to `none`. */
+  cost: number;
+  costRelative: number;
+  commits: number;
+  /** No-impact over the calls whose view differs from the full prefix. */
+  strictNoImpactChanged: Rate;
+  recoverableNoImpactChanged: Rate;
+  /** Per session token timelines for the report: view tokens per call, and the calls that committed. */
+  timelines: Array<{ session: string; viewTokens: number[]; transcriptTokens: number[]; commitCalls: number[] }>;
+}
+
+export interface EvalSummary {
+  version: number;
+  createdAt: string;
+  /** The files and command that produced it. */
+  inputs: string[];
+  command: string;
+  sessions: number;
+  cutMode: CutModeResult[];
+  sessionMode: SessionModeResult[];
+  /** Comparison at matched prune rates: no-impact of each strategy interpolated at each rate. */
+  matched: Array<{ pruneRate: number; strictNoImpact: Record<string, number | null> }>;
+  /** Pricing used for costs. */
+  pricing: { cacheWrite: number; cacheRead: number };
+}
