@@ -1,0 +1,18 @@
+/** A minimal LLM client (OpenAI-compatible Chat Completions, Anthropic Messages) and JSON extraction. */
+
+export {
+  ANTHROPIC_DEFAULT_MAX_TOKENS,
+  ANTHROPIC_JSON_INSTRUCTION,
+  ANTHROPIC_VERSION,
+} from './anthropic-client.js';
+export { extractJson } from './extract-json.js';
+export { createLlmClient } from './llm-client.js';
+export type {
+  LlmClient,
+  LlmClientOptions,
+  LlmMessage,
+  LlmProvider,
+  LlmRequest,
+  LlmResponse,
+  LlmUsage,
+} from './llm-types.js';

@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { createEchoScript } from './echo-script.js';
+import { anthropicBody, chatBody, post, readJson, useScriptedUpstream } from './upstream-test-kit.js';
+
+const start = useScriptedUpstream();
+
+describe('errors and failure modes', () => {
+  it('renders errors in the OpenAI body format on OpenAI paths, with extra headers', async () => {
+    const server = await start({
+      script: [{ error: { status: 429, message: 'Slow down.' }, headers: { 'retry-after': '2' } }],
+    });
+    const response = await post(server, '/v1/chat/completions', chatBody);
+    expect(response.status).toBe(429);
+    expect(response.headers.get('retry-after')).toBe('2');
+    expect(await readJson(response)).toEqual({
+      error: { message: 'Slow down.', type: 'requests', param: null, code: 'rate_limit_exceeded' },
+    });
+  });
+
+  it('renders errors in the Anthropic body format on /v1/messages', async () => {
+    const server = await start({ script: [{ error: { status: 529, message: 'Overloaded' } }] });
+    const response = await post(server, '/v1/messages', anthropicBody);
+    expect(response.status).toBe(529);
+    expect(await readJson(response)).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: 'Overloaded' },
+      request_id: 'req_scripted0000',
+    });
+  });
+
+  it('sends raw replies exactly', async () => {
+    const server = await start({
+      script: [{ raw: { status: 502, headers: { 'x-test': 'yes' }, body: '<html>bad gateway' } }],
+    });
+    const response = await post(server, '/v1/responses', {});
+    expect(response.status).toBe(502);
+    expect(response.headers.get('x-test')).toBe('yes');
+    expect(await response.text()).toBe('<html>bad gateway');
+  });
+
+  it('delays, hangs until the client gives up, and disconnects', async () => {
+    const server = await start({
+      script: [{ text: 'late', delayMs: 120 }, { hang: true }, { disconnect: true }],
+    });
+    const started = Date.now();
+    const late = await readJson(post(server, '/v1/chat/completions', chatBody));
+    expect(late.choices[0].message.content).toBe('late');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(100);
+    const hung = fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chatBody),
+      signal: AbortSignal.timeout(100),
+    });
+    await expect(hung).rejects.toThrow(/abort|timeout/i);
+    await expect(post(server, '/v1/chat/completions', chatBody)).rejects.toThrow(/fetch failed/);
+    expect(server.requests).toHaveLength(3);
+  });
+
+  it('answers 422 when the queue is exhausted, and accepts more replies', async () => {
+    const server = await start({ script: [] });
+    const exhausted = await post(server, '/v1/chat/completions', chatBody);
+    expect(exhausted.status).toBe(422);
+    expect((await readJson(exhausted)).error.message).toContain('script exhausted at request #0');
+    server.enqueue({ text: 'more' });
+    expect(server.remaining()).toBe(1);
+    const answer = await readJson(post(server, '/v1/chat/completions', chatBody));
+    expect(answer.choices[0].message.content).toBe('more');
+    expect(server.remaining()).toBe(0);
+  });
+
+  it('refuses unknown routes, bad JSON and wrong API keys', async () => {
+    const server = await start({ script: [{ text: 'never' }], apiKey: 'sk-right' });
+    expect((await fetch(`${server.url}/v2/nothing`)).status).toBe(404);
+    const unauthorized = await post(server, '/v1/messages', anthropicBody, { 'x-api-key': 'sk-wrong' });
+    expect(unauthorized.status).toBe(401);
+    expect((await readJson(unauthorized)).error.type).toBe('authentication_error');
+    const badJson = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-right' },
+      body: '{not json',
+    });
+    expect(badJson.status).toBe(400);
+    expect(server.remaining()).toBe(1);
+    expect(server.requests.map((request) => request.body)).toEqual([undefined, anthropicBody, '{not json']);
+  });
+});
+
+describe('script and request log', () => {
+  it('calls a script function with each request and records path, headers and body', async () => {
+    const server = await start({
+      script: (request) => ({
+        text: `#${request.index} ${request.path} ${(request.body as { model: string }).model}`,
+      }),
+    });
+    await post(server, '/v1/chat/completions', chatBody, { authorization: 'Bearer sk-a' });
+    const second = await readJson(post(server, '/v1/messages', anthropicBody, { 'x-api-key': 'sk-b' }));
+    expect(second.content[0].text).toBe('#1 /v1/messages claude-test');
+    expect(server.requests.map((request) => [request.index, request.method, request.path])).toEqual([
+      [0, 'POST', '/v1/chat/completions'],
+      [1, 'POST', '/v1/messages'],
+    ]);
+    expect(server.requests[0]?.headers.authorization).toBe('Bearer sk-a');
+    expect(server.requests[1]?.headers['x-api-key']).toBe('sk-b');
+    expect(server.requests[1]?.body).toEqual(anthropicBody);
+    expect(server.requests[1]?.rawBody).toBe(JSON.stringify(anthropicBody));
+  });
+
+  it('lists models in the format the caller speaks', async () => {
+    const server = await start({ script: [], models: ['m-1', 'm-2'] });
+    const openai = await readJson(fetch(`${server.url}/v1/models`));
+    expect(openai).toMatchObject({ object: 'list', data: [{ id: 'm-1', object: 'model' }, { id: 'm-2' }] });
+    const anthropic = await readJson(
+      fetch(`${server.url}/v1/models`, { headers: { 'anthropic-version': '2023-06-01' } }),
+    );
+    expect(anthropic).toMatchObject({ data: [{ type: 'model', id: 'm-1' }, { id: 'm-2' }], has_more: false });
+  });
+
+  it('reports script failures as a 500 with the reason', async () => {
+    const server = await start({ script: [{ toolCalls: [{ name: 'bash', arguments: 'not json' }] }] });
+    const response = await post(server, '/v1/messages', anthropicBody);
+    expect(response.status).toBe(500);
+    expect((await readJson(response)).error.message).toContain('arguments of tool call "bash" are not JSON');
+  });
+});
+
+describe('createEchoScript', () => {
+  it('echoes the latest user text on every path and content shape', async () => {
+    const server = await start({ script: createEchoScript() });
+    const chat = await readJson(
+      post(server, '/v1/chat/completions', {
+        model: 'm',
+        messages: [
+          { role: 'user', content: 'first' },
+          { role: 'assistant', content: 'ok' },
+          { role: 'user', content: [{ type: 'text', text: 'second' }] },
+        ],
+      }),
+    );
+    expect(chat.choices[0].message.content).toBe('echo: second');
+    const responses = await readJson(
+      post(server, '/v1/responses', {
+        model: 'm',
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'from responses' }] }],
+      }),
+    );
+    expect(responses.output[0].content[0].text).toBe('echo: from responses');
+    const messages = await readJson(
+      post(server, '/v1/messages', {
+        ...anthropicBody,
+        messages: [
+          { role: 'user', content: 'question' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'ls', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'a.ts' }] },
+        ],
+      }),
+    );
+    expect(messages.content[0].text).toBe('echo: question');
+  });
+});
