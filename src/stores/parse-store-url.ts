@@ -1,0 +1,83 @@
+import { BadInputError } from '../core/errors.js';
+import type { SidecarStore } from '../core/store.js';
+
+const SUPPORTED =
+  'memory:, sqlite:<path>, sqlite::memory:, redis://…, rediss://…, postgres://… or postgresql://…';
+
+/** Split our own query parameters off a server URL, leaving the rest for the driver. */
+function takeParameters(url: string, names: readonly string[]): { url: string; values: Map<string, string> } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new BadInputError(`store URL is not a valid URL (expected ${SUPPORTED})`);
+  }
+  const values = new Map<string, string>();
+  for (const name of names) {
+    const value = parsed.searchParams.get(name);
+    if (value === null) continue;
+    values.set(name, value);
+    parsed.searchParams.delete(name);
+  }
+  return { url: values.size === 0 ? url : parsed.toString(), values };
+}
+
+/** `sqlite:./x.db`, `sqlite:/abs/x.db`, `sqlite:///abs/x.db`, `sqlite::memory:` → the file path. */
+function sqlitePath(rest: string): string {
+  const path = rest.startsWith('//') ? rest.slice(2) : rest;
+  if (path === '') throw new BadInputError('store URL "sqlite:" names no file (e.g. sqlite:./selfgc.db)');
+  return path;
+}
+
+/**
+ * Open a store from one URL, as given on the command line or in configuration:
+ *
+ * - `memory:` — in-process only;
+ * - `sqlite:./path.db`, `sqlite:///abs/path.db`, `sqlite::memory:` — embedded;
+ * - `redis://…`, `rediss://…` — optional `?prefix=` sets the key prefix;
+ * - `postgres://…`, `postgresql://…` — optional `?schema=` and `?prefix=` (table prefix).
+ *
+ * Drivers load only when their scheme is used. An unknown scheme is a `BadInputError`; the
+ * message never repeats the URL, which may hold a password.
+ */
+export async function createStoreFromUrl(url: string): Promise<SidecarStore> {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  switch (scheme) {
+    case 'memory': {
+      if (!['memory:', 'memory://'].includes(url.toLowerCase())) {
+        throw new BadInputError('store URL "memory:" takes nothing after the scheme');
+      }
+      const { createMemoryStore } = await import('./memory-store.js');
+      return createMemoryStore();
+    }
+    case 'sqlite': {
+      const { createSqliteStore } = await import('./sqlite-store.js');
+      return createSqliteStore({ path: sqlitePath(url.slice('sqlite:'.length)) });
+    }
+    case 'redis':
+    case 'rediss': {
+      const { url: driverUrl, values } = takeParameters(url, ['prefix']);
+      const { createRedisStore } = await import('./redis-store.js');
+      const keyPrefix = values.get('prefix');
+      return createRedisStore(keyPrefix === undefined ? { url: driverUrl } : { url: driverUrl, keyPrefix });
+    }
+    case 'postgres':
+    case 'postgresql': {
+      const { url: driverUrl, values } = takeParameters(url, ['schema', 'prefix']);
+      const { createPostgresStore } = await import('./postgres-store.js');
+      const schema = values.get('schema');
+      const tablePrefix = values.get('prefix');
+      return createPostgresStore({
+        connectionString: driverUrl,
+        ...(schema === undefined ? {} : { schema }),
+        ...(tablePrefix === undefined ? {} : { tablePrefix }),
+      });
+    }
+    default:
+      throw new BadInputError(
+        scheme === undefined
+          ? `store URL has no scheme (expected ${SUPPORTED})`
+          : `unknown store URL scheme "${scheme}:" (expected ${SUPPORTED})`,
+      );
+  }
+}

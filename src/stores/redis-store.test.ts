@@ -1,0 +1,95 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CommitRecord, SidecarRecord } from '../core/store.js';
+import { createRedisStore, redisSessionKeys } from './redis-store.js';
+import { describeStoreContract } from './store-contract.case.js';
+import { commitRecord, newSessionId, payloadRecord } from './store-fixtures.case.js';
+import { describeWithService, probeRedis, redisTestUrl, runTag } from './test-services.case.js';
+
+const keyPrefix = `selfgc-test:${runTag()}`;
+const unavailable = await probeRedis(redisTestUrl);
+
+/** Delete every key of this run (all live under `keyPrefix`). */
+async function deleteRunKeys(): Promise<void> {
+  const client = new Redis(redisTestUrl);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 500);
+      if (keys.length > 0) await client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}
+
+describeWithService('redis store', unavailable, () => {
+  let raw: Redis;
+  beforeAll(() => {
+    raw = new Redis(redisTestUrl);
+  });
+  afterAll(async () => {
+    await raw.quit();
+    await deleteRunKeys();
+  });
+
+  describeStoreContract(
+    'redis',
+    async () => createRedisStore({ url: redisTestUrl, keyPrefix }),
+    deleteRunKeys,
+    {
+      async writeRawPayload(record: SidecarRecord) {
+        const keys = redisSessionKeys(keyPrefix, record.sessionId);
+        await raw.hset(keys.payloads, record.objectId, JSON.stringify(record));
+        await raw.rpush(keys.payloadOrder, record.objectId);
+      },
+      async writeRawCommit(commit: CommitRecord) {
+        const keys = redisSessionKeys(keyPrefix, commit.sessionId);
+        await raw.rpush(keys.commits, JSON.stringify(commit));
+        await raw.hset(keys.commitIds, commit.commitId, '1');
+      },
+    },
+  );
+
+  describe('redis specifics', () => {
+    it('keeps all keys of a session under its prefix and one hash tag, even for odd session ids', async () => {
+      const store = createRedisStore({ url: redisTestUrl, keyPrefix });
+      const session = `odd{session}:id*with/${newSessionId()}`;
+      await store.putPayloads([payloadRecord(session, 'function:bash:1')]);
+      await store.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
+      const keys = Object.values(redisSessionKeys(keyPrefix, session));
+      const tag = `{${encodeURIComponent(session)}}`;
+      expect(keys.every((key) => key.startsWith(`${keyPrefix}:${tag}:`))).toBe(true);
+      // The hash tag is the first {…} of the key, so every key of the session maps to one slot.
+      expect(new Set(keys.map((key) => /\{[^}]*\}/.exec(key)?.[0])).size).toBe(1);
+      expect(await raw.exists(...keys)).toBe(keys.length);
+      await store.deleteSession(session);
+      expect(await raw.exists(...keys)).toBe(0);
+      await store.close();
+    });
+
+    it('leaves a client it was given open on close', async () => {
+      const client = new Redis(redisTestUrl);
+      const store = createRedisStore({ client, keyPrefix });
+      const session = newSessionId();
+      await store.writeState(session, { step: 1 }, 0);
+      await store.close();
+      expect(await client.ping()).toBe('PONG');
+      await client.quit();
+    });
+
+    it('lets one of two commits from separate connections win', async () => {
+      const left = createRedisStore({ url: redisTestUrl, keyPrefix });
+      const right = createRedisStore({ url: redisTestUrl, keyPrefix });
+      const session = newSessionId();
+      const results = await Promise.all([
+        left.writeCommit(session, commitRecord(session, 'left', 1), {}, 0),
+        right.writeCommit(session, commitRecord(session, 'right', 1), {}, 0),
+      ]);
+      expect(results.map((result) => result.status).sort()).toEqual(['conflict', 'written']);
+      expect(await left.listCommits(session)).toHaveLength(1);
+      await Promise.all([left.close(), right.close()]);
+    });
+  });
+});

@@ -1,0 +1,299 @@
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../core/errors.js';
+import type { CommitRecord, SidecarRecord, SidecarStore } from '../core/store.js';
+import {
+  commitRecord,
+  hostileQueries,
+  newSessionId,
+  payloadRecord,
+  roundTripPayloads,
+  searchCorpus,
+} from './store-fixtures.case.js';
+
+/**
+ * Backend-specific ways to plant records a store would refuse to write, so the suite can
+ * prove the read side refuses unknown schema versions too. The memory store has none: it
+ * only ever holds what it checked on write.
+ */
+export interface StoreContractHooks {
+  /** Store a payload record as-is, bypassing the store's write checks. */
+  writeRawPayload(record: SidecarRecord): Promise<void>;
+  /** Append a commit record to its session's log as-is, bypassing the store's write checks. */
+  writeRawCommit(commit: CommitRecord): Promise<void>;
+}
+
+/**
+ * The contract every `SidecarStore` honours. Each test gets a fresh store from `makeStore`
+ * (closed afterwards) and fresh session ids; `cleanup` runs once at the end.
+ *
+ * Unknown schema versions are refused on both sides: `putPayloads`/`writeCommit` reject a
+ * record whose `schemaVersion` is not `STORE_SCHEMA_VERSION` with a `StoreError` before
+ * writing anything, and, given `hooks`, a planted record makes reads reject with `StoreError`.
+ */
+export function describeStoreContract(
+  name: string,
+  makeStore: () => Promise<SidecarStore>,
+  cleanup?: () => Promise<void>,
+  hooks?: StoreContractHooks,
+): void {
+  describe(`${name}: SidecarStore contract`, () => {
+    let store: SidecarStore;
+    let session: string;
+
+    beforeEach(async () => {
+      store = await makeStore();
+      session = newSessionId();
+    });
+    afterEach(async () => {
+      await store.close();
+    });
+    if (cleanup) afterAll(cleanup);
+
+    describe('payloads', () => {
+      it('returns every payload byte for byte (unicode, emoji, binary-looking text, 1 MB)', async () => {
+        const records = Object.entries(roundTripPayloads).map(([objectId, payload]) =>
+          payloadRecord(session, objectId, { payload, searchText: payload }),
+        );
+        await store.putPayloads(records);
+        for (const record of records) {
+          const stored = await store.getPayload(session, record.objectId);
+          expect(stored).toEqual(record);
+          expect(Buffer.from(stored?.payload ?? '\0').equals(Buffer.from(record.payload))).toBe(true);
+        }
+        expect((await store.listPayloads(session)).map((record) => record.payload)).toEqual(
+          records.map((record) => record.payload),
+        );
+      });
+
+      it('returns undefined for an object that was never stored', async () => {
+        expect(await store.getPayload(session, 'function:bash:1')).toBeUndefined();
+        expect(await store.listPayloads(session)).toEqual([]);
+      });
+
+      it('keeps the first payload when the same object is put again', async () => {
+        const first = payloadRecord(session, 'function:bash:1', { payload: 'first', operation: 'mask' });
+        await store.putPayloads([first]);
+        await store.putPayloads([payloadRecord(session, 'function:bash:1', { payload: 'second' })]);
+        expect(await store.getPayload(session, 'function:bash:1')).toEqual(first);
+        expect(await store.listPayloads(session)).toEqual([first]);
+      });
+
+      it('lists payloads in first-write order, not id order', async () => {
+        await store.putPayloads([payloadRecord(session, 'c'), payloadRecord(session, 'a')]);
+        await store.putPayloads([payloadRecord(session, 'b'), payloadRecord(session, 'a', { payload: 'x' })]);
+        expect((await store.listPayloads(session)).map((record) => record.objectId)).toEqual(['c', 'a', 'b']);
+      });
+
+      it('accepts an empty batch', async () => {
+        await store.putPayloads([]);
+        expect(await store.listPayloads(session)).toEqual([]);
+      });
+    });
+
+    describe('search', () => {
+      beforeEach(async () => {
+        await store.putPayloads(
+          Object.entries(searchCorpus).map(([objectId, text]) =>
+            payloadRecord(session, objectId, { searchText: text }),
+          ),
+        );
+      });
+
+      it('finds payloads by words, best match first, with a snippet', async () => {
+        const hits = await store.searchPayloads(session, 'database migration');
+        expect(hits.map((hit) => hit.objectId)).toEqual(['migration', 'driver']);
+        expect(hits[0]!.score).toBeGreaterThan(hits[1]!.score);
+        expect(hits[0]!.snippet.toLowerCase()).toContain('migration');
+        expect(hits[0]!.snippet.length).toBeLessThan(searchCorpus.migration.length + 10);
+      });
+
+      it('matches case-insensitively and honours the limit', async () => {
+        expect((await store.searchPayloads(session, 'WEATHER')).map((hit) => hit.objectId)).toEqual([
+          'weather',
+        ]);
+        expect(await store.searchPayloads(session, 'the', { limit: 2 })).toHaveLength(2);
+        expect(await store.searchPayloads(session, 'nonexistentword')).toEqual([]);
+      });
+
+      it('treats query syntax as plain words and never throws', async () => {
+        for (const query of hostileQueries) {
+          await expect(store.searchPayloads(session, query), query).resolves.toBeInstanceOf(Array);
+        }
+        const hits = await store.searchPayloads(session, '"migration AND (lock');
+        expect(hits[0]?.objectId).toBe('migration');
+      });
+
+      it('returns [] for an empty or wordless query', async () => {
+        expect(await store.searchPayloads(session, '')).toEqual([]);
+        expect(await store.searchPayloads(session, '   ')).toEqual([]);
+        expect(await store.searchPayloads(session, '*')).toEqual([]);
+      });
+    });
+
+    describe('commits and state', () => {
+      it('has no state for a new session', async () => {
+        expect(await store.readSession(session)).toBeUndefined();
+        expect(await store.listCommits(session)).toEqual([]);
+      });
+
+      it('writes the first commit at expectedVersion 0 as version 1', async () => {
+        const commit = commitRecord(session, 'commit-1', 1);
+        const state = {
+          schemaVersion: 1,
+          pins: ['system'],
+          note: 'état ✓ 🚀',
+          nested: { counts: [1, 2.5, null] },
+        };
+        expect(await store.writeCommit(session, commit, state, 0)).toEqual({ status: 'written', version: 1 });
+        expect(await store.readSession(session)).toEqual({ version: 1, state });
+        expect(await store.listCommits(session)).toEqual([commit]);
+      });
+
+      it('refuses a stale expectedVersion and changes nothing', async () => {
+        await store.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
+        const result = await store.writeCommit(session, commitRecord(session, 'commit-2', 2), { step: 2 }, 0);
+        expect(result).toEqual({ status: 'conflict', version: 1 });
+        expect(await store.readSession(session)).toEqual({ version: 1, state: { step: 1 } });
+        expect((await store.listCommits(session)).map((commit) => commit.commitId)).toEqual(['commit-1']);
+        const other = newSessionId();
+        expect(await store.writeCommit(other, commitRecord(other, 'c', 1), {}, 3)).toEqual({
+          status: 'conflict',
+          version: 0,
+        });
+        expect(await store.readSession(other)).toBeUndefined();
+        expect(await store.listCommits(other)).toEqual([]);
+      });
+
+      it('reports a commit id written twice as a duplicate and changes nothing', async () => {
+        const commit = commitRecord(session, 'commit-1', 1);
+        await store.writeCommit(session, commit, { step: 1 }, 0);
+        const again = { ...commit, planner: 'llm' };
+        expect(await store.writeCommit(session, again, { step: 9 }, 1)).toEqual({
+          status: 'duplicate',
+          version: 1,
+        });
+        // A retry with the version it first saw is still a duplicate, not a conflict.
+        expect(await store.writeCommit(session, again, { step: 9 }, 0)).toEqual({
+          status: 'duplicate',
+          version: 1,
+        });
+        expect(await store.readSession(session)).toEqual({ version: 1, state: { step: 1 } });
+        expect(await store.listCommits(session)).toEqual([commit]);
+      });
+
+      it('lists commits in sequence order, undo commits included', async () => {
+        const first = commitRecord(session, 'commit-a', 1);
+        const second = commitRecord(session, 'commit-b', 2);
+        const undo = commitRecord(session, 'commit-c', 3, {
+          planner: 'undo',
+          undoes: 'commit-b',
+          operations: [],
+        });
+        let version = 0;
+        for (const commit of [first, second, undo]) {
+          const result = await store.writeCommit(session, commit, { last: commit.commitId }, version);
+          expect(result.status).toBe('written');
+          version = result.version;
+        }
+        expect(await store.listCommits(session)).toEqual([first, second, undo]);
+      });
+
+      it('replaces state with writeState under the same version rule as commits', async () => {
+        expect(await store.writeState(session, { cooldown: 1 }, 0)).toEqual({
+          status: 'written',
+          version: 1,
+        });
+        expect(await store.writeState(session, { cooldown: 2 }, 0)).toEqual({
+          status: 'conflict',
+          version: 1,
+        });
+        expect(await store.readSession(session)).toEqual({ version: 1, state: { cooldown: 1 } });
+        expect(await store.writeState(session, { cooldown: 3 }, 1)).toEqual({
+          status: 'written',
+          version: 2,
+        });
+        const commit = commitRecord(session, 'commit-1', 1);
+        expect(await store.writeCommit(session, commit, { cooldown: 4 }, 2)).toEqual({
+          status: 'written',
+          version: 3,
+        });
+        expect(await store.readSession(session)).toEqual({ version: 3, state: { cooldown: 4 } });
+        expect(await store.listCommits(session)).toEqual([commit]);
+      });
+
+      it('lets exactly one of two concurrent commits at the same version win', async () => {
+        const results = await Promise.all([
+          store.writeCommit(session, commitRecord(session, 'left', 1), { by: 'left' }, 0),
+          store.writeCommit(session, commitRecord(session, 'right', 1), { by: 'right' }, 0),
+        ]);
+        expect(results.map((result) => result.status).sort()).toEqual(['conflict', 'written']);
+        const winner = results[0]?.status === 'written' ? 'left' : 'right';
+        expect(await store.readSession(session)).toEqual({ version: 1, state: { by: winner } });
+        expect((await store.listCommits(session)).map((commit) => commit.commitId)).toEqual([winner]);
+      });
+    });
+
+    it('keeps sessions apart: payloads, search, commits and state', async () => {
+      const other = newSessionId();
+      await store.putPayloads([
+        payloadRecord(session, 'function:bash:1', { payload: 'secret', searchText: 'secret' }),
+      ]);
+      await store.writeCommit(session, commitRecord(session, 'commit-1', 1), { owner: 'a' }, 0);
+      expect(await store.getPayload(other, 'function:bash:1')).toBeUndefined();
+      expect(await store.listPayloads(other)).toEqual([]);
+      expect(await store.searchPayloads(other, 'secret')).toEqual([]);
+      expect(await store.listCommits(other)).toEqual([]);
+      expect(await store.readSession(other)).toBeUndefined();
+      // The same object id and commit id are independent in another session.
+      await store.putPayloads([payloadRecord(other, 'function:bash:1', { payload: 'mine' })]);
+      expect(await store.writeCommit(other, commitRecord(other, 'commit-1', 1), { owner: 'b' }, 0)).toEqual({
+        status: 'written',
+        version: 1,
+      });
+      await store.deleteSession(other);
+      expect((await store.getPayload(session, 'function:bash:1'))?.payload).toBe('secret');
+      expect(await store.readSession(session)).toEqual({ version: 1, state: { owner: 'a' } });
+    });
+
+    it('deletes everything of a session, after which it starts afresh', async () => {
+      await store.putPayloads([payloadRecord(session, 'function:bash:1', { searchText: 'findable' })]);
+      await store.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
+      await store.deleteSession(session);
+      expect(await store.getPayload(session, 'function:bash:1')).toBeUndefined();
+      expect(await store.listPayloads(session)).toEqual([]);
+      expect(await store.searchPayloads(session, 'findable')).toEqual([]);
+      expect(await store.listCommits(session)).toEqual([]);
+      expect(await store.readSession(session)).toBeUndefined();
+      const result = await store.writeCommit(session, commitRecord(session, 'commit-1', 1), {}, 0);
+      expect(result).toEqual({ status: 'written', version: 1 });
+    });
+
+    describe('schema versions', () => {
+      it('refuses to write records of an unknown schema version, writing none of the batch', async () => {
+        const batch = [payloadRecord(session, 'good'), payloadRecord(session, 'bad', { schemaVersion: 999 })];
+        await expect(store.putPayloads(batch)).rejects.toBeInstanceOf(StoreError);
+        expect(await store.listPayloads(session)).toEqual([]);
+        const commit = commitRecord(session, 'commit-1', 1, { schemaVersion: 999 });
+        await expect(store.writeCommit(session, commit, {}, 0)).rejects.toBeInstanceOf(StoreError);
+        expect(await store.readSession(session)).toBeUndefined();
+        expect(await store.listCommits(session)).toEqual([]);
+      });
+
+      if (hooks) {
+        it('rejects reads of stored records with an unknown schema version', async () => {
+          await hooks.writeRawPayload(payloadRecord(session, 'future', { schemaVersion: 999 }));
+          await expect(store.getPayload(session, 'future')).rejects.toBeInstanceOf(StoreError);
+          await expect(store.listPayloads(session)).rejects.toBeInstanceOf(StoreError);
+          await hooks.writeRawCommit(commitRecord(session, 'future', 1, { schemaVersion: 999 }));
+          await expect(store.listCommits(session)).rejects.toBeInstanceOf(StoreError);
+        });
+      }
+    });
+
+    it('rejects work after close with a StoreError', async () => {
+      await store.close();
+      await expect(store.getPayload(session, 'x')).rejects.toBeInstanceOf(StoreError);
+      await expect(store.writeState(session, {}, 0)).rejects.toBeInstanceOf(StoreError);
+    });
+  });
+}
