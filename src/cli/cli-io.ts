@@ -1,0 +1,12 @@
+/**
+ * What a command may do to the outside world, injected so commands stay testable: only
+ * `run-main.ts` binds these to the real process.
+ */
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  /** Progress on long work (a bar on a terminal, plain lines otherwise). */
+  progress: (done: number, total: number, label: string) => void;
+  cwd: string;
+  argv0: string;
+}

@@ -1,0 +1,98 @@
+/**
+ * `selfgc eval`: every strategy, both modes, on worker threads; a table, and optionally the
+ * summary as JSON and the HTML report.
+ */
+import { writeFileSync } from 'node:fs';
+import { BadInputError } from '../core/errors.js';
+import type { EvalSummary } from '../eval/eval-summary.js';
+import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
+import { loadSessions } from '../eval/load-sessions.js';
+import { renderReport } from '../eval/report/render-report.js';
+import { runEval } from '../eval/run-eval.js';
+import { strategyByName, STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import type { CliIo } from './cli-io.js';
+
+export const EVAL_HELP = `Usage: selfgc eval <files...> [options]
+
+Replay recorded sessions (one JSON session per line, OpenAI chat messages) with every strategy,
+judge each view against the real continuation, and report prune rate, no-impact (Wilson 95%),
+the budget sweep, matched-rate comparison, and session-mode cost under cache pricing.
+
+  --strategies a,b,...   strategies to run (default: all: ${STRATEGY_NAMES.join(', ')})
+  --modes cut,session    which replays to run (default: both)
+  --window N             window for session mode (default 32000)
+  --cuts-per-session N   automatic cut points per session (default 4)
+  --workers N            worker threads (default: one per core)
+  --json FILE            write the summary as JSON
+  --report FILE          write the self-contained HTML report
+`;
+
+export interface EvalOptions {
+  strategies: string[];
+  modes: Array<'cut' | 'session'>;
+  window: number;
+  cutsPerSession: number;
+  workers?: number;
+  json?: string;
+  report?: string;
+}
+
+const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+
+export function formatSummary(summary: EvalSummary): string {
+  const lines: string[] = [];
+  if (summary.cutMode.length > 0) {
+    lines.push('cut mode (own budget)        prune   strict no-impact [95% CI]   recoverable   unrecoverable loss');
+    for (const result of summary.cutMode) {
+      const own = result.own;
+      lines.push(
+        `  ${(result.strategy + (result.upperBound ? ' (upper bound)' : '')).padEnd(26)} ${percent(own.pruneRate).padStart(6)}   ${percent(own.strictNoImpact.value).padStart(6)} [${percent(own.strictNoImpact.low)}–${percent(own.strictNoImpact.high)}]   ${percent(own.recoverableNoImpact.value).padStart(6)}        ${percent(own.unrecoverableLoss.value)}`,
+      );
+    }
+    lines.push('matched prune rate → strict no-impact');
+    for (const row of summary.matched) {
+      const cells = Object.entries(row.strictNoImpact).map(([name, value]) => `${name} ${value === null ? '–' : percent(value)}`);
+      lines.push(`  ${percent(row.pruneRate).padStart(6)}: ${cells.join(' · ')}`);
+    }
+  }
+  if (summary.sessionMode.length > 0) {
+    lines.push(`session mode (window ${summary.sessionMode[0]?.window})   input vs none   over-window   cache hits   cost vs none   commits   strict no-impact (changed calls)`);
+    for (const result of summary.sessionMode) {
+      lines.push(
+        `  ${result.strategy.padEnd(26)} ${percent(result.inputTokens / Math.max(1, result.baselineInputTokens)).padStart(8)}   ${String(result.overWindowCalls).padStart(9)}   ${percent(result.cacheHitRate).padStart(9)}   ${result.costRelative.toFixed(3).padStart(10)}   ${String(result.commits).padStart(7)}   ${percent(result.strictNoImpactChanged.value)} of ${result.strictNoImpactChanged.total}`,
+      );
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function evalCommand(io: CliIo, files: string[], options: EvalOptions, command: string): Promise<number> {
+  if (files.length === 0) throw new BadInputError('eval needs at least one sessions .jsonl file');
+  options.strategies.forEach(strategyByName);
+  const sessions = loadSessions(files);
+  if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
+  io.stderr(`evaluating ${sessions.length} sessions × ${options.strategies.length} strategies (${options.modes.join(' + ')} mode)\n`);
+  const started = Date.now();
+  const summary = await runEval(sessions, {
+    strategies: options.strategies,
+    modes: options.modes,
+    sweep: DEFAULT_SWEEP,
+    window: options.window,
+    cutsPerSession: options.cutsPerSession,
+    inputs: files,
+    command,
+    ...(options.workers ? { workers: options.workers } : {}),
+    onProgress: (done, total) => io.progress(done, total, 'sessions'),
+  });
+  io.stderr(`done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  io.stdout(formatSummary(summary));
+  if (options.json) {
+    writeFileSync(options.json, `${JSON.stringify(summary, null, 2)}\n`);
+    io.stderr(`summary: ${options.json}\n`);
+  }
+  if (options.report) {
+    writeFileSync(options.report, renderReport(summary));
+    io.stderr(`report: ${options.report}\n`);
+  }
+  return 0;
+}

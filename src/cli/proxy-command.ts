@@ -1,0 +1,56 @@
+/**
+ * `selfgc proxy`: the governing gateway on a port, until SIGINT or SIGTERM.
+ */
+import { memoizeTokenCounter } from '../core/tokens.js';
+import { createProxy } from '../proxy/create-proxy.js';
+import { createGovernorPool } from '../proxy/governor-pool.js';
+import { serveProxy } from '../proxy/serve-proxy.js';
+import { createStoreFromUrl } from '../stores/parse-store-url.js';
+import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import type { CliIo } from './cli-io.js';
+
+export const PROXY_HELP = `Usage: selfgc proxy [options]
+
+An OpenAI- and Anthropic-compatible HTTP endpoint that governs the context of any agent pointed
+at it: POST /v1/chat/completions, /v1/responses and /v1/messages are governed (streaming passes
+through); every other path is forwarded untouched. GET /healthz and GET /metrics (Prometheus).
+
+  --port N                   port to listen on (default 8787)
+  --host H                   address to bind (default 127.0.0.1)
+  --upstream-openai URL      OpenAI-compatible upstream (default https://api.openai.com)
+  --upstream-anthropic URL   Anthropic upstream (default https://api.anthropic.com)
+  --window N                 context window for every model (default: each model's real window)
+  --store URL                sqlite:./selfgc.db (default), redis://..., postgres://..., memory:
+`;
+
+export interface ProxyCommandOptions {
+  port: number;
+  host: string;
+  upstreamOpenai: string;
+  upstreamAnthropic: string;
+  window?: number;
+  store: string;
+}
+
+export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
+  const store = await createStoreFromUrl(options.store);
+  const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
+  const proxy = createProxy({
+    governor: createGovernorPool({ store, tokenCounter }),
+    store,
+    upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
+    ...(options.window ? { window: options.window } : {}),
+    logger: (entry) => io.stderr(`${JSON.stringify(entry)}\n`),
+  });
+  const served = await serveProxy(proxy, { port: options.port, host: options.host });
+  io.stderr(`selfgc proxy listening on ${served.url} (store ${store.kind})\n`);
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
+  await served.close();
+  await store.close();
+  io.stderr('selfgc proxy stopped\n');
+  return 0;
+}

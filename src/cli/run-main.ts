@@ -1,0 +1,153 @@
+/**
+ * The `selfgc` entry: the one place that touches `process` (argv, exit codes, stdout/stderr)
+ * and wires concrete parts together. Every error becomes one line and an exit code from
+ * `ERROR_TABLE`; a stack trace is printed only with SELFGC_DEBUG=1.
+ */
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
+import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import type { CliIo } from './cli-io.js';
+import { EVAL_HELP, evalCommand } from './eval-command.js';
+import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
+import { PROXY_HELP, proxyCommand } from './proxy-command.js';
+import { REPLAY_HELP, replayCommand } from './replay-command.js';
+
+export const MAIN_HELP = `selfgc — self-governing context for long-running LLM agents
+
+Usage: selfgc <command> [options]
+
+Commands:
+  eval <files...>      evaluate strategies on recorded sessions (prune rate, no-impact, cost)
+  replay <files...>    write the view of one strategy at each cut or call, as JSON lines
+  inspect <file>       print the ledger (objects, tokens, anchors, states) of a session
+  proxy                run the OpenAI/Anthropic-compatible governing proxy
+
+Run "selfgc <command> --help" for the options of a command.
+`;
+
+function positiveInteger(value: string | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number <= 0) throw new BadInputError(`${name} must be a positive integer, got "${value}"`);
+  return number;
+}
+
+function keepShare(value: string | undefined): number | 'auto' {
+  if (value === undefined || value === 'auto') return 'auto';
+  const number = Number(value);
+  if (!(number > 0 && number <= 1)) throw new BadInputError(`--keep must be "auto" or a share in (0, 1], got "${value}"`);
+  return number;
+}
+
+function parse(args: string[], options: NonNullable<ParseArgsConfig['options']>) {
+  try {
+    const parsed = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+  } catch (error) {
+    throw new BadInputError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** Run one command line; returns the exit code. */
+export async function runCommand(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    io.stdout(MAIN_HELP);
+    return command === undefined ? 2 : 0;
+  }
+  const commandLine = ['selfgc', ...argv].join(' ');
+  switch (command) {
+    case 'inspect': {
+      const { values, positionals } = parse(rest, { session: { type: 'string' }, json: { type: 'boolean' } });
+      if (values.help) return io.stdout(INSPECT_HELP), 0;
+      if (positionals.length !== 1) throw new BadInputError('inspect takes exactly one sessions .jsonl file (see selfgc inspect --help)');
+      return inspectCommand(io, positionals[0]!, { ...(typeof values.session === 'string' ? { session: values.session } : {}), json: values.json === true });
+    }
+    case 'replay': {
+      const { values, positionals } = parse(rest, { strategy: { type: 'string' }, mode: { type: 'string' }, window: { type: 'string' }, keep: { type: 'string' }, cuts: { type: 'string' }, emit: { type: 'string' } });
+      if (values.help) return io.stdout(REPLAY_HELP), 0;
+      if (positionals.length === 0) throw new BadInputError('replay needs at least one sessions .jsonl file (see selfgc replay --help)');
+      if (typeof values.strategy !== 'string') throw new BadInputError(`replay needs --strategy (one of ${STRATEGY_NAMES.join(', ')})`);
+      if (typeof values.emit !== 'string') throw new BadInputError('replay needs --emit FILE for the JSON lines');
+      const mode = values.mode ?? 'cut';
+      if (mode !== 'cut' && mode !== 'session') throw new BadInputError(`--mode must be cut or session, got "${String(mode)}"`);
+      return replayCommand(io, positionals, {
+        strategy: values.strategy,
+        mode,
+        window: positiveInteger(values.window as string | undefined, '--window', 32000),
+        keep: keepShare(values.keep as string | undefined),
+        cuts: typeof values.cuts === 'string' ? values.cuts : 'auto',
+        emit: values.emit,
+      });
+    }
+    case 'eval': {
+      const { values, positionals } = parse(rest, { strategies: { type: 'string' }, modes: { type: 'string' }, window: { type: 'string' }, 'cuts-per-session': { type: 'string' }, workers: { type: 'string' }, json: { type: 'string' }, report: { type: 'string' } });
+      if (values.help) return io.stdout(EVAL_HELP), 0;
+      const modes = (typeof values.modes === 'string' ? values.modes : 'cut,session').split(',').map((mode) => mode.trim());
+      for (const mode of modes) if (mode !== 'cut' && mode !== 'session') throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
+      return evalCommand(
+        io,
+        positionals,
+        {
+          strategies: typeof values.strategies === 'string' ? values.strategies.split(',').map((name) => name.trim()) : STRATEGY_NAMES,
+          modes: modes as Array<'cut' | 'session'>,
+          window: positiveInteger(values.window as string | undefined, '--window', 32000),
+          cutsPerSession: positiveInteger(values['cuts-per-session'] as string | undefined, '--cuts-per-session', 4),
+          ...(typeof values.workers === 'string' ? { workers: positiveInteger(values.workers, '--workers', 2) } : {}),
+          ...(typeof values.json === 'string' ? { json: values.json } : {}),
+          ...(typeof values.report === 'string' ? { report: values.report } : {}),
+        },
+        commandLine,
+      );
+    }
+    case 'proxy': {
+      const { values } = parse(rest, { port: { type: 'string' }, host: { type: 'string' }, 'upstream-openai': { type: 'string' }, 'upstream-anthropic': { type: 'string' }, window: { type: 'string' }, store: { type: 'string' } });
+      if (values.help) return io.stdout(PROXY_HELP), 0;
+      return proxyCommand(io, {
+        port: positiveInteger(values.port as string | undefined, '--port', 8787),
+        host: typeof values.host === 'string' ? values.host : '127.0.0.1',
+        upstreamOpenai: typeof values['upstream-openai'] === 'string' ? values['upstream-openai'] : 'https://api.openai.com',
+        upstreamAnthropic: typeof values['upstream-anthropic'] === 'string' ? values['upstream-anthropic'] : 'https://api.anthropic.com',
+        ...(typeof values.window === 'string' ? { window: positiveInteger(values.window, '--window', 128000) } : {}),
+        store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db',
+      });
+    }
+    default:
+      throw new BadInputError(`unknown command "${command}" (run selfgc --help)`);
+  }
+}
+
+/** The process entry: binds the real stdout/stderr and turns errors into exit codes. */
+export async function runMain(argv = process.argv.slice(2)): Promise<void> {
+  // A closed pipe (selfgc inspect … | head) ends the output, not the program with a trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+  });
+  const tty = process.stderr.isTTY === true;
+  let lastPercent = -1;
+  const io: CliIo = {
+    stdout: (text) => process.stdout.write(text),
+    stderr: (text) => process.stderr.write(text),
+    progress(done, total, label) {
+      const percent = Math.floor((done / Math.max(1, total)) * 100);
+      if (tty) {
+        const width = 30;
+        const filled = Math.round((percent / 100) * width);
+        process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${label}${done === total ? '\n' : ''}`);
+      } else if (percent >= lastPercent + 10 || done === total) {
+        lastPercent = percent;
+        process.stderr.write(`${done}/${total} ${label} (${percent}%)\n`);
+      }
+    },
+    cwd: process.cwd(),
+    argv0: 'selfgc',
+  };
+  try {
+    process.exitCode = await runCommand(argv, io);
+  } catch (error) {
+    const normalised = toSelfGcError(error);
+    process.stderr.write(`selfgc: ${normalised.message}\n`);
+    if (process.env.SELFGC_DEBUG === '1' && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+    process.exitCode = ERROR_TABLE[normalised.code].exitCode;
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * From per-cut and per-call outcomes to the `EvalSummary`: prune rates, no-impact with Wilson
+ * intervals, the sweep, matched-rate comparison, and session-mode cost under cache pricing.
+ */
+import type { CutModeResult, CutPoint, EvalSummary, SessionModeResult } from './eval-summary.js';
+import { EVAL_SUMMARY_VERSION } from './eval-summary.js';
+import { wilson } from './wilson.js';
+
+/** What aggregation needs of one cut (small enough to pass between worker threads). */
+export interface CutOutcome {
+  strategy: string;
+  upperBound: boolean;
+  keep: number | 'auto';
+  prefixTokens: number;
+  viewTokens: number;
+  strict: boolean;
+  recoverable: boolean;
+  lostFromFoldOrMask: boolean;
+}
+
+/** What aggregation needs of one model call in session mode. */
+export interface CallOutcome {
+  session: string;
+  strategy: string;
+  prefixTokens: number;
+  viewTokens: number;
+  cachedTokens: number;
+  committed: boolean;
+  changed: boolean;
+  strict?: boolean;
+  recoverable?: boolean;
+}
+
+function groupBy<T>(values: readonly T[], key: (value: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const value of values) {
+    const name = key(value);
+    const list = groups.get(name);
+    if (list) list.push(value);
+    else groups.set(name, [value]);
+  }
+  return groups;
+}
+
+export const PRICING = { cacheWrite: 1.25, cacheRead: 0.1 };
+
+function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPoint {
+  const count = (predicate: (outcome: CutOutcome) => boolean) => outcomes.filter(predicate).length;
+  const pruneRate = outcomes.reduce((sum, outcome) => sum + (1 - outcome.viewTokens / Math.max(1, outcome.prefixTokens)), 0) / Math.max(1, outcomes.length);
+  return {
+    keep,
+    pruneRate,
+    strictNoImpact: wilson(count((outcome) => outcome.strict), outcomes.length),
+    recoverableNoImpact: wilson(count((outcome) => outcome.recoverable), outcomes.length),
+    unrecoverableLoss: wilson(count((outcome) => outcome.lostFromFoldOrMask), outcomes.length),
+    cuts: outcomes.length,
+  };
+}
+
+export function aggregateCuts(outcomes: readonly CutOutcome[]): CutModeResult[] {
+  const byStrategy = groupBy(outcomes, (outcome) => outcome.strategy);
+  return [...byStrategy.entries()].map(([strategy, list]) => {
+    const keeps = [...new Set(list.map((outcome) => outcome.keep))].filter((keep): keep is number => keep !== 'auto').sort((a, b) => b - a);
+    return {
+      strategy,
+      upperBound: list[0]?.upperBound === true,
+      own: cutPoint('auto', list.filter((outcome) => outcome.keep === 'auto')),
+      sweep: keeps.map((keep) => cutPoint(keep, list.filter((outcome) => outcome.keep === keep))),
+    };
+  });
+}
+
+/** A strategy's strict no-impact at a prune rate, interpolated on its sweep (null outside it). */
+export function interpolate(result: CutModeResult, pruneRate: number): number | null {
+  const points = [...result.sweep, result.own].sort((a, b) => a.pruneRate - b.pruneRate);
+  for (let index = 1; index < points.length; index += 1) {
+    const left = points[index - 1]!;
+    const right = points[index]!;
+    if (pruneRate < left.pruneRate || pruneRate > right.pruneRate) continue;
+    const span = right.pruneRate - left.pruneRate;
+    const weight = span === 0 ? 0 : (pruneRate - left.pruneRate) / span;
+    return left.strictNoImpact.value + weight * (right.strictNoImpact.value - left.strictNoImpact.value);
+  }
+  return null;
+}
+
+export function matchedComparison(results: readonly CutModeResult[], rates = [0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7]) {
+  return rates.map((pruneRate) => ({
+    pruneRate,
+    strictNoImpact: Object.fromEntries(results.map((result) => [result.strategy, interpolate(result, pruneRate)])),
+  }));
+}
+
+function callCost(call: CallOutcome): number {
+  return call.cachedTokens * PRICING.cacheRead + (call.viewTokens - call.cachedTokens) * PRICING.cacheWrite;
+}
+
+export function aggregateSessions(outcomes: readonly CallOutcome[], window: number): SessionModeResult[] {
+  const byStrategy = groupBy(outcomes, (outcome) => outcome.strategy);
+  const noneCost = (byStrategy.get('none') ?? []).reduce((sum, call) => sum + callCost(call), 0);
+  return [...byStrategy.entries()].map(([strategy, calls]) => {
+    const changed = calls.filter((call) => call.strict !== undefined);
+    const inputTokens = calls.reduce((sum, call) => sum + call.viewTokens, 0);
+    const cost = calls.reduce((sum, call) => sum + callCost(call), 0);
+    const sessions = groupBy(calls, (call) => call.session);
+    return {
+      strategy,
+      window,
+      calls: calls.length,
+      inputTokens,
+      baselineInputTokens: calls.reduce((sum, call) => sum + call.prefixTokens, 0),
+      overWindowCalls: calls.filter((call) => call.viewTokens > window).length,
+      cacheHitRate: calls.reduce((sum, call) => sum + call.cachedTokens, 0) / Math.max(1, inputTokens),
+      cost,
+      costRelative: noneCost > 0 ? cost / noneCost : 1,
+      commits: calls.filter((call) => call.committed).length,
+      strictNoImpactChanged: wilson(changed.filter((call) => call.strict).length, changed.length),
+      recoverableNoImpactChanged: wilson(changed.filter((call) => call.recoverable).length, changed.length),
+      timelines: [...sessions.entries()]
+        .sort((a, b) => b[1].length - a[1].length)
+        .slice(0, 12)
+        .map(([session, list]) => ({
+          session,
+          viewTokens: list.map((call) => call.viewTokens),
+          transcriptTokens: list.map((call) => call.prefixTokens),
+          commitCalls: list.flatMap((call, index) => (call.committed ? [index] : [])),
+        })),
+    };
+  });
+}
+
+export function buildSummary(input: {
+  inputs: string[];
+  command: string;
+  sessions: number;
+  cuts: readonly CutOutcome[];
+  calls: readonly CallOutcome[];
+  window: number;
+  now: Date;
+}): EvalSummary {
+  const cutMode = aggregateCuts(input.cuts);
+  return {
+    version: EVAL_SUMMARY_VERSION,
+    createdAt: input.now.toISOString(),
+    inputs: input.inputs,
+    command: input.command,
+    sessions: input.sessions,
+    cutMode,
+    sessionMode: aggregateSessions(input.calls, input.window),
+    matched: matchedComparison(cutMode),
+    pricing: PRICING,
+  };
+}

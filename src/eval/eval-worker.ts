@@ -1,0 +1,21 @@
+/**
+ * Worker-thread entry of `runEval`: loads its share of sessions and evaluates them.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { evaluateSessions, type EvaluateOptions } from './evaluate-sessions.js';
+import { parseRecordedSession, readSessionLines } from './load-sessions.js';
+
+interface WorkerTask {
+  /** Sessions to evaluate, by file and 1-based line. */
+  sessions: Array<{ file: string; line: number }>;
+  options: EvaluateOptions;
+}
+
+const task = workerData as WorkerTask;
+const lines = new Map<string, string[]>();
+const sessions = task.sessions.map(({ file, line }) => {
+  if (!lines.has(file)) lines.set(file, readSessionLines(file));
+  return parseRecordedSession(file, lines.get(file)![line - 1]!, line);
+});
+const result = await evaluateSessions(sessions, task.options, () => parentPort?.postMessage({ type: 'progress' }));
+parentPort?.postMessage({ type: 'done', ...result });

@@ -1,0 +1,60 @@
+/**
+ * Reading recorded sessions (one JSON session per line, messages in OpenAI chat shape) into
+ * canonical transcripts. Errors name the file and line.
+ */
+import { readFileSync } from 'node:fs';
+import { fromOpenAIChat } from '../adapters/openai-chat/convert-from-openai-chat.js';
+import { parseSessionLine } from '../adapters/sessions-jsonl.js';
+import { BadInputError, NotFoundError } from '../core/errors.js';
+import type { Message, Warning } from '../core/transcript.js';
+
+export interface RecordedSession {
+  id: string;
+  file: string;
+  line: number;
+  messages: Message[];
+  warnings: Warning[];
+}
+
+/** The lines of a session file, or a clear error when it cannot be read. */
+export function readSessionLines(file: string): string[] {
+  let content: string;
+  try {
+    content = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new NotFoundError(`${file}: no such file`);
+    if (code === 'EISDIR') throw new BadInputError(`${file}: is a directory, not a sessions .jsonl file`);
+    throw new BadInputError(`${file}: cannot read (${code ?? String(error)})`);
+  }
+  return content.split('\n');
+}
+
+/** Parse one line into a canonical session. */
+export function parseRecordedSession(file: string, line: string, lineNumber: number): RecordedSession {
+  let session: ReturnType<typeof parseSessionLine>;
+  try {
+    session = parseSessionLine(line, lineNumber);
+  } catch (error) {
+    if (error instanceof BadInputError) throw new BadInputError(`${file}: ${error.message}`, { cause: error });
+    throw error;
+  }
+  try {
+    const { messages, warnings } = fromOpenAIChat(session.messages);
+    return { id: session.id, file, line: lineNumber, messages, warnings };
+  } catch (error) {
+    if (error instanceof BadInputError) throw new BadInputError(`${file}:${lineNumber} (session ${session.id}): ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
+/** Every session of the given files, in file order. Blank lines are skipped. */
+export function loadSessions(files: readonly string[]): RecordedSession[] {
+  const sessions: RecordedSession[] = [];
+  for (const file of files) {
+    readSessionLines(file).forEach((line, index) => {
+      if (line.trim().length > 0) sessions.push(parseRecordedSession(file, line, index + 1));
+    });
+  }
+  return sessions;
+}

@@ -1,0 +1,93 @@
+/**
+ * Cut mode (Hard-Set style): at cut points right before an assistant message, run each
+ * strategy on the prefix and judge the view against the real continuation. The ledger grows
+ * cut by cut, so at every cut the strategies see the prefix and nothing after it.
+ */
+import { createLedger } from '../core/ledger.js';
+import type { TokenCounter } from '../core/tokens.js';
+import { messageText } from '../core/transcript.js';
+import type { Message } from '../core/transcript.js';
+import type { AnchorVerdict } from './judge-anchors.js';
+import { judgeAnchors, recoverableMap } from './judge-anchors.js';
+import type { Strategy, StrategyOutput } from './strategies/strategy.js';
+
+/** One strategy's view at one cut, with its verdict. */
+export interface CutRecord {
+  session: string;
+  cut: number;
+  strategy: string;
+  keep: number | 'auto';
+  prefixTokens: number;
+  viewTokens: number;
+  output: StrategyOutput;
+  recoverable: Record<string, number[]>;
+  verdict: AnchorVerdict;
+}
+
+/** Assistant messages the judge reads after a cut. */
+export const CONTINUATION_STEPS = 3;
+
+/**
+ * Automatic cut points: up to `count` indexes of assistant messages spread over the second
+ * half of the session, each with at least one assistant message to judge.
+ */
+export function autoCuts(messages: readonly Message[], count = 4): number[] {
+  const assistants = messages.flatMap((message, index) => (message.role === 'assistant' && index > 1 ? [index] : []));
+  const eligible = assistants.filter((index) => index >= messages.length / 2 || assistants.length < 4);
+  if (eligible.length === 0) return [];
+  if (eligible.length <= count) return eligible;
+  const step = eligible.length / count;
+  return Array.from({ length: count }, (_, slot) => eligible[Math.floor(slot * step + step / 2)]!);
+}
+
+/** The next `CONTINUATION_STEPS` assistant messages from `cut` on. */
+export function continuationAt(messages: readonly Message[], cut: number): Message[] {
+  const continuation: Message[] = [];
+  for (let index = cut; index < messages.length && continuation.length < CONTINUATION_STEPS; index += 1) {
+    if (messages[index]!.role === 'assistant') continuation.push(messages[index]!);
+  }
+  return continuation;
+}
+
+export interface CutReplayOptions {
+  sessionId: string;
+  messages: readonly Message[];
+  cuts: readonly number[];
+  strategies: readonly Strategy[];
+  /** Keep shares to run: `auto` (each strategy's own) and the sweep. */
+  keeps: ReadonlyArray<number | 'auto'>;
+  tokenCounter: TokenCounter;
+}
+
+/** Replay one session in cut mode. */
+export function replayCuts(options: CutReplayOptions): CutRecord[] {
+  const ledger = createLedger({ tokenCounter: options.tokenCounter });
+  const prefixTexts: string[] = [];
+  const records: CutRecord[] = [];
+  for (const cut of [...options.cuts].sort((a, b) => a - b)) {
+    if (cut <= ledger.messages.length || cut > options.messages.length) continue;
+    const appended = options.messages.slice(ledger.messages.length, cut);
+    ledger.append(appended);
+    for (const message of appended) prefixTexts.push(messageText(message));
+    const continuation = continuationAt(options.messages, cut);
+    if (continuation.length === 0) continue;
+    for (const strategy of options.strategies) {
+      for (const keep of options.keeps) {
+        const output = strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
+        const verdict = judgeAnchors({ ledger, prefixTexts, items: output.items, continuation, ...(output.state ? { state: output.state } : {}) });
+        records.push({
+          session: options.sessionId,
+          cut,
+          strategy: strategy.name,
+          keep,
+          prefixTokens: ledger.totalTokens,
+          viewTokens: output.tokens,
+          output,
+          recoverable: recoverableMap(ledger, output.state),
+          verdict,
+        });
+      }
+    }
+  }
+  return records;
+}

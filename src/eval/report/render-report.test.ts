@@ -1,0 +1,175 @@
+import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../../core/errors.js';
+import type { EvalSummary } from '../eval-summary.js';
+import { MAX_TIMELINES, renderReport } from './render-report.js';
+import { sampleSummary } from './sample-summary.js';
+import { escapeHtml, niceTicks } from './svg.js';
+
+/** The opening tags of `tag` elements carrying `attribute` (with `value`, if given), as attribute maps. */
+function elements(
+  html: string,
+  tag: string,
+  attribute: string,
+  value = '[^"]*',
+): Array<Record<string, string>> {
+  const pattern = new RegExp(`<${tag}\\b[^>]*\\b${attribute}="${value}"[^>]*>`, 'g');
+  return [...html.matchAll(pattern)].map(([element]) =>
+    Object.fromEntries([...element.matchAll(/([\w:-]+)="([^"]*)"/g)].map(([, name, found]) => [name, found])),
+  );
+}
+
+function points(polyline: Record<string, string>): Array<[number, number]> {
+  return (polyline.points ?? '')
+    .split(' ')
+    .filter(Boolean)
+    .map((pair) => pair.split(',').map(Number) as [number, number]);
+}
+
+function emptySummary(): EvalSummary {
+  return { ...sampleSummary(), inputs: [], sessions: 0, cutMode: [], sessionMode: [], matched: [] };
+}
+
+describe('renderReport', () => {
+  const summary = sampleSummary();
+  const html = renderReport(summary);
+
+  it('is one self-contained HTML document with no scripts or external resources', () => {
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    expect(html).toContain('</html>');
+    expect(html).not.toMatch(/<script|<link|<img|@import|url\(|\bsrc=|\bhref=|https?:\/\//i);
+    expect(html).not.toMatch(/NaN|undefined|Infinity/);
+    expect(renderReport(sampleSummary())).toBe(html);
+  });
+
+  it('shows the header facts', () => {
+    expect(html).toContain(`<dd data-fact="sessions">${summary.sessions}</dd>`);
+    expect(html).toContain(escapeHtml(summary.command));
+    expect(html).toContain(summary.createdAt);
+    for (const input of summary.inputs) expect(html).toContain(input);
+  });
+
+  it('has a results row for every strategy of both modes', () => {
+    const cutRows = html.split('data-table="cut-mode"')[1]?.split('</table>')[0] ?? '';
+    const sessionRows = html.split('data-table="session-mode"')[1]?.split('</table>')[0] ?? '';
+    for (const { strategy } of summary.cutMode) expect(cutRows).toContain(`<tr data-strategy="${strategy}">`);
+    for (const { strategy } of summary.sessionMode)
+      expect(sessionRows).toContain(`<tr data-strategy="${strategy}">`);
+    const selfgc = summary.cutMode.find((result) => result.strategy === 'selfgc')!;
+    expect(cutRows).toContain(`${(selfgc.own.strictNoImpact.value * 100).toFixed(1)}%`);
+    expect(cutRows).toContain(`[${(selfgc.own.strictNoImpact.low * 100).toFixed(1)}%`);
+    expect(cutRows).toMatch(/oracle <span class="muted">\(upper bound\)<\/span>/);
+  });
+
+  it('draws one polyline per strategy with as many points as sweep entries, and its own point', () => {
+    const lines = elements(html, 'polyline', 'data-strategy');
+    expect(lines.map((line) => line['data-strategy'])).toEqual(
+      summary.cutMode.map((result) => result.strategy),
+    );
+    summary.cutMode.forEach((result, index) => {
+      const drawn = points(lines[index]!);
+      expect(drawn).toHaveLength(result.sweep.length);
+      expect(lines[index]!['data-points']).toBe(String(result.sweep.length));
+      const xs = drawn.map(([x]) => x);
+      expect(xs).toEqual([...xs].sort((a, b) => a - b));
+      expect(html).toContain(`<g data-own="${result.strategy}">`);
+    });
+    const oracle = lines.find((line) => line['data-strategy'] === 'oracle')!;
+    expect(oracle['stroke-dasharray']).not.toBe('');
+    expect(html).toMatch(/data-label="upper-bound"[^>]*>upper bound</);
+    const dashes = lines.map((line) => `${line.stroke} ${line['stroke-dasharray']}`);
+    expect(new Set(dashes).size).toBe(lines.length);
+  });
+
+  it('draws a cost bar per session-mode strategy, proportional to cost relative to none', () => {
+    const bars = elements(html, 'rect', 'data-bar');
+    expect(bars.map((bar) => bar['data-bar'])).toEqual(summary.sessionMode.map((result) => result.strategy));
+    // Heights in units of the 1.0 reference line, all standing on the same baseline.
+    const reference = Number(elements(html, 'line', 'data-reference')[0]?.y1);
+    const baseline = Number(bars[0]!.y) + Number(bars[0]!.height);
+    summary.sessionMode.forEach((result, index) => {
+      const bar = bars[index]!;
+      expect(Number(bar.height)).toBeGreaterThan(0);
+      expect(Number(bar.y) + Number(bar.height)).toBeCloseTo(baseline, 0);
+      expect(Number(bar.height) / (baseline - reference)).toBeCloseTo(result.costRelative, 2);
+      expect(bar['data-value']).toBe(String(result.costRelative));
+    });
+  });
+
+  it('draws timelines for selfgc, the longest sessions first, at most twelve', () => {
+    const timelines = elements(html, 'svg', 'data-chart', 'timeline');
+    const selfgc = summary.sessionMode.find((result) => result.strategy === 'selfgc')!;
+    expect(selfgc.timelines.length).toBeGreaterThan(MAX_TIMELINES);
+    expect(timelines).toHaveLength(MAX_TIMELINES);
+    const lengths = timelines.map(
+      (svg) =>
+        selfgc.timelines.find((timeline) => timeline.session === svg['data-session'])!.viewTokens.length,
+    );
+    const all = selfgc.timelines.map((timeline) => timeline.viewTokens.length).sort((a, b) => b - a);
+    expect(lengths).toEqual(all.slice(0, MAX_TIMELINES));
+    expect(html).toContain('<code>selfgc</code>');
+  });
+
+  it('falls back to the first session-mode strategy when there is no selfgc', () => {
+    const other = sampleSummary();
+    other.sessionMode = other.sessionMode.filter((result) => result.strategy !== 'selfgc');
+    const first = other.sessionMode[0]!;
+    const rendered = renderReport(other);
+    expect(rendered).toContain(`Token timelines: <code>${first.strategy}</code>`);
+    const drawn = elements(rendered, 'polyline', 'data-series', 'view').map((line) => points(line).length);
+    const longest = first.timelines.map((timeline) => timeline.viewTokens.length).sort((a, b) => b - a);
+    expect(drawn).toEqual(longest.slice(0, MAX_TIMELINES));
+  });
+
+  it('escapes text from the summary', () => {
+    const hostile = sampleSummary();
+    const evil = '<script>alert("x")</script>';
+    hostile.command = `selfgc eval ${evil}`;
+    hostile.inputs = [`${evil}.jsonl`];
+    hostile.cutMode[0]!.strategy = `cut${evil}`;
+    hostile.sessionMode[1]!.strategy = `session${evil}`;
+    hostile.sessionMode[4]!.timelines[0]!.session = evil;
+    hostile.sessionMode[4]!.timelines[0]!.viewTokens.push(...Array.from({ length: 100 }, () => 1000));
+    hostile.sessionMode[4]!.timelines[0]!.transcriptTokens.push(...Array.from({ length: 100 }, () => 1000));
+    const rendered = renderReport(hostile);
+    expect(rendered).not.toContain('<script');
+    expect(rendered).toContain('data-session="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"');
+    expect(rendered).toContain('data-strategy="cut&lt;script&gt;');
+    expect(rendered).toContain('data-bar="session&lt;script&gt;');
+  });
+
+  it('renders notes instead of charts for an empty summary', () => {
+    const rendered = renderReport(emptySummary());
+    expect(rendered).toContain('No cut-mode results in this summary.');
+    expect(rendered).toContain('No session-mode results in this summary.');
+    expect(rendered).not.toContain('<svg data-chart');
+    expect(rendered).not.toMatch(/NaN|undefined|Infinity/);
+  });
+
+  it('copes with empty sweeps, empty timelines and zero trials', () => {
+    const sparse = sampleSummary();
+    sparse.cutMode[0]!.sweep = [];
+    for (const result of sparse.sessionMode) result.timelines = [];
+    sparse.matched = [];
+    const rendered = renderReport(sparse);
+    expect(elements(rendered, 'polyline', 'data-strategy')).toHaveLength(sparse.cutMode.length - 1);
+    expect(rendered).toContain(`<g data-own="${sparse.cutMode[0]!.strategy}">`);
+    expect(rendered).toContain('No session timelines in this summary.');
+    expect(rendered).toContain('No matched prune-rate comparison in this summary.');
+    expect(rendered).not.toMatch(/NaN|undefined|Infinity/);
+    const none = rendered.split('<tr data-strategy="none">')[1]?.split('</tr>')[0] ?? '';
+    expect(none).toContain('title="no trials"');
+  });
+
+  it('refuses a summary of another version', () => {
+    expect(() => renderReport({ ...sampleSummary(), version: 99 })).toThrow(BadInputError);
+  });
+});
+
+describe('niceTicks', () => {
+  it('covers the maximum with round steps', () => {
+    expect(niceTicks(1.3, 5)).toEqual([0, 0.5, 1, 1.5]);
+    expect(niceTicks(1, 5)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+    expect(niceTicks(140_000, 4)).toEqual([0, 50_000, 100_000, 150_000]);
+    expect(niceTicks(0)).toEqual([0, 1]);
+  });
+});

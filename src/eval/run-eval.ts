@@ -1,0 +1,60 @@
+/**
+ * Spread an evaluation over worker threads, one share of sessions each, and aggregate.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { SelfGcError } from '../core/errors.js';
+import { type CallOutcome, type CutOutcome, buildSummary } from './aggregate.js';
+import type { EvalSummary } from './eval-summary.js';
+import type { EvaluateOptions } from './evaluate-sessions.js';
+import type { RecordedSession } from './load-sessions.js';
+
+export interface RunEvalOptions extends EvaluateOptions {
+  inputs: string[];
+  command: string;
+  workers?: number;
+  onProgress?: (done: number, total: number) => void;
+  now?: () => Date;
+}
+
+function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgress: () => void) {
+  const source = new URL(import.meta.url);
+  const typescript = source.pathname.endsWith('.ts');
+  const entry = new URL(typescript ? './eval-worker.ts' : './eval-worker.js', source);
+  const worker = new Worker(entry, {
+    workerData: { sessions: share.map(({ file, line }) => ({ file, line })), options },
+    // Under tsx (tests, development) the worker needs the same TypeScript loader.
+    execArgv: typescript ? ['--import', 'tsx'] : [],
+  });
+  return new Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }>((resolve, reject) => {
+    worker.on('message', (message: { type: string; cuts?: CutOutcome[]; calls?: CallOutcome[] }) => {
+      if (message.type === 'progress') onProgress();
+      else resolve({ cuts: message.cuts ?? [], calls: message.calls ?? [] });
+    });
+    worker.on('error', (error) => reject(new SelfGcError('internal', `evaluation worker failed: ${error.message}`, { cause: error })));
+    worker.on('exit', (code) => {
+      if (code !== 0) reject(new SelfGcError('internal', `evaluation worker exited with code ${code}`));
+    });
+  });
+}
+
+export async function runEval(sessions: RecordedSession[], options: RunEvalOptions): Promise<EvalSummary> {
+  const workers = Math.max(1, Math.min(options.workers ?? availableParallelism(), sessions.length));
+  // Longest first, dealt round-robin, so the shares take about the same time.
+  const ordered = [...sessions].sort((a, b) => b.messages.length - a.messages.length);
+  const shares: RecordedSession[][] = Array.from({ length: workers }, () => []);
+  ordered.forEach((session, index) => shares[index % workers]!.push(session));
+  let done = 0;
+  const tick = () => options.onProgress?.(++done, sessions.length);
+  const { inputs, command, workers: _workers, onProgress: _progress, now, ...evaluate } = options;
+  const results = await Promise.all(shares.map((share) => startWorker(share, evaluate, tick)));
+  return buildSummary({
+    inputs,
+    command,
+    sessions: sessions.length,
+    cuts: results.flatMap((result) => result.cuts),
+    calls: results.flatMap((result) => result.calls),
+    window: options.window,
+    now: (now ?? (() => new Date()))(),
+  });
+}

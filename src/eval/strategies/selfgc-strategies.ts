@@ -1,0 +1,73 @@
+/**
+ * Self-GC in cut mode: the embedded planner through the real harness (rehearsal, projection),
+ * and the oracle, which knows which anchors the continuation will use.
+ */
+import { anchorValues } from '../../core/anchors.js';
+import { argumentValuesText, type Ledger } from '../../core/ledger.js';
+import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
+import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
+import { projectView } from '../../core/project-view.js';
+import { latestTurnStart, rehearsePlan } from '../../core/rehearse-plan.js';
+import { objectText } from '../../core/render-replacement.js';
+import type { Message } from '../../core/transcript.js';
+import type { Strategy, StrategyOutput } from './strategy.js';
+
+function applyPlan(ledger: Ledger, plan: Plan, tombstones = true): StrategyOutput {
+  const rehearsal = rehearsePlan(ledger, {}, plan, { tombstones });
+  const view = projectView(ledger, rehearsal.stateAfter);
+  return { items: view.items, tokens: view.tokens, state: rehearsal.stateAfter };
+}
+
+export function createSelfGcStrategy(options: EmbeddedPlannerOptions = {}, name = 'selfgc'): Strategy {
+  return {
+    name,
+    run(input) {
+      const { ledger } = input;
+      const state: ViewState = {};
+      // `auto`: the planner's own judgement, without pressure. A budget is pressure.
+      const target = input.keep === 'auto' ? Number.POSITIVE_INFINITY : Math.floor(ledger.totalTokens * input.keep);
+      const operations = planEmbedded({
+        ledger,
+        state,
+        protectFrom: latestTurnStart(ledger),
+        viewTokens: ledger.totalTokens,
+        targetTokens: target,
+        window: Number.POSITIVE_INFINITY,
+      }, options);
+      return applyPlan(ledger, { planner: 'embedded', operations });
+    },
+  };
+}
+
+/** Anchors the continuation uses (assistant text and tool-call argument values). */
+export function continuationAnchors(continuation: readonly Message[]): Set<string> {
+  const values = new Set<string>();
+  for (const message of continuation) {
+    if (message.role !== 'assistant') continue;
+    for (const part of message.parts) {
+      const textValue = part.type === 'text' ? part.text : part.type === 'tool-call' ? argumentValuesText(part.arguments) : '';
+      for (const value of anchorValues(textValue)) values.add(value);
+    }
+  }
+  return values;
+}
+
+/** Upper bound: prune every object whose payload holds none of the anchors the continuation uses. */
+export const oracleStrategy: Strategy = {
+  name: 'oracle',
+  upperBound: true,
+  run(input) {
+    const { ledger } = input;
+    const needed = [...continuationAnchors(input.continuation ?? [])];
+    const operations: PlannedOperation[] = [];
+    for (const object of ledger.objects) {
+      if (object.pinned || object.kind !== 'function') continue;
+      // The call leaves with its result, so its arguments count too.
+      const textValue = `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
+      if (!needed.some((anchor) => textValue.includes(anchor))) {
+        operations.push({ objectId: object.id, operation: 'prune', reason: 'oracle: the continuation needs nothing from it' });
+      }
+    }
+    return applyPlan(ledger, { planner: 'oracle', operations }, false);
+  },
+};

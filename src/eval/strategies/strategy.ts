@@ -1,0 +1,35 @@
+/**
+ * A strategy turns a prefix into a view under a budget. Strategies see the prefix only; the
+ * oracle alone is handed the continuation and is labelled an upper bound.
+ */
+import type { Ledger } from '../../core/ledger.js';
+import type { ViewState } from '../../core/operations.js';
+import type { ViewItem } from '../../core/project-view.js';
+import type { Message } from '../../core/transcript.js';
+
+export interface StrategyInput {
+  /** The prefix, indexed. `ledger.messages` is the prefix itself. */
+  ledger: Ledger;
+  /** Keep at most this share of the prefix tokens; `auto` lets the strategy choose. */
+  keep: number | 'auto';
+  /** The next assistant messages after the cut: for the oracle only. */
+  continuation?: readonly Message[];
+}
+
+export interface StrategyOutput {
+  items: ViewItem[];
+  tokens: number;
+  /** Object states when the strategy works through the harness (for recoverability). */
+  state?: ViewState;
+}
+
+export interface Strategy {
+  name: string;
+  /** True for strategies that peek at the future (the oracle). */
+  upperBound?: boolean;
+  /** Keep share used when `keep` is `auto` and the strategy has no rule of its own. */
+  run(input: StrategyInput): StrategyOutput;
+}
+
+/** Budget-driven baselines use this keep share when asked for `auto`: the paper's Self-GC rate. */
+export const DEFAULT_BASELINE_KEEP = 0.55;
