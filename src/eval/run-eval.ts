@@ -21,10 +21,11 @@ function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgr
   const source = new URL(import.meta.url);
   const typescript = source.pathname.endsWith('.ts');
   const entry = new URL(typescript ? './eval-worker.ts' : './eval-worker.js', source);
-  const worker = new Worker(entry, {
+  // Under tsx (tests, development) the worker registers the TypeScript loader first.
+  const bootstrap = () =>
+    `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))}; register(); await import(${JSON.stringify(entry.href)});`;
+  const worker = new Worker(typescript ? new URL(`data:text/javascript,${encodeURIComponent(bootstrap())}`) : entry, {
     workerData: { sessions: share.map(({ file, line }) => ({ file, line })), options },
-    // Under tsx (tests, development) the worker needs the same TypeScript loader.
-    execArgv: typescript ? ['--import', 'tsx'] : [],
   });
   return new Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }>((resolve, reject) => {
     worker.on('message', (message: { type: string; cuts?: CutOutcome[]; calls?: CallOutcome[] }) => {

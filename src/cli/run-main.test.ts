@@ -1,0 +1,89 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { CliIo } from './cli-io.js';
+import { runCommand } from './run-main.js';
+
+const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).pathname;
+
+function captureIo() {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = { stdout: (text) => out.push(text), stderr: (text) => err.push(text), progress: () => {}, cwd: process.cwd(), argv0: 'selfgc' };
+  return { io, out: () => out.join(''), err: () => err.join('') };
+}
+
+describe('selfgc inspect', () => {
+  it('prints the ledger of a session', async () => {
+    const { io, out } = captureIo();
+    expect(await runCommand(['inspect', SAMPLE, '--session', 'selfgc-sample:ledger'], io)).toBe(0);
+    expect(out()).toMatch(/^session selfgc-sample:ledger: \d+ messages, \d+ tokens, \d+ objects/);
+    expect(out()).toContain('system:1');
+    expect(out()).toContain('pinned (first user request (task goal))');
+    expect(out()).toMatch(/function:read_file:\d+\s+function/);
+  });
+
+  it('prints JSON with --json', async () => {
+    const { io, out } = captureIo();
+    await runCommand(['inspect', SAMPLE, '--json'], io);
+    const parsed = JSON.parse(out()) as { session: string; objects: Array<{ id: string; tokens: number }> };
+    expect(parsed.session).toBe('selfgc-sample:ledger');
+    expect(parsed.objects.every((object) => object.tokens >= 0)).toBe(true);
+  });
+
+  it('names what is wrong: missing file, unknown session, malformed line', async () => {
+    const { io } = captureIo();
+    await expect(runCommand(['inspect', '/nonexistent.jsonl'], io)).rejects.toThrow('/nonexistent.jsonl: no such file');
+    await expect(runCommand(['inspect', SAMPLE, '--session', 'nope'], io)).rejects.toThrow('no session with id "nope"');
+    const bad = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'bad.jsonl');
+    writeFileSync(bad, '\n{"id": 1\n');
+    await expect(runCommand(['inspect', bad], io)).rejects.toThrow(/bad\.jsonl: line 2: invalid JSON/);
+    await expect(runCommand(['inspect', SAMPLE, '--bogus'], io)).rejects.toThrow(/bogus/);
+  });
+});
+
+describe('selfgc replay', () => {
+  it('emits the stable line format', async () => {
+    const { io } = captureIo();
+    const out = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'out.jsonl');
+    expect(await runCommand(['replay', SAMPLE, '--strategy', 'selfgc', '--keep', '0.5', '--emit', out], io)).toBe(0);
+    const lines = readFileSync(out, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) {
+      expect(Object.keys(line).sort()).toEqual(['cut', 'prefixTokens', 'recoverable', 'session', 'strategy', 'view', 'viewTokens']);
+      expect(line.viewTokens as number).toBeLessThanOrEqual(line.prefixTokens as number);
+      const view = line.view as unknown[];
+      expect(view.some((item) => typeof item === 'number')).toBe(true);
+    }
+    expect(lines.some((line) => (line.view as unknown[]).some((item) => typeof item === 'object'))).toBe(true);
+  });
+
+  it('refuses an unknown strategy and a bad keep share', async () => {
+    const { io } = captureIo();
+    await expect(runCommand(['replay', SAMPLE, '--strategy', 'magic', '--emit', '/tmp/x.jsonl'], io)).rejects.toThrow(/unknown strategy "magic"/);
+    await expect(runCommand(['replay', SAMPLE, '--strategy', 'none', '--keep', '2', '--emit', '/tmp/x.jsonl'], io)).rejects.toThrow(/--keep/);
+  });
+});
+
+describe('selfgc eval', () => {
+  it('evaluates the sample and writes the summary and the report', async () => {
+    const { io, out } = captureIo();
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-'));
+    const code = await runCommand(['eval', SAMPLE, '--strategies', 'none,tool-prune,selfgc,oracle', '--window', '8000', '--workers', '1', '--json', join(folder, 's.json'), '--report', join(folder, 'r.html')], io);
+    expect(code).toBe(0);
+    expect(out()).toContain('strict no-impact');
+    const summary = JSON.parse(readFileSync(join(folder, 's.json'), 'utf8')) as { sessions: number; cutMode: Array<{ strategy: string; own: { cuts: number } }>; sessionMode: Array<{ strategy: string; calls: number }> };
+    expect(summary.sessions).toBe(6);
+    expect(summary.cutMode.map((result) => result.strategy)).toEqual(['none', 'tool-prune', 'selfgc', 'oracle']);
+    expect(summary.cutMode.every((result) => result.own.cuts > 0)).toBe(true);
+    expect(summary.sessionMode.find((result) => result.strategy === 'selfgc')?.calls).toBeGreaterThan(0);
+    expect(readFileSync(join(folder, 'r.html'), 'utf8')).toContain('data-chart="tradeoff"');
+  }, 120_000);
+
+  it('shows help', async () => {
+    const { io, out } = captureIo();
+    expect(await runCommand(['eval', '--help'], io)).toBe(0);
+    expect(out()).toContain('Usage: selfgc eval');
+  });
+});
