@@ -2,19 +2,19 @@
  * The governor: trigger → fork → plan → rehearse → (cache rule) → commit → view.
  */
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
-import { type Ledger, indexTranscript } from '../ledger.js';
+import { countMessageTokens, type Ledger, indexTranscript } from '../ledger.js';
 import { payloadText, parseObjectPayload } from '../object-payload.js';
 import type { Plan } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
-import { projectView } from '../project-view.js';
+import { projectView, type View } from '../project-view.js';
 import { latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
 import { readSessionState, type SessionState } from '../session-state.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
 import { planFallback } from './fallback-plan.js';
-import type { GovernanceDecision, Governor, GovernorOptions, ProjectResult } from './governor-types.js';
+import type { AgentPlanResult, GovernanceDecision, Governor, GovernorOptions, ProjectResult } from './governor-types.js';
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
 
@@ -91,7 +91,7 @@ export function createGovernor(options: GovernorOptions): Governor {
           {
             tokensBefore: rehearsal.tokensBefore,
             tokensAfter: rehearsal.tokensAfter,
-            cachedPrefixTokens: prefixTokens(ledger, rehearsal.earliestEdit),
+            cachedPrefixTokens: prefixTokens(ledger, view, rehearsal.earliestEdit),
             futureCalls: expectedFutureCalls(ledger),
             gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
             cacheWarm: isCacheWarm(messages, snapshot.state, now(), pricing.ttlMs),
@@ -115,13 +115,14 @@ export function createGovernor(options: GovernorOptions): Governor {
       }
       if (view.tokens > options.window) {
         // Hard guarantee: the view fits. The planner did not get there; reduce deterministically.
+        const plannerLeft = view.tokens;
         const rescue = await fitWindow(sessionId, ledger, snapshot, view.tokens);
         if (rescue) {
           record = rescue.record;
           snapshot = { version: rescue.version, state: rescue.state };
           view = projectView(ledger, snapshot.state.objects, project);
           decision = { ...decision, outcome: 'fallback' };
-          warnings.push({ code: 'fallback-reduction', message: `planner left ${view.tokens} tokens over; the fallback reduction committed ${rescue.record.commitId}` });
+          warnings.push({ code: 'fallback-reduction', message: `planner left ${plannerLeft} tokens, over the ${options.window}-token window; the fallback reduction committed ${rescue.record.commitId}` });
         }
         if (view.tokens > options.window) warnings.push({ code: 'over-window', message: `the latest turn alone needs ${view.tokens} tokens, more than the ${options.window}-token window` });
       }
@@ -141,6 +142,21 @@ export function createGovernor(options: GovernorOptions): Governor {
     async searchContext(sessionId, query, limit = 5) {
       const hits = await options.store.searchPayloads(sessionId, query, { limit });
       return hits.map((hit) => ({ objectId: hit.objectId, snippet: hit.snippet }));
+    },
+    async applyAgentPlan(sessionId, messages, plan): Promise<AgentPlanResult> {
+      const ledger = ledgerFor(sessionId, messages);
+      const snapshot = await readSessionState(options.store, sessionId);
+      const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, { project });
+      const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'request');
+      const warnings: Warning[] = [];
+      if (outcome.status === 'conflict') warnings.push({ code: 'commit-conflict', message: 'another writer committed first; try again' });
+      if (outcome.status === 'duplicate') warnings.push({ code: 'commit-duplicate', message: 'this plan was already committed' });
+      return {
+        accepted: rehearsal.accepted.map(({ operation, tokensBefore, tokensAfter }) => ({ objectId: operation.objectId, operation: operation.operation, tokensBefore, tokensAfter })),
+        rejected: rehearsal.rejected.map(({ operation, reason, detail }) => ({ objectId: operation.objectId, reason, detail })),
+        ...(outcome.status === 'committed' ? { commit: outcome.record } : {}),
+        warnings,
+      };
     },
   };
 
@@ -166,10 +182,17 @@ export function createGovernor(options: GovernorOptions): Governor {
   }
 }
 
-function prefixTokens(ledger: Ledger, end: number | undefined): number {
+/**
+ * View tokens before transcript message `end`: the prefix that stays cached. Counted on the view
+ * the commit starts from, so that objects folded by earlier commits count at their folded size.
+ */
+function prefixTokens(ledger: Ledger, view: View, end: number | undefined): number {
+  if (end === undefined) return view.tokens;
   let total = 0;
-  const stop = end ?? ledger.messages.length;
-  for (let index = 0; index < stop; index += 1) total += ledger.messageTokens[index] ?? 0;
+  for (const item of view.items) {
+    if (item.source >= end) break;
+    total += item.changed ? countMessageTokens(ledger.options.tokenCounter, item.message) : (ledger.messageTokens[item.source] ?? 0);
+  }
   return total;
 }
 

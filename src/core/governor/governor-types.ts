@@ -3,6 +3,7 @@
  * It indexes the transcript, decides whether governance should run, asks a planner, rehearses,
  * weighs the cache, commits, and returns the view that fits the window.
  */
+import type { OperationKind, Plan, RejectionReason } from '../operations.js';
 import type { CommitRecord, SidecarStore } from '../store.js';
 import type { TokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
@@ -88,4 +89,21 @@ export interface Governor {
   expand(sessionId: string, objectId: string): Promise<string | undefined>;
   /** Full-text search over the session's sidecar. */
   searchContext(sessionId: string, query: string, limit?: number): Promise<Array<{ objectId: string; snippet: string }>>;
+  /**
+   * Rehearse and commit a plan the agent proposed through its GC tools, against the transcript
+   * `messages` (the latest turn — the one calling the tool — stays protected). Refusals are
+   * returned, not thrown.
+   */
+  applyAgentPlan(sessionId: string, messages: readonly Message[], plan: Plan): Promise<AgentPlanResult>;
+}
+
+/** What `applyAgentPlan` did with the agent's plan. */
+export interface AgentPlanResult {
+  /** Operations the harness accepted, with the object's view tokens before and after. */
+  accepted: Array<{ objectId: string; operation: OperationKind; tokensBefore: number; tokensAfter: number }>;
+  /** Operations it refused, and why. */
+  rejected: Array<{ objectId: string; reason: RejectionReason; detail: string }>;
+  /** The commit, when one was written. */
+  commit?: CommitRecord;
+  warnings: Warning[];
 }

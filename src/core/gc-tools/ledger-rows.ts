@@ -1,0 +1,91 @@
+/**
+ * Ledger rows: what a planner outside the harness (an LLM, the agent itself) is shown of each
+ * object — never the payloads themselves, only sizes, states, protection and a short head.
+ */
+import type { Ledger, LedgerObject, ObjectKind } from '../ledger.js';
+import type { ViewState } from '../operations.js';
+import { describeCall, objectText } from '../render-replacement.js';
+import type { RemovingOperation } from '../store.js';
+
+export interface LedgerRow {
+  id: string;
+  kind: ObjectKind;
+  /** Tokens the object holds in the view now (a conversation: its whole span, when live). */
+  tokens: number;
+  state: 'live' | RemovingOperation;
+  /** Why no operation may touch it, when one may not: pinned, the latest turn, a system prompt. */
+  protection?: 'pinned' | 'latest-turn' | 'system';
+  /** Assistant steps since the agent or the user last referred to the object (or since it appeared). */
+  stepsSinceUse: number;
+  isError: boolean;
+  /** For tool outputs: the call that produced it, on one line. */
+  call?: string;
+  /** The first characters of the payload, on one line. */
+  head: string;
+}
+
+export interface LedgerRowOptions {
+  /** Messages from this index on are the latest turn. */
+  protectFrom: number;
+  /** Characters of payload head to show (default 120). */
+  headChars?: number;
+}
+
+/** Collapse whitespace and cut to `max` characters, marking the cut. */
+export function oneLine(value: string, max: number): string {
+  const flat = value.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, Math.max(0, max - 1))}…` : flat;
+}
+
+/** `2.1k` for 2100, `640` for 640. */
+export function compactTokens(tokens: number): string {
+  return tokens >= 1000 ? `${(tokens / 1000).toFixed(1)}k` : String(tokens);
+}
+
+function spanTokens(ledger: Ledger, object: LedgerObject): number {
+  let total = 0;
+  for (let index = object.span.start; index < object.span.end; index += 1)
+    total += ledger.messageTokens[index] ?? 0;
+  return total;
+}
+
+/** `stepsAfter[i]`: assistant messages at index `i` or later. */
+function assistantStepsAfter(ledger: Ledger): number[] {
+  const steps = new Array<number>(ledger.messages.length + 1).fill(0);
+  for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
+    steps[index] = (steps[index + 1] ?? 0) + (ledger.messages[index]?.role === 'assistant' ? 1 : 0);
+  }
+  return steps;
+}
+
+/** Why an object is out of every planner's reach, mirroring the harness's own checks. */
+export function protectionOf(object: LedgerObject, protectFrom: number): LedgerRow['protection'] {
+  if (object.kind === 'system') return 'system';
+  if (object.pinned) return 'pinned';
+  if (object.messageIndex >= protectFrom || object.span.end > protectFrom) return 'latest-turn';
+  return undefined;
+}
+
+/** One row per object, in transcript order. */
+export function ledgerRows(ledger: Ledger, state: ViewState, options: LedgerRowOptions): LedgerRow[] {
+  const stepsAfter = assistantStepsAfter(ledger);
+  const headChars = options.headChars ?? 120;
+  const counter = ledger.options.tokenCounter;
+  return ledger.objects.map((object) => {
+    const entry = state[object.id];
+    const lastUse = object.references.at(-1) ?? object.messageIndex;
+    const live = object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
+    const protection = protectionOf(object, options.protectFrom);
+    return {
+      id: object.id,
+      kind: object.kind,
+      tokens: entry ? counter.count(entry.replacement) : live,
+      state: entry?.operation ?? 'live',
+      ...(protection ? { protection } : {}),
+      stepsSinceUse: stepsAfter[lastUse + 1] ?? 0,
+      isError: object.isError,
+      ...(object.kind === 'function' ? { call: oneLine(describeCall(object), 160) } : {}),
+      head: oneLine(objectText(ledger, object), headChars),
+    };
+  });
+}
