@@ -1,0 +1,118 @@
+/**
+ * The contract every adapter passes, run from each adapter's own test file: for random canonical
+ * transcripts, `from(to(t))` gives back every text, tool call (id, name, arguments) and tool
+ * result (id, name, content), with no orphaned results; the wire form is a fixed point
+ * (`to(from(w))` is `w`, byte for byte); and whatever an adapter cannot carry is warned about
+ * (a warning names every message that changed), never dropped silently.
+ */
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { expect, it } from 'vitest';
+import type { Message, Part, Warning } from '../core/transcript.js';
+import { normalizeTranscript } from './normalize-transcript.js';
+import { type TranscriptArbitraryOptions, transcriptArbitrary } from './transcript-arbitrary.js';
+
+export interface AdapterUnderTest {
+  name: string;
+  to(messages: Message[]): { wire: unknown; warnings: Warning[] };
+  from(wire: unknown): { messages: Message[]; warnings: Warning[] };
+  /** The transcripts this adapter carries in full. */
+  carries: TranscriptArbitraryOptions;
+  /** Part details this adapter cannot carry even then (compared without them). */
+  ignores?: { isError?: 'always' | 'with-list-content' };
+  /** Tool arguments travel as parsed objects (Anthropic): their JSON value survives, not their spacing. */
+  argumentsAsJson?: boolean;
+}
+
+const RUNS = { numRuns: 150 };
+
+/** What must survive a round trip: everything but providerData. */
+function project(messages: readonly Message[], adapter: AdapterUnderTest): unknown[] {
+  return messages.map((message) => ({
+    role: message.role,
+    parts: message.parts.map((part) => projectPart(part, adapter)),
+  }));
+}
+
+function projectPart(part: Part, adapter: AdapterUnderTest): unknown {
+  const { providerData: _ignored, ...rest } = part;
+  if (part.type === 'tool-call' && adapter.argumentsAsJson)
+    return { ...rest, arguments: JSON.parse(part.arguments) };
+  if (part.type === 'tool-result') {
+    const listContent = typeof part.content !== 'string';
+    const content =
+      typeof part.content === 'string'
+        ? part.content
+        : part.content.map(({ providerData: _inner, ...inner }) => inner);
+    const ignore = adapter.ignores?.isError;
+    const dropError = ignore === 'always' || (ignore === 'with-list-content' && listContent);
+    const { isError, ...withoutError } = { ...rest, content } as typeof rest & { isError?: boolean };
+    return dropError || isError !== true ? withoutError : { ...withoutError, isError };
+  }
+  return rest;
+}
+
+function answeredInOrder(messages: readonly Message[]): boolean {
+  const calls = new Set<string>();
+  for (const message of messages) {
+    for (const part of message.parts) {
+      if (part.type === 'tool-call') calls.add(part.id);
+      if (part.type === 'tool-result' && !calls.has(part.callId)) return false;
+    }
+  }
+  return true;
+}
+
+export function describeAdapterContract(adapter: AdapterUnderTest): void {
+  it(`${adapter.name}: from(to(t)) keeps every text, tool call and tool result`, () => {
+    fc.assert(
+      fc.property(transcriptArbitrary(adapter.carries), (transcript) => {
+        const back = adapter.from(adapter.to(transcript).wire).messages;
+        expect(project(back, adapter)).toEqual(project(transcript, adapter));
+        expect(answeredInOrder(back)).toBe(true);
+        const codes = normalizeTranscript(back).warnings.map((warning) => warning.code);
+        expect(codes).not.toContain('orphan-tool-result');
+        expect(codes).not.toContain('duplicate-tool-call-id');
+      }),
+      RUNS,
+    );
+  });
+
+  it(`${adapter.name}: the wire form is a fixed point, byte for byte`, () => {
+    fc.assert(
+      fc.property(transcriptArbitrary(adapter.carries), (transcript) => {
+        const wire = adapter.to(transcript).wire;
+        const again = adapter.to(adapter.from(wire).messages);
+        expect(JSON.stringify(again.wire)).toBe(JSON.stringify(wire));
+      }),
+      RUNS,
+    );
+  });
+
+  it(`${adapter.name}: whatever is lost on the way is warned about`, () => {
+    const everything = { toolResultImages: true, endMidCall: true };
+    fc.assert(
+      fc.property(transcriptArbitrary(everything), (transcript) => {
+        const { wire, warnings } = adapter.to(transcript);
+        const back = adapter.from(wire).messages;
+        const strict = { ...adapter, ignores: {} };
+        const before = project(transcript, strict);
+        const after = project(back, strict);
+        if (after.length !== before.length) {
+          expect(warnings.length).toBeGreaterThan(0);
+          return;
+        }
+        const warned = new Set(warnings.map((warning) => warning.messageIndex));
+        before.forEach((message, index) => {
+          if (JSON.stringify(message) !== JSON.stringify(after[index])) expect(warned).toContain(index);
+        });
+      }),
+      RUNS,
+    );
+  });
+}
+
+/** A hand-written wire fixture next to the test that reads it. */
+export function readFixture(url: URL): unknown {
+  return JSON.parse(readFileSync(url, 'utf8'));
+}

@@ -1,0 +1,136 @@
+/**
+ * Vercel AI SDK (v5/v6) `ModelMessage`, the prompt shape of `generateText` / `streamText`,
+ * declared here so the adapter needs no runtime import of `ai`. Schema-first: each zod value
+ * and its type share one name.
+ *
+ * Not supported (refused with a clear error): tool-approval parts, provider-executed tool
+ * results inside assistant messages, `custom` tool-output items and object-valued file ids.
+ */
+import { z } from 'zod';
+
+/** Per-provider options, `{ anthropic: { cacheControl: { type: 'ephemeral' } } }`. */
+export const ModelProviderOptions = z.record(z.string(), z.record(z.string(), z.unknown()));
+export type ModelProviderOptions = z.infer<typeof ModelProviderOptions>;
+
+/** Base64 text, a `data:` or `http(s):` URL string, bytes, or a URL object. */
+export const ModelDataContent = z.union([
+  z.string(),
+  z.instanceof(Uint8Array),
+  z.instanceof(ArrayBuffer),
+  z.instanceof(URL),
+]);
+export type ModelDataContent = z.infer<typeof ModelDataContent>;
+
+const options = { providerOptions: ModelProviderOptions.optional() };
+
+export const ModelTextPart = z.object({ type: z.literal('text'), text: z.string(), ...options });
+export type ModelTextPart = z.infer<typeof ModelTextPart>;
+
+export const ModelImagePart = z.object({
+  type: z.literal('image'),
+  image: ModelDataContent,
+  mediaType: z.string().optional(),
+  ...options,
+});
+export type ModelImagePart = z.infer<typeof ModelImagePart>;
+
+export const ModelFilePart = z.object({
+  type: z.literal('file'),
+  data: ModelDataContent,
+  filename: z.string().optional(),
+  mediaType: z.string(),
+  ...options,
+});
+export type ModelFilePart = z.infer<typeof ModelFilePart>;
+
+/** Reasoning; Anthropic keeps `signature` / `redactedData` in `providerOptions.anthropic`. */
+export const ModelReasoningPart = z.object({ type: z.literal('reasoning'), text: z.string(), ...options });
+export type ModelReasoningPart = z.infer<typeof ModelReasoningPart>;
+
+export const ModelToolCallPart = z.object({
+  type: z.literal('tool-call'),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  /** The arguments as a JSON-serialisable value (the raw text for an invalid call). */
+  input: z.unknown().refine((value) => value !== undefined, 'input is required'),
+  providerExecuted: z.boolean().optional(),
+  ...options,
+});
+export type ModelToolCallPart = z.infer<typeof ModelToolCallPart>;
+
+export const ModelToolResultContentItem = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string(), ...options }),
+  z.object({ type: z.literal('media'), data: z.string(), mediaType: z.string() }),
+  z.object({ type: z.literal('image-data'), data: z.string(), mediaType: z.string(), ...options }),
+  z.object({
+    type: z.literal('file-data'),
+    data: z.string(),
+    mediaType: z.string(),
+    filename: z.string().optional(),
+    ...options,
+  }),
+  z.object({ type: z.literal('image-url'), url: z.string(), ...options }),
+  z.object({ type: z.literal('file-url'), url: z.string(), mediaType: z.string().optional(), ...options }),
+  z.object({ type: z.literal('image-file-id'), fileId: z.string(), ...options }),
+  z.object({ type: z.literal('file-id'), fileId: z.string(), ...options }),
+]);
+export type ModelToolResultContentItem = z.infer<typeof ModelToolResultContentItem>;
+
+export const ModelToolResultOutput = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), value: z.string(), ...options }),
+  z.object({ type: z.literal('json'), value: z.json(), ...options }),
+  z.object({ type: z.literal('execution-denied'), reason: z.string().optional(), ...options }),
+  z.object({ type: z.literal('error-text'), value: z.string(), ...options }),
+  z.object({ type: z.literal('error-json'), value: z.json(), ...options }),
+  z.object({ type: z.literal('content'), value: z.array(ModelToolResultContentItem), ...options }),
+]);
+export type ModelToolResultOutput = z.infer<typeof ModelToolResultOutput>;
+
+export const ModelToolResultPart = z.object({
+  type: z.literal('tool-result'),
+  toolCallId: z.string(),
+  toolName: z.string(),
+  output: ModelToolResultOutput,
+  ...options,
+});
+export type ModelToolResultPart = z.infer<typeof ModelToolResultPart>;
+
+export const SystemModelMessage = z.object({ role: z.literal('system'), content: z.string(), ...options });
+export type SystemModelMessage = z.infer<typeof SystemModelMessage>;
+
+export const UserModelMessage = z.object({
+  role: z.literal('user'),
+  content: z.union([
+    z.string(),
+    z.array(z.discriminatedUnion('type', [ModelTextPart, ModelImagePart, ModelFilePart])),
+  ]),
+  ...options,
+});
+export type UserModelMessage = z.infer<typeof UserModelMessage>;
+
+export const AssistantModelMessage = z.object({
+  role: z.literal('assistant'),
+  content: z.union([
+    z.string(),
+    z.array(
+      z.discriminatedUnion('type', [ModelTextPart, ModelFilePart, ModelReasoningPart, ModelToolCallPart]),
+    ),
+  ]),
+  ...options,
+});
+export type AssistantModelMessage = z.infer<typeof AssistantModelMessage>;
+
+export const ToolModelMessage = z.object({
+  role: z.literal('tool'),
+  content: z.array(ModelToolResultPart),
+  ...options,
+});
+export type ToolModelMessage = z.infer<typeof ToolModelMessage>;
+
+export const ModelMessage = z.discriminatedUnion('role', [
+  SystemModelMessage,
+  UserModelMessage,
+  AssistantModelMessage,
+  ToolModelMessage,
+]);
+export type ModelMessage = z.infer<typeof ModelMessage>;

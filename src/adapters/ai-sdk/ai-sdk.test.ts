@@ -1,0 +1,207 @@
+import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../../core/errors.js';
+import type { Message } from '../../core/transcript.js';
+import { describeAdapterContract, readFixture } from '../adapter-contract.case.js';
+import type { ModelMessage } from './ai-sdk-api.js';
+import { fromModelMessages } from './convert-from-model-messages.js';
+import { toModelMessages } from './convert-to-model-messages.js';
+
+const fixture = () =>
+  readFixture(new URL('./fixtures/tool-loop.json', import.meta.url)) as { messages: ModelMessage[] };
+
+describe('ai-sdk round trip on the fixture', () => {
+  it('tool-loop.json', () => {
+    const { messages } = fixture();
+    const canonical = fromModelMessages(messages);
+    const back = toModelMessages(canonical.messages);
+    expect(back.messages).toStrictEqual(messages);
+    expect(JSON.stringify(back.messages)).toBe(JSON.stringify(messages));
+    expect([...canonical.warnings, ...back.warnings]).toEqual([]);
+  });
+
+  it('maps inputs, outputs, signatures and files to canonical parts', () => {
+    const { messages } = fromModelMessages(fixture().messages);
+    expect(messages[2]?.parts[0]).toMatchObject({
+      type: 'reasoning',
+      signature: expect.stringMatching(/^ErUB/),
+    });
+    expect(messages[2]?.parts[3]).toMatchObject({
+      type: 'tool-call',
+      arguments: '{"path":".","depth":2,"ignore":["node_modules","dist"]}',
+    });
+    expect(messages[1]?.parts[2]).toMatchObject({
+      type: 'image',
+      source: 'data',
+      mediaType: 'application/pdf',
+    });
+    expect(messages.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+      'tool',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+    ]);
+    expect(messages[3]?.parts[0]).toMatchObject({
+      content: '{"sections":["Goals","Architecture","Risks"],"pages":12}',
+    });
+    expect(messages[5]?.parts[0]).toMatchObject({ arguments: '{"path": "docs/risks.md"}' });
+    expect(messages[6]?.parts[0]).toMatchObject({
+      isError: true,
+      content: expect.stringContaining('ENOENT'),
+    });
+    expect(messages[9]?.parts[0]).toMatchObject({
+      isError: true,
+      content: 'The user declined deleting files.',
+    });
+  });
+});
+
+describe('toModelMessages for transcripts from elsewhere', () => {
+  it('parses arguments into input and remembers text JSON.stringify would not rebuild', () => {
+    const transcript: Message[] = [
+      {
+        role: 'assistant',
+        parts: [
+          { type: 'tool-call', id: 'a', name: 'bash', arguments: '{"command":"ls"}' },
+          { type: 'tool-call', id: 'b', name: 'bash', arguments: '{"command": "pwd"}' },
+        ],
+      },
+      { role: 'tool', parts: [{ type: 'tool-result', callId: 'a', name: 'bash', content: 'x' }] },
+      {
+        role: 'tool',
+        parts: [{ type: 'tool-result', callId: 'b', name: 'bash', content: 'y', isError: true }],
+      },
+    ];
+    const { messages, warnings } = toModelMessages(transcript);
+    expect(messages).toEqual([
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'a', toolName: 'bash', input: { command: 'ls' } },
+          {
+            type: 'tool-call',
+            toolCallId: 'b',
+            toolName: 'bash',
+            input: { command: 'pwd' },
+            providerOptions: { selfGc: { arguments: '{"command": "pwd"}' } },
+          },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'a', toolName: 'bash', output: { type: 'text', value: 'x' } },
+          {
+            type: 'tool-result',
+            toolCallId: 'b',
+            toolName: 'bash',
+            output: { type: 'error-text', value: 'y' },
+          },
+        ],
+      },
+    ]);
+    expect(warnings).toEqual([]);
+    expect(fromModelMessages(messages).messages[0]?.parts[1]).toMatchObject({
+      arguments: '{"command": "pwd"}',
+    });
+  });
+
+  it('malformed-tool-arguments: text that is not JSON travels as the input string', () => {
+    const { messages, warnings } = toModelMessages([
+      {
+        role: 'assistant',
+        parts: [{ type: 'tool-call', id: 'a', name: 'bash', arguments: '{"command": "ls' }],
+      },
+    ]);
+    expect(messages[0]?.content).toEqual([
+      { type: 'tool-call', toolCallId: 'a', toolName: 'bash', input: '{"command": "ls' },
+    ]);
+    expect(warnings.map((warning) => warning.code)).toEqual(['malformed-tool-arguments']);
+    expect(fromModelMessages(messages).messages[0]?.parts[0]).toMatchObject({ arguments: '{"command": "ls' });
+  });
+
+  it('unsupported-part: an image in an assistant message becomes a text placeholder', () => {
+    const { messages, warnings } = toModelMessages([
+      { role: 'assistant', parts: [{ type: 'image', ref: 'https://example.com/a.png', source: 'url' }] },
+    ]);
+    expect(messages[0]?.content).toEqual([
+      { type: 'text', text: '[image omitted: https://example.com/a.png]' },
+    ]);
+    expect(warnings.map((warning) => warning.code)).toEqual(['unsupported-part']);
+  });
+
+  it('tool-error-flag-dropped: a failed result with list content has no error form', () => {
+    const { messages, warnings } = toModelMessages([
+      {
+        role: 'tool',
+        parts: [
+          {
+            type: 'tool-result',
+            callId: 'a',
+            name: 'shot',
+            content: [{ type: 'text', text: 'no' }],
+            isError: true,
+          },
+        ],
+      },
+    ]);
+    expect(messages[0]?.content).toEqual([
+      {
+        type: 'tool-result',
+        toolCallId: 'a',
+        toolName: 'shot',
+        output: { type: 'content', value: [{ type: 'text', text: 'no' }] },
+      },
+    ]);
+    expect(warnings.map((warning) => warning.code)).toEqual(['tool-error-flag-dropped']);
+  });
+});
+
+describe('fromModelMessages validation', () => {
+  const fails = (input: unknown) => () => fromModelMessages(input as ModelMessage[]);
+
+  it('names the message index of an unsupported part', () => {
+    const approval = { type: 'tool-approval-response', approvalId: 'x', approved: true };
+    const input = [
+      { role: 'user', content: 'hi' },
+      { role: 'tool', content: [approval] },
+    ];
+    expect(fails(input)).toThrow(/ai-sdk message 1: content\.0\.type/);
+    try {
+      fails(input)();
+    } catch (error) {
+      expect(error).toBeInstanceOf(BadInputError);
+      expect((error as BadInputError).messageIndex).toBe(1);
+    }
+  });
+
+  it('names the field of a malformed message', () => {
+    expect(fails([{ role: 'system', content: [{ type: 'text', text: 'x' }] }])).toThrow(/message 0: content/);
+    expect(
+      fails([{ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'a', toolName: 'f' }] }]),
+    ).toThrow(/content\.0\.input: input is required/);
+    const custom = { type: 'content', value: [{ type: 'custom' }] };
+    const result = { type: 'tool-result', toolCallId: 'a', toolName: 'f', output: custom };
+    expect(fails([{ role: 'tool', content: [result] }])).toThrow(/content\.0\.output\.value\.0\.type/);
+  });
+});
+
+describeAdapterContract({
+  name: 'ai-sdk',
+  to: (messages) => {
+    const { messages: wire, warnings } = toModelMessages(messages);
+    return { wire, warnings };
+  },
+  from: (wire) => fromModelMessages(wire as ModelMessage[]),
+  carries: { toolResultImages: true },
+  ignores: { isError: 'with-list-content' },
+});

@@ -1,0 +1,211 @@
+import { BadInputError } from '../../core/errors.js';
+import type { ImagePart, Message, Part, TextPart, Warning } from '../../core/transcript.js';
+import { buildBase64DataUri } from '../data-uri.js';
+import { extrasOf, type JsonRecord, sliceProviderData } from '../provider-data.js';
+import { validateMessages } from '../validate-messages.js';
+import {
+  type ModelFilePart,
+  type ModelImagePart,
+  ModelMessage,
+  type ModelReasoningPart,
+  type ModelTextPart,
+  type ModelToolCallPart,
+  type ModelToolResultContentItem,
+  type ModelToolResultPart,
+} from './ai-sdk-api.js';
+import { readDataContent } from './data-content.js';
+import { ARGUMENTS_OPTION, isJsonText, NAMESPACE, sameJson } from './tool-arguments.js';
+
+const PART_KEYS = ['type', 'text', 'image', 'data', 'filename', 'mediaType', 'providerOptions'];
+
+/**
+ * AI SDK `ModelMessage`s to the canonical transcript. Tool-call `input` becomes its JSON text
+ * (or, when `toModelMessages` left the original text in `providerOptions.selfGc.arguments`,
+ * that text). Each tool result becomes one canonical tool message; results of one wire tool
+ * message remember its index (`providerData.aiSdk.turn`). Tool outputs become text (`json`
+ * values as JSON text, `error-*` with `isError`) or a list of text and image parts. Lossless.
+ *
+ * @throws BadInputError naming the message index for a malformed or unsupported message.
+ */
+export function fromModelMessages(input: ModelMessage[]): { messages: Message[]; warnings: Warning[] } {
+  const wire = validateMessages(input, ModelMessage, 'ai-sdk message');
+  const out: Message[] = [];
+  wire.forEach((message, turn) => {
+    const base = {
+      providerOptions: message.providerOptions,
+      extra: extrasOf(message, ['role', 'content', 'providerOptions']),
+    };
+    if (message.role === 'tool') {
+      const hints = sliceProviderData(NAMESPACE, { ...base, turn });
+      out.push(
+        ...message.content.map(
+          (part): Message => ({ role: 'tool', parts: [toolResult(part, turn)], ...hints }),
+        ),
+      );
+      if (message.content.length === 0) out.push({ role: 'tool', parts: [], ...hints });
+      return;
+    }
+    const shape = typeof message.content === 'string' && message.role !== 'system' ? 'string' : undefined;
+    const parts =
+      typeof message.content === 'string'
+        ? [{ type: 'text' as const, text: message.content }]
+        : message.content.map((part) =>
+            part.type === 'tool-call' ? toolCall(part, turn) : contentPart(part),
+          );
+    out.push({ role: message.role, parts, ...sliceProviderData(NAMESPACE, { ...base, content: shape }) });
+  });
+  return { messages: out, warnings: [] };
+}
+
+function contentPart(part: ModelTextPart | ModelImagePart | ModelFilePart | ModelReasoningPart): Part {
+  const hints = { providerOptions: part.providerOptions, extra: extrasOf(part, PART_KEYS) };
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text, ...sliceProviderData(NAMESPACE, hints) };
+    case 'reasoning': {
+      const anthropic = part.providerOptions?.anthropic;
+      const signature = typeof anthropic?.signature === 'string' ? { signature: anthropic.signature } : {};
+      const redacted =
+        typeof anthropic?.redactedData === 'string' ? { redactedData: anthropic.redactedData } : {};
+      return {
+        type: 'reasoning',
+        text: part.text,
+        ...signature,
+        ...redacted,
+        ...sliceProviderData(NAMESPACE, hints),
+      };
+    }
+    case 'image':
+    case 'file': {
+      const { form, ...image } = readDataContent(
+        part.type === 'image' ? part.image : part.data,
+        part.mediaType,
+      );
+      const file = part.type === 'file' ? { part: 'file', filename: part.filename } : {};
+      const noMediaType = part.mediaType === undefined && image.mediaType !== undefined ? true : undefined;
+      return {
+        type: 'image',
+        ...image,
+        ...sliceProviderData(NAMESPACE, { ...hints, ...file, form, noMediaType }),
+      };
+    }
+  }
+}
+
+function toolCall(part: ModelToolCallPart, turn: number): Part {
+  const { [ARGUMENTS_OPTION]: remembered, ...rest } = part.providerOptions ?? {};
+  const original = remembered?.arguments;
+  let args: string;
+  if (typeof original === 'string' && sameJson(original, part.input)) args = original;
+  else if (typeof part.input === 'string' && !isJsonText(part.input)) args = part.input;
+  else args = stringify(part.input, turn);
+  const onlyRemembered = remembered !== undefined && Object.keys(rest).length === 0;
+  const hints = {
+    providerOptions: part.providerOptions === undefined || onlyRemembered ? undefined : rest,
+    providerExecuted: part.providerExecuted,
+    extra: extrasOf(part, ['type', 'toolCallId', 'toolName', 'input', 'providerExecuted', 'providerOptions']),
+  };
+  return {
+    type: 'tool-call',
+    id: part.toolCallId,
+    name: part.toolName,
+    arguments: args,
+    ...sliceProviderData(NAMESPACE, hints),
+  };
+}
+
+function stringify(value: unknown, turn: number): string {
+  try {
+    const text = JSON.stringify(value);
+    if (typeof text === 'string') return text;
+  } catch {
+    // reported below
+  }
+  throw new BadInputError(`ai-sdk message ${turn}: value is not JSON-serialisable`, { messageIndex: turn });
+}
+
+function toolResult(part: ModelToolResultPart, turn: number): Part {
+  const { output } = part;
+  const common = { type: 'tool-result' as const, callId: part.toolCallId, name: part.toolName };
+  const hints: JsonRecord = {
+    providerOptions: part.providerOptions,
+    outputProviderOptions: output.providerOptions,
+    extra: extrasOf(part, ['type', 'toolCallId', 'toolName', 'output', 'providerOptions']),
+  };
+  switch (output.type) {
+    case 'text':
+    case 'error-text':
+      return {
+        ...common,
+        content: output.value,
+        ...errorFlag(output.type),
+        ...sliceProviderData(NAMESPACE, hints),
+      };
+    case 'json':
+    case 'error-json': {
+      const content = stringify(output.value, turn);
+      return {
+        ...common,
+        content,
+        ...errorFlag(output.type),
+        ...sliceProviderData(NAMESPACE, { ...hints, output: output.type }),
+      };
+    }
+    case 'execution-denied': {
+      const reasonAbsent = output.reason === undefined ? true : undefined;
+      const denied = { ...hints, output: output.type, reasonAbsent };
+      return {
+        ...common,
+        content: output.reason ?? '',
+        isError: true,
+        ...sliceProviderData(NAMESPACE, denied),
+      };
+    }
+    case 'content':
+      return { ...common, content: output.value.map(contentItem), ...sliceProviderData(NAMESPACE, hints) };
+  }
+}
+
+function errorFlag(type: string): { isError?: true } {
+  return type.startsWith('error-') ? { isError: true } : {};
+}
+
+function contentItem(item: ModelToolResultContentItem): TextPart | ImagePart {
+  const providerOptions = 'providerOptions' in item ? item.providerOptions : undefined;
+  switch (item.type) {
+    case 'text':
+      return { type: 'text', text: item.text, ...sliceProviderData(NAMESPACE, { providerOptions }) };
+    case 'media':
+    case 'image-data':
+    case 'file-data': {
+      const filename = item.type === 'file-data' ? item.filename : undefined;
+      const kind = item.type === 'image-data' ? undefined : item.type;
+      const hints = sliceProviderData(NAMESPACE, { providerOptions, kind, filename });
+      const ref = buildBase64DataUri(item.mediaType, item.data);
+      return { type: 'image', ref, source: 'data', mediaType: item.mediaType, ...hints };
+    }
+    case 'image-url':
+    case 'file-url': {
+      const mediaType =
+        item.type === 'file-url' && item.mediaType !== undefined ? { mediaType: item.mediaType } : {};
+      const kind = item.type === 'image-url' ? undefined : item.type;
+      return {
+        type: 'image',
+        ref: item.url,
+        source: 'url',
+        ...mediaType,
+        ...sliceProviderData(NAMESPACE, { providerOptions, kind }),
+      };
+    }
+    case 'image-file-id':
+    case 'file-id': {
+      const kind = item.type === 'image-file-id' ? undefined : item.type;
+      return {
+        type: 'image',
+        ref: item.fileId,
+        source: 'file-id',
+        ...sliceProviderData(NAMESPACE, { providerOptions, kind }),
+      };
+    }
+  }
+}

@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../../core/errors.js';
+import type { Message } from '../../core/transcript.js';
+import { describeAdapterContract, readFixture } from '../adapter-contract.case.js';
+import type { AnthropicMessagesPrompt } from './anthropic-api.js';
+import { fromAnthropicMessages } from './convert-from-anthropic-messages.js';
+import { toAnthropicMessages } from './convert-to-anthropic-messages.js';
+
+const fixture = (name: string) =>
+  readFixture(new URL(`./fixtures/${name}`, import.meta.url)) as AnthropicMessagesPrompt;
+
+describe('anthropic round trip on fixtures', () => {
+  it.each(['thinking-tools-cache.json', 'string-content.json'])('%s', (name) => {
+    const { system, messages } = fixture(name);
+    const canonical = fromAnthropicMessages({ system, messages } as AnthropicMessagesPrompt);
+    const { warnings, ...back } = toAnthropicMessages(canonical.messages);
+    expect(back).toStrictEqual({ system, messages });
+    expect(JSON.stringify(back)).toBe(JSON.stringify({ system, messages }));
+    expect([...canonical.warnings, ...warnings]).toEqual([]);
+  });
+
+  it('splits a user message with tool results into tool messages and a user message', () => {
+    const { messages } = fromAnthropicMessages(fixture('thinking-tools-cache.json'));
+    expect(messages.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+    ]);
+    expect(messages[4]?.parts[0]).toMatchObject({
+      type: 'tool-result',
+      callId: 'toolu_01B7xK3mN9pQ2rS5tU8vW1yZ',
+      name: 'Bash',
+      isError: true,
+    });
+    expect(messages[5]).toMatchObject({
+      parts: [
+        { type: 'text', providerData: { anthropic: { extra: { cache_control: { type: 'ephemeral' } } } } },
+      ],
+      providerData: { anthropic: { turn: 2 } },
+    });
+    expect(messages[2]?.parts[3]).toMatchObject({
+      type: 'tool-call',
+      arguments: '{"command":"git show --stat HEAD","description":"Latest commit","timeout":30000}',
+    });
+    expect(messages[6]?.parts[0]).toMatchObject({
+      type: 'reasoning',
+      text: '',
+      redactedData: expect.any(String),
+    });
+  });
+});
+
+describe('toAnthropicMessages for transcripts from elsewhere', () => {
+  const fromChat: Message[] = [
+    { role: 'system', parts: [{ type: 'text', text: 'Be terse.' }] },
+    { role: 'user', parts: [{ type: 'text', text: 'List files.' }] },
+    {
+      role: 'assistant',
+      parts: [
+        { type: 'text', text: '' },
+        { type: 'tool-call', id: 'call_1', name: 'bash', arguments: '{"command": "ls"}' },
+        { type: 'tool-call', id: 'call_2', name: 'bash', arguments: '{"command": "pwd"}' },
+      ],
+    },
+    { role: 'tool', parts: [{ type: 'tool-result', callId: 'call_1', name: 'bash', content: 'a.txt' }] },
+    { role: 'tool', parts: [{ type: 'tool-result', callId: 'call_2', name: 'bash', content: '/repo' }] },
+    { role: 'user', parts: [{ type: 'text', text: 'Thanks' }] },
+  ];
+
+  it('merges tool and user messages into one user turn and leaves out empty text beside tool calls', () => {
+    const { system, messages, warnings } = toAnthropicMessages(fromChat);
+    expect(system).toEqual([{ type: 'text', text: 'Be terse.' }]);
+    expect(messages).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'List files.' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'call_1', name: 'bash', input: { command: 'ls' } },
+          { type: 'tool_use', id: 'call_2', name: 'bash', input: { command: 'pwd' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'call_1', content: 'a.txt' },
+          { type: 'tool_result', tool_use_id: 'call_2', content: '/repo' },
+          { type: 'text', text: 'Thanks' },
+        ],
+      },
+    ]);
+    expect(warnings).toEqual([]);
+  });
+
+  it('reasoning-dropped: reasoning without a signature cannot be sent back', () => {
+    const { messages, warnings } = toAnthropicMessages([
+      {
+        role: 'assistant',
+        parts: [
+          { type: 'reasoning', text: 'plan' },
+          { type: 'text', text: 'answer' },
+        ],
+      },
+    ]);
+    expect(messages).toEqual([{ role: 'assistant', content: [{ type: 'text', text: 'answer' }] }]);
+    expect(warnings).toEqual([expect.objectContaining({ code: 'reasoning-dropped', messageIndex: 0 })]);
+  });
+
+  it('reasoning-dropped: redacted reasoning keeps its data, and says its text is gone', () => {
+    const { messages, warnings } = toAnthropicMessages([
+      { role: 'assistant', parts: [{ type: 'reasoning', text: 'summary', redactedData: 'opaque' }] },
+    ]);
+    expect(messages).toEqual([
+      { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque' }] },
+    ]);
+    expect(warnings.map((warning) => warning.code)).toEqual(['reasoning-dropped']);
+  });
+
+  it('malformed-tool-arguments: text that is not a JSON object is wrapped, not lost', () => {
+    const { messages, warnings } = toAnthropicMessages([
+      {
+        role: 'assistant',
+        parts: [{ type: 'tool-call', id: 't', name: 'bash', arguments: '{"command": "ls' }],
+      },
+    ]);
+    expect(messages[0]?.content).toEqual([
+      { type: 'tool_use', id: 't', name: 'bash', input: { raw_arguments: '{"command": "ls' } },
+    ]);
+    expect(warnings.map((warning) => warning.code)).toEqual(['malformed-tool-arguments']);
+  });
+
+  it('system-in-conversation and unsupported-part', () => {
+    const { messages, warnings } = toAnthropicMessages([
+      { role: 'user', parts: [{ type: 'text', text: 'hi' }] },
+      { role: 'system', parts: [{ type: 'text', text: 'late rule' }] },
+      { role: 'user', parts: [{ type: 'image', ref: 'data:image/svg+xml,<svg/>', source: 'data' }] },
+    ]);
+    expect(messages).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hi' },
+          { type: 'text', text: 'late rule' },
+          { type: 'text', text: '[image omitted: inline]' },
+        ],
+      },
+    ]);
+    expect(warnings.map((warning) => [warning.code, warning.messageIndex])).toEqual([
+      ['system-in-conversation', 1],
+      ['unsupported-part', 2],
+    ]);
+  });
+});
+
+describe('fromAnthropicMessages validation', () => {
+  const fails = (input: unknown) => () => fromAnthropicMessages(input as AnthropicMessagesPrompt);
+
+  it('names the message index of an unsupported block', () => {
+    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } };
+    const input = {
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'user', content: [document] },
+      ],
+    };
+    expect(fails(input)).toThrow(/anthropic message 1: content\.0\.type: Invalid discriminator value/);
+    try {
+      fails(input)();
+    } catch (error) {
+      expect(error).toBeInstanceOf(BadInputError);
+      expect((error as BadInputError).messageIndex).toBe(1);
+    }
+  });
+
+  it('names the field of a malformed message or system', () => {
+    expect(
+      fails({
+        messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'x', name: 'f', input: 'ls' }] }],
+      }),
+    ).toThrow(/message 0: content\.0\.input/);
+    expect(fails({ messages: [{ role: 'system', content: 'x' }] })).toThrow(/message 0: role/);
+    expect(fails({ system: [{ type: 'image' }], messages: [] })).toThrow(/anthropic system: 0/);
+    expect(fails({ system: 'x' })).toThrow(/expected an array/);
+    expect(fails([])).toThrow(/expected \{ system\?, messages \}/);
+  });
+});
+
+describeAdapterContract({
+  name: 'anthropic',
+  to: (messages) => {
+    const { warnings, ...wire } = toAnthropicMessages(messages);
+    return { wire, warnings };
+  },
+  from: (wire) => fromAnthropicMessages(wire as AnthropicMessagesPrompt),
+  carries: { reasoning: ['signed', 'redacted'], toolResultImages: true },
+  argumentsAsJson: true,
+});

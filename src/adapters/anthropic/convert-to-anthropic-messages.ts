@@ -1,0 +1,224 @@
+import {
+  type ImagePart,
+  type Message,
+  type Part,
+  partText,
+  type ReasoningPart,
+  type TextPart,
+  type ToolCallPart,
+  type ToolResultPart,
+  type Warning,
+} from '../../core/transcript.js';
+import { parseDataUri } from '../data-uri.js';
+import { isRecord, readSlice, withExtras } from '../provider-data.js';
+import type {
+  AnthropicAssistantBlock,
+  AnthropicImageBlock,
+  AnthropicImageSource,
+  AnthropicMessage,
+  AnthropicSystem,
+  AnthropicTextBlock,
+  AnthropicToolResultBlock,
+  AnthropicToolUseBlock,
+  AnthropicUserBlock,
+} from './anthropic-api.js';
+import { NAMESPACE } from './convert-from-anthropic-messages.js';
+
+type Emit = (warning: Omit<Warning, 'messageIndex'>) => void;
+type Group = { blocks: AnthropicUserBlock[]; members: Message[]; turn: unknown };
+
+/**
+ * Canonical transcript to Anthropic Messages `{ system?, messages }`; the exact inverse of
+ * `fromAnthropicMessages` for transcripts it produced. Leading system messages become the
+ * top-level `system`. Consecutive user and tool messages merge into one user message, in order,
+ * so that roles alternate, unless they remember different wire messages. Empty text parts next to other content are left out (the API rejects empty
+ * text blocks). Lossy cases push a warning: `reasoning-dropped` (reasoning without a signature
+ * cannot be sent; redacted reasoning keeps only its data), `malformed-tool-arguments`
+ * (arguments that are not a JSON object are wrapped as `{ raw_arguments }`), `unsupported-part`
+ * and `system-in-conversation` (a later system message is sent as user text).
+ */
+export function toAnthropicMessages(messages: Message[]): {
+  system?: AnthropicSystem;
+  messages: AnthropicMessage[];
+  warnings: Warning[];
+} {
+  const warnings: Warning[] = [];
+  const leading = messages.findIndex((message) => message.role !== 'system');
+  const systemCount = leading === -1 ? messages.length : leading;
+  const out: AnthropicMessage[] = [];
+  let group: Group | undefined;
+  const flush = () => {
+    if (group) out.push({ role: 'user', content: userContent(group) });
+    group = undefined;
+  };
+  messages.slice(systemCount).forEach((message, offset) => {
+    const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex: systemCount + offset });
+    if (message.role === 'assistant') {
+      flush();
+      out.push({ role: 'assistant', content: assistantContent(message, emit) });
+      return;
+    }
+    if (message.role === 'system')
+      emit({ code: 'system-in-conversation', message: 'a later system message is sent as user text' });
+    const turn = readSlice(message, NAMESPACE).turn;
+    if (group && group.turn !== undefined && turn !== undefined && group.turn !== turn) flush();
+    group ??= { blocks: [], members: [], turn };
+    group.turn ??= turn;
+    group.members.push(message);
+    group.blocks.push(...message.parts.map((part) => userBlock(part, emit)));
+  });
+  flush();
+  const system = systemCount > 0 ? systemContent(messages.slice(0, systemCount), warnings) : undefined;
+  return { ...(system !== undefined ? { system } : {}), messages: out, warnings };
+}
+
+function systemContent(system: readonly Message[], warnings: Warning[]): AnthropicSystem {
+  const blocks = system.flatMap((message, messageIndex) =>
+    message.parts.map((part) =>
+      textBlock(
+        part.type === 'text' ? part : placeholder(part, (w) => warnings.push({ ...w, messageIndex })),
+      ),
+    ),
+  );
+  const [only] = system;
+  return asString(only, system.length) ?? blocks;
+}
+
+/** The remembered string form, when the content is still one plain text part. */
+function asString(message: Message | undefined, count: number): string | undefined {
+  if (count !== 1 || !message || readSlice(message, NAMESPACE).content !== 'string') return undefined;
+  const [part] = message.parts;
+  return message.parts.length === 1 && part?.type === 'text' && !readSlice(part, NAMESPACE).extra
+    ? part.text
+    : undefined;
+}
+
+function userContent(group: Group): string | AnthropicUserBlock[] {
+  return asString(group.members[0], group.members.length) ?? withoutEmptyText(group.blocks);
+}
+
+function assistantContent(message: Message, emit: Emit): string | AnthropicAssistantBlock[] {
+  const blocks = message.parts.flatMap((part): AnthropicAssistantBlock[] => {
+    switch (part.type) {
+      case 'text':
+        return [textBlock(part)];
+      case 'reasoning':
+        return reasoningBlock(part, emit);
+      case 'tool-call':
+        return [toolUseBlock(part, emit)];
+      default:
+        return [textBlock(placeholder(part, emit))];
+    }
+  });
+  return asString(message, 1) ?? withoutEmptyText(blocks);
+}
+
+function withoutEmptyText<B extends { type: string }>(blocks: B[]): B[] {
+  if (blocks.length < 2) return blocks;
+  return blocks.filter(
+    (block) =>
+      !(
+        block.type === 'text' &&
+        (block as { text?: unknown }).text === '' &&
+        Object.keys(block).length === 2
+      ),
+  );
+}
+
+function userBlock(part: Part, emit: Emit): AnthropicUserBlock {
+  switch (part.type) {
+    case 'text':
+      return textBlock(part);
+    case 'image':
+      return imageBlock(part) ?? textBlock(placeholder(part, emit));
+    case 'tool-result':
+      return toolResultBlock(part, emit);
+    default:
+      return textBlock(placeholder(part, emit));
+  }
+}
+
+function textBlock(part: TextPart): AnthropicTextBlock {
+  return withExtras({ type: 'text', text: part.text }, readSlice(part, NAMESPACE).extra);
+}
+
+/** The image block, or undefined when Anthropic cannot take the image (inline data not in base64). */
+function imageBlock(part: ImagePart): AnthropicImageBlock | undefined {
+  const source = imageSource(part);
+  if (!source) return undefined;
+  return withExtras<AnthropicImageBlock>({ type: 'image', source }, readSlice(part, NAMESPACE).extra);
+}
+
+function imageSource(part: ImagePart): AnthropicImageSource | undefined {
+  if (part.source === 'url') return { type: 'url', url: part.ref };
+  if (part.source === 'file-id') return { type: 'file', file_id: part.ref };
+  const dataUri = parseDataUri(part.ref);
+  if (!dataUri?.base64) return undefined;
+  return { type: 'base64', media_type: dataUri.mediaType || (part.mediaType ?? ''), data: dataUri.data };
+}
+
+function reasoningBlock(part: ReasoningPart, emit: Emit): AnthropicAssistantBlock[] {
+  const extra = readSlice(part, NAMESPACE).extra;
+  if (part.signature !== undefined) {
+    return [withExtras({ type: 'thinking', thinking: part.text, signature: part.signature }, extra)];
+  }
+  if (part.redactedData !== undefined) {
+    if (part.text !== '')
+      emit({ code: 'reasoning-dropped', message: 'redacted reasoning keeps its data, not its text' });
+    return [withExtras({ type: 'redacted_thinking', data: part.redactedData }, extra)];
+  }
+  emit({
+    code: 'reasoning-dropped',
+    message: 'Anthropic needs a signature to take reasoning back; left out',
+  });
+  return [];
+}
+
+function toolUseBlock(part: ToolCallPart, emit: Emit): AnthropicToolUseBlock {
+  const extra = readSlice(part, NAMESPACE).extra;
+  return withExtras({ type: 'tool_use', id: part.id, name: part.name, input: parseInput(part, emit) }, extra);
+}
+
+function parseInput(part: ToolCallPart, emit: Emit): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(part.arguments);
+    if (isRecord(value)) return value;
+  } catch {
+    // reported below
+  }
+  emit({
+    code: 'malformed-tool-arguments',
+    message: `tool call ${part.id}: arguments are not a JSON object; sent as { raw_arguments }`,
+  });
+  return { raw_arguments: part.arguments };
+}
+
+function toolResultBlock(part: ToolResultPart, emit: Emit): AnthropicToolResultBlock {
+  const hints = readSlice(part, NAMESPACE);
+  const content =
+    typeof part.content === 'string'
+      ? part.content
+      : part.content.map((inner) =>
+          inner.type === 'text'
+            ? textBlock(inner)
+            : (imageBlock(inner) ?? textBlock(placeholder(inner, emit))),
+        );
+  const block: AnthropicToolResultBlock = {
+    type: 'tool_result',
+    tool_use_id: part.callId,
+    ...(hints.content === 'absent' && content === '' ? {} : { content }),
+    ...(part.isError !== undefined ? { is_error: part.isError } : {}),
+  };
+  return withExtras(block, hints.extra);
+}
+
+/** A part the target cannot hold, said out loud as text. */
+function placeholder(part: Part, emit: Emit): TextPart {
+  emit({
+    code: 'unsupported-part',
+    message: `a ${part.type} part cannot be sent here to Anthropic; kept as text`,
+  });
+  if (part.type === 'image')
+    return { type: 'text', text: `[image omitted: ${part.source === 'url' ? part.ref : 'inline'}]` };
+  return { type: 'text', text: partText(part) };
+}

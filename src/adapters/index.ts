@@ -1,0 +1,27 @@
+/**
+ * Provider adapters: pure conversions between each provider's wire messages and the canonical
+ * transcript (`core/transcript.ts`), each returning `{ messages, warnings }`. Every `from*`
+ * validates its input first and throws a BadInputError naming the message index; every `to*`
+ * is lossless for transcripts its own `from*` produced, and says out loud (a warning) whatever
+ * it cannot carry. Provider-specific details ride in `providerData.<namespace>` on messages
+ * and parts: `openaiChat`, `openaiResponses`, `anthropic`, `aiSdk`.
+ */
+export * from './ai-sdk/ai-sdk-api.js';
+export { fromModelMessages } from './ai-sdk/convert-from-model-messages.js';
+export { toModelMessages } from './ai-sdk/convert-to-model-messages.js';
+export * from './anthropic/anthropic-api.js';
+export { fromAnthropicMessages } from './anthropic/convert-from-anthropic-messages.js';
+export { toAnthropicMessages } from './anthropic/convert-to-anthropic-messages.js';
+export { normalizeTranscript } from './normalize-transcript.js';
+export { fromOpenAIChat } from './openai-chat/convert-from-openai-chat.js';
+export { toOpenAIChat } from './openai-chat/convert-to-openai-chat.js';
+export * from './openai-chat/openai-chat-api.js';
+export { fromOpenAIResponses } from './openai-responses/convert-from-openai-responses.js';
+export { toOpenAIResponses } from './openai-responses/convert-to-openai-responses.js';
+export * from './openai-responses/openai-responses-api.js';
+export {
+  parseSessionLine,
+  parseSessionsJsonl,
+  type RecordedSessionLine,
+  type SessionMeta,
+} from './sessions-jsonl.js';

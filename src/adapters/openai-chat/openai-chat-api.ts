@@ -1,0 +1,114 @@
+/**
+ * OpenAI Chat Completions request messages (`messages` of `POST /v1/chat/completions`), in the
+ * provider's own spelling. Schema-first: each zod value and its type share one name. Message
+ * and content-part objects may carry fields not listed here (the adapter keeps them); leaf
+ * objects are strict so that nothing unknown inside them is lost unnoticed.
+ *
+ * Also accepted, as found in recorded sessions and OpenAI-compatible servers (DeepSeek, vLLM):
+ * `reasoning_content` on assistant messages, the model's thinking text.
+ */
+import { z } from 'zod';
+
+export const OpenAIChatTextPart = z.object({ type: z.literal('text'), text: z.string() });
+export type OpenAIChatTextPart = z.infer<typeof OpenAIChatTextPart>;
+
+export const OpenAIChatImagePart = z.object({
+  type: z.literal('image_url'),
+  image_url: z.strictObject({
+    /** An `https:` URL or a `data:image/...;base64,` URI. */
+    url: z.string(),
+    /** `auto` | `low` | `high`. */
+    detail: z.string().optional(),
+  }),
+});
+export type OpenAIChatImagePart = z.infer<typeof OpenAIChatImagePart>;
+
+export const OpenAIChatRefusalPart = z.object({ type: z.literal('refusal'), refusal: z.string() });
+export type OpenAIChatRefusalPart = z.infer<typeof OpenAIChatRefusalPart>;
+
+export const OpenAIChatFunctionToolCall = z.object({
+  id: z.string(),
+  type: z.literal('function'),
+  function: z.strictObject({
+    name: z.string(),
+    /** JSON text as the model produced it (not guaranteed to be valid JSON). */
+    arguments: z.string(),
+  }),
+});
+export type OpenAIChatFunctionToolCall = z.infer<typeof OpenAIChatFunctionToolCall>;
+
+/** A call of a `custom` (free-text input) tool. */
+export const OpenAIChatCustomToolCall = z.object({
+  id: z.string(),
+  type: z.literal('custom'),
+  custom: z.strictObject({ name: z.string(), input: z.string() }),
+});
+export type OpenAIChatCustomToolCall = z.infer<typeof OpenAIChatCustomToolCall>;
+
+export const OpenAIChatToolCall = z.discriminatedUnion('type', [
+  OpenAIChatFunctionToolCall,
+  OpenAIChatCustomToolCall,
+]);
+export type OpenAIChatToolCall = z.infer<typeof OpenAIChatToolCall>;
+
+const textContent = z.union([z.string(), z.array(OpenAIChatTextPart)]);
+
+export const OpenAIChatSystemMessage = z.object({
+  role: z.literal('system'),
+  content: textContent,
+  name: z.string().optional(),
+});
+export type OpenAIChatSystemMessage = z.infer<typeof OpenAIChatSystemMessage>;
+
+/** The `system` role of reasoning models; canonically a system message. */
+export const OpenAIChatDeveloperMessage = z.object({
+  role: z.literal('developer'),
+  content: textContent,
+  name: z.string().optional(),
+});
+export type OpenAIChatDeveloperMessage = z.infer<typeof OpenAIChatDeveloperMessage>;
+
+export const OpenAIChatUserMessage = z.object({
+  role: z.literal('user'),
+  content: z.union([
+    z.string(),
+    z.array(z.discriminatedUnion('type', [OpenAIChatTextPart, OpenAIChatImagePart])),
+  ]),
+  name: z.string().optional(),
+});
+export type OpenAIChatUserMessage = z.infer<typeof OpenAIChatUserMessage>;
+
+export const OpenAIChatAssistantMessage = z.object({
+  role: z.literal('assistant'),
+  /** Null (or absent) when the reply is only tool calls. */
+  content: z
+    .union([
+      z.string(),
+      z.array(z.discriminatedUnion('type', [OpenAIChatTextPart, OpenAIChatRefusalPart])),
+      z.null(),
+    ])
+    .optional(),
+  name: z.string().optional(),
+  refusal: z.string().nullable().optional(),
+  tool_calls: z.array(OpenAIChatToolCall).optional(),
+  /** Thinking text stored apart from the visible reply (DeepSeek, recorded Claude Code sessions). */
+  reasoning_content: z.string().nullable().optional(),
+});
+export type OpenAIChatAssistantMessage = z.infer<typeof OpenAIChatAssistantMessage>;
+
+export const OpenAIChatToolMessage = z.object({
+  role: z.literal('tool'),
+  content: textContent,
+  /** Id of the assistant tool call this answers. */
+  tool_call_id: z.string(),
+});
+export type OpenAIChatToolMessage = z.infer<typeof OpenAIChatToolMessage>;
+
+export const OpenAIChatMessage = z.discriminatedUnion('role', [
+  OpenAIChatSystemMessage,
+  OpenAIChatDeveloperMessage,
+  OpenAIChatUserMessage,
+  OpenAIChatAssistantMessage,
+  OpenAIChatToolMessage,
+]);
+export type OpenAIChatMessage = z.infer<typeof OpenAIChatMessage>;
