@@ -67,7 +67,8 @@ export function extractAnchors(textValue: string): Anchor[] {
   for (const match of textValue.matchAll(PATH_PATTERN)) {
     const value = match[0];
     if (value.startsWith('//') || !/[A-Za-z]/.test(value) || /^\d+\/\d+$/.test(value)) continue;
-    if (!found.has(trimPunctuation(value)) && !isInsideUrl(found, value)) add('path', value);
+    // Compare trimmed values: a URL is stored without its trailing punctuation, so is the path.
+    if (!found.has(trimPunctuation(value)) && !isInsideUrl(found, trimPunctuation(value))) add('path', value);
   }
   for (const match of textValue.matchAll(FILE_PATTERN)) {
     if (FILE_EXTENSIONS.has((match[1] ?? '').toLowerCase())) add('path', match[0]);
@@ -110,6 +111,6 @@ export function anchorWeight(anchor: Anchor): number {
     case 'quoted':
       return 2;
     case 'number':
-      return 1;
+      return 3;
   }
 }

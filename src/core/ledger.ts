@@ -53,6 +53,8 @@ export interface LedgerOptions {
   pin?: (object: LedgerObject, message: Message) => string | undefined;
   /** Anchors longer or more numerous than this are not indexed for references. */
   maxAnchorsPerObject?: number;
+  /** Skip anchors and references (default true): for callers that only need ids and tokens. */
+  indexAnchors?: boolean;
 }
 
 /** A mutable, append-only index over one transcript. */
@@ -65,6 +67,11 @@ export interface Ledger {
   readonly objectsByMessage: ReadonlyMap<number, readonly LedgerObject[]>;
   /** Sum of `messageTokens`. */
   readonly totalTokens: number;
+  /**
+   * Anchors that the system prompt, the user or the agent itself wrote: visible as long as those
+   * messages are, so a fold summary need not repeat them.
+   */
+  readonly spokenAnchors: ReadonlySet<string>;
   get(id: string): LedgerObject | undefined;
   /** The conversation object whose span holds message `index`, if any. */
   conversationAt(index: number): LedgerObject | undefined;
@@ -149,9 +156,11 @@ export function createLedger(options: LedgerOptions): Ledger {
   };
 
   // A later message that mentions an anchor refers to every earlier object holding it.
+  const spokenAnchors = new Set<string>();
   const recordReferences = (index: number, textValue: string, own: ReadonlySet<LedgerObject>) => {
     const seen = new Set<LedgerObject>();
     for (const anchor of extractAnchors(textValue)) {
+      spokenAnchors.add(anchor.value);
       const holders = anchorIndex.get(anchor.value) ?? [];
       // An anchor that half the heap holds says nothing about which object is needed.
       if (holders.length > COMMON_ANCHOR_HOLDERS) continue;
@@ -163,16 +172,18 @@ export function createLedger(options: LedgerOptions): Ledger {
     }
   };
 
+  const indexAnchors = options.indexAnchors !== false;
   const indexMessage = (message: Message, index: number) => {
     const created = new Set<LedgerObject>();
     if (message.role === 'system') {
       systemCount += 1;
-      const object = payloadObject(`system:${systemCount}`, 'system', index, message.parts, options.tokenCounter);
+      const object = payloadObject(`system:${systemCount}`, 'system', index, message.parts, options.tokenCounter, indexAnchors);
+      for (const anchor of object.anchors) spokenAnchors.add(anchor.value);
       register(object, message);
       created.add(object);
     } else if (message.role === 'user') {
       userCount += 1;
-      const object = payloadObject(`conversation:user:${userCount}`, 'conversation', index, message.parts, options.tokenCounter);
+      const object = payloadObject(`conversation:user:${userCount}`, 'conversation', index, message.parts, options.tokenCounter, indexAnchors);
       register(object, message);
       created.add(object);
       openConversation = object;
@@ -184,7 +195,7 @@ export function createLedger(options: LedgerOptions): Ledger {
       message.parts.forEach((part, partIndex) => {
         if (part.type !== 'tool-result') return;
         functionCount += 1;
-        const object = functionObject(part, partIndex, index, functionCount, calls.get(part.callId), options.tokenCounter);
+        const object = functionObject(part, partIndex, index, functionCount, calls.get(part.callId), options.tokenCounter, indexAnchors);
         register(object, message);
         created.add(object);
       });
@@ -192,7 +203,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     conversationOfMessage[index] = openConversation;
     if (openConversation) openConversation.span.end = index + 1;
     // Only what the agent and the user say counts as use; tool output echoing a path does not.
-    if (message.role === 'assistant' || message.role === 'user') {
+    if (indexAnchors && (message.role === 'assistant' || message.role === 'user')) {
       recordReferences(index, message.parts.map(referenceText).join('\n'), created);
     }
   };
@@ -203,6 +214,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     messageTokens,
     objectsByMessage,
     options,
+    spokenAnchors,
     get totalTokens() {
       return totalTokens;
     },
@@ -249,7 +261,7 @@ export function argumentValuesText(argumentsText: string): string {
   return values.join('\n');
 }
 
-function payloadObject(id: string, kind: ObjectKind, index: number, parts: Part[], counter: TokenCounter): LedgerObject {
+function payloadObject(id: string, kind: ObjectKind, index: number, parts: Part[], counter: TokenCounter, withAnchors: boolean): LedgerObject {
   const textValue = parts.map(partText).join('\n');
   return {
     id,
@@ -258,7 +270,7 @@ function payloadObject(id: string, kind: ObjectKind, index: number, parts: Part[
     span: { start: index, end: index + 1 },
     isError: false,
     tokens: parts.reduce((sum, part) => sum + partTokens(counter, part), 0),
-    anchors: extractAnchors(textValue),
+    anchors: withAnchors ? extractAnchors(textValue) : [],
     references: [],
     pinned: false,
   };
@@ -271,6 +283,7 @@ function functionObject(
   ordinal: number,
   call: { messageIndex: number; name: string; arguments: string } | undefined,
   counter: TokenCounter,
+  withAnchors: boolean,
 ): LedgerObject {
   const name = call?.name ?? part.name;
   const output = partText(part);
@@ -284,7 +297,7 @@ function functionObject(
     callId: part.callId,
     isError: part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
     tokens: partTokens(counter, part),
-    anchors: extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${output}`),
+    anchors: withAnchors ? extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${output}`) : [],
     references: [],
     pinned: false,
   };

@@ -72,6 +72,15 @@ function spanTokens(ledger: Ledger, object: LedgerObject): number {
   return total;
 }
 
+/** The first pinned object inside a conversation's span: removing the span would remove it too. */
+function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject | undefined {
+  for (let index = conversation.span.start + 1; index < conversation.span.end; index += 1) {
+    const pinned = ledger.objectsByMessage.get(index)?.find((inner) => inner.pinned);
+    if (pinned) return pinned;
+  }
+  return undefined;
+}
+
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
 
 function judgeOperation(
@@ -84,6 +93,10 @@ function judgeOperation(
   const object = ledger.get(operation.objectId);
   if (!object) return { reason: 'unknown-object', detail: `no object ${operation.objectId} in this session` };
   if (object.pinned) return { reason: 'pinned', detail: `${object.id} is pinned (${object.pinReason ?? 'pin'})` };
+  const pinnedInside = object.kind === 'conversation' ? pinnedWithin(ledger, object) : undefined;
+  if (pinnedInside && operation.operation !== 'expand' && operation.operation !== 'keep') {
+    return { reason: 'pinned', detail: `${object.id} holds pinned ${pinnedInside.id} (${pinnedInside.pinReason ?? 'pin'})` };
+  }
   if (object.messageIndex >= protectFrom || object.span.end > protectFrom) {
     return { reason: 'latest-turn', detail: `${object.id} belongs to the latest turn` };
   }
@@ -132,8 +145,8 @@ function judgeOperation(
   }
 }
 
-/** Keep one operation per object (the strongest), and drop those inside a folded span. */
-function mergeOperations(ledger: Ledger, operations: readonly PlannedOperation[]) {
+/** Keep one operation per object: the strongest. */
+function mergeOperations(operations: readonly PlannedOperation[]) {
   const chosen = new Map<string, PlannedOperation>();
   const rejected: RejectedOperation[] = [];
   for (const operation of operations) {
@@ -146,42 +159,53 @@ function mergeOperations(ledger: Ledger, operations: readonly PlannedOperation[]
     chosen.set(operation.objectId, keep);
     rejected.push({ operation: drop, reason: 'duplicate', detail: `${keep.operation} on the same object wins` });
   }
+  return { merged: [...chosen.values()], rejected };
+}
+
+/**
+ * Drop accepted operations inside a conversation that an accepted fold or prune removes whole.
+ * Only accepted conversation operations cover: a refused one (pinned, latest turn) removes nothing.
+ */
+function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rejected: RejectedOperation[]) {
   const covering = new Set<string>();
-  for (const operation of chosen.values()) {
-    const object = ledger.get(operation.objectId);
-    if (object?.kind === 'conversation' && (operation.operation === 'fold' || operation.operation === 'prune')) covering.add(object.id);
+  for (const verdict of verdicts) {
+    const object = ledger.get(verdict.operation.objectId);
+    if (object?.kind === 'conversation' && verdict.state) covering.add(object.id);
   }
-  const merged: PlannedOperation[] = [];
-  for (const operation of chosen.values()) {
-    const object = ledger.get(operation.objectId);
+  const accepted: AcceptedOperation[] = [];
+  for (const verdict of verdicts) {
+    const object = ledger.get(verdict.operation.objectId);
     const conversation = object?.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
     if (conversation && covering.has(conversation.id)) {
-      rejected.push({ operation, reason: 'covered', detail: `inside ${conversation.id}, which the plan also removes` });
+      rejected.push({ operation: verdict.operation, reason: 'covered', detail: `inside ${conversation.id}, which the plan also removes` });
     } else {
-      merged.push(operation);
+      accepted.push(verdict);
     }
   }
-  return { merged, rejected };
+  return accepted;
 }
 
 /** Validate, merge, apply to a copy of the state, and measure. */
 export function rehearsePlan(ledger: Ledger, state: ViewState, plan: Plan, options: RehearseOptions = {}): Rehearsal {
   const protectFrom = options.protectFrom ?? latestTurnStart(ledger);
-  const { merged, rejected } = mergeOperations(ledger, plan.operations);
-  const accepted: AcceptedOperation[] = [];
-  const next: Record<string, ObjectState> = { ...state };
-  let earliestEdit: number | undefined;
+  const { merged, rejected } = mergeOperations(plan.operations);
+  const verdicts: AcceptedOperation[] = [];
   for (const operation of merged) {
     const verdict = judgeOperation(ledger, state, operation, options, protectFrom);
-    if ('reason' in verdict) {
-      rejected.push({ operation, ...verdict });
-      continue;
-    }
-    accepted.push(verdict);
+    if ('reason' in verdict) rejected.push({ operation, ...verdict });
+    else verdicts.push(verdict);
+  }
+  const accepted = dropCovered(ledger, verdicts, rejected);
+  const next: Record<string, ObjectState> = { ...state };
+  let earliestEdit: number | undefined;
+  for (const verdict of accepted) {
+    const { operation } = verdict;
     if (verdict.state) next[operation.objectId] = verdict.state;
     else delete next[operation.objectId];
     const object = ledger.get(operation.objectId)!;
-    const editAt = object.kind === 'conversation' ? object.span.start : Math.min(object.messageIndex, object.callMessageIndex ?? object.messageIndex);
+    // Only a prune without tombstone reaches back to the call's message; the rest edit the result.
+    const dropsCall = verdict.state?.operation === 'prune' && verdict.state.replacement === '';
+    const editAt = object.kind !== 'conversation' ? (dropsCall ? Math.min(object.messageIndex, object.callMessageIndex ?? object.messageIndex) : object.messageIndex) : object.span.start;
     earliestEdit = earliestEdit === undefined ? editAt : Math.min(earliestEdit, editAt);
   }
   const tokensBefore = projectView(ledger, state, options.project).tokens;

@@ -63,6 +63,8 @@ export interface FoldOptions {
   maxAnchors?: number;
   /** Anchors to keep before all others (for example those later turns already used). */
   preferredAnchors?: readonly string[];
+  /** Anchors visible elsewhere anyway (what the user or agent wrote): not repeated. */
+  omitAnchors?: ReadonlySet<string>;
 }
 
 /** Pick the key anchors of an object: preferred ones first, then by weight. */
@@ -76,6 +78,7 @@ export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, e
   }
   for (const anchor of rankAnchors(anchors)) {
     if (chosen.length >= limit) break;
+    if (options.omitAnchors?.has(anchor.value)) continue;
     if (!chosen.includes(anchor.value) && !exclude.includes(anchor.value)) chosen.push(anchor.value);
   }
   return chosen;

@@ -17,3 +17,23 @@ export const approximateTokenCounter: TokenCounter = {
   name: 'chars/4',
   count: (text) => Math.ceil(text.length / 4),
 };
+
+/**
+ * Remember counts of long texts: replay indexes the same messages at many cut points, and the
+ * governor re-counts replacement texts. Short texts are cheaper to count than to look up.
+ */
+export function memoizeTokenCounter(counter: TokenCounter, maxEntries = 200_000): TokenCounter {
+  const cache = new Map<string, number>();
+  return {
+    name: counter.name,
+    count(text) {
+      if (text.length < 64) return counter.count(text);
+      const known = cache.get(text);
+      if (known !== undefined) return known;
+      const value = counter.count(text);
+      if (cache.size >= maxEntries) cache.delete(cache.keys().next().value!);
+      cache.set(text, value);
+      return value;
+    },
+  };
+}

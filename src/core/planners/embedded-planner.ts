@@ -5,24 +5,29 @@
  * (or mask) for what is old and unreferenced, and keep for the rest. Under pressure it goes
  * further, least-needed first, until the target is reached.
  */
-import { hashText } from '../hash.js';
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { isMaskable, objectText } from '../render-replacement.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
 export interface EmbeddedPlannerOptions {
-  /** The most recent tool outputs always kept whole (default 3). */
+  /**
+   * The most recent tool outputs always kept whole (default 1). Older ones fold into an index of
+   * their anchors with a recovery pointer, which keeps what later steps quote visible (measured
+   * on the dev sessions: see the README's results).
+   */
   keepRecentOutputs?: number;
-  /** Outputs the agent referred to within this many of its steps stay whole (default 4). */
+  /** Outputs the agent referred to within this many of its steps stay whole (default 0). */
   recentUseSteps?: number;
   /** Outputs smaller than this are not worth an operation (default 60 tokens). */
   minTokens?: number;
   /**
    * Without pressure, also fold outputs older than this many steps that nothing refers to
-   * any more (default 8). Set to Infinity to act only on pressure and proven staleness.
+   * any more (default 0). Set to Infinity to act only on pressure and proven staleness.
    */
   idleFoldSteps?: number;
+  /** What happens to an output superseded by a later run of the same call (default fold). */
+  supersededOperation?: 'fold' | 'prune';
 }
 
 /** Per-object evidence the planner decides on. */
@@ -59,7 +64,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
   for (const object of functions) {
     const key = supersessionKey(object);
     if (key) latestByKey.set(key, object);
-    if (object.tokens >= 20) latestByOutput.set(hashText(objectText(ledger, object)), object);
+    if (object.tokens >= 20) latestByOutput.set(objectText(ledger, object), object);
   }
   const evidence: Evidence[] = [];
   const candidates = ledger.objects.filter(
@@ -78,7 +83,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
     if (later && later !== object && !object.isError === !later.isError) entry.supersededBy = later.id;
     if (later && later !== object && object.isError && !later.isError) entry.supersededBy = later.id;
     if (object.kind === 'function' && object.tokens >= 20) {
-      const same = latestByOutput.get(hashText(objectText(ledger, object)));
+      const same = latestByOutput.get(objectText(ledger, object));
       if (same && same !== object) entry.duplicateOf = same.id;
     }
     evidence.push(entry);
@@ -99,16 +104,29 @@ function spanTokensOf(ledger: Ledger, object: LedgerObject): number {
   return total;
 }
 
+/**
+ * Mask only long outputs whose lines repeat a few shapes (logs, progress, listings): their head
+ * and tail say what the middle held. Code and prose fold instead, so their anchors stay visible.
+ */
 function foldOrMask(ledger: Ledger, object: LedgerObject): 'fold' | 'mask' {
-  return object.kind === 'function' && object.tokens > 1500 && isMaskable(objectText(ledger, object)) ? 'mask' : 'fold';
+  if (object.kind !== 'function' || object.tokens < 1500) return 'fold';
+  const textValue = objectText(ledger, object);
+  return isMaskable(textValue) && isRepetitive(textValue) ? 'mask' : 'fold';
+}
+
+/** Fewer than a third of the lines have distinct shapes once digits and hex runs are blurred. */
+export function isRepetitive(textValue: string): boolean {
+  const lines = textValue.split('\n');
+  const shapes = new Set(lines.map((line) => line.replace(/[0-9a-f]{6,}|\d+/gi, '#').trim()));
+  return shapes.size < lines.length / 3;
 }
 
 /** The embedded planner as a pure function of its input. */
 export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOptions = {}): PlannedOperation[] {
-  const keepRecent = options.keepRecentOutputs ?? 3;
-  const recentUse = options.recentUseSteps ?? 4;
+  const keepRecent = options.keepRecentOutputs ?? 1;
+  const recentUse = options.recentUseSteps ?? 0;
   const minTokens = options.minTokens ?? 60;
-  const idleFold = options.idleFoldSteps ?? 8;
+  const idleFold = options.idleFoldSteps ?? 0;
   const { ledger, state } = input;
   const evidence = collectEvidence(ledger, input.protectFrom);
   const operations: PlannedOperation[] = [];
@@ -121,12 +139,13 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     projected -= estimatedSaving(object, operation, ledger);
   };
 
-  // 1. Proven staleness, whatever the pressure: superseded, duplicated, resolved failures.
+  // 1. Proven staleness, whatever the pressure: duplicated outputs leave, superseded ones fold
+  // (a re-run after a fix supersedes the failure, but its error may still be quoted).
   for (const entry of evidence) {
     const { object } = entry;
     if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= 1) continue;
-    if (entry.supersededBy) propose(object, 'prune', `superseded by ${entry.supersededBy}`);
-    else if (entry.duplicateOf) propose(object, 'prune', `same output as ${entry.duplicateOf}`);
+    if (entry.duplicateOf) propose(object, 'prune', `same output as ${entry.duplicateOf}`);
+    else if (entry.supersededBy) propose(object, options.supersededOperation ?? 'fold', `superseded by ${entry.supersededBy}`);
   }
   // 2. Idle outputs: old, large enough, and not used by the agent for a while.
   for (const entry of evidence) {
@@ -137,25 +156,31 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     }
   }
   if (projected <= input.targetTokens) return operations;
-  // 3. Pressure: least-needed first — longest unused, then largest.
+  // 3. Pressure: least-needed first — outputs the agent used lately go last, then oldest first.
+  const usedLately = (entry: Evidence) => (entry.stepsSinceUse < recentUse ? 1 : 0);
   const ranked = [...evidence].sort(
-    (a, b) => b.stepsSinceUse - a.stepsSinceUse || b.object.tokens - a.object.tokens || a.object.messageIndex - b.object.messageIndex,
+    (a, b) => usedLately(a) - usedLately(b) || b.recentRank - a.recentRank || a.object.messageIndex - b.object.messageIndex,
   );
-  for (const entry of ranked) {
-    if (projected <= input.targetTokens) break;
-    const { object } = entry;
-    if (object.kind !== 'function' || entry.recentRank <= 1 || object.tokens < minTokens) continue;
-    propose(object, foldOrMask(ledger, object), `pressure: unused for ${entry.stepsSinceUse} steps`);
-  }
-  // 4. Still over: fold whole past conversations, oldest first.
+  const foldOutputs = (minRank: number) => {
+    for (const entry of ranked) {
+      if (projected <= input.targetTokens) return;
+      const { object } = entry;
+      if (object.kind !== 'function' || entry.recentRank <= minRank || object.tokens < minTokens) continue;
+      propose(object, foldOrMask(ledger, object), `pressure: unused for ${entry.stepsSinceUse} steps`);
+    }
+  };
+  foldOutputs(keepRecent);
+  // 4. Still over: fold whole past conversations, oldest first; then the recent outputs too.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     if (entry.object.kind === 'conversation') propose(entry.object, 'fold', 'pressure: past request, its work is done');
   }
+  foldOutputs(1);
   // 5. Last resort: prune what was folded or masked, oldest first.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
-    if (entry.object.kind === 'function' && entry.recentRank > 1) {
+    // Tiny outputs stay: their tombstone would be bigger than they are.
+    if (entry.object.kind === 'function' && entry.recentRank > 1 && entry.object.tokens >= minTokens) {
       planned.delete(entry.object.id);
       propose(entry.object, 'prune', 'pressure: oldest output');
     }

@@ -7,18 +7,22 @@ import { argumentValuesText, type Ledger } from '../../core/ledger.js';
 import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
 import { projectView } from '../../core/project-view.js';
-import { latestTurnStart, rehearsePlan } from '../../core/rehearse-plan.js';
+import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
 import type { Message } from '../../core/transcript.js';
 import type { Strategy, StrategyOutput } from './strategy.js';
 
-function applyPlan(ledger: Ledger, plan: Plan, tombstones = true): StrategyOutput {
-  const rehearsal = rehearsePlan(ledger, {}, plan, { tombstones });
+function applyPlan(ledger: Ledger, plan: Plan, rehearse: RehearseOptions = {}): StrategyOutput {
+  const rehearsal = rehearsePlan(ledger, {}, plan, rehearse);
   const view = projectView(ledger, rehearsal.stateAfter);
   return { items: view.items, tokens: view.tokens, state: rehearsal.stateAfter };
 }
 
-export function createSelfGcStrategy(options: EmbeddedPlannerOptions = {}, name = 'selfgc'): Strategy {
+export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
+  foldAnchors?: RehearseOptions['foldAnchors'];
+}
+
+export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name = 'selfgc'): Strategy {
   return {
     name,
     run(input) {
@@ -34,7 +38,7 @@ export function createSelfGcStrategy(options: EmbeddedPlannerOptions = {}, name 
         targetTokens: target,
         window: Number.POSITIVE_INFINITY,
       }, options);
-      return applyPlan(ledger, { planner: 'embedded', operations });
+      return applyPlan(ledger, { planner: 'embedded', operations }, { foldAnchors: options.foldAnchors ?? 'auto' });
     },
   };
 }
@@ -68,6 +72,6 @@ export const oracleStrategy: Strategy = {
         operations.push({ objectId: object.id, operation: 'prune', reason: 'oracle: the continuation needs nothing from it' });
       }
     }
-    return applyPlan(ledger, { planner: 'oracle', operations }, false);
+    return applyPlan(ledger, { planner: 'oracle', operations }, { tombstones: false });
   },
 };
