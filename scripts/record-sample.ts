@@ -26,7 +26,11 @@ function run(command: string): string {
 
 function recorder(id: string, task: string) {
   const messages: ChatMessage[] = [
-    { role: 'system', content: 'You are a coding agent working in a TypeScript repository. Use the tools to read files and run commands. Be precise about paths and names.' },
+    {
+      role: 'system',
+      content:
+        'You are a coding agent working in a TypeScript repository. Use the tools to read files and run commands. Be precise about paths and names.',
+    },
     { role: 'user', content: task },
   ];
   let calls = 0;
@@ -34,12 +38,23 @@ function recorder(id: string, task: string) {
     calls += 1;
     const callId = `call_${id}_${calls}`;
     const args = tool === 'bash' ? { command: argument } : { path: argument };
-    messages.push({ role: 'assistant', content: thought, tool_calls: [{ id: callId, type: 'function', function: { name: tool, arguments: JSON.stringify(args) } }] });
+    messages.push({
+      role: 'assistant',
+      content: thought,
+      tool_calls: [
+        { id: callId, type: 'function', function: { name: tool, arguments: JSON.stringify(args) } },
+      ],
+    });
     const output = tool === 'bash' ? run(argument) : readFileSync(argument, 'utf8');
     messages.push({ role: 'tool', tool_call_id: callId, content: output });
     return output;
   };
-  return { messages, step, say: (text: string) => messages.push({ role: 'assistant', content: text }), user: (text: string) => messages.push({ role: 'user', content: text }) };
+  return {
+    messages,
+    step,
+    say: (text: string) => messages.push({ role: 'assistant', content: text }),
+    user: (text: string) => messages.push({ role: 'user', content: text }),
+  };
 }
 
 function firstExport(path: string): string {
@@ -52,30 +67,77 @@ function explore(id: string, files: string[], question: string) {
   session.step('Let me see how the source tree is laid out.', 'bash', 'ls -R src | head -120');
   for (const file of files) {
     const name = firstExport(file);
-    const grep = session.step(`I will look for where \`${name}\` is defined and used.`, 'bash', `grep -rn "${name}" src --include=*.ts | grep -v test | head -20`);
+    const grep = session.step(
+      `I will look for where \`${name}\` is defined and used.`,
+      'bash',
+      `grep -rn "${name}" src --include=*.ts | grep -v test | head -20`,
+    );
     const firstHit = grep.split('\n')[0]?.split(':').slice(0, 2).join(':') ?? file;
     session.step(`\`${name}\` is defined at ${firstHit}. Reading ${file}.`, 'read_file', file);
-    session.step(`Counting lines of ${file} and its neighbours.`, 'bash', `wc -l ${file.replace(/[^/]+$/, '')}*.ts | tail -5`);
+    session.step(
+      `Counting lines of ${file} and its neighbours.`,
+      'bash',
+      `wc -l ${file.replace(/[^/]+$/, '')}*.ts | tail -5`,
+    );
   }
   const target = files[0]!;
   session.step(`Checking that ${target} type-checks on its own.`, 'bash', `node -e "require('./${target}')"`);
-  session.step(`That failed because ${target} is TypeScript; I will check its imports instead.`, 'bash', `grep -n "^import" ${target}`);
+  session.step(
+    `That failed because ${target} is TypeScript; I will check its imports instead.`,
+    'bash',
+    `grep -n "^import" ${target}`,
+  );
   session.step(`Reading ${target} again to confirm the exported names.`, 'read_file', target);
   session.say(`Done: ${files.map((file) => `${file} exports \`${firstExport(file)}\``).join('; ')}.`);
   session.user('Thanks. Now summarise which of these files is the longest and why.');
   session.step('Measuring the files.', 'bash', `wc -l ${files.join(' ')}`);
   session.say(`${files[0]} and its siblings are covered above; the longest holds the most logic.`);
-  return { id: `selfgc-sample:${id}`, source: 'recorded by scripts/record-sample.ts over this repository', meta: { system: 'scripted agent', task: question }, messages: session.messages };
+  return {
+    id: `selfgc-sample:${id}`,
+    source: 'recorded by scripts/record-sample.ts over this repository',
+    meta: { system: 'scripted agent', task: question },
+    messages: session.messages,
+  };
 }
 
 const sessions = [
-  explore('ledger', ['src/core/ledger.ts', 'src/core/anchors.ts', 'src/core/project-view.ts'], 'Explain how the ledger assigns object ids and how references between objects are found.'),
-  explore('commit', ['src/core/commit-plan.ts', 'src/core/rehearse-plan.ts', 'src/core/session-state.ts'], 'How does a plan get committed, and what happens when the store fails midway?'),
-  explore('planner', ['src/core/planners/embedded-planner.ts', 'src/core/render-replacement.ts', 'src/core/governor/triggers.ts'], 'Describe what the embedded planner prunes, folds and masks, and when governance runs.'),
-  explore('stores', ['src/stores/sqlite-store.ts', 'src/stores/memory-store.ts', 'src/stores/parse-store-url.ts'], 'Which stores exist, and how does the SQLite store search payloads?'),
-  explore('eval', ['src/eval/judge-anchors.ts', 'src/eval/replay-cut.ts', 'src/eval/aggregate.ts'], 'How is no-impact judged in the evaluation, and how are the rates aggregated?'),
-  explore('cli', ['src/cli/run-main.ts', 'src/cli/eval-command.ts', 'src/cli/inspect-command.ts'], 'What commands does the CLI offer and how are errors turned into exit codes?'),
+  explore(
+    'ledger',
+    ['src/core/ledger.ts', 'src/core/anchors.ts', 'src/core/project-view.ts'],
+    'Explain how the ledger assigns object ids and how references between objects are found.',
+  ),
+  explore(
+    'commit',
+    ['src/core/commit-plan.ts', 'src/core/rehearse-plan.ts', 'src/core/session-state.ts'],
+    'How does a plan get committed, and what happens when the store fails midway?',
+  ),
+  explore(
+    'planner',
+    [
+      'src/core/planners/embedded-planner.ts',
+      'src/core/render-replacement.ts',
+      'src/core/governor/triggers.ts',
+    ],
+    'Describe what the embedded planner prunes, folds and masks, and when governance runs.',
+  ),
+  explore(
+    'stores',
+    ['src/stores/sqlite-store.ts', 'src/stores/memory-store.ts', 'src/stores/parse-store-url.ts'],
+    'Which stores exist, and how does the SQLite store search payloads?',
+  ),
+  explore(
+    'eval',
+    ['src/eval/judge-anchors.ts', 'src/eval/replay-cut.ts', 'src/eval/aggregate.ts'],
+    'How is no-impact judged in the evaluation, and how are the rates aggregated?',
+  ),
+  explore(
+    'cli',
+    ['src/cli/run-main.ts', 'src/cli/eval-command.ts', 'src/cli/inspect-command.ts'],
+    'What commands does the CLI offer and how are errors turned into exit codes?',
+  ),
 ];
 const out = process.argv[2] ?? 'samples/selfgc-sessions.jsonl';
 writeFileSync(out, `${sessions.map((session) => JSON.stringify(session)).join('\n')}\n`);
-process.stderr.write(`wrote ${sessions.length} sessions (${sessions.reduce((sum, session) => sum + session.messages.length, 0)} messages) to ${out}\n`);
+process.stderr.write(
+  `wrote ${sessions.length} sessions (${sessions.reduce((sum, session) => sum + session.messages.length, 0)} messages) to ${out}\n`,
+);

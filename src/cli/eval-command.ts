@@ -9,7 +9,7 @@ import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
-import { strategyByName, STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import { STRATEGY_NAMES, strategyByName } from '../eval/strategies/registry.js';
 import type { CliIo } from './cli-io.js';
 
 export const EVAL_HELP = `Usage: selfgc eval <files...> [options]
@@ -42,7 +42,9 @@ const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 export function formatSummary(summary: EvalSummary): string {
   const lines: string[] = [];
   if (summary.cutMode.length > 0) {
-    lines.push('cut mode (own budget)        prune   strict no-impact [95% CI]   recoverable   unrecoverable loss');
+    lines.push(
+      'cut mode (own budget)        prune   strict no-impact [95% CI]   recoverable   unrecoverable loss',
+    );
     for (const result of summary.cutMode) {
       const own = result.own;
       lines.push(
@@ -51,12 +53,16 @@ export function formatSummary(summary: EvalSummary): string {
     }
     lines.push('matched prune rate → strict no-impact');
     for (const row of summary.matched) {
-      const cells = Object.entries(row.strictNoImpact).map(([name, value]) => `${name} ${value === null ? '–' : percent(value)}`);
+      const cells = Object.entries(row.strictNoImpact).map(
+        ([name, value]) => `${name} ${value === null ? '–' : percent(value)}`,
+      );
       lines.push(`  ${percent(row.pruneRate).padStart(6)}: ${cells.join(' · ')}`);
     }
   }
   if (summary.sessionMode.length > 0) {
-    lines.push(`session mode (window ${summary.sessionMode[0]?.window})   input vs none   over-window   cache hits   cost vs none   commits   strict no-impact (changed calls)`);
+    lines.push(
+      `session mode (window ${summary.sessionMode[0]?.window})   input vs none   over-window   cache hits   cost vs none   commits   strict no-impact (changed calls)`,
+    );
     for (const result of summary.sessionMode) {
       lines.push(
         `  ${result.strategy.padEnd(26)} ${percent(result.inputTokens / Math.max(1, result.baselineInputTokens)).padStart(8)}   ${String(result.overWindowCalls).padStart(9)}   ${percent(result.cacheHitRate).padStart(9)}   ${result.costRelative.toFixed(3).padStart(10)}   ${String(result.commits).padStart(7)}   ${percent(result.strictNoImpactChanged.value)} of ${result.strictNoImpactChanged.total}`,
@@ -66,12 +72,19 @@ export function formatSummary(summary: EvalSummary): string {
   return `${lines.join('\n')}\n`;
 }
 
-export async function evalCommand(io: CliIo, files: string[], options: EvalOptions, command: string): Promise<number> {
+export async function evalCommand(
+  io: CliIo,
+  files: string[],
+  options: EvalOptions,
+  command: string,
+): Promise<number> {
   if (files.length === 0) throw new BadInputError('eval needs at least one sessions .jsonl file');
   options.strategies.forEach(strategyByName);
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
-  io.stderr(`evaluating ${sessions.length} sessions × ${options.strategies.length} strategies (${options.modes.join(' + ')} mode)\n`);
+  io.stderr(
+    `evaluating ${sessions.length} sessions × ${options.strategies.length} strategies (${options.modes.join(' + ')} mode)\n`,
+  );
   const started = Date.now();
   const summary = await runEval(sessions, {
     strategies: options.strategies,

@@ -28,7 +28,11 @@ function ledgerRows(ledger: Ledger) {
   }));
 }
 
-export function inspectCommand(io: CliIo, file: string, options: { session?: string; json?: boolean }): number {
+export function inspectCommand(
+  io: CliIo,
+  file: string,
+  options: { session?: string; json?: boolean },
+): number {
   const lines = readSessionLines(file);
   let found: ReturnType<typeof parseRecordedSession> | undefined;
   for (const [index, line] of lines.entries()) {
@@ -41,18 +45,43 @@ export function inspectCommand(io: CliIo, file: string, options: { session?: str
       break;
     }
   }
-  if (!found) throw new NotFoundError(options.session ? `${file}: no session with id "${options.session}"` : `${file}: no sessions`);
+  if (!found)
+    throw new NotFoundError(
+      options.session ? `${file}: no session with id "${options.session}"` : `${file}: no sessions`,
+    );
   const ledger = indexTranscript(found.messages, { tokenCounter: createTokenCounter('o200k_base') });
   const rows = ledgerRows(ledger);
   if (options.json) {
-    io.stdout(`${JSON.stringify({ session: found.id, messages: ledger.messages.length, tokens: ledger.totalTokens, warnings: found.warnings, objects: rows }, null, 2)}\n`);
+    io.stdout(
+      `${JSON.stringify({ session: found.id, messages: ledger.messages.length, tokens: ledger.totalTokens, warnings: found.warnings, objects: rows }, null, 2)}\n`,
+    );
     return 0;
   }
-  io.stdout(`session ${found.id}: ${ledger.messages.length} messages, ${ledger.totalTokens} tokens, ${rows.length} objects\n`);
+  io.stdout(
+    `session ${found.id}: ${ledger.messages.length} messages, ${ledger.totalTokens} tokens, ${rows.length} objects\n`,
+  );
   const header = ['id', 'kind', 'msg', 'tokens', 'anchors', 'refs', 'state'];
-  const table = [header, ...rows.map((row) => [row.id, row.kind, String(row.message), String(row.tokens), String(row.anchors), String(row.references), row.state])];
+  const table = [
+    header,
+    ...rows.map((row) => [
+      row.id,
+      row.kind,
+      String(row.message),
+      String(row.tokens),
+      String(row.anchors),
+      String(row.references),
+      row.state,
+    ]),
+  ];
   const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
-  for (const row of table) io.stdout(`${row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}\n`);
-  for (const warning of found.warnings) io.stderr(`warning: message ${warning.messageIndex ?? '-'}: ${warning.message}\n`);
+  for (const row of table)
+    io.stdout(
+      `${row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd()}\n`,
+    );
+  for (const warning of found.warnings)
+    io.stderr(`warning: message ${warning.messageIndex ?? '-'}: ${warning.message}\n`);
   return 0;
 }

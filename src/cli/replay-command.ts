@@ -40,14 +40,18 @@ export interface ReplayOptions {
 }
 
 function viewJson(items: readonly ViewItem[]): unknown[] {
-  return items.flatMap((item): unknown[] => (item.changed ? toOpenAIChat([item.message]).messages : [item.source]));
+  return items.flatMap((item): unknown[] =>
+    item.changed ? toOpenAIChat([item.message]).messages : [item.source],
+  );
 }
 
 function readCuts(file: string): Record<string, number[]> {
   const value = parseJson(readFileSync(file, 'utf8'), file);
-  if (!value || typeof value !== 'object' || Array.isArray(value)) throw new BadInputError(`${file}: expected an object {sessionId: [cut indexes]}`);
+  if (!value || typeof value !== 'object' || Array.isArray(value))
+    throw new BadInputError(`${file}: expected an object {sessionId: [cut indexes]}`);
   for (const [id, cuts] of Object.entries(value)) {
-    if (!Array.isArray(cuts) || !cuts.every((cut) => Number.isInteger(cut) && cut > 0)) throw new BadInputError(`${file}: cuts of "${id}" must be positive integers`);
+    if (!Array.isArray(cuts) || !cuts.every((cut) => Number.isInteger(cut) && cut > 0))
+      throw new BadInputError(`${file}: cuts of "${id}" must be positive integers`);
   }
   return value as Record<string, number[]>;
 }
@@ -66,18 +70,51 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
   for (const [index, session] of sessions.entries()) {
     if (options.mode === 'cut') {
       const cuts = explicitCuts ? (explicitCuts[session.id] ?? []) : autoCuts(session.messages);
-      for (const record of replayCuts({ sessionId: session.id, messages: session.messages, cuts, strategies: [strategy], keeps: [options.keep], tokenCounter: counter })) {
-        write({ session: record.session, cut: record.cut, strategy: record.strategy, prefixTokens: record.prefixTokens, viewTokens: record.viewTokens, view: viewJson(record.output.items), recoverable: record.recoverable });
+      for (const record of replayCuts({
+        sessionId: session.id,
+        messages: session.messages,
+        cuts,
+        strategies: [strategy],
+        keeps: [options.keep],
+        tokenCounter: counter,
+      })) {
+        write({
+          session: record.session,
+          cut: record.cut,
+          strategy: record.strategy,
+          prefixTokens: record.prefixTokens,
+          viewTokens: record.viewTokens,
+          view: viewJson(record.output.items),
+          recoverable: record.recoverable,
+        });
       }
     } else {
-      const policy = options.strategy === 'selfgc' ? governorPolicy('selfgc', options.window, counter, 'aware') : baselinePolicy(strategy, options.window, false);
-      for (const record of await replaySession({ sessionId: session.id, messages: session.messages, policy, tokenCounter: counter })) {
-        write({ session: record.session, cut: record.cut, strategy: record.strategy, prefixTokens: record.prefixTokens, viewTokens: record.viewTokens, view: viewJson(record.items), recoverable: record.recoverable });
+      const policy =
+        options.strategy === 'selfgc'
+          ? governorPolicy('selfgc', options.window, counter, 'aware')
+          : baselinePolicy(strategy, options.window, false);
+      for (const record of await replaySession({
+        sessionId: session.id,
+        messages: session.messages,
+        policy,
+        tokenCounter: counter,
+      })) {
+        write({
+          session: record.session,
+          cut: record.cut,
+          strategy: record.strategy,
+          prefixTokens: record.prefixTokens,
+          viewTokens: record.viewTokens,
+          view: viewJson(record.items),
+          recoverable: record.recoverable,
+        });
       }
     }
     io.progress(index + 1, sessions.length, 'sessions');
   }
-  await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  await new Promise<void>((resolve, reject) =>
+    out.end((error?: Error | null) => (error ? reject(error) : resolve())),
+  );
   io.stderr(`wrote ${lines} lines to ${options.emit}\n`);
   return 0;
 }

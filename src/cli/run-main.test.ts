@@ -10,7 +10,13 @@ const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).p
 function captureIo() {
   const out: string[] = [];
   const err: string[] = [];
-  const io: CliIo = { stdout: (text) => out.push(text), stderr: (text) => err.push(text), progress: () => {}, cwd: process.cwd(), argv0: 'selfgc' };
+  const io: CliIo = {
+    stdout: (text) => out.push(text),
+    stderr: (text) => err.push(text),
+    progress: () => {},
+    cwd: process.cwd(),
+    argv0: 'selfgc',
+  };
   return { io, out: () => out.join(''), err: () => err.join('') };
 }
 
@@ -34,8 +40,12 @@ describe('selfgc inspect', () => {
 
   it('names what is wrong: missing file, unknown session, malformed line', async () => {
     const { io } = captureIo();
-    await expect(runCommand(['inspect', '/nonexistent.jsonl'], io)).rejects.toThrow('/nonexistent.jsonl: no such file');
-    await expect(runCommand(['inspect', SAMPLE, '--session', 'nope'], io)).rejects.toThrow('no session with id "nope"');
+    await expect(runCommand(['inspect', '/nonexistent.jsonl'], io)).rejects.toThrow(
+      '/nonexistent.jsonl: no such file',
+    );
+    await expect(runCommand(['inspect', SAMPLE, '--session', 'nope'], io)).rejects.toThrow(
+      'no session with id "nope"',
+    );
     const bad = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'bad.jsonl');
     writeFileSync(bad, '\n{"id": 1\n');
     await expect(runCommand(['inspect', bad], io)).rejects.toThrow(/bad\.jsonl: line 2: invalid JSON/);
@@ -47,22 +57,41 @@ describe('selfgc replay', () => {
   it('emits the stable line format', async () => {
     const { io } = captureIo();
     const out = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'out.jsonl');
-    expect(await runCommand(['replay', SAMPLE, '--strategy', 'selfgc', '--keep', '0.5', '--emit', out], io)).toBe(0);
-    const lines = readFileSync(out, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(
+      await runCommand(['replay', SAMPLE, '--strategy', 'selfgc', '--keep', '0.5', '--emit', out], io),
+    ).toBe(0);
+    const lines = readFileSync(out, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.length).toBeGreaterThan(0);
     for (const line of lines) {
-      expect(Object.keys(line).sort()).toEqual(['cut', 'prefixTokens', 'recoverable', 'session', 'strategy', 'view', 'viewTokens']);
+      expect(Object.keys(line).sort()).toEqual([
+        'cut',
+        'prefixTokens',
+        'recoverable',
+        'session',
+        'strategy',
+        'view',
+        'viewTokens',
+      ]);
       expect(line.viewTokens as number).toBeLessThanOrEqual(line.prefixTokens as number);
       const view = line.view as unknown[];
       expect(view.some((item) => typeof item === 'number')).toBe(true);
     }
-    expect(lines.some((line) => (line.view as unknown[]).some((item) => typeof item === 'object'))).toBe(true);
+    expect(lines.some((line) => (line.view as unknown[]).some((item) => typeof item === 'object'))).toBe(
+      true,
+    );
   });
 
   it('refuses an unknown strategy and a bad keep share', async () => {
     const { io } = captureIo();
-    await expect(runCommand(['replay', SAMPLE, '--strategy', 'magic', '--emit', '/tmp/x.jsonl'], io)).rejects.toThrow(/unknown strategy "magic"/);
-    await expect(runCommand(['replay', SAMPLE, '--strategy', 'none', '--keep', '2', '--emit', '/tmp/x.jsonl'], io)).rejects.toThrow(/--keep/);
+    await expect(
+      runCommand(['replay', SAMPLE, '--strategy', 'magic', '--emit', '/tmp/x.jsonl'], io),
+    ).rejects.toThrow(/unknown strategy "magic"/);
+    await expect(
+      runCommand(['replay', SAMPLE, '--strategy', 'none', '--keep', '2', '--emit', '/tmp/x.jsonl'], io),
+    ).rejects.toThrow(/--keep/);
   });
 });
 
@@ -70,12 +99,37 @@ describe('selfgc eval', () => {
   it('evaluates the sample and writes the summary and the report', async () => {
     const { io, out } = captureIo();
     const folder = mkdtempSync(join(tmpdir(), 'selfgc-'));
-    const code = await runCommand(['eval', SAMPLE, '--strategies', 'none,tool-prune,selfgc,oracle', '--window', '8000', '--workers', '1', '--json', join(folder, 's.json'), '--report', join(folder, 'r.html')], io);
+    const code = await runCommand(
+      [
+        'eval',
+        SAMPLE,
+        '--strategies',
+        'none,tool-prune,selfgc,oracle',
+        '--window',
+        '8000',
+        '--workers',
+        '1',
+        '--json',
+        join(folder, 's.json'),
+        '--report',
+        join(folder, 'r.html'),
+      ],
+      io,
+    );
     expect(code).toBe(0);
     expect(out()).toContain('strict no-impact');
-    const summary = JSON.parse(readFileSync(join(folder, 's.json'), 'utf8')) as { sessions: number; cutMode: Array<{ strategy: string; own: { cuts: number } }>; sessionMode: Array<{ strategy: string; calls: number }> };
+    const summary = JSON.parse(readFileSync(join(folder, 's.json'), 'utf8')) as {
+      sessions: number;
+      cutMode: Array<{ strategy: string; own: { cuts: number } }>;
+      sessionMode: Array<{ strategy: string; calls: number }>;
+    };
     expect(summary.sessions).toBe(6);
-    expect(summary.cutMode.map((result) => result.strategy)).toEqual(['none', 'tool-prune', 'selfgc', 'oracle']);
+    expect(summary.cutMode.map((result) => result.strategy)).toEqual([
+      'none',
+      'tool-prune',
+      'selfgc',
+      'oracle',
+    ]);
     expect(summary.cutMode.every((result) => result.own.cuts > 0)).toBe(true);
     expect(summary.sessionMode.find((result) => result.strategy === 'selfgc')?.calls).toBeGreaterThan(0);
     expect(readFileSync(join(folder, 'r.html'), 'utf8')).toContain('data-chart="tradeoff"');

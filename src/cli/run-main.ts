@@ -25,24 +25,39 @@ Commands:
 Run "selfgc <command> --help" for the options of a command.
 `;
 
+function showHelp(io: CliIo, text: string): number {
+  io.stdout(text);
+  return 0;
+}
+
 function positiveInteger(value: string | undefined, name: string, fallback: number): number {
   if (value === undefined) return fallback;
   const number = Number(value);
-  if (!Number.isInteger(number) || number <= 0) throw new BadInputError(`${name} must be a positive integer, got "${value}"`);
+  if (!Number.isInteger(number) || number <= 0)
+    throw new BadInputError(`${name} must be a positive integer, got "${value}"`);
   return number;
 }
 
 function keepShare(value: string | undefined): number | 'auto' {
   if (value === undefined || value === 'auto') return 'auto';
   const number = Number(value);
-  if (!(number > 0 && number <= 1)) throw new BadInputError(`--keep must be "auto" or a share in (0, 1], got "${value}"`);
+  if (!(number > 0 && number <= 1))
+    throw new BadInputError(`--keep must be "auto" or a share in (0, 1], got "${value}"`);
   return number;
 }
 
 function parse(args: string[], options: NonNullable<ParseArgsConfig['options']>) {
   try {
-    const parsed = parseArgs({ args, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
-    return { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+    const parsed = parseArgs({
+      args,
+      options: { ...options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    return {
+      values: parsed.values as Record<string, string | boolean | undefined>,
+      positionals: parsed.positionals,
+    };
   } catch (error) {
     throw new BadInputError(error instanceof Error ? error.message : String(error));
   }
@@ -59,18 +74,33 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
   switch (command) {
     case 'inspect': {
       const { values, positionals } = parse(rest, { session: { type: 'string' }, json: { type: 'boolean' } });
-      if (values.help) return io.stdout(INSPECT_HELP), 0;
-      if (positionals.length !== 1) throw new BadInputError('inspect takes exactly one sessions .jsonl file (see selfgc inspect --help)');
-      return inspectCommand(io, positionals[0]!, { ...(typeof values.session === 'string' ? { session: values.session } : {}), json: values.json === true });
+      if (values.help) return showHelp(io, INSPECT_HELP);
+      if (positionals.length !== 1)
+        throw new BadInputError('inspect takes exactly one sessions .jsonl file (see selfgc inspect --help)');
+      return inspectCommand(io, positionals[0]!, {
+        ...(typeof values.session === 'string' ? { session: values.session } : {}),
+        json: values.json === true,
+      });
     }
     case 'replay': {
-      const { values, positionals } = parse(rest, { strategy: { type: 'string' }, mode: { type: 'string' }, window: { type: 'string' }, keep: { type: 'string' }, cuts: { type: 'string' }, emit: { type: 'string' } });
-      if (values.help) return io.stdout(REPLAY_HELP), 0;
-      if (positionals.length === 0) throw new BadInputError('replay needs at least one sessions .jsonl file (see selfgc replay --help)');
-      if (typeof values.strategy !== 'string') throw new BadInputError(`replay needs --strategy (one of ${STRATEGY_NAMES.join(', ')})`);
-      if (typeof values.emit !== 'string') throw new BadInputError('replay needs --emit FILE for the JSON lines');
+      const { values, positionals } = parse(rest, {
+        strategy: { type: 'string' },
+        mode: { type: 'string' },
+        window: { type: 'string' },
+        keep: { type: 'string' },
+        cuts: { type: 'string' },
+        emit: { type: 'string' },
+      });
+      if (values.help) return showHelp(io, REPLAY_HELP);
+      if (positionals.length === 0)
+        throw new BadInputError('replay needs at least one sessions .jsonl file (see selfgc replay --help)');
+      if (typeof values.strategy !== 'string')
+        throw new BadInputError(`replay needs --strategy (one of ${STRATEGY_NAMES.join(', ')})`);
+      if (typeof values.emit !== 'string')
+        throw new BadInputError('replay needs --emit FILE for the JSON lines');
       const mode = values.mode ?? 'cut';
-      if (mode !== 'cut' && mode !== 'session') throw new BadInputError(`--mode must be cut or session, got "${String(mode)}"`);
+      if (mode !== 'cut' && mode !== 'session')
+        throw new BadInputError(`--mode must be cut or session, got "${String(mode)}"`);
       return replayCommand(io, positionals, {
         strategy: values.strategy,
         mode,
@@ -81,19 +111,40 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
       });
     }
     case 'eval': {
-      const { values, positionals } = parse(rest, { strategies: { type: 'string' }, modes: { type: 'string' }, window: { type: 'string' }, 'cuts-per-session': { type: 'string' }, workers: { type: 'string' }, json: { type: 'string' }, report: { type: 'string' } });
-      if (values.help) return io.stdout(EVAL_HELP), 0;
-      const modes = (typeof values.modes === 'string' ? values.modes : 'cut,session').split(',').map((mode) => mode.trim());
-      for (const mode of modes) if (mode !== 'cut' && mode !== 'session') throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
+      const { values, positionals } = parse(rest, {
+        strategies: { type: 'string' },
+        modes: { type: 'string' },
+        window: { type: 'string' },
+        'cuts-per-session': { type: 'string' },
+        workers: { type: 'string' },
+        json: { type: 'string' },
+        report: { type: 'string' },
+      });
+      if (values.help) return showHelp(io, EVAL_HELP);
+      const modes = (typeof values.modes === 'string' ? values.modes : 'cut,session')
+        .split(',')
+        .map((mode) => mode.trim());
+      for (const mode of modes)
+        if (mode !== 'cut' && mode !== 'session')
+          throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
       return evalCommand(
         io,
         positionals,
         {
-          strategies: typeof values.strategies === 'string' ? values.strategies.split(',').map((name) => name.trim()) : STRATEGY_NAMES,
+          strategies:
+            typeof values.strategies === 'string'
+              ? values.strategies.split(',').map((name) => name.trim())
+              : STRATEGY_NAMES,
           modes: modes as Array<'cut' | 'session'>,
           window: positiveInteger(values.window as string | undefined, '--window', 32000),
-          cutsPerSession: positiveInteger(values['cuts-per-session'] as string | undefined, '--cuts-per-session', 4),
-          ...(typeof values.workers === 'string' ? { workers: positiveInteger(values.workers, '--workers', 2) } : {}),
+          cutsPerSession: positiveInteger(
+            values['cuts-per-session'] as string | undefined,
+            '--cuts-per-session',
+            4,
+          ),
+          ...(typeof values.workers === 'string'
+            ? { workers: positiveInteger(values.workers, '--workers', 2) }
+            : {}),
           ...(typeof values.json === 'string' ? { json: values.json } : {}),
           ...(typeof values.report === 'string' ? { report: values.report } : {}),
         },
@@ -101,14 +152,29 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
       );
     }
     case 'proxy': {
-      const { values } = parse(rest, { port: { type: 'string' }, host: { type: 'string' }, 'upstream-openai': { type: 'string' }, 'upstream-anthropic': { type: 'string' }, window: { type: 'string' }, store: { type: 'string' } });
-      if (values.help) return io.stdout(PROXY_HELP), 0;
+      const { values } = parse(rest, {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'upstream-openai': { type: 'string' },
+        'upstream-anthropic': { type: 'string' },
+        window: { type: 'string' },
+        store: { type: 'string' },
+      });
+      if (values.help) return showHelp(io, PROXY_HELP);
       return proxyCommand(io, {
         port: positiveInteger(values.port as string | undefined, '--port', 8787),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',
-        upstreamOpenai: typeof values['upstream-openai'] === 'string' ? values['upstream-openai'] : 'https://api.openai.com',
-        upstreamAnthropic: typeof values['upstream-anthropic'] === 'string' ? values['upstream-anthropic'] : 'https://api.anthropic.com',
-        ...(typeof values.window === 'string' ? { window: positiveInteger(values.window, '--window', 128000) } : {}),
+        upstreamOpenai:
+          typeof values['upstream-openai'] === 'string'
+            ? values['upstream-openai']
+            : 'https://api.openai.com',
+        upstreamAnthropic:
+          typeof values['upstream-anthropic'] === 'string'
+            ? values['upstream-anthropic']
+            : 'https://api.anthropic.com',
+        ...(typeof values.window === 'string'
+          ? { window: positiveInteger(values.window, '--window', 128000) }
+          : {}),
         store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db',
       });
     }
@@ -133,7 +199,9 @@ export async function runMain(argv = process.argv.slice(2)): Promise<void> {
       if (tty) {
         const width = 30;
         const filled = Math.round((percent / 100) * width);
-        process.stderr.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${label}${done === total ? '\n' : ''}`);
+        process.stderr.write(
+          `\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total} ${label}${done === total ? '\n' : ''}`,
+        );
       } else if (percent >= lastPercent + 10 || done === total) {
         lastPercent = percent;
         process.stderr.write(`${done}/${total} ${label} (${percent}%)\n`);

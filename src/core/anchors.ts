@@ -78,7 +78,8 @@ export function extractAnchors(textValue: string): Anchor[] {
   for (const match of textValue.matchAll(IDENTIFIER_PATTERN)) {
     if (isInterestingIdentifier(match[0])) add('identifier', match[0]);
   }
-  for (const match of textValue.matchAll(NUMBER_PATTERN)) if (isInterestingNumber(match[0])) add('number', match[0]);
+  for (const match of textValue.matchAll(NUMBER_PATTERN))
+    if (isInterestingNumber(match[0])) add('number', match[0]);
   for (const match of textValue.matchAll(QUOTED_PATTERN)) {
     const value = match[1] ?? match[2] ?? match[3] ?? '';
     if (/[A-Za-z0-9]/.test(value) && value.trim() === value) add('quoted', value);

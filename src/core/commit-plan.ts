@@ -10,7 +10,13 @@ import { objectPayload, payloadSearchText } from './object-payload.js';
 import type { ObjectState } from './operations.js';
 import type { Rehearsal } from './rehearse-plan.js';
 import { readSessionState, type SessionState } from './session-state.js';
-import { type CommitRecord, type CommittedOperation, STORE_SCHEMA_VERSION, type SidecarRecord, type SidecarStore } from './store.js';
+import {
+  type CommitRecord,
+  type CommittedOperation,
+  type SidecarRecord,
+  type SidecarStore,
+  STORE_SCHEMA_VERSION,
+} from './store.js';
 
 export interface CommitContext {
   store: SidecarStore;
@@ -29,7 +35,9 @@ export type CommitOutcome =
 
 /** The deterministic id of a commit: the same plan on the same state version gets the same id. */
 export function commitIdFor(sessionId: string, version: number, rehearsal: Rehearsal): string {
-  const operations = rehearsal.accepted.map((entry) => `${entry.operation.operation}:${entry.operation.objectId}`).join('|');
+  const operations = rehearsal.accepted
+    .map((entry) => `${entry.operation.operation}:${entry.operation.objectId}`)
+    .join('|');
   return `c${version + 1}-${hashText(`${sessionId}\n${version}\n${operations}`)}`;
 }
 
@@ -122,7 +130,13 @@ export async function undoCommit(context: CommitContext, commitId: string): Prom
   for (const operation of target.operations) {
     if (objects[operation.objectId]?.commitId !== commitId) continue;
     delete objects[operation.objectId];
-    operations.push({ ...operation, operation: 'expand', reason: `undo of ${commitId}`, tokensBefore: operation.tokensAfter, tokensAfter: operation.tokensBefore });
+    operations.push({
+      ...operation,
+      operation: 'expand',
+      reason: `undo of ${commitId}`,
+      tokensBefore: operation.tokensAfter,
+      tokensAfter: operation.tokensBefore,
+    });
   }
   if (operations.length === 0) return { status: 'empty' };
   const record: CommitRecord = {
@@ -141,6 +155,7 @@ export async function undoCommit(context: CommitContext, commitId: string): Prom
   const state: SessionState = { ...snapshot.state, objects, sequence: record.sequence };
   const result = await context.store.writeCommit(context.sessionId, record, state, snapshot.version);
   if (result.status === 'conflict') return { status: 'conflict', version: result.version };
-  if (result.status === 'duplicate') return { status: 'duplicate', state: snapshot.state, version: result.version };
+  if (result.status === 'duplicate')
+    return { status: 'duplicate', state: snapshot.state, version: result.version };
   return { status: 'committed', record, state, version: result.version };
 }

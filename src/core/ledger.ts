@@ -82,7 +82,8 @@ export interface Ledger {
 
 const COMMON_ANCHOR_HOLDERS = 24;
 
-const ERROR_TEXT = /(^|\n)\s*(Traceback \(most recent call last\)|error[:[]|Error:|FAILED|fatal:)|<returncode>[1-9]/i;
+const ERROR_TEXT =
+  /(^|\n)\s*(Traceback \(most recent call last\)|error[:[]|Error:|FAILED|fatal:)|<returncode>[1-9]/i;
 
 /** Default pins: the system prompt and the first user request (the task goal). */
 export function defaultPin(object: LedgerObject): string | undefined {
@@ -100,7 +101,10 @@ function partTokens(counter: TokenCounter, part: Part): number {
   // Images count as a fixed budget: their real cost depends on the provider and the resolution.
   if (part.type === 'image') return 765;
   if (part.type === 'tool-result' && typeof part.content !== 'string') {
-    return part.content.reduce((sum, inner) => sum + (inner.type === 'image' ? 765 : counter.count(inner.text)), 0);
+    return part.content.reduce(
+      (sum, inner) => sum + (inner.type === 'image' ? 765 : counter.count(inner.text)),
+      0,
+    );
   }
   return counter.count(partText(part));
 }
@@ -177,25 +181,48 @@ export function createLedger(options: LedgerOptions): Ledger {
     const created = new Set<LedgerObject>();
     if (message.role === 'system') {
       systemCount += 1;
-      const object = payloadObject(`system:${systemCount}`, 'system', index, message.parts, options.tokenCounter, indexAnchors);
+      const object = payloadObject(
+        `system:${systemCount}`,
+        'system',
+        index,
+        message.parts,
+        options.tokenCounter,
+        indexAnchors,
+      );
       for (const anchor of object.anchors) spokenAnchors.add(anchor.value);
       register(object, message);
       created.add(object);
     } else if (message.role === 'user') {
       userCount += 1;
-      const object = payloadObject(`conversation:user:${userCount}`, 'conversation', index, message.parts, options.tokenCounter, indexAnchors);
+      const object = payloadObject(
+        `conversation:user:${userCount}`,
+        'conversation',
+        index,
+        message.parts,
+        options.tokenCounter,
+        indexAnchors,
+      );
       register(object, message);
       created.add(object);
       openConversation = object;
     } else if (message.role === 'assistant') {
       for (const part of message.parts) {
-        if (part.type === 'tool-call') calls.set(part.id, { messageIndex: index, name: part.name, arguments: part.arguments });
+        if (part.type === 'tool-call')
+          calls.set(part.id, { messageIndex: index, name: part.name, arguments: part.arguments });
       }
     } else {
       message.parts.forEach((part, partIndex) => {
         if (part.type !== 'tool-result') return;
         functionCount += 1;
-        const object = functionObject(part, partIndex, index, functionCount, calls.get(part.callId), options.tokenCounter, indexAnchors);
+        const object = functionObject(
+          part,
+          partIndex,
+          index,
+          functionCount,
+          calls.get(part.callId),
+          options.tokenCounter,
+          indexAnchors,
+        );
         register(object, message);
         created.add(object);
       });
@@ -261,7 +288,14 @@ export function argumentValuesText(argumentsText: string): string {
   return values.join('\n');
 }
 
-function payloadObject(id: string, kind: ObjectKind, index: number, parts: Part[], counter: TokenCounter, withAnchors: boolean): LedgerObject {
+function payloadObject(
+  id: string,
+  kind: ObjectKind,
+  index: number,
+  parts: Part[],
+  counter: TokenCounter,
+  withAnchors: boolean,
+): LedgerObject {
   const textValue = parts.map(partText).join('\n');
   return {
     id,
@@ -295,7 +329,8 @@ function functionObject(
     span: { start: index, end: index + 1 },
     toolName: name,
     callId: part.callId,
-    isError: part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
+    isError:
+      part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
     tokens: partTokens(counter, part),
     anchors: withAnchors ? extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${output}`) : [],
     references: [],

@@ -4,7 +4,7 @@
 import { BadInputError, parseJson } from './errors.js';
 import type { Ledger, LedgerObject } from './ledger.js';
 import { objectText, spanText } from './render-replacement.js';
-import { type Message, messageText, TRANSCRIPT_SPEC_VERSION, type ToolResultPart } from './transcript.js';
+import { type Message, messageText, type ToolResultPart, TRANSCRIPT_SPEC_VERSION } from './transcript.js';
 
 /** What a sidecar record's `payload` holds (as JSON text). */
 export type ObjectPayload =
@@ -58,7 +58,9 @@ export function payloadSearchText(ledger: Ledger, object: LedgerObject): string 
 export function parseObjectPayload(payload: string, where: string): ObjectPayload {
   const value = parseJson(payload, where) as Partial<ObjectPayload>;
   if (value.specVersion !== TRANSCRIPT_SPEC_VERSION) {
-    throw new BadInputError(`${where}: payload spec version ${String(value.specVersion)} is not ${TRANSCRIPT_SPEC_VERSION}`);
+    throw new BadInputError(
+      `${where}: payload spec version ${String(value.specVersion)} is not ${TRANSCRIPT_SPEC_VERSION}`,
+    );
   }
   return value as ObjectPayload;
 }
@@ -67,7 +69,9 @@ export function parseObjectPayload(payload: string, where: string): ObjectPayloa
 export function payloadText(payload: ObjectPayload): string {
   if (payload.kind === 'function') {
     const content = payload.part.content;
-    return typeof content === 'string' ? content : content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
+    return typeof content === 'string'
+      ? content
+      : content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
   }
   return payload.messages.map((message) => `${message.role}: ${messageText(message)}`).join('\n\n');
 }

@@ -67,7 +67,11 @@ function projectToolMessage(
     if (entry || showIds) changed = true;
     if (showIds) {
       const tag = `[id: ${object.id}]`;
-      parts.push({ ...part, content: typeof content === 'string' ? `${content}\n${tag}` : [...content, { type: 'text', text: tag }] });
+      parts.push({
+        ...part,
+        content:
+          typeof content === 'string' ? `${content}\n${tag}` : [...content, { type: 'text', text: tag }],
+      });
     } else {
       parts.push(entry ? { ...part, content } : part);
     }
@@ -128,12 +132,19 @@ function repairLineage(
   const repaired: ViewItem[] = [];
   let total = tokens;
   for (const item of items) {
-    if (item.message.role !== 'assistant' || !item.message.parts.some((part) => part.type === 'tool-call' && droppedCalls.has(part.id))) {
+    if (
+      item.message.role !== 'assistant' ||
+      !item.message.parts.some((part) => part.type === 'tool-call' && droppedCalls.has(part.id))
+    ) {
       repaired.push(item);
       continue;
     }
-    total -= item.changed ? countMessageTokens(counter, item.message) : (ledger.messageTokens[item.source] ?? 0);
-    const parts = item.message.parts.filter((part) => !(part.type === 'tool-call' && droppedCalls.has(part.id)));
+    total -= item.changed
+      ? countMessageTokens(counter, item.message)
+      : (ledger.messageTokens[item.source] ?? 0);
+    const parts = item.message.parts.filter(
+      (part) => !(part.type === 'tool-call' && droppedCalls.has(part.id)),
+    );
     // Reasoning alone is no turn: the message leaves with its last call.
     if (!parts.some((part) => part.type === 'text' || part.type === 'tool-call')) continue;
     const message = { ...item.message, parts };

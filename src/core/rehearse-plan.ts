@@ -29,8 +29,12 @@ export interface RehearseOptions {
   protectFrom?: number;
   /** Leave a one-line tombstone for pruned objects (default true). */
   tombstones?: boolean;
-  /** Key anchors a fold keeps, unless the operation asks for more (default 12). */
-  foldAnchors?: number;
+  /**
+   * Key anchors a fold keeps: a number, or `auto` (the default): about one per 12 tokens of the
+   * object, leaving out those the user or the agent already wrote, which stay visible in their
+   * own messages. The fold then reads as an index of what the object held.
+   */
+  foldAnchors?: number | 'auto';
   mask?: MaskOptions;
   /** Passed to projection when measuring. */
   project?: ProjectOptions;
@@ -68,7 +72,8 @@ const STRENGTH: Record<string, number> = { prune: 3, fold: 2, mask: 1, expand: 0
 function spanTokens(ledger: Ledger, object: LedgerObject): number {
   if (object.kind !== 'conversation') return object.tokens;
   let total = 0;
-  for (let index = object.span.start; index < object.span.end; index += 1) total += ledger.messageTokens[index] ?? 0;
+  for (let index = object.span.start; index < object.span.end; index += 1)
+    total += ledger.messageTokens[index] ?? 0;
   return total;
 }
 
@@ -79,6 +84,11 @@ function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject 
     if (pinned) return pinned;
   }
   return undefined;
+}
+
+/** About one anchor per 12 tokens of payload, between 8 and 150. */
+export function autoAnchorBudget(tokens: number): number {
+  return Math.max(8, Math.min(150, Math.floor(tokens / 12)));
 }
 
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
@@ -92,15 +102,20 @@ function judgeOperation(
 ): Verdict {
   const object = ledger.get(operation.objectId);
   if (!object) return { reason: 'unknown-object', detail: `no object ${operation.objectId} in this session` };
-  if (object.pinned) return { reason: 'pinned', detail: `${object.id} is pinned (${object.pinReason ?? 'pin'})` };
+  if (object.pinned)
+    return { reason: 'pinned', detail: `${object.id} is pinned (${object.pinReason ?? 'pin'})` };
   const pinnedInside = object.kind === 'conversation' ? pinnedWithin(ledger, object) : undefined;
   if (pinnedInside && operation.operation !== 'expand' && operation.operation !== 'keep') {
-    return { reason: 'pinned', detail: `${object.id} holds pinned ${pinnedInside.id} (${pinnedInside.pinReason ?? 'pin'})` };
+    return {
+      reason: 'pinned',
+      detail: `${object.id} holds pinned ${pinnedInside.id} (${pinnedInside.pinReason ?? 'pin'})`,
+    };
   }
   if (object.messageIndex >= protectFrom || object.span.end > protectFrom) {
     return { reason: 'latest-turn', detail: `${object.id} belongs to the latest turn` };
   }
-  if (object.kind === 'system') return { reason: 'not-applicable', detail: 'system prompts are never edited' };
+  if (object.kind === 'system')
+    return { reason: 'not-applicable', detail: 'system prompts are never edited' };
   if (object.kind === 'conversation' && object.span.end >= ledger.messages.length) {
     return { reason: 'open-conversation', detail: `${object.id} is still running` };
   }
@@ -113,32 +128,49 @@ function judgeOperation(
     operation,
     state: next,
     tokensBefore: before,
-    tokensAfter: next ? counter.count(next.replacement) + (next.replacement ? overhead : 0) : spanTokens(ledger, object),
+    tokensAfter: next
+      ? counter.count(next.replacement) + (next.replacement ? overhead : 0)
+      : spanTokens(ledger, object),
   });
   switch (operation.operation) {
     case 'keep':
       return { reason: 'no-op', detail: 'keep changes nothing' };
     case 'expand':
       if (!current) return { reason: 'no-op', detail: `${object.id} is already live` };
-      if (current.operation === 'prune') return { reason: 'not-applicable', detail: 'pruned objects are not promised back; undo the commit instead' };
+      if (current.operation === 'prune')
+        return {
+          reason: 'not-applicable',
+          detail: 'pruned objects are not promised back; undo the commit instead',
+        };
       return accept(undefined);
     case 'fold': {
-      if (current?.operation === 'fold' || current?.operation === 'prune') return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
+      if (current?.operation === 'fold' || current?.operation === 'prune')
+        return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
+      const auto = (options.foldAnchors ?? 'auto') === 'auto';
       const replacement = renderFold(ledger, object, {
         ...(operation.summary ? { summary: operation.summary } : {}),
-        maxAnchors: options.foldAnchors ?? 12,
+        maxAnchors: auto ? autoAnchorBudget(spanTokens(ledger, object)) : (options.foldAnchors as number),
+        // A folded conversation takes its own messages with it: only outputs may omit what was said.
+        ...(auto && object.kind === 'function' ? { omitAnchors: ledger.spokenAnchors } : {}),
       });
       return accept({ operation: 'fold', replacement, commitId });
     }
     case 'mask': {
-      if (object.kind !== 'function') return { reason: 'not-applicable', detail: 'mask applies to a single tool output' };
+      if (object.kind !== 'function')
+        return { reason: 'not-applicable', detail: 'mask applies to a single tool output' };
       if (current) return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
       const textValue = objectText(ledger, object);
-      if (!isMaskable(textValue)) return { reason: 'not-maskable', detail: 'short, a stack trace, a diff or a sparse table' };
-      return accept({ operation: 'mask', replacement: renderMask(object, textValue, options.mask), commitId });
+      if (!isMaskable(textValue))
+        return { reason: 'not-maskable', detail: 'short, a stack trace, a diff or a sparse table' };
+      return accept({
+        operation: 'mask',
+        replacement: renderMask(object, textValue, options.mask),
+        commitId,
+      });
     }
     case 'prune': {
-      if (current?.operation === 'prune') return { reason: 'no-op', detail: `${object.id} is already pruned` };
+      if (current?.operation === 'prune')
+        return { reason: 'no-op', detail: `${object.id} is already pruned` };
       const replacement = options.tombstones === false ? '' : renderTombstone(ledger, object);
       return accept({ operation: 'prune', replacement, commitId });
     }
@@ -155,9 +187,16 @@ function mergeOperations(operations: readonly PlannedOperation[]) {
       chosen.set(operation.objectId, operation);
       continue;
     }
-    const [keep, drop] = (STRENGTH[operation.operation] ?? 0) > (STRENGTH[previous.operation] ?? 0) ? [operation, previous] : [previous, operation];
+    const [keep, drop] =
+      (STRENGTH[operation.operation] ?? 0) > (STRENGTH[previous.operation] ?? 0)
+        ? [operation, previous]
+        : [previous, operation];
     chosen.set(operation.objectId, keep);
-    rejected.push({ operation: drop, reason: 'duplicate', detail: `${keep.operation} on the same object wins` });
+    rejected.push({
+      operation: drop,
+      reason: 'duplicate',
+      detail: `${keep.operation} on the same object wins`,
+    });
   }
   return { merged: [...chosen.values()], rejected };
 }
@@ -177,7 +216,11 @@ function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rej
     const object = ledger.get(verdict.operation.objectId);
     const conversation = object?.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
     if (conversation && covering.has(conversation.id)) {
-      rejected.push({ operation: verdict.operation, reason: 'covered', detail: `inside ${conversation.id}, which the plan also removes` });
+      rejected.push({
+        operation: verdict.operation,
+        reason: 'covered',
+        detail: `inside ${conversation.id}, which the plan also removes`,
+      });
     } else {
       accepted.push(verdict);
     }
@@ -186,7 +229,12 @@ function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rej
 }
 
 /** Validate, merge, apply to a copy of the state, and measure. */
-export function rehearsePlan(ledger: Ledger, state: ViewState, plan: Plan, options: RehearseOptions = {}): Rehearsal {
+export function rehearsePlan(
+  ledger: Ledger,
+  state: ViewState,
+  plan: Plan,
+  options: RehearseOptions = {},
+): Rehearsal {
   const protectFrom = options.protectFrom ?? latestTurnStart(ledger);
   const { merged, rejected } = mergeOperations(plan.operations);
   const verdicts: AcceptedOperation[] = [];
@@ -205,10 +253,25 @@ export function rehearsePlan(ledger: Ledger, state: ViewState, plan: Plan, optio
     const object = ledger.get(operation.objectId)!;
     // Only a prune without tombstone reaches back to the call's message; the rest edit the result.
     const dropsCall = verdict.state?.operation === 'prune' && verdict.state.replacement === '';
-    const editAt = object.kind !== 'conversation' ? (dropsCall ? Math.min(object.messageIndex, object.callMessageIndex ?? object.messageIndex) : object.messageIndex) : object.span.start;
+    const editAt =
+      object.kind !== 'conversation'
+        ? dropsCall
+          ? Math.min(object.messageIndex, object.callMessageIndex ?? object.messageIndex)
+          : object.messageIndex
+        : object.span.start;
     earliestEdit = earliestEdit === undefined ? editAt : Math.min(earliestEdit, editAt);
   }
   const tokensBefore = projectView(ledger, state, options.project).tokens;
-  const tokensAfter = accepted.length === 0 ? tokensBefore : projectView(ledger, next, options.project).tokens;
-  return { plan, accepted, rejected, stateBefore: state, stateAfter: next, tokensBefore, tokensAfter, earliestEdit };
+  const tokensAfter =
+    accepted.length === 0 ? tokensBefore : projectView(ledger, next, options.project).tokens;
+  return {
+    plan,
+    accepted,
+    rejected,
+    stateBefore: state,
+    stateAfter: next,
+    tokensBefore,
+    tokensAfter,
+    earliestEdit,
+  };
 }

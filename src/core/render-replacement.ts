@@ -3,9 +3,9 @@
  * the object id, so the agent (or the proxy) can recover it with `expand(id)`.
  */
 import { type Anchor, extractAnchors } from './anchors.js';
+import type { Ledger } from './ledger.js';
 import { type LedgerObject, rankAnchors } from './ledger.js';
 import { messageText } from './transcript.js';
-import type { Ledger } from './ledger.js';
 
 /** The text payload of an object, as the model saw it. */
 export function objectText(ledger: Ledger, object: LedgerObject): string {
@@ -118,7 +118,8 @@ export function renderTombstone(ledger: Ledger, object: LedgerObject): string {
   return `[pruned ${object.id}: "${oneLine(objectText(ledger, object), 100)}"]`;
 }
 
-const STRUCTURE_LINE = /^\s*(def |class |function |export |async |fn |pub |impl |interface |type |#{1,6} |@@|diff |\+\+\+|---|Traceback|\w*Error\b|FAILED|PASSED|ERROR|ok |not ok )/;
+const STRUCTURE_LINE =
+  /^\s*(def |class |function |export |async |fn |pub |impl |interface |type |#{1,6} |@@|diff |\+\+\+|---|Traceback|\w*Error\b|FAILED|PASSED|ERROR|ok |not ok )/;
 const TRACE_OR_DIFF = /(Traceback \(most recent call last\)|^diff --git|^@@ .* @@|^\s+at .+\(.+:\d+:\d+\))/m;
 
 /** Whether an output is fit for masking: long and regular, not a trace, diff or sparse table. */

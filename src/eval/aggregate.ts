@@ -46,13 +46,24 @@ export const PRICING = { cacheWrite: 1.25, cacheRead: 0.1 };
 
 function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPoint {
   const count = (predicate: (outcome: CutOutcome) => boolean) => outcomes.filter(predicate).length;
-  const pruneRate = outcomes.reduce((sum, outcome) => sum + (1 - outcome.viewTokens / Math.max(1, outcome.prefixTokens)), 0) / Math.max(1, outcomes.length);
+  const pruneRate =
+    outcomes.reduce((sum, outcome) => sum + (1 - outcome.viewTokens / Math.max(1, outcome.prefixTokens)), 0) /
+    Math.max(1, outcomes.length);
   return {
     keep,
     pruneRate,
-    strictNoImpact: wilson(count((outcome) => outcome.strict), outcomes.length),
-    recoverableNoImpact: wilson(count((outcome) => outcome.recoverable), outcomes.length),
-    unrecoverableLoss: wilson(count((outcome) => outcome.lostFromFoldOrMask), outcomes.length),
+    strictNoImpact: wilson(
+      count((outcome) => outcome.strict),
+      outcomes.length,
+    ),
+    recoverableNoImpact: wilson(
+      count((outcome) => outcome.recoverable),
+      outcomes.length,
+    ),
+    unrecoverableLoss: wilson(
+      count((outcome) => outcome.lostFromFoldOrMask),
+      outcomes.length,
+    ),
     cuts: outcomes.length,
   };
 }
@@ -60,12 +71,22 @@ function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPo
 export function aggregateCuts(outcomes: readonly CutOutcome[]): CutModeResult[] {
   const byStrategy = groupBy(outcomes, (outcome) => outcome.strategy);
   return [...byStrategy.entries()].map(([strategy, list]) => {
-    const keeps = [...new Set(list.map((outcome) => outcome.keep))].filter((keep): keep is number => keep !== 'auto').sort((a, b) => b - a);
+    const keeps = [...new Set(list.map((outcome) => outcome.keep))]
+      .filter((keep): keep is number => keep !== 'auto')
+      .sort((a, b) => b - a);
     return {
       strategy,
       upperBound: list[0]?.upperBound === true,
-      own: cutPoint('auto', list.filter((outcome) => outcome.keep === 'auto')),
-      sweep: keeps.map((keep) => cutPoint(keep, list.filter((outcome) => outcome.keep === keep))),
+      own: cutPoint(
+        'auto',
+        list.filter((outcome) => outcome.keep === 'auto'),
+      ),
+      sweep: keeps.map((keep) =>
+        cutPoint(
+          keep,
+          list.filter((outcome) => outcome.keep === keep),
+        ),
+      ),
     };
   });
 }
@@ -84,10 +105,15 @@ export function interpolate(result: CutModeResult, pruneRate: number): number | 
   return null;
 }
 
-export function matchedComparison(results: readonly CutModeResult[], rates = [0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7]) {
+export function matchedComparison(
+  results: readonly CutModeResult[],
+  rates = [0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7],
+) {
   return rates.map((pruneRate) => ({
     pruneRate,
-    strictNoImpact: Object.fromEntries(results.map((result) => [result.strategy, interpolate(result, pruneRate)])),
+    strictNoImpact: Object.fromEntries(
+      results.map((result) => [result.strategy, interpolate(result, pruneRate)]),
+    ),
   }));
 }
 

@@ -59,7 +59,12 @@ export interface SessionModeResult {
   strictNoImpactChanged: Rate;
   recoverableNoImpactChanged: Rate;
   /** Per session token timelines for the report: view tokens per call, and the calls that committed. */
-  timelines: Array<{ session: string; viewTokens: number[]; transcriptTokens: number[]; commitCalls: number[] }>;
+  timelines: Array<{
+    session: string;
+    viewTokens: number[];
+    transcriptTokens: number[];
+    commitCalls: number[];
+  }>;
 }
 
 export interface EvalSummary {

@@ -2,7 +2,7 @@
  * Worker-thread entry of `runEval`: loads its share of sessions and evaluates them.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { evaluateSessions, type EvaluateOptions } from './evaluate-sessions.js';
+import { type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
 import { parseRecordedSession, readSessionLines } from './load-sessions.js';
 
 interface WorkerTask {
@@ -17,5 +17,7 @@ const sessions = task.sessions.map(({ file, line }) => {
   if (!lines.has(file)) lines.set(file, readSessionLines(file));
   return parseRecordedSession(file, lines.get(file)![line - 1]!, line);
 });
-const result = await evaluateSessions(sessions, task.options, () => parentPort?.postMessage({ type: 'progress' }));
+const result = await evaluateSessions(sessions, task.options, () =>
+  parentPort?.postMessage({ type: 'progress' }),
+);
 parentPort?.postMessage({ type: 'done', ...result });

@@ -23,7 +23,11 @@ export interface EvaluateOptions {
 
 export const DEFAULT_SWEEP = [0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2];
 
-function policiesFor(name: string, window: number, counter: ReturnType<typeof createTokenCounter>): SessionPolicy[] {
+function policiesFor(
+  name: string,
+  window: number,
+  counter: ReturnType<typeof createTokenCounter>,
+): SessionPolicy[] {
   if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware')];
   if (name === 'oracle') return [];
   const strategy = strategyByName(name);
@@ -43,7 +47,14 @@ export async function evaluateSessions(
   for (const session of sessions) {
     if (options.modes.includes('cut')) {
       const sessionCuts = options.cuts?.[session.id] ?? autoCuts(session.messages, options.cutsPerSession);
-      const records = replayCuts({ sessionId: session.id, messages: session.messages, cuts: sessionCuts, strategies, keeps: ['auto', ...options.sweep], tokenCounter: counter });
+      const records = replayCuts({
+        sessionId: session.id,
+        messages: session.messages,
+        cuts: sessionCuts,
+        strategies,
+        keeps: ['auto', ...options.sweep],
+        tokenCounter: counter,
+      });
       for (const record of records) {
         cuts.push({
           strategy: record.strategy,
@@ -60,7 +71,12 @@ export async function evaluateSessions(
     if (options.modes.includes('session')) {
       for (const name of options.strategies) {
         for (const policy of policiesFor(name, options.window, counter)) {
-          const records = await replaySession({ sessionId: session.id, messages: session.messages, policy, tokenCounter: counter });
+          const records = await replaySession({
+            sessionId: session.id,
+            messages: session.messages,
+            policy,
+            tokenCounter: counter,
+          });
           for (const record of records) {
             calls.push({
               session: record.session,
@@ -70,7 +86,9 @@ export async function evaluateSessions(
               cachedTokens: record.cachedTokens,
               committed: record.committed,
               changed: record.changed,
-              ...(record.verdict ? { strict: record.verdict.strict, recoverable: record.verdict.recoverable } : {}),
+              ...(record.verdict
+                ? { strict: record.verdict.strict, recoverable: record.verdict.recoverable }
+                : {}),
             });
           }
         }

@@ -6,7 +6,7 @@
 import type { Ledger } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
-import { spanText, objectText } from '../core/render-replacement.js';
+import { objectText, spanText } from '../core/render-replacement.js';
 import { type Message, messageText } from '../core/transcript.js';
 import { continuationAnchors } from './strategies/selfgc-strategies.js';
 
@@ -42,7 +42,9 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
   const { ledger, prefixTexts } = input;
   const candidates = continuationAnchors(input.continuation);
   const needed = [...candidates].filter((anchor) => containsNewestFirst(prefixTexts, anchor));
-  const viewTexts = input.items.map((item) => (item.changed ? messageText(item.message) : (prefixTexts[item.source] ?? '')));
+  const viewTexts = input.items.map((item) =>
+    item.changed ? messageText(item.message) : (prefixTexts[item.source] ?? ''),
+  );
   const missing = needed.filter((anchor) => !containsNewestFirst(viewTexts, anchor));
   const lost: string[] = [];
   const lostFromFoldOrMask: string[] = [];
@@ -55,7 +57,14 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
       if (removedByFoldOrMask(ledger, input.state ?? {}, anchor)) lostFromFoldOrMask.push(anchor);
     }
   }
-  return { needed, missing, lost, lostFromFoldOrMask, strict: missing.length === 0, recoverable: lost.length === 0 };
+  return {
+    needed,
+    missing,
+    lost,
+    lostFromFoldOrMask,
+    strict: missing.length === 0,
+    recoverable: lost.length === 0,
+  };
 }
 
 /** Payloads of objects whose id is visible in the view (their recovery pointer). */
@@ -66,7 +75,10 @@ function recoverableTexts(ledger: Ledger, state: ViewState, viewTexts: readonly 
     if (!joined.includes(`"${id}"`) && !joined.includes(`${id}:`) && !joined.includes(`${id} `)) continue;
     const object = ledger.get(id);
     if (!object) continue;
-    const payload = object.kind === 'conversation' ? spanText(ledger, object) : `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
+    const payload =
+      object.kind === 'conversation'
+        ? spanText(ledger, object)
+        : `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
     entries.push({ id, text: payload });
   }
   return entries;
@@ -89,9 +101,13 @@ export function recoverableMap(ledger: Ledger, state: ViewState | undefined): Re
   for (const id of Object.keys(state ?? {})) {
     const object = ledger.get(id);
     if (!object) continue;
-    map[id] = object.kind === 'conversation'
-      ? Array.from({ length: object.span.end - object.span.start }, (_, offset) => object.span.start + offset)
-      : [object.messageIndex];
+    map[id] =
+      object.kind === 'conversation'
+        ? Array.from(
+            { length: object.span.end - object.span.start },
+            (_, offset) => object.span.start + offset,
+          )
+        : [object.messageIndex];
   }
   return map;
 }

@@ -36,14 +36,18 @@ export function parseRecordedSession(file: string, line: string, lineNumber: num
   try {
     session = parseSessionLine(line, lineNumber);
   } catch (error) {
-    if (error instanceof BadInputError) throw new BadInputError(`${file}: ${error.message}`, { cause: error });
+    if (error instanceof BadInputError)
+      throw new BadInputError(`${file}: ${error.message}`, { cause: error });
     throw error;
   }
   try {
     const { messages, warnings } = fromOpenAIChat(session.messages);
     return { id: session.id, file, line: lineNumber, messages, warnings };
   } catch (error) {
-    if (error instanceof BadInputError) throw new BadInputError(`${file}:${lineNumber} (session ${session.id}): ${error.message}`, { cause: error });
+    if (error instanceof BadInputError)
+      throw new BadInputError(`${file}:${lineNumber} (session ${session.id}): ${error.message}`, {
+        cause: error,
+      });
     throw error;
   }
 }

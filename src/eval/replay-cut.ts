@@ -5,8 +5,8 @@
  */
 import { createLedger } from '../core/ledger.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { messageText } from '../core/transcript.js';
 import type { Message } from '../core/transcript.js';
+import { messageText } from '../core/transcript.js';
 import type { AnchorVerdict } from './judge-anchors.js';
 import { judgeAnchors, recoverableMap } from './judge-anchors.js';
 import type { Strategy, StrategyOutput } from './strategies/strategy.js';
@@ -32,7 +32,9 @@ export const CONTINUATION_STEPS = 3;
  * half of the session, each with at least one assistant message to judge.
  */
 export function autoCuts(messages: readonly Message[], count = 4): number[] {
-  const assistants = messages.flatMap((message, index) => (message.role === 'assistant' && index > 1 ? [index] : []));
+  const assistants = messages.flatMap((message, index) =>
+    message.role === 'assistant' && index > 1 ? [index] : [],
+  );
   const eligible = assistants.filter((index) => index >= messages.length / 2 || assistants.length < 4);
   if (eligible.length === 0) return [];
   if (eligible.length <= count) return eligible;
@@ -74,7 +76,13 @@ export function replayCuts(options: CutReplayOptions): CutRecord[] {
     for (const strategy of options.strategies) {
       for (const keep of options.keeps) {
         const output = strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
-        const verdict = judgeAnchors({ ledger, prefixTexts, items: output.items, continuation, ...(output.state ? { state: output.state } : {}) });
+        const verdict = judgeAnchors({
+          ledger,
+          prefixTexts,
+          items: output.items,
+          continuation,
+          ...(output.state ? { state: output.state } : {}),
+        });
         records.push({
           session: options.sessionId,
           cut,

@@ -4,12 +4,11 @@
  * that equals the previous call's view is a cache read, the rest is written.
  */
 import { createGovernor } from '../core/governor/create-governor.js';
-import { createLedger, type Ledger } from '../core/ledger.js';
+import { countMessageTokens, createLedger, type Ledger } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
 import { readSessionState } from '../core/session-state.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { countMessageTokens } from '../core/ledger.js';
 import { type Message, messageText } from '../core/transcript.js';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { type AnchorVerdict, judgeAnchors, recoverableMap } from './judge-anchors.js';
@@ -40,7 +39,10 @@ export interface CallRecord {
 export interface SessionPolicy {
   name: string;
   /** Returns the view for the prefix the ledger holds; `previous` is the last call's view. */
-  viewFor(ledger: Ledger, previous: ViewItem[] | undefined): Promise<{ items: ViewItem[]; state?: ViewState; committed: boolean }>;
+  viewFor(
+    ledger: Ledger,
+    previous: ViewItem[] | undefined,
+  ): Promise<{ items: ViewItem[]; state?: ViewState; committed: boolean }>;
 }
 
 /** Key of a view item for cache matching: unchanged items by index, changed ones by content. */
@@ -50,12 +52,20 @@ function itemKey(item: ViewItem): string {
 
 function viewTokens(ledger: Ledger, items: readonly ViewItem[]): number {
   let total = 0;
-  for (const item of items) total += item.changed ? countMessageTokens(ledger.options.tokenCounter, item.message) : (ledger.messageTokens[item.source] ?? 0);
+  for (const item of items)
+    total += item.changed
+      ? countMessageTokens(ledger.options.tokenCounter, item.message)
+      : (ledger.messageTokens[item.source] ?? 0);
   return total;
 }
 
 /** The Self-GC governor with the embedded planner, on an in-memory store. */
-export function governorPolicy(name: string, window: number, tokenCounter: TokenCounter, cache: 'aware' | 'blind'): SessionPolicy {
+export function governorPolicy(
+  name: string,
+  window: number,
+  tokenCounter: TokenCounter,
+  cache: 'aware' | 'blind',
+): SessionPolicy {
   const store = createMemoryStore();
   const governor = createGovernor({ provider: 'anthropic', window, store, tokenCounter, cache });
   const sessionId = 'replay';
@@ -66,7 +76,9 @@ export function governorPolicy(name: string, window: number, tokenCounter: Token
       const sources = new Map<Message, number>(ledger.messages.map((message, index) => [message, index]));
       const items = result.view.map((message, position) => {
         const source = sources.get(message);
-        return source === undefined ? { source: position, message, changed: true } : { source, message, changed: false };
+        return source === undefined
+          ? { source: position, message, changed: true }
+          : { source, message, changed: false };
       });
       const { state } = await readSessionState(store, sessionId);
       return { items, state: state.objects, committed: result.commit !== undefined };
@@ -121,11 +133,15 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
     const { items, state, committed } = await options.policy.viewFor(ledger, previous);
     const keys = items.map(itemKey);
     let shared = 0;
-    while (shared < keys.length && shared < previousKeys.length && keys[shared] === previousKeys[shared]) shared += 1;
+    while (shared < keys.length && shared < previousKeys.length && keys[shared] === previousKeys[shared])
+      shared += 1;
     const tokens = viewTokens(ledger, items);
     const changed = items.length !== ledger.messages.length || items.some((item) => item.changed);
     const continuation = continuationAt(options.messages, cut);
-    const verdict = changed && continuation.length > 0 ? judgeAnchors({ ledger, prefixTexts, items, continuation, ...(state ? { state } : {}) }) : undefined;
+    const verdict =
+      changed && continuation.length > 0
+        ? judgeAnchors({ ledger, prefixTexts, items, continuation, ...(state ? { state } : {}) })
+        : undefined;
     records.push({
       session: options.sessionId,
       cut,

@@ -4,7 +4,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { SelfGcError } from '../core/errors.js';
-import { type CallOutcome, type CutOutcome, buildSummary } from './aggregate.js';
+import { buildSummary, type CallOutcome, type CutOutcome } from './aggregate.js';
 import type { EvalSummary } from './eval-summary.js';
 import type { EvaluateOptions } from './evaluate-sessions.js';
 import type { RecordedSession } from './load-sessions.js';
@@ -24,15 +24,20 @@ function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgr
   // Under tsx (tests, development) the worker registers the TypeScript loader first.
   const bootstrap = () =>
     `import { register } from ${JSON.stringify(import.meta.resolve('tsx/esm/api'))}; register(); await import(${JSON.stringify(entry.href)});`;
-  const worker = new Worker(typescript ? new URL(`data:text/javascript,${encodeURIComponent(bootstrap())}`) : entry, {
-    workerData: { sessions: share.map(({ file, line }) => ({ file, line })), options },
-  });
+  const worker = new Worker(
+    typescript ? new URL(`data:text/javascript,${encodeURIComponent(bootstrap())}`) : entry,
+    {
+      workerData: { sessions: share.map(({ file, line }) => ({ file, line })), options },
+    },
+  );
   return new Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }>((resolve, reject) => {
     worker.on('message', (message: { type: string; cuts?: CutOutcome[]; calls?: CallOutcome[] }) => {
       if (message.type === 'progress') onProgress();
       else resolve({ cuts: message.cuts ?? [], calls: message.calls ?? [] });
     });
-    worker.on('error', (error) => reject(new SelfGcError('internal', `evaluation worker failed: ${error.message}`, { cause: error })));
+    worker.on('error', (error) =>
+      reject(new SelfGcError('internal', `evaluation worker failed: ${error.message}`, { cause: error })),
+    );
     worker.on('exit', (code) => {
       if (code !== 0) reject(new SelfGcError('internal', `evaluation worker exited with code ${code}`));
     });
@@ -44,7 +49,7 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
   // Longest first, dealt round-robin, so the shares take about the same time.
   const ordered = [...sessions].sort((a, b) => b.messages.length - a.messages.length);
   const shares: RecordedSession[][] = Array.from({ length: workers }, () => []);
-  ordered.forEach((session, index) => shares[index % workers]!.push(session));
+  for (const [index, session] of ordered.entries()) shares[index % workers]!.push(session);
   let done = 0;
   const tick = () => options.onProgress?.(++done, sessions.length);
   const { inputs, command, workers: _workers, onProgress: _progress, now, ...evaluate } = options;

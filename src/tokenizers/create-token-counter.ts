@@ -33,7 +33,9 @@ export function createTokenCounter(name: TokenizerName = 'o200k_base'): TokenCou
         count: (text) => (text.length === 0 ? 0 : Math.ceil(countCl100k(text, PLAIN) * ANTHROPIC_SCALE)),
       };
     default:
-      throw new BadInputError(`unknown tokenizer "${String(name)}" (use o200k_base, cl100k_base or anthropic)`);
+      throw new BadInputError(
+        `unknown tokenizer "${String(name)}" (use o200k_base, cl100k_base or anthropic)`,
+      );
   }
 }
 

@@ -18,8 +18,18 @@ export interface CachePricing {
   ttlMs: number;
 }
 
-export const ANTHROPIC_PRICING: CachePricing = { input: 1, cacheWrite: 1.25, cacheRead: 0.1, ttlMs: 5 * 60_000 };
-export const ANTHROPIC_PRICING_1H: CachePricing = { input: 1, cacheWrite: 2, cacheRead: 0.1, ttlMs: 60 * 60_000 };
+export const ANTHROPIC_PRICING: CachePricing = {
+  input: 1,
+  cacheWrite: 1.25,
+  cacheRead: 0.1,
+  ttlMs: 5 * 60_000,
+};
+export const ANTHROPIC_PRICING_1H: CachePricing = {
+  input: 1,
+  cacheWrite: 2,
+  cacheRead: 0.1,
+  ttlMs: 60 * 60_000,
+};
 export const OPENAI_PRICING: CachePricing = { input: 1, cacheWrite: 1, cacheRead: 0.5, ttlMs: 5 * 60_000 };
 
 export function defaultPricing(provider: 'openai' | 'anthropic'): CachePricing {
@@ -48,7 +58,9 @@ export function weighCommit(economics: CommitEconomics, pricing: CachePricing) {
   const saving = economics.futureCalls * freed * pricing.input * perCall;
   // Breaking a warm cache: the suffix after the edit is written again instead of read.
   const suffix = Math.max(0, economics.tokensAfter - economics.cachedPrefixTokens);
-  const breakCost = economics.cacheWarm ? suffix * pricing.input * (pricing.cacheWrite - pricing.cacheRead) : 0;
+  const breakCost = economics.cacheWarm
+    ? suffix * pricing.input * (pricing.cacheWrite - pricing.cacheRead)
+    : 0;
   const gcCost = economics.gcTokens * pricing.input;
   return { saving, breakCost, gcCost, worthIt: saving - breakCost - gcCost > 0 };
 }

@@ -2,8 +2,8 @@
  * The governor: trigger → fork → plan → rehearse → (cache rule) → commit → view.
  */
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
-import { countMessageTokens, type Ledger, indexTranscript } from '../ledger.js';
-import { payloadText, parseObjectPayload } from '../object-payload.js';
+import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
+import { parseObjectPayload, payloadText } from '../object-payload.js';
 import type { Plan } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
@@ -14,7 +14,13 @@ import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
 import { planFallback } from './fallback-plan.js';
-import type { AgentPlanResult, GovernanceDecision, Governor, GovernorOptions, ProjectResult } from './governor-types.js';
+import type {
+  AgentPlanResult,
+  GovernanceDecision,
+  Governor,
+  GovernorOptions,
+  ProjectResult,
+} from './governor-types.js';
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
 
@@ -32,7 +38,9 @@ function createLedgerCache(options: GovernorOptions) {
     const continues =
       cached !== undefined &&
       known <= messages.length &&
-      (known === 0 || cached.messages[known - 1] === messages[known - 1] || JSON.stringify(cached.messages[known - 1]) === JSON.stringify(messages[known - 1]));
+      (known === 0 ||
+        cached.messages[known - 1] === messages[known - 1] ||
+        JSON.stringify(cached.messages[known - 1]) === JSON.stringify(messages[known - 1]));
     if (cached && continues) {
       if (messages.length > known) cached.append(messages.slice(known));
       return cached;
@@ -55,21 +63,43 @@ export function createGovernor(options: GovernorOptions): Governor {
   const targetShare = options.triggers?.target ?? 0.5;
   const project = { showIds: options.showIds === true };
 
-  const runPlanner = async (ledger: Ledger, state: SessionState, viewTokens: number, target: number, signal?: AbortSignal) => {
-    const input = { ledger, state: state.objects, protectFrom: latestTurnStart(ledger), viewTokens, targetTokens: target, window: options.window, ...(signal ? { signal } : {}) };
+  const runPlanner = async (
+    ledger: Ledger,
+    state: SessionState,
+    viewTokens: number,
+    target: number,
+    signal?: AbortSignal,
+  ) => {
+    const input = {
+      ledger,
+      state: state.objects,
+      protectFrom: latestTurnStart(ledger),
+      viewTokens,
+      targetTokens: target,
+      window: options.window,
+      ...(signal ? { signal } : {}),
+    };
     const warnings: Warning[] = [];
     let result: PlanResult;
     try {
       result = await planner.plan(input);
     } catch (error) {
-      warnings.push({ code: 'planner-failed', message: `${planner.name} planner failed (${error instanceof Error ? error.message : String(error)}); used the embedded planner` });
+      warnings.push({
+        code: 'planner-failed',
+        message: `${planner.name} planner failed (${error instanceof Error ? error.message : String(error)}); used the embedded planner`,
+      });
       result = await fallback.plan(input);
     }
     return { result, warnings };
   };
 
-  const commit = (sessionId: string, ledger: Ledger, snapshot: { version: number; state: SessionState }, rehearsal: Rehearsal, trigger: string) =>
-    commitRehearsal({ store: options.store, sessionId, now, trigger }, ledger, snapshot, rehearsal);
+  const commit = (
+    sessionId: string,
+    ledger: Ledger,
+    snapshot: { version: number; state: SessionState },
+    rehearsal: Rehearsal,
+    trigger: string,
+  ) => commitRehearsal({ store: options.store, sessionId, now, trigger }, ledger, snapshot, rehearsal);
 
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
@@ -78,12 +108,29 @@ export function createGovernor(options: GovernorOptions): Governor {
       const warnings: Warning[] = [];
       let view = projectView(ledger, snapshot.state.objects, project);
       const transcriptTokens = ledger.totalTokens;
-      const trigger = chooseTrigger({ ledger, state: snapshot.state, viewTokens: view.tokens, window: options.window, softPressure, options: options.triggers ?? {}, force: callOptions.force === true });
-      let decision: GovernanceDecision = { trigger: trigger.trigger, outcome: trigger.skip ?? 'below-threshold' };
+      const trigger = chooseTrigger({
+        ledger,
+        state: snapshot.state,
+        viewTokens: view.tokens,
+        window: options.window,
+        softPressure,
+        options: options.triggers ?? {},
+        force: callOptions.force === true,
+      });
+      let decision: GovernanceDecision = {
+        trigger: trigger.trigger,
+        outcome: trigger.skip ?? 'below-threshold',
+      };
       let record: ProjectResult['commit'];
       if (!trigger.skip && trigger.trigger !== 'none') {
         const target = Math.floor(options.window * targetShare);
-        const { result, warnings: planWarnings } = await runPlanner(ledger, snapshot.state, view.tokens, target, callOptions.signal);
+        const { result, warnings: planWarnings } = await runPlanner(
+          ledger,
+          snapshot.state,
+          view.tokens,
+          target,
+          callOptions.signal,
+        );
         warnings.push(...planWarnings, ...(result.warnings ?? []));
         const rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, { project });
         const overflow = rehearsal.tokensAfter > options.window || trigger.trigger === 'overflow';
@@ -100,14 +147,21 @@ export function createGovernor(options: GovernorOptions): Governor {
         );
         const freed = rehearsal.tokensBefore - rehearsal.tokensAfter;
         const worthIt = freed > 0 && (blind || overflow || economics.worthIt);
-        decision = { trigger: trigger.trigger, outcome: freed <= 0 ? 'nothing-to-free' : worthIt ? 'committed' : 'deferred', cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost } };
+        decision = {
+          trigger: trigger.trigger,
+          outcome: freed <= 0 ? 'nothing-to-free' : worthIt ? 'committed' : 'deferred',
+          cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost },
+        };
         let outcome: CommitOutcome | undefined;
         if (worthIt) outcome = await commit(sessionId, ledger, snapshot, rehearsal, trigger.trigger);
         if (outcome?.status === 'committed' || outcome?.status === 'duplicate') {
           snapshot = { version: outcome.version, state: outcome.state };
           if (outcome.status === 'committed') record = outcome.record;
         } else if (outcome?.status === 'conflict') {
-          warnings.push({ code: 'commit-conflict', message: 'another writer committed first; using its state' });
+          warnings.push({
+            code: 'commit-conflict',
+            message: 'another writer committed first; using its state',
+          });
           snapshot = await readSessionState(options.store, sessionId);
         }
         view = projectView(ledger, snapshot.state.objects, project);
@@ -122,9 +176,16 @@ export function createGovernor(options: GovernorOptions): Governor {
           snapshot = { version: rescue.version, state: rescue.state };
           view = projectView(ledger, snapshot.state.objects, project);
           decision = { ...decision, outcome: 'fallback' };
-          warnings.push({ code: 'fallback-reduction', message: `planner left ${plannerLeft} tokens, over the ${options.window}-token window; the fallback reduction committed ${rescue.record.commitId}` });
+          warnings.push({
+            code: 'fallback-reduction',
+            message: `planner left ${plannerLeft} tokens, over the ${options.window}-token window; the fallback reduction committed ${rescue.record.commitId}`,
+          });
         }
-        if (view.tokens > options.window) warnings.push({ code: 'over-window', message: `the latest turn alone needs ${view.tokens} tokens, more than the ${options.window}-token window` });
+        if (view.tokens > options.window)
+          warnings.push({
+            code: 'over-window',
+            message: `the latest turn alone needs ${view.tokens} tokens, more than the ${options.window}-token window`,
+          });
       }
       return {
         view: view.items.map((item) => item.message),
@@ -137,7 +198,9 @@ export function createGovernor(options: GovernorOptions): Governor {
     },
     async expand(sessionId, objectId) {
       const record = await options.store.getPayload(sessionId, objectId);
-      return record ? payloadText(parseObjectPayload(record.payload, `sidecar ${sessionId}/${objectId}`)) : undefined;
+      return record
+        ? payloadText(parseObjectPayload(record.payload, `sidecar ${sessionId}/${objectId}`))
+        : undefined;
     },
     async searchContext(sessionId, query, limit = 5) {
       const hits = await options.store.searchPayloads(sessionId, query, { limit });
@@ -149,25 +212,56 @@ export function createGovernor(options: GovernorOptions): Governor {
       const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, { project });
       const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'request');
       const warnings: Warning[] = [];
-      if (outcome.status === 'conflict') warnings.push({ code: 'commit-conflict', message: 'another writer committed first; try again' });
-      if (outcome.status === 'duplicate') warnings.push({ code: 'commit-duplicate', message: 'this plan was already committed' });
+      if (outcome.status === 'conflict')
+        warnings.push({ code: 'commit-conflict', message: 'another writer committed first; try again' });
+      if (outcome.status === 'duplicate')
+        warnings.push({ code: 'commit-duplicate', message: 'this plan was already committed' });
       return {
-        accepted: rehearsal.accepted.map(({ operation, tokensBefore, tokensAfter }) => ({ objectId: operation.objectId, operation: operation.operation, tokensBefore, tokensAfter })),
-        rejected: rehearsal.rejected.map(({ operation, reason, detail }) => ({ objectId: operation.objectId, reason, detail })),
+        accepted: rehearsal.accepted.map(({ operation, tokensBefore, tokensAfter }) => ({
+          objectId: operation.objectId,
+          operation: operation.operation,
+          tokensBefore,
+          tokensAfter,
+        })),
+        rejected: rehearsal.rejected.map(({ operation, reason, detail }) => ({
+          objectId: operation.objectId,
+          reason,
+          detail,
+        })),
         ...(outcome.status === 'committed' ? { commit: outcome.record } : {}),
         warnings,
       };
     },
   };
 
-  async function fitWindow(sessionId: string, ledger: Ledger, snapshot: { version: number; state: SessionState }, viewTokens: number) {
-    const plan: Plan = { planner: 'fallback', operations: planFallback(ledger, snapshot.state.objects, viewTokens, Math.floor(options.window * targetShare)) };
+  async function fitWindow(
+    sessionId: string,
+    ledger: Ledger,
+    snapshot: { version: number; state: SessionState },
+    viewTokens: number,
+  ) {
+    const plan: Plan = {
+      planner: 'fallback',
+      operations: planFallback(
+        ledger,
+        snapshot.state.objects,
+        viewTokens,
+        Math.floor(options.window * targetShare),
+      ),
+    };
     const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, { project });
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;
   }
 
-  async function recordRun(sessionId: string, snapshot: { version: number; state: SessionState }, ledger: Ledger, committed: boolean, messages: readonly Message[], time: number) {
+  async function recordRun(
+    sessionId: string,
+    snapshot: { version: number; state: SessionState },
+    ledger: Ledger,
+    committed: boolean,
+    messages: readonly Message[],
+    time: number,
+  ) {
     const state: SessionState = {
       ...snapshot.state,
       triggers: {
@@ -191,7 +285,9 @@ function prefixTokens(ledger: Ledger, view: View, end: number | undefined): numb
   let total = 0;
   for (const item of view.items) {
     if (item.source >= end) break;
-    total += item.changed ? countMessageTokens(ledger.options.tokenCounter, item.message) : (ledger.messageTokens[item.source] ?? 0);
+    total += item.changed
+      ? countMessageTokens(ledger.options.tokenCounter, item.message)
+      : (ledger.messageTokens[item.source] ?? 0);
   }
   return total;
 }
@@ -214,7 +310,12 @@ function lastTimestamp(messages: readonly Message[]): number | undefined {
 }
 
 /** The cache is warm when the previous call was within the TTL (from timestamps when present). */
-function isCacheWarm(messages: readonly Message[], state: SessionState, time: number, ttlMs: number): boolean {
+function isCacheWarm(
+  messages: readonly Message[],
+  state: SessionState,
+  time: number,
+  ttlMs: number,
+): boolean {
   const previous = state.triggers.lastCallTime;
   if (previous === undefined) return true;
   const current = lastTimestamp(messages) ?? time;

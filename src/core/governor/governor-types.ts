@@ -4,10 +4,10 @@
  * weighs the cache, commits, and returns the view that fits the window.
  */
 import type { OperationKind, Plan, RejectionReason } from '../operations.js';
+import type { Planner } from '../planners/planner.js';
 import type { CommitRecord, SidecarStore } from '../store.js';
 import type { TokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
-import type { Planner } from '../planners/planner.js';
 import type { CachePricing } from './cache-cost.js';
 
 /** When governance runs. All fractions are of the window. */
@@ -74,7 +74,14 @@ export interface GovernanceDecision {
   /** The trigger that fired, or `none`. */
   trigger: 'pressure' | 'milestone' | 'periodic' | 'request' | 'overflow' | 'none';
   /** What happened: committed, deferred by the cache rule, nothing to do, breaker open, ... */
-  outcome: 'committed' | 'deferred' | 'nothing-to-free' | 'cooldown' | 'breaker-open' | 'below-threshold' | 'fallback';
+  outcome:
+    | 'committed'
+    | 'deferred'
+    | 'nothing-to-free'
+    | 'cooldown'
+    | 'breaker-open'
+    | 'below-threshold'
+    | 'fallback';
   /** The cache rule's numbers when it was consulted. */
   cache?: { saving: number; breakCost: number; gcCost: number };
 }
@@ -84,11 +91,19 @@ export interface Governor {
    * Project the view for the next model call of `sessionId`. `messages` is the full transcript
    * so far (the governor never edits it). State is read from and written to the store.
    */
-  project(sessionId: string, messages: readonly Message[], options?: { signal?: AbortSignal; force?: boolean }): Promise<ProjectResult>;
+  project(
+    sessionId: string,
+    messages: readonly Message[],
+    options?: { signal?: AbortSignal; force?: boolean },
+  ): Promise<ProjectResult>;
   /** The exact payload of an object, as stored in the sidecar. */
   expand(sessionId: string, objectId: string): Promise<string | undefined>;
   /** Full-text search over the session's sidecar. */
-  searchContext(sessionId: string, query: string, limit?: number): Promise<Array<{ objectId: string; snippet: string }>>;
+  searchContext(
+    sessionId: string,
+    query: string,
+    limit?: number,
+  ): Promise<Array<{ objectId: string; snippet: string }>>;
   /**
    * Rehearse and commit a plan the agent proposed through its GC tools, against the transcript
    * `messages` (the latest turn — the one calling the tool — stays protected). Refusals are

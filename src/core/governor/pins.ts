@@ -6,8 +6,10 @@ import { defaultPin, type LedgerObject } from '../ledger.js';
 import { type Message, messageText } from '../transcript.js';
 import type { PinOptions } from './governor-types.js';
 
-const RULES_FILES = /(^|[/\\\s"'])(AGENTS\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.cursor\/rules\/[\w.-]+|\.windsurfrules|CONVENTIONS\.md|copilot-instructions\.md)\b/;
-const CONSTRAINT = /\b(must(?: not)?|never|do not|don't|always|only use|make sure|under no circumstances|avoid)\b/i;
+const RULES_FILES =
+  /(^|[/\\\s"'])(AGENTS\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.cursor\/rules\/[\w.-]+|\.windsurfrules|CONVENTIONS\.md|copilot-instructions\.md)\b/;
+const CONSTRAINT =
+  /\b(must(?: not)?|never|do not|don't|always|only use|make sure|under no circumstances|avoid)\b/i;
 
 /** A glob (`*`, `**`, `?`) as a regular expression that matches anywhere in a string. */
 export function globToRegExp(glob: string): RegExp {

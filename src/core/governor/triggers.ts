@@ -45,11 +45,13 @@ export function chooseTrigger(input: TriggerInput): TriggerChoice {
   const since = ledger.messages.length - state.triggers.lastRunAt;
   let trigger: TriggerChoice['trigger'] = 'none';
   if (input.viewTokens >= input.softPressure * input.window) trigger = 'pressure';
-  else if (options.milestones !== false && hasMilestone(ledger, state.triggers.lastRunAt)) trigger = 'milestone';
+  else if (options.milestones !== false && hasMilestone(ledger, state.triggers.lastRunAt))
+    trigger = 'milestone';
   else if (options.periodicMessages && since >= options.periodicMessages) trigger = 'periodic';
   if (trigger === 'none') return { trigger };
   const cooldown = options.cooldownMessages ?? 4;
   if (state.triggers.lastRunAt > 0 && since < cooldown) return { trigger, skip: 'cooldown' };
-  if (state.triggers.fruitlessRuns >= (options.breakerRuns ?? 3) && since < cooldown * 4) return { trigger, skip: 'breaker-open' };
+  if (state.triggers.fruitlessRuns >= (options.breakerRuns ?? 3) && since < cooldown * 4)
+    return { trigger, skip: 'breaker-open' };
   return { trigger };
 }

@@ -7,6 +7,7 @@
  */
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
+import { autoAnchorBudget } from '../rehearse-plan.js';
 import { isMaskable, objectText } from '../render-replacement.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
@@ -91,16 +92,21 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
   return evidence;
 }
 
-/** Estimated tokens an operation frees, before rehearsal measures it exactly. */
+/**
+ * Estimated tokens an operation frees, before rehearsal measures it exactly: a fold keeps an
+ * anchor index (about four tokens an anchor), a tombstone about twenty tokens.
+ */
 function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'prune', ledger: Ledger): number {
   const size = object.kind === 'conversation' ? spanTokensOf(ledger, object) : object.tokens;
-  const left = operation === 'prune' ? 20 : operation === 'fold' ? 90 : Math.min(size, 400);
+  const left =
+    operation === 'prune' ? 20 : operation === 'fold' ? 40 + 4 * autoAnchorBudget(size) : Math.min(size, 400);
   return Math.max(0, size - left);
 }
 
 function spanTokensOf(ledger: Ledger, object: LedgerObject): number {
   let total = 0;
-  for (let index = object.span.start; index < object.span.end; index += 1) total += ledger.messageTokens[index] ?? 0;
+  for (let index = object.span.start; index < object.span.end; index += 1)
+    total += ledger.messageTokens[index] ?? 0;
   return total;
 }
 
@@ -145,7 +151,8 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     const { object } = entry;
     if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= 1) continue;
     if (entry.duplicateOf) propose(object, 'prune', `same output as ${entry.duplicateOf}`);
-    else if (entry.supersededBy) propose(object, options.supersededOperation ?? 'fold', `superseded by ${entry.supersededBy}`);
+    else if (entry.supersededBy)
+      propose(object, options.supersededOperation ?? 'fold', `superseded by ${entry.supersededBy}`);
   }
   // 2. Idle outputs: old, large enough, and not used by the agent for a while.
   for (const entry of evidence) {
@@ -159,7 +166,10 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   // 3. Pressure: least-needed first — outputs the agent used lately go last, then oldest first.
   const usedLately = (entry: Evidence) => (entry.stepsSinceUse < recentUse ? 1 : 0);
   const ranked = [...evidence].sort(
-    (a, b) => usedLately(a) - usedLately(b) || b.recentRank - a.recentRank || a.object.messageIndex - b.object.messageIndex,
+    (a, b) =>
+      usedLately(a) - usedLately(b) ||
+      b.recentRank - a.recentRank ||
+      a.object.messageIndex - b.object.messageIndex,
   );
   const foldOutputs = (minRank: number) => {
     for (const entry of ranked) {
@@ -173,7 +183,8 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   // 4. Still over: fold whole past conversations, oldest first; then the recent outputs too.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
-    if (entry.object.kind === 'conversation') propose(entry.object, 'fold', 'pressure: past request, its work is done');
+    if (entry.object.kind === 'conversation')
+      propose(entry.object, 'fold', 'pressure: past request, its work is done');
   }
   foldOutputs(1);
   // 5. Last resort: prune what was folded or masked, oldest first.

@@ -30,7 +30,9 @@ function startDraft(ledger: Ledger): Draft {
 }
 
 function itemTokens(draft: Draft, item: ViewItem): number {
-  return item.changed ? countMessageTokens(draft.ledger.options.tokenCounter, item.message) : (draft.ledger.messageTokens[item.source] ?? 0);
+  return item.changed
+    ? countMessageTokens(draft.ledger.options.tokenCounter, item.message)
+    : (draft.ledger.messageTokens[item.source] ?? 0);
 }
 
 function replaceItem(draft: Draft, index: number, next: ViewItem | undefined) {
@@ -54,14 +56,18 @@ function toolMessageIndexes(ledger: Ledger): number[] {
   let last = ledger.messages.length - 1;
   while (last >= 0 && ledger.messages[last]?.role === 'tool') last -= 1;
   const indexes: number[] = [];
-  for (let index = 0; index < last; index += 1) if (ledger.messages[index]?.role === 'tool') indexes.push(index);
+  for (let index = 0; index < last; index += 1)
+    if (ledger.messages[index]?.role === 'tool') indexes.push(index);
   return indexes;
 }
 
 function mapResults(message: Message, rewrite: (content: string) => string): Message {
   const parts: Part[] = message.parts.map((part) => {
     if (part.type !== 'tool-result') return part;
-    const textValue = typeof part.content === 'string' ? part.content : part.content.map((inner) => (inner.type === 'text' ? inner.text : '')).join('\n');
+    const textValue =
+      typeof part.content === 'string'
+        ? part.content
+        : part.content.map((inner) => (inner.type === 'text' ? inner.text : '')).join('\n');
     return { ...part, content: rewrite(textValue) };
   });
   return { ...message, parts };
@@ -76,7 +82,8 @@ const PLACEHOLDER = '[tool output removed]';
 
 function maskText(content: string): string {
   const lines = content.split('\n');
-  if (lines.length <= 12) return content.length > 800 ? `${content.slice(0, 300)}\n[… masked …]\n${content.slice(-200)}` : content;
+  if (lines.length <= 12)
+    return content.length > 800 ? `${content.slice(0, 300)}\n[… masked …]\n${content.slice(-200)}` : content;
   return [...lines.slice(0, 5), `[… ${lines.length - 10} lines masked …]`, ...lines.slice(-5)].join('\n');
 }
 
@@ -128,7 +135,9 @@ const budgeted = (name: string, apply: (draft: Draft, budget: number) => void): 
 
 export const oldestTurnStrategy = budgeted('oldest-turn', pruneOldestTurns);
 
-export const toolPruneStrategy = budgeted('tool-prune', (draft, budget) => rewriteOldestTools(draft, budget, () => PLACEHOLDER));
+export const toolPruneStrategy = budgeted('tool-prune', (draft, budget) =>
+  rewriteOldestTools(draft, budget, () => PLACEHOLDER),
+);
 
 export const toolMaskPruneStrategy = budgeted('tool-mask-prune', (draft, budget) => {
   rewriteOldestTools(draft, budget, maskText);
@@ -148,7 +157,9 @@ function keepLastOutputs(name: string, keepLast: number, rewrite: (content: stri
     name,
     run(input) {
       const draft = startDraft(input.ledger);
-      const tools = input.ledger.messages.flatMap((message, index) => (message.role === 'tool' ? [index] : []));
+      const tools = input.ledger.messages.flatMap((message, index) =>
+        message.role === 'tool' ? [index] : [],
+      );
       const budget = input.keep === 'auto' ? 0 : budgetOf(input);
       for (const index of tools.slice(0, Math.max(0, tools.length - keepLast))) {
         if (draft.tokens <= budget) break;

@@ -29,12 +29,16 @@ const STRATEGIES: Record<string, () => Strategy> = {
 export const STRATEGY_NAMES = Object.keys(STRATEGIES);
 
 /** The baselines (everything but Self-GC and the oracle). */
-export const BASELINE_NAMES = STRATEGY_NAMES.filter((name) => name !== 'selfgc' && name !== 'oracle' && name !== 'none');
+export const BASELINE_NAMES = STRATEGY_NAMES.filter(
+  (name) => name !== 'selfgc' && name !== 'oracle' && name !== 'none',
+);
 
 export function strategyByName(name: string): Strategy {
   const make = STRATEGIES[name];
   if (!make) {
-    throw new BadInputError(`unknown strategy "${name}" (choose from ${STRATEGY_NAMES.join(', ')}; selfgc-llm needs --llm-url)`);
+    throw new BadInputError(
+      `unknown strategy "${name}" (choose from ${STRATEGY_NAMES.join(', ')}; selfgc-llm needs --llm-url)`,
+    );
   }
   return make();
 }

@@ -29,16 +29,24 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       const { ledger } = input;
       const state: ViewState = {};
       // `auto`: the planner's own judgement, without pressure. A budget is pressure.
-      const target = input.keep === 'auto' ? Number.POSITIVE_INFINITY : Math.floor(ledger.totalTokens * input.keep);
-      const operations = planEmbedded({
+      const target =
+        input.keep === 'auto' ? Number.POSITIVE_INFINITY : Math.floor(ledger.totalTokens * input.keep);
+      const operations = planEmbedded(
+        {
+          ledger,
+          state,
+          protectFrom: latestTurnStart(ledger),
+          viewTokens: ledger.totalTokens,
+          targetTokens: target,
+          window: Number.POSITIVE_INFINITY,
+        },
+        options,
+      );
+      return applyPlan(
         ledger,
-        state,
-        protectFrom: latestTurnStart(ledger),
-        viewTokens: ledger.totalTokens,
-        targetTokens: target,
-        window: Number.POSITIVE_INFINITY,
-      }, options);
-      return applyPlan(ledger, { planner: 'embedded', operations }, { foldAnchors: options.foldAnchors ?? 'auto' });
+        { planner: 'embedded', operations },
+        { foldAnchors: options.foldAnchors ?? 'auto' },
+      );
     },
   };
 }
@@ -49,7 +57,12 @@ export function continuationAnchors(continuation: readonly Message[]): Set<strin
   for (const message of continuation) {
     if (message.role !== 'assistant') continue;
     for (const part of message.parts) {
-      const textValue = part.type === 'text' ? part.text : part.type === 'tool-call' ? argumentValuesText(part.arguments) : '';
+      const textValue =
+        part.type === 'text'
+          ? part.text
+          : part.type === 'tool-call'
+            ? argumentValuesText(part.arguments)
+            : '';
       for (const value of anchorValues(textValue)) values.add(value);
     }
   }
@@ -69,7 +82,11 @@ export const oracleStrategy: Strategy = {
       // The call leaves with its result, so its arguments count too.
       const textValue = `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
       if (!needed.some((anchor) => textValue.includes(anchor))) {
-        operations.push({ objectId: object.id, operation: 'prune', reason: 'oracle: the continuation needs nothing from it' });
+        operations.push({
+          objectId: object.id,
+          operation: 'prune',
+          reason: 'oracle: the continuation needs nothing from it',
+        });
       }
     }
     return applyPlan(ledger, { planner: 'oracle', operations }, { tombstones: false });

@@ -1,0 +1,415 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../../stores/memory-store.js';
+import { countMessageTokens, indexTranscript } from '../ledger.js';
+import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
+import type { Planner } from '../planners/planner.js';
+import { projectView } from '../project-view.js';
+import { readSessionState } from '../session-state.js';
+import type { SidecarStore } from '../store.js';
+import { longSession, moduleSource } from '../testing/long-session.js';
+import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
+import { approximateTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../tokens.js';
+import type { Message } from '../transcript.js';
+import { createGovernor } from './create-governor.js';
+import type { GovernorOptions } from './governor-types.js';
+
+const NOW = 1_767_225_600_000;
+
+function transcriptTokens(messages: readonly Message[]): number {
+  return indexTranscript(messages, { tokenCounter: approximateTokenCounter }).totalTokens;
+}
+
+/** The embedded planner with its tuning spelled out, so that retuning its defaults keeps these tests' meaning. */
+const planner = createEmbeddedPlanner({ keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8 });
+
+function governor(store: SidecarStore, window: number, options: Partial<GovernorOptions> = {}) {
+  return createGovernor({
+    provider: 'openai',
+    window,
+    store,
+    planner,
+    tokenCounter: approximateTokenCounter,
+    now: () => NOW,
+    triggers: { milestones: false },
+    ...options,
+  });
+}
+
+/** Every fold or mask marker of a view, by object id. */
+function removedIds(view: readonly Message[]): string[] {
+  const ids: string[] = [];
+  for (const message of view) {
+    for (const part of message.parts) {
+      const content = part.type === 'tool-result' && typeof part.content === 'string' ? part.content : '';
+      const match =
+        /^\[(?:folded|pruned) ([^:\]]+:[^:\]]+:\d+)/.exec(content) ?? /masked \(([^,]+),/.exec(content);
+      if (match?.[1]) ids.push(match[1]);
+    }
+  }
+  return ids;
+}
+
+describe('createGovernor: pressure', () => {
+  it('does nothing below the threshold', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const total = transcriptTokens(messages);
+    const result = await governor(store, total * 2).project('s', messages);
+    expect(result.decision).toEqual({ trigger: 'none', outcome: 'below-threshold' });
+    expect(result.view).toEqual(messages);
+    expect(result.viewTokens).toBe(total);
+    expect(result.transcriptTokens).toBe(total);
+    expect(result.commit).toBeUndefined();
+    expect(result.warnings).toEqual([]);
+    expect(await store.listCommits('s')).toEqual([]);
+  });
+
+  it('commits over soft pressure and the view shrinks', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const total = transcriptTokens(messages);
+    const window = Math.ceil(total / 0.8);
+    const result = await governor(store, window).project('s', messages);
+    expect(result.decision.trigger).toBe('pressure');
+    expect(result.decision.outcome).toBe('committed');
+    expect(result.commit).toBeDefined();
+    expect(result.commit?.planner).toBe('embedded');
+    expect(result.commit?.trigger).toBe('pressure');
+    expect(result.commit?.tokensBefore).toBe(total);
+    expect(result.commit?.tokensAfter).toBe(result.viewTokens);
+    expect(result.viewTokens).toBeLessThan(total);
+    expect(result.viewTokens).toBeLessThanOrEqual(window * 0.7);
+    expect(result.transcriptTokens).toBe(total);
+    expect(removedIds(result.view).length).toBeGreaterThan(0);
+    // The latest outputs stay whole.
+    expect(result.view.at(-2)).toEqual(messages.at(-2));
+    expect(await store.listCommits('s')).toEqual([result.commit]);
+    const state = await readSessionState(store, 's');
+    expect(Object.keys(state.state.objects).sort()).toEqual(
+      result.commit?.operations.map((entry) => entry.objectId).sort(),
+    );
+  });
+
+  it('keeps the latest turn and the pins', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const result = await governor(store, Math.ceil(transcriptTokens(messages) / 0.8)).project('s', messages);
+    expect(result.view.slice(0, 2)).toEqual(messages.slice(0, 2));
+    expect(result.view.at(-1)).toBe(messages.at(-1));
+  });
+
+  it('brings a view far over the window under it with the fallback reduction', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const total = transcriptTokens(messages);
+    const window = Math.floor(total / 4);
+    const result = await governor(store, window).project('s', messages);
+    expect(result.decision.trigger).toBe('overflow');
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.decision.outcome).toBe('fallback');
+    expect(result.commit?.planner).toBe('fallback');
+    expect(result.commit?.trigger).toBe('overflow');
+    expect(result.warnings.map((warning) => warning.code)).toEqual(['fallback-reduction']);
+    expect(result.warnings[0]?.message).toContain(`over the ${window}-token window`);
+    const commits = await store.listCommits('s');
+    expect(commits.map((commit) => commit.planner)).toEqual(['embedded', 'fallback']);
+    expect(commits.map((commit) => commit.sequence)).toEqual([1, 2]);
+    expect(result.view.slice(0, 2)).toEqual(messages.slice(0, 2));
+  });
+
+  it('warns when the latest turn alone is bigger than the window', async () => {
+    const store = createMemoryStore();
+    const messages = [
+      ...longSession({ rounds: 10 }),
+      ...toolRound('last', 'read_file', { path: 'huge.log' }, moduleSource(999, 400)),
+    ];
+    const latestTurn = transcriptTokens(messages.slice(-2)) - 0;
+    const window = Math.floor(latestTurn / 2);
+    const result = await governor(store, window).project('s', messages);
+    expect(result.viewTokens).toBeGreaterThan(window);
+    expect(result.warnings.map((warning) => warning.code)).toContain('over-window');
+    expect(result.warnings.find((warning) => warning.code === 'over-window')?.message).toContain(
+      `${window}-token window`,
+    );
+    // Everything before it that could go, went; the latest turn is intact.
+    expect(result.view.slice(-2)).toEqual(messages.slice(-2));
+    expect(result.viewTokens).toBeLessThan(transcriptTokens(messages));
+  });
+});
+
+describe('createGovernor: loops that make no progress', () => {
+  /** One pinned request, then rounds of tiny outputs: nothing worth freeing. */
+  function tinyRounds(count: number, from = 0): Message[] {
+    const messages: Message[] = [];
+    for (let index = from; index < from + count; index += 1) {
+      messages.push(...toolRound(`c${index}`, 'bash', { command: `echo ${index}` }, 'ok'));
+    }
+    return messages;
+  }
+
+  it('runs no more than once per cooldown and opens the breaker after fruitless runs', async () => {
+    const store = createMemoryStore();
+    let messages: Message[] = [userMessage('keep echoing'), ...tinyRounds(60)];
+    const window = Math.ceil(transcriptTokens(messages) / 0.72);
+    const gc = governor(store, window);
+    const outcomes: string[] = [];
+    let next = 60;
+    const step = async (rounds: number) => {
+      messages = [...messages, ...tinyRounds(rounds, next)];
+      next += rounds;
+      const result = await gc.project('s', messages);
+      outcomes.push(result.decision.outcome);
+      expect(result.decision.trigger).toBe('pressure');
+      expect(result.view).toEqual(messages);
+    };
+    await step(0); // first fruitless run
+    await step(1); // 2 messages since: within the cooldown of 4
+    await step(1); // 4 since: second fruitless run
+    await step(2); // third fruitless run
+    await step(2); // the breaker opens
+    await step(2);
+    await step(2);
+    await step(2); // 16 messages since the last run: try again
+    expect(outcomes).toEqual([
+      'nothing-to-free',
+      'cooldown',
+      'nothing-to-free',
+      'nothing-to-free',
+      'breaker-open',
+      'breaker-open',
+      'breaker-open',
+      'nothing-to-free',
+    ]);
+    expect(await store.listCommits('s')).toEqual([]);
+    expect((await readSessionState(store, 's')).state.triggers.fruitlessRuns).toBe(4);
+    expect(transcriptTokens(messages)).toBeLessThan(window);
+  });
+
+  it('never bloats tiny outputs into bigger tombstones to fit the window', async () => {
+    const store = createMemoryStore();
+    const messages: Message[] = [userMessage('keep echoing'), ...tinyRounds(60)];
+    const total = transcriptTokens(messages);
+    const result = await governor(store, Math.floor(total / 2)).project('s', messages);
+    expect(result.decision.trigger).toBe('overflow');
+    expect(result.viewTokens).toBeLessThanOrEqual(total);
+    expect(result.view).toEqual(messages);
+    expect(result.warnings.map((warning) => warning.code)).toEqual(['over-window']);
+  });
+});
+
+describe('createGovernor: cache rule', () => {
+  /** One large idle output early, then many outputs too small to touch: a small, early edit. */
+  function earlySmallEdit(): Message[] {
+    const messages: Message[] = [
+      userMessage('audit the handlers'),
+      ...toolRound('big', 'read_file', { path: 'src/big.py' }, moduleSource(0, 8)),
+    ];
+    for (let index = 1; index <= 30; index += 1) {
+      messages.push(
+        ...toolRound(
+          `c${index}`,
+          'bash',
+          { command: `wc -l src/file_${index}.py` },
+          `${index * 17} src/file_${index}.py (under the limit)`,
+        ),
+      );
+    }
+    messages.push(assistantMessage('Audit done.'));
+    return messages;
+  }
+
+  it('defers a small commit while the cache is warm', async () => {
+    const store = createMemoryStore();
+    const messages = earlySmallEdit();
+    const result = await governor(store, 1_000_000, { provider: 'anthropic' }).project('s', messages, {
+      force: true,
+    });
+    expect(result.decision.trigger).toBe('request');
+    expect(result.decision.outcome).toBe('deferred');
+    expect(result.decision.cache?.breakCost).toBeGreaterThan(
+      result.decision.cache?.saving ?? Number.POSITIVE_INFINITY,
+    );
+    expect(result.view).toEqual(messages);
+    expect(await store.listCommits('s')).toEqual([]);
+  });
+
+  it('commits the same plan in cache-blind mode', async () => {
+    const store = createMemoryStore();
+    const messages = earlySmallEdit();
+    const result = await governor(store, 1_000_000, { provider: 'anthropic', cache: 'blind' }).project(
+      's',
+      messages,
+      { force: true },
+    );
+    expect(result.decision.outcome).toBe('committed');
+    expect(result.commit?.operations.map((entry) => entry.objectId)).toEqual(['function:read_file:1']);
+    expect(result.viewTokens).toBeLessThan(result.transcriptTokens);
+  });
+
+  it('commits it once the cache has gone cold', async () => {
+    const store = createMemoryStore();
+    const messages = earlySmallEdit();
+    let time = NOW;
+    const gc = governor(store, 1_000_000, { provider: 'anthropic', now: () => time });
+    expect((await gc.project('s', messages, { force: true })).decision.outcome).toBe('deferred');
+    time += 6 * 60_000;
+    const later = await gc.project('s', messages, { force: true });
+    expect(later.decision.outcome).toBe('committed');
+    expect(later.decision.cache?.breakCost).toBe(0);
+  });
+
+  it('reads the cache clock from message timestamps when present', async () => {
+    const store = createMemoryStore();
+    const stamp = (messages: Message[], at: number): Message[] => [
+      ...messages.slice(0, -1),
+      { ...messages.at(-1)!, providerData: { timestamp: new Date(at).toISOString() } },
+    ];
+    const gc = governor(store, 1_000_000, { provider: 'anthropic' });
+    expect(
+      (await gc.project('s', stamp(earlySmallEdit(), NOW - 3_600_000), { force: true })).decision.outcome,
+    ).toBe('deferred');
+    // The governor's clock has not moved, but the recorded session has: 10 minutes later.
+    const later = await gc.project('s', stamp(earlySmallEdit(), NOW - 3_000_000), { force: true });
+    expect(later.decision.outcome).toBe('committed');
+  });
+
+  it('counts the cached prefix at its folded size after an earlier commit', async () => {
+    // A first commit folds what it can; for the second, the prefix before its earliest edit is
+    // cached at its folded size. Counted at transcript size, it would exceed the whole view and
+    // the break cost would come out as zero.
+    const store = createMemoryStore();
+    const messages = [
+      ...longSession({ rounds: 30 }),
+      userMessage('and one more'),
+      ...earlySmallEdit().slice(1),
+    ];
+    const first = await governor(store, 1_000_000, { cache: 'blind' }).project('s', messages.slice(0, 62), {
+      force: true,
+    });
+    expect(first.decision.outcome).toBe('committed');
+    const before = await readSessionState(store, 's');
+    const second = await governor(store, 1_000_000, { provider: 'anthropic' }).project('s', messages, {
+      force: true,
+    });
+    expect(second.decision.outcome).toBe('committed');
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter });
+    const earliest = Math.min(
+      ...(second.commit?.operations ?? []).map((entry) => ledger.get(entry.objectId)?.messageIndex ?? 0),
+    );
+    const prefix = projectView(ledger, before.state.objects)
+      .items.filter((item) => item.source < earliest)
+      .reduce((sum, item) => sum + countMessageTokens(approximateTokenCounter, item.message), 0);
+    expect(prefix).toBeLessThan(
+      ledger.messageTokens.slice(0, earliest).reduce((sum, value) => sum + value, 0),
+    );
+    expect(second.decision.cache?.breakCost).toBeCloseTo((second.viewTokens - prefix) * (1.25 - 0.1));
+    expect(second.decision.cache?.breakCost).toBeGreaterThan(0);
+  });
+});
+
+describe('createGovernor: durability and recovery', () => {
+  it('keeps its state across a restart on the same store', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const window = Math.ceil(transcriptTokens(messages) / 0.8);
+    const first = await governor(store, window).project('s', messages);
+    expect(first.decision.outcome).toBe('committed');
+    const restarted = governor(store, window);
+    const again = await restarted.project('s', messages);
+    expect(again.view).toEqual(first.view);
+    expect(again.viewTokens).toBe(first.viewTokens);
+    expect(again.commit).toBeUndefined();
+    expect(await store.listCommits('s')).toHaveLength(1);
+    // And it continues from there when the transcript grows.
+    const grown = [...messages, userMessage('one more thing'), assistantMessage('sure')];
+    const third = await restarted.project('s', grown);
+    expect(third.view.slice(0, first.view.length)).toEqual(first.view);
+  });
+
+  it('gives the same view whether the transcript arrives at once or call by call', async () => {
+    const messages = longSession({ rounds: 30 });
+    const window = Math.ceil(transcriptTokens(messages) / 0.8);
+    const incremental = governor(createMemoryStore(), window);
+    for (let end = 2; end < messages.length; end += 7) await incremental.project('s', messages.slice(0, end));
+    const last = await incremental.project('s', messages);
+    const fresh = await governor(createMemoryStore(), window).project('s', messages);
+    expect(last.viewTokens).toBeLessThanOrEqual(window);
+    expect(fresh.viewTokens).toBeLessThanOrEqual(window);
+    expect(last.transcriptTokens).toBe(fresh.transcriptTokens);
+  });
+
+  it('re-indexes when the transcript is not a continuation of the cached one', async () => {
+    const store = createMemoryStore();
+    const gc = governor(store, 1_000_000);
+    const first = longSession({ rounds: 3 });
+    await gc.project('s', first);
+    const other: Message[] = [userMessage('a different session under the same id'), assistantMessage('ok')];
+    const result = await gc.project('s', other);
+    expect(result.view).toEqual(other);
+    expect(result.transcriptTokens).toBe(transcriptTokens(other));
+  });
+
+  it('expands the exact payload and finds it by search', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const gc = governor(store, Math.ceil(transcriptTokens(messages) / 0.8));
+    const result = await gc.project('s', messages);
+    const folded = result.commit?.operations.find((entry) => entry.objectId === 'function:read_file:3');
+    expect(folded).toBeDefined();
+    expect(await gc.expand('s', 'function:read_file:3')).toBe(moduleSource(3, 20));
+    expect(await gc.expand('s', 'function:read_file:999')).toBeUndefined();
+    const hits = await gc.searchContext('s', 'handler_3_7');
+    expect(hits[0]?.objectId).toBe('function:read_file:3');
+    expect(hits[0]?.snippet).toContain('handler_3_');
+    expect(await gc.searchContext('s', 'handler_3_7', 0)).toEqual([]);
+  });
+
+  it('falls back to the embedded planner when the planner fails', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const failing: Planner = {
+      name: 'llm',
+      plan: async () => {
+        throw new Error('endpoint unreachable');
+      },
+    };
+    const result = await governor(store, Math.ceil(transcriptTokens(messages) / 0.8), {
+      planner: failing,
+    }).project('s', messages);
+    expect(result.warnings.map((warning) => warning.code)).toContain('planner-failed');
+    expect(result.warnings[0]?.message).toContain('endpoint unreachable');
+    expect(result.decision.outcome).toBe('committed');
+    expect(result.commit?.planner).toBe('embedded');
+  });
+
+  it('charges a planner for the tokens it spent and passes its warnings on', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 30 });
+    const costly: Planner = {
+      name: 'llm',
+      plan: async (input) => ({
+        plan: {
+          planner: 'llm',
+          operations: [{ objectId: 'function:read_file:2', operation: 'fold', reason: 'old' }],
+        },
+        cost: { inputTokens: input.viewTokens * 100, outputTokens: 10 },
+        warnings: [{ code: 'llm-retry', message: 'retried once' }],
+      }),
+    };
+    const result = await governor(store, Math.ceil(transcriptTokens(messages) / 0.8), {
+      planner: costly,
+    }).project('s', messages);
+    expect(result.decision.cache?.gcCost).toBe(transcriptTokens(messages) * 100 + 40);
+    expect(result.decision.outcome).toBe('deferred');
+    expect(result.warnings).toContainEqual({ code: 'llm-retry', message: 'retried once' });
+  });
+
+  it('shows ids as metadata when asked', async () => {
+    const store = createMemoryStore();
+    const messages = longSession({ rounds: 3 });
+    const result = await governor(store, 1_000_000, { showIds: true }).project('s', messages);
+    expect(result.view[1]?.parts[0]).toEqual({ type: 'text', text: '[id: conversation:user:1]' });
+    expect(result.viewTokens).toBeGreaterThan(transcriptTokens(messages));
+    expect(result.viewTokens - transcriptTokens(messages)).toBeGreaterThan(MESSAGE_OVERHEAD_TOKENS);
+  });
+});

@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { indexTranscript, type Ledger } from '../ledger.js';
+import type { ViewState } from '../operations.js';
+import { projectView } from '../project-view.js';
+import { rehearsePlan } from '../rehearse-plan.js';
+import { longSession } from '../testing/long-session.js';
+import { toolRound, userMessage } from '../testing/transcript-builders.js';
+import { approximateTokenCounter } from '../tokens.js';
+import type { Message } from '../transcript.js';
+import { planFallback } from './fallback-plan.js';
+
+function ledgerOf(messages: Message[]): Ledger {
+  return indexTranscript(messages, { tokenCounter: approximateTokenCounter });
+}
+
+describe('planFallback', () => {
+  it('prunes tool outputs oldest first until the target is reached', () => {
+    const ledger = ledgerOf(longSession({ rounds: 20 }));
+    const viewTokens = projectView(ledger, {}).tokens;
+    const operations = planFallback(ledger, {}, viewTokens, viewTokens - 1_000);
+    expect(operations.map((operation) => operation.objectId)).toEqual([
+      'function:read_file:1',
+      'function:read_file:2',
+      'function:read_file:3',
+      'function:read_file:4',
+    ]);
+    for (const operation of operations) {
+      expect(operation).toMatchObject({
+        operation: 'prune',
+        reason: 'fallback: the view must fit the window',
+      });
+    }
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'fallback', operations });
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(viewTokens - 1_000);
+  });
+
+  it('proposes nothing when the view is already at the target', () => {
+    const ledger = ledgerOf(longSession({ rounds: 5 }));
+    expect(planFallback(ledger, {}, 100, 100)).toEqual([]);
+  });
+
+  it('goes on to past conversations, never the pinned first request or the latest turn', () => {
+    const ledger = ledgerOf(longSession({ rounds: 20, requestEvery: 5 }));
+    const operations = planFallback(ledger, {}, projectView(ledger, {}).tokens, 0);
+    const ids = operations.map((operation) => operation.objectId);
+    expect(ids.filter((id) => id.startsWith('conversation:'))).toEqual([
+      'conversation:user:2',
+      'conversation:user:3',
+    ]);
+    expect(ids).not.toContain('conversation:user:1');
+    expect(ids).not.toContain('conversation:user:4');
+    // Functions come before conversations.
+    expect(ids.findIndex((id) => id.startsWith('conversation:'))).toBe(
+      ids.filter((id) => id.startsWith('function:')).length,
+    );
+  });
+
+  it('does not count the outputs of a conversation twice when it prunes the conversation too', () => {
+    const ledger = ledgerOf(longSession({ rounds: 20, requestEvery: 5 }));
+    const viewTokens = projectView(ledger, {}).tokens;
+    const allOutputs = ledger.objects
+      .filter((object) => object.kind === 'function')
+      .map((object) => ({ objectId: object.id, operation: 'prune' as const, reason: 'test' }));
+    const outputsPruned = rehearsePlan(ledger, {}, { planner: 'test', operations: allOutputs }).tokensAfter;
+    // Reachable only by pruning both past conversations (the first is pinned, the last is open).
+    const target = outputsPruned - 300;
+    const operations = planFallback(ledger, {}, viewTokens, target);
+    expect(
+      operations
+        .filter((operation) => operation.objectId.startsWith('conversation:'))
+        .map((operation) => operation.objectId),
+    ).toEqual(['conversation:user:2', 'conversation:user:3']);
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'fallback', operations });
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);
+  });
+
+  it('skips outputs already pruned, and outputs smaller than their tombstone', () => {
+    const messages: Message[] = [userMessage('go')];
+    for (let index = 0; index < 10; index += 1)
+      messages.push(...toolRound(`c${index}`, 'bash', { command: `echo ${index}` }, 'ok'));
+    messages.push(...longSession({ rounds: 3 }).slice(2));
+    const ledger = ledgerOf(messages);
+    const state: ViewState = {
+      'function:read_file:11': { operation: 'prune', replacement: '', commitId: 'c1' },
+    };
+    const ids = planFallback(ledger, state, projectView(ledger, state).tokens, 0).map(
+      (operation) => operation.objectId,
+    );
+    // Read 13 is the last output but not the latest turn (the closing assistant message is).
+    expect(ids).toEqual(['function:read_file:12', 'function:read_file:13']);
+  });
+
+  it('counts an object already folded at its folded size', () => {
+    const ledger = ledgerOf(longSession({ rounds: 6 }));
+    const folded = rehearsePlan(
+      ledger,
+      {},
+      {
+        planner: 'test',
+        operations: [{ objectId: 'function:read_file:1', operation: 'fold', reason: 'test' }],
+      },
+    ).stateAfter;
+    const viewTokens = projectView(ledger, folded).tokens;
+    // Pruning the folded read frees only the difference between its fold and its tombstone.
+    const operations = planFallback(ledger, folded, viewTokens, viewTokens - 100);
+    expect(operations.map((operation) => operation.objectId)).toEqual([
+      'function:read_file:1',
+      'function:read_file:2',
+    ]);
+  });
+});

@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { indexTranscript, type Ledger } from '../ledger.js';
+import { toolRound, userMessage } from '../testing/transcript-builders.js';
+import { approximateTokenCounter } from '../tokens.js';
+import type { Message } from '../transcript.js';
+import type { PinOptions } from './governor-types.js';
+import { createPinRule, globToRegExp } from './pins.js';
+
+function pinsOf(messages: Message[], options?: PinOptions): Array<[string, string | undefined]> {
+  const ledger: Ledger = indexTranscript(messages, {
+    tokenCounter: approximateTokenCounter,
+    pin: createPinRule(options),
+  });
+  return ledger.objects.filter((object) => object.pinned).map((object) => [object.id, object.pinReason]);
+}
+
+describe('globToRegExp', () => {
+  it('matches * within a segment, ** across segments and ? as one character', () => {
+    expect(globToRegExp('src/*.ts').test('src/app.ts')).toBe(true);
+    expect(globToRegExp('src/*.ts').test('src/deep/app.ts')).toBe(false);
+    expect(globToRegExp('src/**/*.ts').test('src/deep/er/app.ts')).toBe(true);
+    expect(globToRegExp('file?.md').test('file1.md')).toBe(true);
+    expect(globToRegExp('file?.md').test('file12.md')).toBe(false);
+  });
+
+  it('escapes regular expression characters', () => {
+    expect(globToRegExp('a+b(1).txt').test('a+b(1).txt')).toBe(true);
+    expect(globToRegExp('a.txt').test('abtxt')).toBe(false);
+  });
+
+  it('matches anywhere in a string (arguments are JSON text)', () => {
+    expect(globToRegExp('docs/*.md').test('{"path":"/repo/docs/spec.md"}')).toBe(true);
+  });
+});
+
+describe('createPinRule', () => {
+  const goal = userMessage('Implement the exporter.');
+
+  it('keeps the default pins: system prompt and the first user request', () => {
+    const messages: Message[] = [{ role: 'system', parts: [{ type: 'text', text: 'be useful' }] }, goal];
+    expect(pinsOf(messages)).toEqual([
+      ['system:1', 'system prompt'],
+      ['conversation:user:1', 'first user request (task goal)'],
+    ]);
+  });
+
+  it('pins the results of protected tools', () => {
+    const messages = [
+      goal,
+      ...toolRound('c1', 'todo_write', { items: ['a'] }, 'saved 1 todo'),
+      ...toolRound('c2', 'bash', { command: 'ls' }, 'a b c'),
+    ];
+    expect(pinsOf(messages, { tools: ['todo_write'] })).toContainEqual([
+      'function:todo_write:1',
+      'protected tool todo_write',
+    ]);
+    expect(pinsOf(messages, { tools: ['todo_write'] }).map(([id]) => id)).not.toContain('function:bash:2');
+  });
+
+  it('pins results whose call names a path matching a glob', () => {
+    const messages = [
+      goal,
+      ...toolRound('c1', 'read_file', { path: 'docs/design/api.md' }, '# API'),
+      ...toolRound('c2', 'read_file', { path: 'src/api.ts' }, 'export {}'),
+    ];
+    const pins = pinsOf(messages, { paths: ['docs/**/*.md'] });
+    expect(pins).toContainEqual(['function:read_file:1', 'pinned path']);
+    expect(pins.map(([id]) => id)).not.toContain('function:read_file:2');
+  });
+
+  it('pins rules files when they are read, unless turned off', () => {
+    const messages = [
+      goal,
+      ...toolRound('c1', 'read_file', { path: 'AGENTS.md' }, 'Always run npm test.'),
+      ...toolRound('c2', 'read_file', { path: '/repo/CLAUDE.md' }, 'Use tabs.'),
+      ...toolRound('c3', 'bash', { command: 'cat .cursorrules' }, 'No any.'),
+      ...toolRound('c4', 'read_file', { path: 'MYAGENTS.md.bak' }, 'old'),
+    ];
+    const pins = pinsOf(messages);
+    expect(pins).toContainEqual(['function:read_file:1', 'rules file']);
+    expect(pins).toContainEqual(['function:read_file:2', 'rules file']);
+    expect(pins).toContainEqual(['function:bash:3', 'rules file']);
+    expect(pins.map(([id]) => id)).not.toContain('function:read_file:4');
+    expect(pinsOf(messages, { rulesFiles: false }).filter(([, reason]) => reason === 'rules file')).toEqual(
+      [],
+    );
+  });
+
+  it('pins short user turns that state a constraint, unless turned off', () => {
+    const messages = [
+      goal,
+      userMessage('You must not touch the migrations folder.'),
+      userMessage('Never push to main.'),
+      userMessage("Don't use lodash."),
+      userMessage('Now add a test for the exporter.'),
+      userMessage(`Here is the log:\n${'the build must be green '.repeat(100)}`),
+    ];
+    const pins = pinsOf(messages);
+    expect(pins.filter(([, reason]) => reason === 'user constraint').map(([id]) => id)).toEqual([
+      'conversation:user:2',
+      'conversation:user:3',
+      'conversation:user:4',
+    ]);
+    expect(pinsOf(messages, { userConstraints: false }).map(([id]) => id)).toEqual(['conversation:user:1']);
+  });
+
+  it('does not pin tool outputs that merely contain constraint words', () => {
+    const messages = [
+      goal,
+      ...toolRound('c1', 'bash', { command: 'cat notes.txt' }, 'you must never do this'),
+    ];
+    expect(pinsOf(messages).map(([id]) => id)).toEqual(['conversation:user:1']);
+  });
+});

@@ -1,0 +1,188 @@
+import { describe, expect, it } from 'vitest';
+import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
+import {
+  describeCall,
+  isMaskable,
+  keyAnchorsOf,
+  objectText,
+  renderFold,
+  renderMask,
+  renderTombstone,
+  spanText,
+} from './render-replacement.js';
+import { CLI_SOURCE, threeRequestSession } from './testing/sample-session.js';
+import { approximateTokenCounter } from './tokens.js';
+import { messageText } from './transcript.js';
+
+function session(): Ledger {
+  return indexTranscript(threeRequestSession(), { tokenCounter: approximateTokenCounter });
+}
+
+function object(ledger: Ledger, id: string): LedgerObject {
+  const found = ledger.get(id);
+  if (!found) throw new Error(`no ${id}`);
+  return found;
+}
+
+describe('objectText and spanText', () => {
+  it('give the tool output of a function object and the messages of a conversation span', () => {
+    const ledger = session();
+    expect(objectText(ledger, object(ledger, 'function:read_file:6'))).toBe(CLI_SOURCE);
+    expect(objectText(ledger, object(ledger, 'conversation:user:2'))).toBe(
+      'Now list the modules under src and summarise them.',
+    );
+    expect(spanText(ledger, object(ledger, 'conversation:user:2'))).toBe(
+      ledger.messages
+        .slice(11, 17)
+        .map((message) => messageText(message))
+        .join('\n'),
+    );
+  });
+});
+
+describe('describeCall', () => {
+  const base: LedgerObject = {
+    id: 'function:bash:1',
+    kind: 'function',
+    messageIndex: 2,
+    span: { start: 2, end: 3 },
+    toolName: 'bash',
+    isError: false,
+    tokens: 10,
+    anchors: [],
+    references: [],
+    pinned: false,
+  };
+
+  it('lists JSON arguments as key=value, leaving out descriptions', () => {
+    expect(
+      describeCall({
+        ...base,
+        callArguments: '{"command":"ls -la","description":"list files","timeout":30}',
+      }),
+    ).toBe('bash command=ls -la timeout=30');
+  });
+
+  it('shows non-JSON arguments as they are, on one line, and a bare name without arguments', () => {
+    expect(describeCall({ ...base, callArguments: 'ls\n  -la' })).toBe('bash ls -la');
+    expect(describeCall(base)).toBe('bash');
+    expect(describeCall({ ...base, toolName: undefined as unknown as string })).toBe('tool');
+  });
+
+  it('cuts long arguments with an ellipsis', () => {
+    const described = describeCall({ ...base, callArguments: JSON.stringify({ command: 'x'.repeat(500) }) });
+    expect(described.length).toBeLessThanOrEqual('bash '.length + 160);
+    expect(described.endsWith('…')).toBe(true);
+  });
+});
+
+describe('keyAnchorsOf', () => {
+  const anchors = [
+    { kind: 'quoted' as const, value: 'a quoted value' },
+    { kind: 'identifier' as const, value: 'parse_line' },
+    { kind: 'path' as const, value: 'src/a.py' },
+    { kind: 'error' as const, value: 'KeyError' },
+  ];
+
+  it('ranks by weight, honours the limit and skips what the header already says', () => {
+    expect(keyAnchorsOf(anchors, {}, '')).toEqual(['KeyError', 'src/a.py', 'parse_line', 'a quoted value']);
+    expect(keyAnchorsOf(anchors, { maxAnchors: 2 }, '')).toEqual(['KeyError', 'src/a.py']);
+    expect(keyAnchorsOf(anchors, {}, 'read_file path=src/a.py')).toEqual([
+      'KeyError',
+      'parse_line',
+      'a quoted value',
+    ]);
+  });
+
+  it('puts preferred anchors first, only if the object holds them', () => {
+    expect(
+      keyAnchorsOf(anchors, { preferredAnchors: ['a quoted value', 'absent'], maxAnchors: 2 }, ''),
+    ).toEqual(['a quoted value', 'KeyError']);
+  });
+});
+
+describe('renderFold', () => {
+  it('folds a function object into header, anchors and pointer', () => {
+    const ledger = session();
+    const folded = renderFold(ledger, object(ledger, 'function:read_file:6'));
+    expect(folded.split('\n')).toEqual([
+      `[folded function:read_file:6: read_file path=cli.py → ok, ${object(ledger, 'function:read_file:6').tokens} tokens]`,
+      expect.stringMatching(/^anchors: .*build_parser/),
+      '(exact output kept; expand("function:read_file:6") recovers it)',
+    ]);
+  });
+
+  it('writes large sizes in thousands', () => {
+    const ledger = session();
+    const big = { ...object(ledger, 'function:read_file:6'), tokens: 2345 };
+    expect(renderFold(ledger, big)).toContain('2.3k tokens');
+  });
+
+  it('folds a conversation with the request quoted and the count of messages that followed', () => {
+    const ledger = session();
+    const folded = renderFold(ledger, object(ledger, 'conversation:user:1'), { summary: 'fixed the parser' });
+    const lines = folded.split('\n');
+    expect(lines[0]).toBe(
+      '[folded conversation:user:1: user asked "The test tests/test_parser.py fails. The parser lives in src/parser.py; please fix it."; 10 messages followed]',
+    );
+    expect(lines[1]).toBe('fixed the parser');
+    expect(lines[2]).toMatch(/^anchors: .*ValueError/);
+    expect(lines[3]).toBe('(exact messages kept; expand("conversation:user:1") recovers them)');
+  });
+});
+
+describe('renderTombstone', () => {
+  it('is one line naming the id, the call, failure and size', () => {
+    const ledger = session();
+    expect(renderTombstone(ledger, object(ledger, 'function:bash:2'))).toBe(
+      `[pruned function:bash:2: bash command=pytest tests/test_parser.py, failed, ${object(ledger, 'function:bash:2').tokens} tokens]`,
+    );
+    expect(renderTombstone(ledger, object(ledger, 'conversation:user:3'))).toBe(
+      '[pruned conversation:user:3: "Thanks. Now add a --verbose flag to cli.py."]',
+    );
+  });
+});
+
+describe('isMaskable and renderMask', () => {
+  const lines = (count: number, prefix = 'row') =>
+    Array.from({ length: count }, (_, index) => `${prefix} ${index}`);
+
+  it('accepts long regular output only', () => {
+    expect(isMaskable(lines(24).join('\n'))).toBe(true);
+    expect(isMaskable(lines(23).join('\n'))).toBe(false);
+    expect(isMaskable(['Traceback (most recent call last):', ...lines(30)].join('\n'))).toBe(false);
+    expect(isMaskable(['diff --git a/x b/x', ...lines(30)].join('\n'))).toBe(false);
+    expect(isMaskable(['@@ -1,3 +1,4 @@', ...lines(30)].join('\n'))).toBe(false);
+    expect(isMaskable(lines(30, '| a | b |').join('\n'))).toBe(false);
+  });
+
+  it('keeps head, tail and structure lines, and says how many lines it hid', () => {
+    const ledger = session();
+    const target = object(ledger, 'function:bash:5');
+    const textValue = [...lines(10, 'head'), 'FAILED test_x', ...lines(20, 'mid'), ...lines(10, 'tail')].join(
+      '\n',
+    );
+    const masked = renderMask(target, textValue, { headLines: 2, tailLines: 3 });
+    expect(masked.split('\n')).toEqual([
+      'head 0',
+      'head 1',
+      'FAILED test_x',
+      `[… 35 of 41 lines masked (function:bash:5, ${target.tokens} tokens in full); expand("function:bash:5") recovers them …]`,
+      'tail 7',
+      'tail 8',
+      'tail 9',
+    ]);
+  });
+
+  it('limits structure lines', () => {
+    const ledger = session();
+    const textValue = [...lines(8, 'h'), ...lines(20, 'def f'), ...lines(6, 't')].join('\n');
+    const masked = renderMask(object(ledger, 'function:bash:5'), textValue, { structureLines: 3 });
+    expect(masked.split('\n').filter((line) => line.startsWith('def f'))).toEqual([
+      'def f 0',
+      'def f 1',
+      'def f 2',
+    ]);
+    expect(masked).toContain('[… 17 of 34 lines masked');
+  });
+});

@@ -1,0 +1,196 @@
+/**
+ * Random canonical transcripts shaped for GC, complementing the provider-shaped
+ * `src/adapters/transcript-arbitrary.ts`: anchor-rich text, long listings fit for masking,
+ * repeated calls on the same targets, errors, images inside results, several results in one tool
+ * message or one message each, reasoning with and without signatures, and optionally a last call
+ * that never got its result.
+ */
+import fc from 'fast-check';
+import type { ImagePart, Message, Part, TextPart, ToolResultPart } from '../transcript.js';
+
+const WORDS = [
+  'src/app.ts',
+  'lib/util.py',
+  'tests/test_app.py',
+  'docs/readme.md',
+  'parse_config',
+  'buildParser',
+  'os.path.join',
+  'KeyError',
+  'ValueError',
+  'a1b2c3d4e5',
+  '8080',
+  '3.14',
+  'https://example.com/api/v1',
+  '"quoted value"',
+  'the',
+  'result',
+  'ok',
+  'done',
+  'line',
+  'must',
+  'Traceback (most recent call last):',
+  'error:',
+];
+
+const TOOL_NAMES = ['read_file', 'bash', 'grep', 'edit_file', 'mcp__fs:read file', 'todo_write'];
+
+const line = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc
+      .array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 8 })
+      .map((words) => words.join(' ')),
+  },
+  { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 40 }) },
+);
+
+/** Text of 1..60 lines: short answers, and now and then a long listing fit for masking. */
+const body = fc.oneof(
+  { weight: 4, arbitrary: fc.array(line, { minLength: 1, maxLength: 4 }).map((lines) => lines.join('\n')) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .tuple(fc.constantFrom('src/mod', 'row', 'entry'), fc.integer({ min: 24, max: 60 }))
+      .map(([label, count]) =>
+        Array.from({ length: count }, (_, index) => `${label}_${index}.py size ${index * 31}`).join('\n'),
+      ),
+  },
+  { weight: 1, arbitrary: fc.constant('') },
+);
+
+interface CallShape {
+  name: string;
+  argument: string;
+  output: string | Array<TextPart | ImagePart>;
+  isError: boolean;
+}
+
+interface RoundShape {
+  reasoning: { text: string; signature?: string | undefined } | undefined;
+  text: string | undefined;
+  calls: CallShape[];
+  /** Results in one tool message (Anthropic style) or one message each (OpenAI style). */
+  splitResults: boolean;
+}
+
+interface TurnShape {
+  request: string;
+  rounds: RoundShape[];
+  answer: string | undefined;
+}
+
+const callShape: fc.Arbitrary<CallShape> = fc.record({
+  name: fc.constantFrom(...TOOL_NAMES),
+  argument: fc.constantFrom(
+    'src/app.ts',
+    'lib/util.py',
+    'ls -R src',
+    'pytest -x',
+    'parse_config',
+    'AGENTS.md',
+  ),
+  output: fc.oneof(
+    { weight: 6, arbitrary: body },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(body, fc.boolean())
+        .map(
+          ([textValue, withImage]): Array<TextPart | ImagePart> => [
+            { type: 'text', text: textValue },
+            ...(withImage ? [{ type: 'image' as const, ref: 'file-abc', source: 'file-id' as const }] : []),
+          ],
+        ),
+    },
+  ),
+  isError: fc.boolean(),
+});
+
+const roundShape: fc.Arbitrary<RoundShape> = fc.record({
+  reasoning: fc.option(
+    fc.record(
+      { text: line, signature: fc.option(fc.string({ minLength: 8, maxLength: 16 }), { nil: undefined }) },
+      { requiredKeys: ['text'] },
+    ),
+    {
+      nil: undefined,
+    },
+  ),
+  text: fc.option(line, { nil: undefined }),
+  calls: fc.array(callShape, { minLength: 0, maxLength: 3 }),
+  splitResults: fc.boolean(),
+});
+
+const turnShape: fc.Arbitrary<TurnShape> = fc.record({
+  request: line,
+  rounds: fc.array(roundShape, { minLength: 0, maxLength: 4 }),
+  answer: fc.option(line, { nil: undefined }),
+});
+
+export interface GcTranscriptArbitraryOptions {
+  /** Most user turns (default 5). */
+  maxTurns?: number;
+  /** Allow the last assistant message to end with calls that have no result (default false). */
+  unansweredLastCall?: boolean;
+}
+
+function buildTranscript(system: string | undefined, turns: TurnShape[], unanswered: CallShape[]): Message[] {
+  const messages: Message[] = [];
+  let callCount = 0;
+  if (system !== undefined) messages.push({ role: 'system', parts: [{ type: 'text', text: system }] });
+  const callParts = (calls: CallShape[]) =>
+    calls.map((call) => {
+      callCount += 1;
+      return {
+        type: 'tool-call' as const,
+        id: `call_${callCount}`,
+        name: call.name,
+        arguments: JSON.stringify({ target: call.argument }),
+      };
+    });
+  for (const turn of turns) {
+    messages.push({ role: 'user', parts: [{ type: 'text', text: turn.request }] });
+    for (const round of turn.rounds) {
+      const parts: Part[] = [];
+      if (round.reasoning) {
+        parts.push({
+          type: 'reasoning',
+          text: round.reasoning.text,
+          ...(round.reasoning.signature ? { signature: round.reasoning.signature } : {}),
+        });
+      }
+      if (round.text !== undefined || round.calls.length === 0)
+        parts.push({ type: 'text', text: round.text ?? 'thinking out loud' });
+      const calls = callParts(round.calls);
+      messages.push({ role: 'assistant', parts: [...parts, ...calls] });
+      const results: ToolResultPart[] = round.calls.map((call, index) => ({
+        type: 'tool-result',
+        callId: calls[index]!.id,
+        name: call.name,
+        content: call.output,
+        ...(call.isError ? { isError: true } : {}),
+      }));
+      if (results.length === 0) continue;
+      if (round.splitResults) for (const result of results) messages.push({ role: 'tool', parts: [result] });
+      else messages.push({ role: 'tool', parts: results });
+    }
+    if (turn.answer !== undefined)
+      messages.push({ role: 'assistant', parts: [{ type: 'text', text: turn.answer }] });
+  }
+  if (unanswered.length > 0) messages.push({ role: 'assistant', parts: callParts(unanswered) });
+  return messages;
+}
+
+/** A random canonical transcript shaped for GC. */
+export function gcTranscriptArbitrary(options: GcTranscriptArbitraryOptions = {}): fc.Arbitrary<Message[]> {
+  return fc
+    .tuple(
+      fc.option(line, { nil: undefined }),
+      fc.array(turnShape, { minLength: 1, maxLength: options.maxTurns ?? 5 }),
+      options.unansweredLastCall
+        ? fc.array(callShape, { minLength: 0, maxLength: 2 })
+        : fc.constant<CallShape[]>([]),
+    )
+    .map(([system, turns, unanswered]) => buildTranscript(system, turns, unanswered));
+}

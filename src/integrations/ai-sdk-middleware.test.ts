@@ -1,0 +1,200 @@
+import type {
+  LanguageModelV3CallOptions,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3Prompt,
+} from '@ai-sdk/provider';
+import { generateText, type ModelMessage, streamText, wrapLanguageModel } from 'ai';
+import { convertArrayToReadableStream, MockLanguageModelV3 } from 'ai/test';
+import { describe, expect, it } from 'vitest';
+import { toModelMessages } from '../adapters/index.js';
+import { BadInputError } from '../core/errors.js';
+import { createGovernor } from '../core/governor/create-governor.js';
+import type { TriggerOptions } from '../core/governor/governor-types.js';
+import { longSession } from '../core/testing/long-session.js';
+import { createMemoryStore } from '../stores/index.js';
+import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import { createSelfGcMiddleware } from './ai-sdk-middleware.js';
+import type { GovernEvent } from './govern-request.js';
+
+const usage = {
+  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 2, text: 2, reasoning: 0 },
+};
+const answer: LanguageModelV3GenerateResult = {
+  content: [{ type: 'text', text: 'Reviewed.' }],
+  finishReason: { unified: 'stop', raw: 'stop' },
+  usage,
+  warnings: [],
+};
+
+function governorWith(window: number, triggers: TriggerOptions = {}) {
+  return createGovernor({
+    provider: 'openai',
+    window,
+    store: createMemoryStore(),
+    tokenCounter: createTokenCounter(),
+    triggers,
+  });
+}
+
+/** A coding session as AI SDK messages: the system prompt apart, then task and ten file reads. */
+function session(): { system: string; messages: ModelMessage[] } {
+  const [system, ...rest] = toModelMessages(longSession({ rounds: 10, lines: 12 })).messages;
+  return { system: String(system?.content), messages: rest as ModelMessage[] };
+}
+
+const promptText = (prompt: LanguageModelV3Prompt) => JSON.stringify(prompt);
+
+describe('createSelfGcMiddleware', () => {
+  it('sends the model a shorter prompt with fold pointers when the transcript outgrows the window', async () => {
+    const model = new MockLanguageModelV3({ doGenerate: answer });
+    const events: GovernEvent[] = [];
+    const middleware = createSelfGcMiddleware({
+      governor: governorWith(2000),
+      sessionId: 'review',
+      onGovern: (event) => events.push(event),
+    });
+    const { system, messages } = session();
+    const result = await generateText({ model: wrapLanguageModel({ model, middleware }), system, messages });
+
+    expect(result.text).toBe('Reviewed.');
+    const [call] = model.doGenerateCalls;
+    const plain = await plainPrompt(system, messages);
+    expect(call!.prompt.length).toBe(plain.length);
+    expect(promptText(call!.prompt).length).toBeLessThan(promptText(plain).length * 0.8);
+    expect(promptText(call!.prompt)).toMatch(
+      /\[folded function:read_file:\d+: read_file path=src\/handlers\/module_\d+\.py/,
+    );
+    expect(promptText(call!.prompt)).toContain('expand(\\"function:read_file:');
+    expect(call!.prompt[0]).toEqual({ role: 'system', content: 'You are a coding agent.' });
+    expect(call!.prompt[1]).toMatchObject({
+      role: 'user',
+      content: [{ type: 'text', text: expect.stringContaining('Review every handler') }],
+    });
+    // The latest turn reaches the model whole.
+    expect(call!.prompt.at(-1)).toEqual(plain.at(-1));
+
+    const [event] = events;
+    expect(event?.status).toBe('governed');
+    if (event?.status !== 'governed') return;
+    expect(event.result.commit?.operations.length).toBeGreaterThan(0);
+    expect(event.result.viewTokens).toBeLessThanOrEqual(2000);
+    expect(event.result.transcriptTokens).toBeGreaterThan(2000);
+  });
+
+  it('leaves a prompt that fits untouched, part for part, images and files included', async () => {
+    // URLs the model reads itself, so the AI SDK does not download them.
+    const supportedUrls = { '*/*': [/^https:\/\/example\.com\//] };
+    const governed = new MockLanguageModelV3({ doGenerate: answer, supportedUrls });
+    const plain = new MockLanguageModelV3({ doGenerate: answer, supportedUrls });
+    const { system, messages: reads } = session();
+    const attachments: ModelMessage = {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Also check this screenshot and log.' },
+        { type: 'image', image: new Uint8Array([137, 80, 78, 71]), mediaType: 'image/png' },
+        {
+          type: 'file',
+          data: new URL('https://example.com/build.log'),
+          mediaType: 'text/plain',
+          filename: 'build.log',
+        },
+      ],
+    };
+    const messages = [...reads, attachments];
+    const events: GovernEvent[] = [];
+    const middleware = createSelfGcMiddleware({
+      governor: governorWith(200_000, { milestones: false }),
+      sessionId: 'roomy',
+      onGovern: (event) => events.push(event),
+    });
+    await generateText({ model: wrapLanguageModel({ model: governed, middleware }), system, messages });
+    await generateText({ model: plain, system, messages });
+    expect(events).toMatchObject([
+      { status: 'governed', result: { decision: { outcome: 'below-threshold' } } },
+    ]);
+    expect(governed.doGenerateCalls[0]?.prompt.at(-1)).toMatchObject({
+      role: 'user',
+      content: [
+        { type: 'text' },
+        { type: 'file', mediaType: 'image/png', data: new Uint8Array([137, 80, 78, 71]) },
+        {
+          type: 'file',
+          mediaType: 'text/plain',
+          filename: 'build.log',
+          data: new URL('https://example.com/build.log'),
+        },
+      ],
+    });
+    // Equal up to keys the AI SDK sets to `undefined` (`providerOptions`), which no provider reads.
+    expect(governed.doGenerateCalls[0]?.prompt).toEqual(plain.doGenerateCalls[0]?.prompt);
+  });
+
+  it('governs streamed calls too, per session read from the call options', async () => {
+    const model = new MockLanguageModelV3({
+      doStream: {
+        stream: convertArrayToReadableStream([
+          { type: 'text-start', id: 't' },
+          { type: 'text-delta', id: 't', delta: 'Streamed.' },
+          { type: 'text-end', id: 't' },
+          { type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage },
+        ]),
+      },
+    });
+    const sessions: string[] = [];
+    const middleware = createSelfGcMiddleware({
+      governor: governorWith(2000),
+      sessionId: (params) => String(params.headers?.['x-session'] ?? 'none'),
+      onGovern: (event) => sessions.push(event.sessionId),
+    });
+    const { system, messages } = session();
+    const result = streamText({
+      model: wrapLanguageModel({ model, middleware }),
+      system,
+      messages,
+      headers: { 'x-session': 'stream-7' },
+    });
+    expect(await result.text).toBe('Streamed.');
+    expect(sessions).toEqual(['stream-7']);
+    expect(promptText(model.doStreamCalls[0]!.prompt)).toContain('[folded function:read_file:');
+  });
+
+  it('refuses a prompt it cannot read, or with failOpen sends it as written and says so', async () => {
+    const params: LanguageModelV3CallOptions = {
+      prompt: [
+        { role: 'user', content: [{ type: 'text', text: 'Search the web.' }] },
+        {
+          role: 'assistant',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: 'ws_1',
+              toolName: 'web_search',
+              output: { type: 'text', value: 'results' },
+            },
+          ],
+        },
+      ],
+    };
+    const call = { type: 'generate' as const, params, model: new MockLanguageModelV3() };
+    const strict = createSelfGcMiddleware({ governor: governorWith(2000), sessionId: 's' });
+    await expect(strict.transformParams!(call)).rejects.toBeInstanceOf(BadInputError);
+
+    const events: GovernEvent[] = [];
+    const lenient = createSelfGcMiddleware({
+      governor: governorWith(2000),
+      sessionId: 's',
+      failOpen: true,
+      onGovern: (event) => events.push(event),
+    });
+    expect(await lenient.transformParams!(call)).toBe(params);
+    expect(events).toMatchObject([{ status: 'ungoverned', sessionId: 's', error: { code: 'bad-input' } }]);
+  });
+});
+
+/** What the model receives when nothing governs the call. */
+async function plainPrompt(system: string, messages: ModelMessage[]): Promise<LanguageModelV3Prompt> {
+  const plain = new MockLanguageModelV3({ doGenerate: answer });
+  await generateText({ model: plain, system, messages });
+  return plain.doGenerateCalls[0]!.prompt;
+}

@@ -1,0 +1,12 @@
+/**
+ * Integrations: Self-GC inside the clients agents already use — a Vercel AI SDK middleware and
+ * thin wrappers for the official OpenAI and Anthropic SDK clients. They import SDK types only.
+ */
+export { createSelfGcMiddleware, type SelfGcMiddlewareOptions } from './ai-sdk-middleware.js';
+export {
+  type AnthropicMessagesClient,
+  type GovernAnthropicOptions,
+  governAnthropic,
+} from './anthropic-client.js';
+export type { GovernEvent, GovernOptions } from './govern-request.js';
+export { type GovernOpenAIOptions, governOpenAI, type OpenAIChatClient } from './openai-client.js';
