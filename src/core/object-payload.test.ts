@@ -27,6 +27,7 @@ describe('objectPayload', () => {
       messageIndex: 5,
       partIndex: 0,
       part: ledger.messages[5]?.parts[0],
+      shell: { messageIndex: 4, message: ledger.messages[4] },
     });
   });
 

@@ -16,6 +16,11 @@ export type ObjectPayload =
       partIndex: number;
       /** The tool-result part exactly as it was in the transcript. */
       part: ToolResultPart;
+      /**
+       * The assistant message that made the call, exactly as it was, so that an output pruned
+       * with its shell is recoverable whole. Absent when the call is not in the transcript.
+       */
+      shell?: { messageIndex: number; message: Message };
     }
   | {
       specVersion: number;
@@ -31,6 +36,8 @@ export function objectPayload(ledger: Ledger, object: LedgerObject): ObjectPaylo
   if (object.kind === 'function') {
     const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
     if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
+    const shell =
+      object.callMessageIndex === undefined ? undefined : ledger.messages[object.callMessageIndex];
     return {
       specVersion: TRANSCRIPT_SPEC_VERSION,
       objectId: object.id,
@@ -38,6 +45,7 @@ export function objectPayload(ledger: Ledger, object: LedgerObject): ObjectPaylo
       messageIndex: object.messageIndex,
       partIndex: object.partIndex ?? 0,
       part,
+      ...(shell ? { shell: { messageIndex: object.callMessageIndex!, message: shell } } : {}),
     };
   }
   return {

@@ -16,6 +16,12 @@ export interface PlannedOperation {
   reason: string;
   /** For `fold`: a summary the planner wrote; the harness still appends anchors and the pointer. */
   summary?: string;
+  /**
+   * For `prune` of a tool output, as a last resort: the assistant message that made the call
+   * leaves the view too (text included) once all its calls are pruned this way. Its exact bytes
+   * stay in the sidecar with the output.
+   */
+  dropShell?: boolean;
 }
 
 /** A list of operations from one planner. */
@@ -32,6 +38,10 @@ export interface ObjectState {
   replacement: string;
   /** Commit that set this state. */
   commitId: string;
+  /** A pruned output whose call shell leaves with it (see `PlannedOperation.dropShell`). */
+  dropShell?: boolean;
+  /** A pinned request whose execution span left the view while the request itself stayed. */
+  keepRequest?: boolean;
 }
 
 /** Committed object states by object id: together with the ledger, this determines the view. */

@@ -1,9 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { countMessageTokens, indexTranscript, type Ledger } from './ledger.js';
+import { objectPayload } from './object-payload.js';
 import type { ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { rehearsePlan } from './rehearse-plan.js';
 import { threeRequestSession } from './testing/sample-session.js';
+import {
+  assistantCalls,
+  assistantMessage,
+  toolCall,
+  toolMessage,
+  toolResult,
+  userMessage,
+} from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 
 function session(): Ledger {
@@ -169,5 +178,80 @@ describe('projectView', () => {
         expect(view.tokens).toBe(fromScratch);
       }
     }
+  });
+});
+
+describe('projectView: pruning with the shell', () => {
+  function parallelSession(): Ledger {
+    return indexTranscript(
+      [
+        userMessage('look around'),
+        assistantCalls(
+          [toolCall('a', 'ls', { path: 'src' }), toolCall('b', 'ls', { path: 'test' })],
+          'Listing both folders.',
+        ),
+        toolMessage(toolResult('a', 'ls', 'one.ts\ntwo.ts')),
+        toolMessage(toolResult('b', 'ls', 'one.test.ts')),
+        assistantCalls([toolCall('c', 'read_file', { path: 'src/one.ts' })], 'Reading one.'),
+        toolMessage(toolResult('c', 'read_file', 'export const one = 1;')),
+        assistantMessage('done'),
+      ],
+      { tokenCounter: approximateTokenCounter },
+    );
+  }
+  const prune = (objectId: string, dropShell: boolean) => ({
+    objectId,
+    operation: 'prune' as const,
+    reason: 'test',
+    dropShell,
+  });
+
+  it('drops the assistant step, text included, once every call it made left with its shell', () => {
+    const ledger = parallelSession();
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [prune('function:ls:1', true), prune('function:ls:2', true)] },
+    );
+    expect(rehearsal.rejected).toEqual([]);
+    const view = projectView(ledger, rehearsal.stateAfter);
+    expect(view.items.map((item) => item.source)).toEqual([0, 4, 5, 6]);
+    expect(view.tokens).toBe(
+      view.items.reduce((sum, item) => sum + countMessageTokens(approximateTokenCounter, item.message), 0),
+    );
+  });
+
+  it('keeps the step and its text while one of its calls stays', () => {
+    const ledger = parallelSession();
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [prune('function:ls:1', true)] },
+    );
+    const view = projectView(ledger, rehearsal.stateAfter);
+    const step = view.items.find((item) => item.source === 1)!;
+    expect(step.message.parts).toEqual([
+      { type: 'text', text: 'Listing both folders.' },
+      toolCall('b', 'ls', { path: 'test' }),
+    ]);
+    expect(view.items.map((item) => item.source)).toEqual([0, 1, 3, 4, 5, 6]);
+  });
+
+  it('upgrades a tombstoned prune to a shell prune, and keeps the shell in the payload', () => {
+    const ledger = parallelSession();
+    const first = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [prune('function:read_file:3', false)] },
+    );
+    expect(first.stateAfter['function:read_file:3']?.replacement).toMatch(/^\[pruned function:read_file:3/);
+    const second = rehearsePlan(ledger, first.stateAfter, {
+      planner: 'test',
+      operations: [prune('function:read_file:3', true)],
+    });
+    expect(second.accepted).toHaveLength(1);
+    expect(projectView(ledger, second.stateAfter).items.map((item) => item.source)).toEqual([0, 1, 2, 3, 6]);
+    const payload = objectPayload(ledger, ledger.get('function:read_file:3')!);
+    expect(payload.kind === 'function' && payload.shell?.message).toBe(ledger.messages[4]);
   });
 });

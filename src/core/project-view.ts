@@ -46,7 +46,7 @@ function projectToolMessage(
   message: Message,
   state: ViewState,
   showIds: boolean,
-  droppedCalls: Set<string>,
+  droppedCalls: Map<string, boolean>,
 ): Message | undefined {
   const objects = ledger.objectsByMessage.get(index) ?? [];
   let changed = false;
@@ -59,7 +59,7 @@ function projectToolMessage(
       return;
     }
     if (entry?.operation === 'prune' && entry.replacement === '') {
-      droppedCalls.add(part.callId);
+      droppedCalls.set(part.callId, entry.dropShell === true);
       changed = true;
       return;
     }
@@ -85,7 +85,8 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
   const end = Math.min(options.end ?? ledger.messages.length, ledger.messages.length);
   const showIds = options.showIds === true;
   const items: ViewItem[] = [];
-  const droppedCalls = new Set<string>();
+  // Call ids whose results left the view, and whether their shell leaves with them.
+  const droppedCalls = new Map<string, boolean>();
   const counter = ledger.options.tokenCounter;
   let tokens = 0;
   const push = (source: number, message: Message, changed: boolean) => {
@@ -97,7 +98,9 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
     const conversation = ledger.conversationAt(index);
     const spanState = conversation ? state[conversation.id] : undefined;
     if (conversation && spanState && conversation.span.end <= end) {
-      // A folded or pruned conversation: its whole span leaves, its replacement stays.
+      // A folded or pruned conversation: its whole span leaves, its replacement stays (after the
+      // request itself when the request is pinned).
+      if (spanState.keepRequest) push(index, message, false);
       const replacement = spanReplacement(conversation, state);
       if (replacement) push(index, replacement, true);
       index = conversation.span.end - 1;
@@ -119,11 +122,12 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
 
 /**
  * A call and its result leave together: drop the tool-call parts whose results were pruned
- * without tombstone, and assistant messages left empty by that.
+ * without tombstone, and assistant messages left empty by that — or left with no call when
+ * every call they made was pruned with its shell.
  */
 function repairLineage(
   items: ViewItem[],
-  droppedCalls: ReadonlySet<string>,
+  droppedCalls: ReadonlyMap<string, boolean>,
   ledger: Ledger,
   counter: Ledger['options']['tokenCounter'],
   tokens: number,
@@ -147,6 +151,10 @@ function repairLineage(
     );
     // Reasoning alone is no turn: the message leaves with its last call.
     if (!parts.some((part) => part.type === 'text' || part.type === 'tool-call')) continue;
+    const shellLeaves = item.message.parts.every(
+      (part) => part.type !== 'tool-call' || droppedCalls.get(part.id) === true,
+    );
+    if (shellLeaves) continue;
     const message = { ...item.message, parts };
     total += countMessageTokens(counter, message);
     repaired.push({ source: item.source, message, changed: true });

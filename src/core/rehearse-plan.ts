@@ -40,6 +40,11 @@ export interface RehearseOptions {
   project?: ProjectOptions;
   /** Commit id stamped on the new states (the commit path fills it in). */
   commitId?: string;
+  /**
+   * Let fold and prune of a pinned conversation remove its execution span while the request
+   * message stays (the fallback's last resort, when a runaway step alone overflows the window).
+   */
+  spansOfPinnedRequests?: boolean;
 }
 
 export interface Rehearsal {
@@ -102,7 +107,14 @@ function judgeOperation(
 ): Verdict {
   const object = ledger.get(operation.objectId);
   if (!object) return { reason: 'unknown-object', detail: `no object ${operation.objectId} in this session` };
-  if (object.pinned)
+  // The harness's last resort may fold the work that followed a pinned request; the request
+  // itself stays in the view byte for byte (`keepRequest`). No planner gets this.
+  const keepRequest =
+    object.pinned &&
+    options.spansOfPinnedRequests === true &&
+    object.kind === 'conversation' &&
+    (operation.operation === 'fold' || operation.operation === 'prune');
+  if (object.pinned && !keepRequest)
     return { reason: 'pinned', detail: `${object.id} is pinned (${object.pinReason ?? 'pin'})` };
   const pinnedInside = object.kind === 'conversation' ? pinnedWithin(ledger, object) : undefined;
   if (pinnedInside && operation.operation !== 'expand' && operation.operation !== 'keep') {
@@ -124,14 +136,18 @@ function judgeOperation(
   const before = current ? counter.count(current.replacement) : spanTokens(ledger, object);
   const overhead = object.kind === 'conversation' ? MESSAGE_OVERHEAD_TOKENS : 0;
   const commitId = options.commitId ?? 'pending';
-  const accept = (next: ObjectState | undefined): AcceptedOperation => ({
-    operation,
-    state: next,
-    tokensBefore: before,
-    tokensAfter: next
-      ? counter.count(next.replacement) + (next.replacement ? overhead : 0)
-      : spanTokens(ledger, object),
-  });
+  const accept = (proposed: ObjectState | undefined): AcceptedOperation => {
+    const next = proposed && keepRequest ? { ...proposed, keepRequest: true } : proposed;
+    const request = keepRequest ? (ledger.messageTokens[object.messageIndex] ?? 0) : 0;
+    return {
+      operation,
+      state: next,
+      tokensBefore: before,
+      tokensAfter: next
+        ? counter.count(next.replacement) + (next.replacement ? overhead : 0) + request
+        : spanTokens(ledger, object),
+    };
+  };
   switch (operation.operation) {
     case 'keep':
       return { reason: 'no-op', detail: 'keep changes nothing' };
@@ -169,10 +185,12 @@ function judgeOperation(
       });
     }
     case 'prune': {
-      if (current?.operation === 'prune')
+      const dropShell = operation.dropShell === true && object.kind === 'function';
+      if (current?.operation === 'prune' && (current.dropShell === true || !dropShell)) {
         return { reason: 'no-op', detail: `${object.id} is already pruned` };
-      const replacement = options.tombstones === false ? '' : renderTombstone(ledger, object);
-      return accept({ operation: 'prune', replacement, commitId });
+      }
+      const replacement = dropShell || options.tombstones === false ? '' : renderTombstone(ledger, object);
+      return accept({ operation: 'prune', replacement, commitId, ...(dropShell ? { dropShell: true } : {}) });
     }
   }
 }

@@ -4,6 +4,7 @@
  * that equals the previous call's view is a cache read, the rest is written.
  */
 import { createGovernor } from '../core/governor/create-governor.js';
+import type { GovernorOptions } from '../core/governor/governor-types.js';
 import { countMessageTokens, createLedger, type Ledger } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
@@ -65,9 +66,10 @@ export function governorPolicy(
   window: number,
   tokenCounter: TokenCounter,
   cache: 'aware' | 'blind',
+  extra: Partial<GovernorOptions> = {},
 ): SessionPolicy {
   const store = createMemoryStore();
-  const governor = createGovernor({ provider: 'anthropic', window, store, tokenCounter, cache });
+  const governor = createGovernor({ provider: 'anthropic', window, store, tokenCounter, cache, ...extra });
   const sessionId = 'replay';
   return {
     name,

@@ -30,7 +30,8 @@ function governor(store: SidecarStore, window: number, options: Partial<Governor
     planner,
     tokenCounter: approximateTokenCounter,
     now: () => NOW,
-    triggers: { milestones: false },
+    // Each test commits what its rule allows, however small: batching is tested on its own.
+    triggers: { milestones: false, minBatch: 0 },
     ...options,
   });
 }
@@ -98,7 +99,7 @@ describe('createGovernor: pressure', () => {
     expect(result.view.at(-1)).toBe(messages.at(-1));
   });
 
-  it('brings a view far over the window under it with the fallback reduction', async () => {
+  it('brings a view far over the window under it with the fallback reduction, in one commit', async () => {
     const store = createMemoryStore();
     const messages = longSession({ rounds: 30 });
     const total = transcriptTokens(messages);
@@ -107,13 +108,14 @@ describe('createGovernor: pressure', () => {
     expect(result.decision.trigger).toBe('overflow');
     expect(result.viewTokens).toBeLessThanOrEqual(window);
     expect(result.decision.outcome).toBe('fallback');
-    expect(result.commit?.planner).toBe('fallback');
+    expect(result.commit?.planner).toBe('embedded+fallback');
     expect(result.commit?.trigger).toBe('overflow');
     expect(result.warnings.map((warning) => warning.code)).toEqual(['fallback-reduction']);
-    expect(result.warnings[0]?.message).toContain(`over the ${window}-token window`);
+    expect(result.warnings[0]?.message).toContain('the embedded planner left');
+    // One cache break, not two: the planner's folds and the fallback commit together.
     const commits = await store.listCommits('s');
-    expect(commits.map((commit) => commit.planner)).toEqual(['embedded', 'fallback']);
-    expect(commits.map((commit) => commit.sequence)).toEqual([1, 2]);
+    expect(commits.map((commit) => commit.planner)).toEqual(['embedded+fallback']);
+    expect(commits.map((commit) => commit.sequence)).toEqual([1]);
     expect(result.view.slice(0, 2)).toEqual(messages.slice(0, 2));
   });
 
@@ -185,15 +187,20 @@ describe('createGovernor: loops that make no progress', () => {
     expect(transcriptTokens(messages)).toBeLessThan(window);
   });
 
-  it('never bloats tiny outputs into bigger tombstones to fit the window', async () => {
+  it('fits the window by dropping old steps with their shells when tiny outputs are all there is', async () => {
     const store = createMemoryStore();
     const messages: Message[] = [userMessage('keep echoing'), ...tinyRounds(60)];
     const total = transcriptTokens(messages);
-    const result = await governor(store, Math.floor(total / 2)).project('s', messages);
+    const window = Math.floor(total / 2);
+    const result = await governor(store, window).project('s', messages);
     expect(result.decision.trigger).toBe('overflow');
-    expect(result.viewTokens).toBeLessThanOrEqual(total);
-    expect(result.view).toEqual(messages);
-    expect(result.warnings.map((warning) => warning.code)).toEqual(['over-window']);
+    expect(result.decision.outcome).toBe('fallback');
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.warnings.map((warning) => warning.code)).toContain('fallback-reduction');
+    expect(result.warnings.map((warning) => warning.code)).not.toContain('over-window');
+    // The latest step and the task stay; no tool result lost its call.
+    expect(result.view.at(-1)).toBe(messages.at(-1));
+    expect(result.view[0]).toBe(messages[0]);
   });
 });
 
@@ -231,6 +238,38 @@ describe('createGovernor: cache rule', () => {
     );
     expect(result.view).toEqual(messages);
     expect(await store.listCommits('s')).toEqual([]);
+  });
+
+  it('batches: a plan that frees less than minBatch of the window waits, unless blind', async () => {
+    const messages = longSession({ rounds: 30 });
+    const window = Math.ceil(transcriptTokens(messages) / 0.8);
+    const held = await governor(createMemoryStore(), window, {
+      triggers: { milestones: false, minBatch: 0.9 },
+    }).project('s', messages);
+    expect(held.decision.trigger).toBe('pressure');
+    expect(held.decision.outcome).toBe('deferred');
+    expect(held.view).toEqual(messages);
+    const blind = await governor(createMemoryStore(), window, {
+      cache: 'blind',
+      triggers: { milestones: false, minBatch: 0.9 },
+    }).project('s', messages);
+    expect(blind.decision.outcome).toBe('committed');
+  });
+
+  it('goes deep when asked: planner and fallback down to the target in one commit', async () => {
+    const messages = longSession({ rounds: 30 });
+    const total = transcriptTokens(messages);
+    const window = Math.ceil(total / 0.8);
+    const plain = await governor(createMemoryStore(), window, {
+      triggers: { milestones: false, minBatch: 0, target: 0.2 },
+    }).project('s', messages);
+    const deep = await governor(createMemoryStore(), window, {
+      triggers: { milestones: false, minBatch: 0, target: 0.2, deep: true },
+    }).project('s', messages);
+    expect(plain.viewTokens).toBeGreaterThan(window * 0.2);
+    expect(deep.viewTokens).toBeLessThan(plain.viewTokens);
+    expect(deep.commit?.planner).toBe('embedded+fallback');
+    expect(deep.decision.outcome).toBe('fallback');
   });
 
   it('commits the same plan in cache-blind mode', async () => {

@@ -4,7 +4,7 @@
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
 import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
-import type { Plan } from '../operations.js';
+import type { Plan, PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
@@ -61,6 +61,7 @@ export function createGovernor(options: GovernorOptions): Governor {
   const blind = options.cache === 'blind';
   const softPressure = options.triggers?.softPressure ?? 0.7;
   const targetShare = options.triggers?.target ?? 0.5;
+  const minBatch = Math.floor(options.window * (options.triggers?.minBatch ?? 0.05));
   const project = { showIds: options.showIds === true };
 
   const runPlanner = async (
@@ -132,7 +133,24 @@ export function createGovernor(options: GovernorOptions): Governor {
           callOptions.signal,
         );
         warnings.push(...planWarnings, ...(result.warnings ?? []));
-        const rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, { project });
+        let rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, { project });
+        let deepened = false;
+        if (
+          rehearsal.tokensAfter > options.window ||
+          (options.triggers?.deep === true && rehearsal.tokensAfter > target)
+        ) {
+          // The planner alone cannot fit the window: one deep commit (planner and fallback
+          // together, down to the target) breaks the cache once instead of twice.
+          const plannerLeft = rehearsal.tokensAfter;
+          rehearsal = deepen(ledger, snapshot.state.objects, result.plan, rehearsal, target);
+          deepened = rehearsal.tokensAfter < plannerLeft;
+          if (deepened) {
+            warnings.push({
+              code: 'fallback-reduction',
+              message: `the ${result.plan.planner} planner left ${plannerLeft} tokens; the fallback reduction took the view to ${rehearsal.tokensAfter}`,
+            });
+          }
+        }
         const overflow = rehearsal.tokensAfter > options.window || trigger.trigger === 'overflow';
         const economics = weighCommit(
           {
@@ -146,10 +164,13 @@ export function createGovernor(options: GovernorOptions): Governor {
           pricing,
         );
         const freed = rehearsal.tokensBefore - rehearsal.tokensAfter;
-        const worthIt = freed > 0 && (blind || overflow || economics.worthIt);
+        // Small edits wait until together they are worth breaking the cache for.
+        const batchReady = blind || overflow || freed >= minBatch;
+        const worthIt = freed > 0 && batchReady && (blind || overflow || economics.worthIt);
         decision = {
           trigger: trigger.trigger,
-          outcome: freed <= 0 ? 'nothing-to-free' : worthIt ? 'committed' : 'deferred',
+          outcome:
+            freed <= 0 ? 'nothing-to-free' : worthIt ? (deepened ? 'fallback' : 'committed') : 'deferred',
           cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost },
         };
         let outcome: CommitOutcome | undefined;
@@ -234,22 +255,58 @@ export function createGovernor(options: GovernorOptions): Governor {
     },
   };
 
+  function deepen(
+    ledger: Ledger,
+    state: SessionState['objects'],
+    plan: Plan,
+    first: Rehearsal,
+    target: number,
+  ): Rehearsal {
+    let rehearsal = first;
+    let operations = plan.operations;
+    for (let round = 0; round < 4 && rehearsal.tokensAfter > target; round += 1) {
+      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target);
+      if (more.length === 0) break;
+      const replaced = new Set(more.map((operation) => operation.objectId));
+      operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
+      rehearsal = rehearsePlan(
+        ledger,
+        state,
+        { planner: `${plan.planner}+fallback`, operations },
+        { project, spansOfPinnedRequests: true },
+      );
+    }
+    return rehearsal;
+  }
+
   async function fitWindow(
     sessionId: string,
     ledger: Ledger,
     snapshot: { version: number; state: SessionState },
     viewTokens: number,
   ) {
-    const plan: Plan = {
-      planner: 'fallback',
-      operations: planFallback(
+    // The fallback estimates; rehearsal measures. Plan again on what rehearsal measured until the
+    // view is down to the target (a few rounds at most), then commit once.
+    const target = Math.floor(options.window * targetShare);
+    let operations: PlannedOperation[] = [];
+    let rehearsal: Rehearsal | undefined;
+    let state = snapshot.state.objects;
+    let tokens = viewTokens;
+    for (let round = 0; round < 4 && tokens > target; round += 1) {
+      const more = planFallback(ledger, state, tokens, target);
+      if (more.length === 0) break;
+      const replaced = new Set(more.map((operation) => operation.objectId));
+      operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
+      rehearsal = rehearsePlan(
         ledger,
         snapshot.state.objects,
-        viewTokens,
-        Math.floor(options.window * targetShare),
-      ),
-    };
-    const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, { project });
+        { planner: 'fallback', operations },
+        { project, spansOfPinnedRequests: true },
+      );
+      state = rehearsal.stateAfter;
+      tokens = rehearsal.tokensAfter;
+    }
+    if (!rehearsal) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;
   }

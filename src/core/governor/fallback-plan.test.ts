@@ -39,15 +39,33 @@ describe('planFallback', () => {
     expect(planFallback(ledger, {}, 100, 100)).toEqual([]);
   });
 
-  it('goes on to past conversations, never the pinned first request or the latest turn', () => {
+  it('goes on to past conversations, the pinned first request only last and keeping it, never the latest turn', () => {
     const ledger = ledgerOf(longSession({ rounds: 20, requestEvery: 5 }));
     const operations = planFallback(ledger, {}, projectView(ledger, {}).tokens, 0);
     const ids = operations.map((operation) => operation.objectId);
     expect(ids.filter((id) => id.startsWith('conversation:'))).toEqual([
       'conversation:user:2',
       'conversation:user:3',
+      'conversation:user:1',
     ]);
-    expect(ids).not.toContain('conversation:user:1');
+    expect(operations.at(-1)).toMatchObject({ objectId: 'conversation:user:1', operation: 'fold' });
+    expect(operations.at(-1)?.reason).toMatch(/pinned request/);
+    // Without the harness's permission the pinned request is refused; with it, the request stays.
+    expect(
+      rehearsePlan(ledger, {}, { planner: 'fallback', operations: [operations.at(-1)!] }).rejected[0]?.reason,
+    ).toBe('pinned');
+    const allowed = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'fallback', operations: [operations.at(-1)!] },
+      { spansOfPinnedRequests: true },
+    );
+    const view = projectView(ledger, allowed.stateAfter);
+    expect(view.items[1]?.message).toBe(ledger.messages[1]);
+    expect(view.items[2]?.message.parts[0]).toMatchObject({
+      type: 'text',
+      text: expect.stringMatching(/^\[folded conversation:user:1/),
+    });
     expect(ids).not.toContain('conversation:user:4');
     // Functions come before conversations.
     expect(ids.findIndex((id) => id.startsWith('conversation:'))).toBe(
@@ -74,7 +92,7 @@ describe('planFallback', () => {
     expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);
   });
 
-  it('skips outputs already pruned, and outputs smaller than their tombstone', () => {
+  it('prunes outputs whose tombstone saves something first, then drops old steps with their shells', () => {
     const messages: Message[] = [userMessage('go')];
     for (let index = 0; index < 10; index += 1)
       messages.push(...toolRound(`c${index}`, 'bash', { command: `echo ${index}` }, 'ok'));
@@ -83,11 +101,20 @@ describe('planFallback', () => {
     const state: ViewState = {
       'function:read_file:11': { operation: 'prune', replacement: '', commitId: 'c1' },
     };
-    const ids = planFallback(ledger, state, projectView(ledger, state).tokens, 0).map(
-      (operation) => operation.objectId,
+    const operations = planFallback(ledger, state, projectView(ledger, state).tokens, 0);
+    // Phase one: only the reads save anything as tombstones (Read 13 is the last output but not
+    // the latest turn: the closing assistant message is). Phase two takes every step, oldest first.
+    expect(operations.slice(0, 2).map((operation) => operation.objectId)).toEqual([
+      'function:read_file:12',
+      'function:read_file:13',
+    ]);
+    expect(operations.every((operation) => operation.operation === 'prune')).toBe(true);
+    const shells = operations.slice(2);
+    expect(shells.length).toBeGreaterThan(3);
+    expect(shells.every((operation) => operation.dropShell === true)).toBe(true);
+    expect(shells.map((operation) => operation.objectId)).toEqual(
+      Array.from({ length: shells.length }, (_, index) => `function:bash:${index + 1}`),
     );
-    // Read 13 is the last output but not the latest turn (the closing assistant message is).
-    expect(ids).toEqual(['function:read_file:12', 'function:read_file:13']);
   });
 
   it('counts an object already folded at its folded size', () => {

@@ -1,6 +1,7 @@
 /**
  * The safest deterministic reduction, for when a planner could not bring the view under the
- * window: prune tool outputs oldest first (tombstones stay), then past conversations.
+ * window: prune tool outputs oldest first (tombstones stay), then past conversations, and last,
+ * when the agent's own old steps are what overflows, prune outputs with their call shells.
  */
 import type { Ledger, LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
@@ -62,5 +63,79 @@ export function planFallback(
         countedInside.set(conversation.id, (countedInside.get(conversation.id) ?? 0) + saving);
     }
   }
+  if (projected <= target) return operations;
+  projected = dropShells(ledger, state, operations, projected, target, protectFrom);
+  if (projected <= target) return operations;
+  return foldSpansOfPinnedRequests(ledger, state, operations, projected, target, protectFrom);
+}
+
+/**
+ * Last of all, when a runaway step inside a pinned request's work overflows the window: fold the
+ * work that followed the request, oldest first; the request stays (needs `spansOfPinnedRequests`).
+ */
+function foldSpansOfPinnedRequests(
+  ledger: Ledger,
+  state: ViewState,
+  operations: PlannedOperation[],
+  viewTokens: number,
+  target: number,
+  protectFrom: number,
+): PlannedOperation[] {
+  let projected = viewTokens;
+  for (const object of ledger.objects) {
+    if (projected <= target) break;
+    if (object.kind !== 'conversation' || !object.pinned || state[object.id] || object.span.end > protectFrom)
+      continue;
+    operations.push({
+      objectId: object.id,
+      operation: 'fold',
+      reason: 'fallback: the work after a pinned request overflows the window',
+    });
+    let span = 0;
+    for (let index = object.span.start + 1; index < object.span.end; index += 1)
+      span += ledger.messageTokens[index] ?? 0;
+    projected -= Math.max(0, span - 1000);
+  }
   return operations;
+}
+
+/** Oldest first, outputs leave with the assistant step that asked for them. */
+function dropShells(
+  ledger: Ledger,
+  state: ViewState,
+  operations: PlannedOperation[],
+  viewTokens: number,
+  target: number,
+  protectFrom: number,
+): number {
+  let projected = viewTokens;
+  const planned = new Map(operations.map((operation) => [operation.objectId, operation]));
+  const removedSpans = new Set(
+    operations
+      .filter((operation) => operation.objectId.startsWith('conversation:'))
+      .map((operation) => operation.objectId),
+  );
+  const shellsSeen = new Set<number>();
+  for (const object of ledger.objects) {
+    if (projected <= target) break;
+    if (object.kind !== 'function' || object.pinned || object.span.end > protectFrom) continue;
+    if (state[object.id]?.dropShell || object.callMessageIndex === undefined) continue;
+    const conversation = ledger.conversationAt(object.messageIndex);
+    if (conversation && (removedSpans.has(conversation.id) || state[conversation.id])) continue;
+    const existing = planned.get(object.id);
+    if (existing) existing.dropShell = true;
+    else
+      operations.push({
+        objectId: object.id,
+        operation: 'prune',
+        dropShell: true,
+        reason: "fallback: the agent's old steps overflow the window",
+      });
+    // The shell's tokens leave once per assistant message; the tombstone goes too.
+    if (!shellsSeen.has(object.callMessageIndex))
+      projected -= ledger.messageTokens[object.callMessageIndex] ?? 0;
+    shellsSeen.add(object.callMessageIndex);
+    projected -= 20;
+  }
+  return projected;
 }

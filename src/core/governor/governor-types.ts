@@ -20,6 +20,14 @@ export interface TriggerOptions {
   milestones?: boolean;
   /** Also run every N new messages regardless of pressure (default off). */
   periodicMessages?: number;
+  /** A commit that frees less than this share of the window waits for more (default 0.05), unless the view overflows. */
+  minBatch?: number;
+  /**
+   * When the planner cannot reach the target, go on with the fallback (old steps leave) in the
+   * same commit: fewer, deeper cache breaks and smaller views, at some cost in no-impact
+   * (default false; see the README's session-mode results).
+   */
+  deep?: boolean;
   /** At least this many new messages between two runs (default 4). */
   cooldownMessages?: number;
   /** After this many runs in a row that freed nothing, stop trying until the transcript grows by a cooldown (default 3). */
