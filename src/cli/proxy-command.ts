@@ -2,9 +2,7 @@
  * `selfgc proxy`: the governing gateway on a port, until SIGINT or SIGTERM.
  */
 import { memoizeTokenCounter } from '../core/tokens.js';
-import { createProxy } from '../proxy/create-proxy.js';
-import { createGovernorPool } from '../proxy/governor-pool.js';
-import { serveProxy } from '../proxy/serve-proxy.js';
+import { createGovernorPool, createProxy, jsonLineLogger, serveProxy } from '../proxy/index.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
@@ -21,6 +19,13 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
   --upstream-anthropic URL   Anthropic upstream (default https://api.anthropic.com)
   --window N                 context window for every model (default: each model's real window)
   --store URL                sqlite:./selfgc.db (default), redis://..., postgres://..., memory:
+  --ab-share F               govern only this share (0..1) of accounts, by hash of the API key;
+                             the rest is the control arm, forwarded as is but measured
+  --fail-closed              refuse requests (503) when the store is down, instead of serving
+                             them ungoverned
+  --no-recovery              do not answer expand/search_context transparently
+
+Several instances share sessions through Redis or Postgres: start each with the same --store.
 `;
 
 export interface ProxyCommandOptions {
@@ -30,6 +35,9 @@ export interface ProxyCommandOptions {
   upstreamAnthropic: string;
   window?: number;
   store: string;
+  abShare?: number;
+  failClosed?: boolean;
+  recovery?: boolean;
 }
 
 export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
@@ -40,7 +48,10 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
     store,
     upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
     ...(options.window ? { window: options.window } : {}),
-    logger: (entry) => io.stderr(`${JSON.stringify(entry)}\n`),
+    ...(options.abShare === undefined ? {} : { abSplit: { share: options.abShare } }),
+    failOpen: options.failClosed !== true,
+    recovery: options.recovery !== false,
+    logger: jsonLineLogger(io.stderr),
   });
   const served = await serveProxy(proxy, { port: options.port, host: options.host });
   io.stderr(`selfgc proxy listening on ${served.url} (store ${store.kind})\n`);

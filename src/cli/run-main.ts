@@ -38,6 +38,15 @@ function positiveInteger(value: string | undefined, name: string, fallback: numb
   return number;
 }
 
+/** A TCP port, 0 for any free one. */
+function portNumber(value: string | undefined): number {
+  if (value === undefined) return 8787;
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 65535)
+    throw new BadInputError(`--port must be 0..65535, got "${value}"`);
+  return number;
+}
+
 function keepShare(value: string | undefined): number | 'auto' {
   if (value === undefined || value === 'auto') return 'auto';
   const number = Number(value);
@@ -159,10 +168,17 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         'upstream-anthropic': { type: 'string' },
         window: { type: 'string' },
         store: { type: 'string' },
+        'ab-share': { type: 'string' },
+        'fail-closed': { type: 'boolean' },
+        'no-recovery': { type: 'boolean' },
       });
       if (values.help) return showHelp(io, PROXY_HELP);
+      const abShare = values['ab-share'] === undefined ? undefined : Number(values['ab-share']);
+      if (abShare !== undefined && !(abShare >= 0 && abShare <= 1)) {
+        throw new BadInputError(`--ab-share must be a share in [0, 1], got "${String(values['ab-share'])}"`);
+      }
       return proxyCommand(io, {
-        port: positiveInteger(values.port as string | undefined, '--port', 8787),
+        port: portNumber(values.port as string | undefined),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',
         upstreamOpenai:
           typeof values['upstream-openai'] === 'string'
@@ -176,6 +192,9 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
           ? { window: positiveInteger(values.window, '--window', 128000) }
           : {}),
         store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db',
+        ...(abShare === undefined ? {} : { abShare }),
+        failClosed: values['fail-closed'] === true,
+        recovery: values['no-recovery'] !== true,
       });
     }
     default:

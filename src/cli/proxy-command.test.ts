@@ -1,0 +1,76 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createEchoScript, startScriptedUpstream } from '../testing/index.js';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+/** `selfgc proxy` in a child process, as a user starts it; resolves with its URL. */
+function startCli(args: string[]): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '-e',
+      `import('./src/cli/run-main.ts').then((m) => m.runMain(${JSON.stringify(['proxy', ...args])}))`,
+    ],
+    { cwd: root },
+  );
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match) resolve({ child, url: match[1]!, stderr: () => stderr });
+    });
+    child.on('exit', (code) => reject(new Error(`proxy exited with ${code}: ${stderr}`)));
+  });
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+describe('selfgc proxy', () => {
+  it('serves governed chat completions against the upstream, logs without keys, and stops on SIGTERM', async () => {
+    const upstream = await startScriptedUpstream({ script: createEchoScript() });
+    const store = `sqlite:${join(mkdtempSync(join(tmpdir(), 'selfgc-cli-')), 'proxy.db')}`;
+    const proxy = await startCli([
+      '--port',
+      '0',
+      '--upstream-openai',
+      upstream.url,
+      '--window',
+      '4000',
+      '--store',
+      store,
+    ]);
+    children.push(proxy.child);
+    const response = await fetch(`${proxy.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test-secret' },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello there' }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-session')).toBeTruthy();
+    const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
+    expect(body.choices[0]?.message.content).toContain('hello there');
+    expect(upstream.requests[0]?.headers.authorization).toBe('Bearer sk-test-secret');
+    const exited = new Promise<number | null>((resolve) => proxy.child.on('exit', resolve));
+    proxy.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(proxy.stderr()).toContain('selfgc proxy stopped');
+    expect(proxy.stderr()).not.toContain('sk-test-secret');
+    await upstream.close();
+  });
+
+  it('refuses a bad store URL with one line and a non-zero exit', async () => {
+    await expect(startCli(['--store', 'ftp://nowhere'])).rejects.toThrow(
+      /exited with [1-9]\d*: selfgc: .*ftp/,
+    );
+  });
+});

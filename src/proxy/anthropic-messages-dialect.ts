@@ -1,0 +1,81 @@
+/** Anthropic Messages (`POST /v1/messages`) as a governed route. */
+
+import {
+  type AnthropicMessagesPrompt,
+  fromAnthropicMessages,
+  toAnthropicMessages,
+} from '../adapters/index.js';
+import {
+  isJsonObject,
+  type JsonObject,
+  numberOf,
+  presentToolNames,
+  replaceFields,
+  requireArray,
+  requireModel,
+  type TokenUsage,
+  type WireDialect,
+  type WireToolCall,
+} from './wire-dialect.js';
+
+function contentBlocks(answer: unknown): JsonObject[] {
+  if (!isJsonObject(answer) || !Array.isArray(answer.content)) return [];
+  return answer.content.filter(isJsonObject);
+}
+
+/** Anthropic counts cache reads and writes apart from `input_tokens`; the proxy reports their sum. */
+function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
+  const uncached = numberOf(usage.input_tokens);
+  if (uncached === undefined) return undefined;
+  const cachedTokens = numberOf(usage.cache_read_input_tokens) ?? 0;
+  const written = numberOf(usage.cache_creation_input_tokens) ?? 0;
+  return { inputTokens: uncached + cachedTokens + written, cachedTokens };
+}
+
+export const anthropicMessagesDialect: WireDialect = {
+  route: 'messages',
+  provider: 'anthropic',
+  readTranscript(body) {
+    requireModel(body);
+    requireArray(body, 'messages');
+    return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt).messages;
+  },
+  writeTranscript(body, view) {
+    const { system, messages } = toAnthropicMessages([...view]);
+    return replaceFields(body, { system, messages });
+  },
+  usageOf(payload) {
+    if (!isJsonObject(payload)) return undefined;
+    const holder = isJsonObject(payload.message) ? payload.message : payload;
+    return isJsonObject(holder.usage) ? usageFrom(holder.usage) : undefined;
+  },
+  withTools(body, tools) {
+    const present = presentToolNames(body, (tool) => tool.name);
+    const added = tools
+      .filter((tool) => !present.has(tool.name))
+      .map((tool) => ({ name: tool.name, description: tool.description, input_schema: tool.parameters }));
+    return { ...body, tools: [...(Array.isArray(body.tools) ? body.tools : []), ...added] };
+  },
+  toolCallsOf(answer) {
+    return contentBlocks(answer).flatMap((block): WireToolCall[] => {
+      if (block.type !== 'tool_use' || typeof block.id !== 'string' || typeof block.name !== 'string')
+        return [];
+      return [{ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) }];
+    });
+  },
+  withToolResults(body, answer, results) {
+    const assistant = { role: 'assistant', content: contentBlocks(answer) };
+    const toolResults = {
+      role: 'user',
+      content: results.map((result) => ({
+        type: 'tool_result',
+        tool_use_id: result.id,
+        content: result.output,
+      })),
+    };
+    return { ...body, messages: [...requireArray(body, 'messages'), assistant, toolResults] };
+  },
+  withoutToolUse(body) {
+    return { ...body, tool_choice: { type: 'none' } };
+  },
+};

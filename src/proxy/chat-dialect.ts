@@ -1,0 +1,75 @@
+/** OpenAI Chat Completions (`POST /v1/chat/completions`) as a governed route. */
+import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import {
+  isJsonObject,
+  type JsonObject,
+  numberOf,
+  presentToolNames,
+  replaceFields,
+  requireArray,
+  requireModel,
+  type WireDialect,
+  type WireToolCall,
+} from './wire-dialect.js';
+
+function onlyMessage(answer: unknown): JsonObject | undefined {
+  if (!isJsonObject(answer) || !Array.isArray(answer.choices) || answer.choices.length !== 1)
+    return undefined;
+  const choice = answer.choices[0];
+  return isJsonObject(choice) && isJsonObject(choice.message) ? choice.message : undefined;
+}
+
+export const chatDialect: WireDialect = {
+  route: 'chat',
+  provider: 'openai',
+  readTranscript(body) {
+    requireModel(body);
+    return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[]).messages;
+  },
+  writeTranscript(body, view) {
+    return replaceFields(body, { messages: toOpenAIChat([...view]).messages });
+  },
+  usageOf(payload) {
+    const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;
+    if (usage === undefined) return undefined;
+    const details = isJsonObject(usage.prompt_tokens_details) ? usage.prompt_tokens_details : {};
+    const inputTokens = numberOf(usage.prompt_tokens);
+    return {
+      ...(inputTokens === undefined ? {} : { inputTokens }),
+      cachedTokens: numberOf(details.cached_tokens) ?? 0,
+    };
+  },
+  withTools(body, tools) {
+    const present = presentToolNames(body, (tool) =>
+      isJsonObject(tool.function) ? tool.function.name : undefined,
+    );
+    const added = tools
+      .filter((tool) => !present.has(tool.name))
+      .map((tool) => ({ type: 'function', function: { ...tool } }));
+    return { ...body, tools: [...(Array.isArray(body.tools) ? body.tools : []), ...added] };
+  },
+  toolCallsOf(answer) {
+    const calls = onlyMessage(answer)?.tool_calls;
+    if (!Array.isArray(calls)) return [];
+    return calls.flatMap((call): WireToolCall[] => {
+      if (!isJsonObject(call) || !isJsonObject(call.function) || typeof call.id !== 'string') return [];
+      const { name, arguments: args } = call.function;
+      return typeof name === 'string'
+        ? [{ id: call.id, name, arguments: typeof args === 'string' ? args : '' }]
+        : [];
+    });
+  },
+  withToolResults(body, answer, results) {
+    const message = onlyMessage(answer) ?? {};
+    const assistant = { role: 'assistant', content: message.content ?? null, tool_calls: message.tool_calls };
+    const toolMessages = results.map((result) => ({
+      role: 'tool',
+      tool_call_id: result.id,
+      content: result.output,
+    }));
+    return { ...body, messages: [...requireArray(body, 'messages'), assistant, ...toolMessages] };
+  },
+  withoutToolUse(body) {
+    return { ...body, tool_choice: 'none' };
+  },
+};

@@ -1,0 +1,198 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { StoreError } from '../core/errors.js';
+import type { SidecarStore } from '../core/store.js';
+import { createMemoryStore } from '../stores/memory-store.js';
+import { estimateInputTokens } from '../testing/scripted-reply.js';
+import { hashApiKey } from './session-identity.js';
+import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
+import { sampleSum } from './testing/parse-prometheus.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+
+const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
+const TRANSCRIPT_FIELD: Record<WireRoute, string> = {
+  chat: 'messages',
+  responses: 'input',
+  messages: 'messages',
+};
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+const answer = () => ({ text: 'Reading on.' });
+
+describe('governed routes', () => {
+  it.each(ROUTES)(
+    '%s: the view replaces the transcript, every other field stays, headers tell the commit',
+    async (route) => {
+      fixture = await startProxyFixture({ script: answer, cachedInputTokens: 100 });
+      const body = { ...conversationBody(route, { turns: 8 }), temperature: 0.25, metadata: { run: 'r1' } };
+      const response = await fixture.post(route, body);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toBeTruthy();
+
+      const sent = fixture.upstream.requests[0]?.body as Record<string, unknown>;
+      const field = TRANSCRIPT_FIELD[route];
+      for (const [key, value] of Object.entries(body)) if (key !== field) expect(sent[key]).toEqual(value);
+      // Recovery (on by default) appends its tools; nothing else is added or reordered.
+      expect(Object.keys(sent)).toEqual([...Object.keys(body), 'tools']);
+      expect(JSON.stringify(sent.tools)).toContain('selfgc_expand');
+      const forwarded = JSON.stringify(sent[field]);
+      expect(forwarded).toContain('expand(\\"function:read_file:');
+      expect(forwarded).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+      expect(forwarded).toContain(JSON.stringify(fileContent(7)).slice(1, -1));
+
+      const before = Number(response.headers.get('x-selfgc-tokens-before'));
+      const after = Number(response.headers.get('x-selfgc-tokens-after'));
+      expect(after).toBeGreaterThan(0);
+      expect(after).toBeLessThan(before);
+      expect(response.headers.get('x-selfgc-arm')).toBe('governed');
+      expect(response.headers.get('x-selfgc-session')).toMatch(/^auto-[0-9a-f]{32}$/);
+      const commitId = response.headers.get('x-selfgc-commit');
+      expect(commitId).toBeTruthy();
+
+      // The key hash is the same whichever header carries the key.
+      const keyHash = hashApiKey(new Headers({ 'x-api-key': 'sk-test-key' }));
+      const commits = await fixture.store.listCommits(
+        `${keyHash}:${response.headers.get('x-selfgc-session')}`,
+      );
+      expect(commits.map((commit) => commit.commitId)).toEqual([commitId]);
+
+      const samples = await fixture.metrics();
+      const governed = { arm: 'governed' };
+      expect(sampleSum(samples, 'selfgc_proxy_commits_total', governed)).toBe(1);
+      expect(sampleSum(samples, 'selfgc_proxy_tokens_saved_total', governed)).toBe(before - after);
+      expect(sampleSum(samples, 'selfgc_proxy_input_tokens_total', governed)).toBe(estimateInputTokens(sent));
+      expect(sampleSum(samples, 'selfgc_proxy_cached_input_tokens_total', governed)).toBe(100);
+      expect(sampleSum(samples, 'selfgc_proxy_requests_total', { ...governed, route, status: '200' })).toBe(
+        1,
+      );
+      expect(sampleSum(samples, 'selfgc_proxy_planner_seconds_count', governed)).toBe(1);
+      expect(fixture.logs[0]).toMatchObject({
+        route,
+        arm: 'governed',
+        status: 200,
+        tokensBefore: before,
+        tokensAfter: after,
+        commit: commitId,
+      });
+    },
+  );
+
+  it('carries a session across turns: later turns reuse the committed view', async () => {
+    fixture = await startProxyFixture({ script: answer });
+    const first = await fixture.post('chat', conversationBody('chat', { turns: 8 }));
+    const second = await fixture.post('chat', conversationBody('chat', { turns: 9 }));
+    expect(second.headers.get('x-selfgc-session')).toBe(first.headers.get('x-selfgc-session'));
+    const forwarded = JSON.stringify(fixture.upstream.requests[1]?.body);
+    expect(forwarded).toContain(`expand(\\"function:read_file:`);
+    expect(Number(second.headers.get('x-selfgc-tokens-after'))).toBeLessThan(
+      Number(second.headers.get('x-selfgc-tokens-before')),
+    );
+  });
+
+  it('isolates sessions per key: the same explicit session id under another key sees nothing', async () => {
+    fixture = await startProxyFixture({ script: answer });
+    const session = { 'x-selfgc-session': 'team-shared-42' };
+    const a = await fixture.post('chat', conversationBody('chat', { turns: 8 }), {
+      apiKey: 'sk-a',
+      headers: session,
+    });
+    const b = await fixture.post('chat', conversationBody('chat', { turns: 1, task: 'other' }), {
+      apiKey: 'sk-b',
+      headers: session,
+    });
+    expect(a.headers.get('x-selfgc-session')).toBe('team-shared-42');
+    expect(b.headers.get('x-selfgc-session')).toBe('team-shared-42');
+    const keyOf = (key: string) =>
+      `${hashApiKey(new Headers({ authorization: `Bearer ${key}` }))}:team-shared-42`;
+    expect((await fixture.store.listPayloads(keyOf('sk-a'))).length).toBeGreaterThan(0);
+    expect(await fixture.store.listPayloads(keyOf('sk-b'))).toEqual([]);
+    expect(await fixture.store.listCommits(keyOf('sk-b'))).toEqual([]);
+    expect(b.headers.get('x-selfgc-commit')).toBeNull();
+    expect(JSON.stringify(fixture.upstream.requests[1]?.body)).not.toContain('expand(');
+  });
+});
+
+describe('A/B split', () => {
+  it('forwards the control arm byte for byte but still measures it', async () => {
+    fixture = await startProxyFixture({
+      script: answer,
+      proxy: { abSplit: { share: 0 } },
+      cachedInputTokens: 9,
+    });
+    const raw = JSON.stringify(conversationBody('messages', { turns: 8 }), null, 1);
+    const response = await fixture.post('messages', raw);
+    expect(response.headers.get('x-selfgc-arm')).toBe('control');
+    expect(response.headers.get('x-selfgc-governance')).toBe('off');
+    expect(response.headers.get('x-selfgc-tokens-after')).toBeNull();
+    expect(fixture.upstream.requests[0]?.rawBody).toBe(raw);
+    const samples = await fixture.metrics();
+    const input = estimateInputTokens(JSON.parse(raw));
+    expect(sampleSum(samples, 'selfgc_proxy_input_tokens_total', { arm: 'control' })).toBe(input);
+    expect(sampleSum(samples, 'selfgc_proxy_cached_input_tokens_total', { arm: 'control' })).toBe(9);
+    expect(sampleSum(samples, 'selfgc_proxy_input_tokens_total', { arm: 'governed' })).toBe(0);
+    expect(sampleSum(samples, 'selfgc_proxy_requests_total', { arm: 'control' })).toBe(1);
+  });
+
+  it('splits accounts deterministically by key', async () => {
+    fixture = await startProxyFixture({ script: answer, proxy: { abSplit: { share: 0.5, salt: 's' } } });
+    const arms = new Map<string, string>();
+    for (let round = 0; round < 2; round += 1) {
+      for (let key = 0; key < 12; key += 1) {
+        const response = await fixture.post('chat', conversationBody('chat', { turns: 1 }), {
+          apiKey: `sk-${key}`,
+        });
+        const arm = response.headers.get('x-selfgc-arm') ?? '';
+        if (round === 1) expect(arm).toBe(arms.get(`sk-${key}`));
+        arms.set(`sk-${key}`, arm);
+      }
+    }
+    expect(new Set(arms.values())).toEqual(new Set(['governed', 'control']));
+  });
+});
+
+/** A store whose every call fails, as a database that went away. */
+function downStore(): SidecarStore {
+  const fail = async () => {
+    throw new StoreError('sqlite store: database is locked');
+  };
+  return {
+    ...createMemoryStore(),
+    kind: 'down',
+    readSession: fail,
+    writeState: fail,
+    writeCommit: fail,
+    putPayloads: fail,
+    close: async () => {},
+  };
+}
+
+describe('store failures', () => {
+  it('fail open: serves the request ungoverned, byte for byte, and counts it', async () => {
+    fixture = await startProxyFixture({ script: answer, store: downStore() });
+    const raw = JSON.stringify(conversationBody('responses', { turns: 8 }));
+    const response = await fixture.post('responses', raw);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-governance')).toBe('fail-open');
+    expect(fixture.upstream.requests[0]?.rawBody).toBe(raw);
+    const samples = await fixture.metrics();
+    expect(sampleSum(samples, 'selfgc_proxy_fail_open_total', { arm: 'governed' })).toBe(1);
+    expect(sampleSum(samples, 'selfgc_proxy_errors_total', { code: 'store-failure' })).toBe(1);
+    expect(fixture.logs[0]).toMatchObject({ governance: 'fail-open', error: 'store-failure', status: 200 });
+    expect(await (await fixture.fetch('/healthz')).json()).toMatchObject({ status: 'ok', store: 'down' });
+  });
+
+  it('fail closed: refuses with a 503 in the provider format', async () => {
+    fixture = await startProxyFixture({ script: answer, store: downStore(), proxy: { failOpen: false } });
+    const response = await fixture.post('messages', conversationBody('messages', { turns: 2 }));
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({
+      type: 'error',
+      error: { type: 'api_error', message: 'sqlite store: database is locked' },
+    });
+    expect(fixture.upstream.requests).toHaveLength(0);
+    expect((await fixture.fetch('/healthz')).status).toBe(503);
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * A governed route (`/v1/chat/completions`, `/v1/responses`, `/v1/messages`): read and check
+ * the body, govern it, forward it with the client's headers, and answer with the upstream's
+ * answer (streamed through, or after transparent recovery) plus the `x-selfgc-*` headers.
+ */
+import { BadInputError, parseJson } from '../core/errors.js';
+import { chooseArm } from './ab-split.js';
+import {
+  callUpstream,
+  clientResponseHeaders,
+  type UpstreamCall,
+  upstreamRequestHeaders,
+} from './call-upstream.js';
+import { governRequest } from './govern-request.js';
+import type { ProxySettings } from './proxy-options.js';
+import { readBodyText } from './read-body-text.js';
+import { createRequestTrace, type RequestTrace } from './request-trace.js';
+import { deriveSessionIdentity, hashApiKey, SESSION_HEADER, sessionLogId } from './session-identity.js';
+import { tapEventStream } from './tap-event-stream.js';
+import {
+  type BufferedAnswer,
+  hasRecoveryPointers,
+  hideRecovery,
+  RECOVERY_TOOLS,
+  recoverTransparently,
+} from './transparent-recovery.js';
+import {
+  isJsonObject,
+  type JsonObject,
+  requireModel,
+  type TokenUsage,
+  type WireDialect,
+} from './wire-dialect.js';
+
+interface Exchange {
+  settings: ProxySettings;
+  dialect: WireDialect;
+  request: Request;
+  trace: RequestTrace;
+  /** The `x-selfgc-*` headers of the answer. */
+  headers: Headers;
+}
+
+export async function handleGoverned(
+  settings: ProxySettings,
+  dialect: WireDialect,
+  request: Request,
+): Promise<Response> {
+  const arm = chooseArm(hashApiKey(request.headers), settings.abSplit);
+  const trace = createRequestTrace(settings, request, dialect.route, arm);
+  const headers = new Headers({ 'x-selfgc-arm': arm });
+  const exchange: Exchange = { settings, dialect, request, trace, headers };
+  try {
+    const text = await readBodyText(request, settings.bodyLimitBytes);
+    const body = parseJson(text, 'request body');
+    if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
+    const model = requireModel(body);
+    const transcript = dialect.readTranscript(body);
+    const identity = deriveSessionIdentity(request.headers, transcript, dialect.identitySeed?.(body));
+    headers.set(SESSION_HEADER, identity.sessionId);
+    trace.entry.session = sessionLogId(identity);
+    trace.entry.stream = body.stream === true;
+    const governed = await governRequest(settings, {
+      dialect,
+      body,
+      model,
+      transcript,
+      identity,
+      trace,
+      headers,
+      signal: request.signal,
+    });
+    const view = governed.result?.view;
+    const recover =
+      settings.recovery && body.stream !== true && view !== undefined && hasRecoveryPointers(view);
+    if (!recover || governed.governor === undefined || governed.body === undefined) {
+      return await forward(exchange, governed.body === undefined ? text : JSON.stringify(governed.body));
+    }
+    const { governor } = governed;
+    const withTools = dialect.withTools(governed.body, RECOVERY_TOOLS);
+    let recoveryCalls = 0;
+    const answer = await recoverTransparently({
+      dialect,
+      governor,
+      sessionId: identity.storeSessionId,
+      body: withTools,
+      first: await sendBuffered(exchange, JSON.stringify(withTools)),
+      send: (next: JsonObject) => sendBuffered(exchange, JSON.stringify(next)),
+      maxRounds: settings.recoveryRounds,
+      onInternalCall: (tool) => {
+        recoveryCalls += 1;
+        settings.metrics.count('selfgc_proxy_recovery_calls_total', { arm, tool });
+      },
+    });
+    if (recoveryCalls > 0) trace.entry.recoveryCalls = recoveryCalls;
+    return answerBuffered(exchange, hideRecovery(dialect, answer, body));
+  } catch (error) {
+    return trace.fail(error, dialect.provider, headers);
+  }
+}
+
+function upstreamUrl(exchange: Exchange): string {
+  const url = new URL(exchange.request.url);
+  return `${exchange.settings.upstreams[exchange.dialect.provider]}${url.pathname}${url.search}`;
+}
+
+/** One upstream call; its time is counted once the answer is read (or the call failed). */
+async function send(exchange: Exchange, body: string): Promise<{ call: UpstreamCall; started: number }> {
+  const { settings, request, trace } = exchange;
+  const headers = upstreamRequestHeaders(request.headers);
+  headers.set('content-type', 'application/json');
+  const started = settings.now();
+  try {
+    const call = await callUpstream({
+      fetch: settings.fetch,
+      url: upstreamUrl(exchange),
+      method: 'POST',
+      headers,
+      body,
+      timeoutMs: settings.upstreamTimeoutMs,
+      signal: request.signal,
+    });
+    return { call, started };
+  } catch (error) {
+    trace.addUpstreamTime(settings.now() - started);
+    throw error;
+  }
+}
+
+async function sendBuffered(exchange: Exchange, body: string): Promise<BufferedAnswer> {
+  return readAnswer(exchange, await send(exchange, body));
+}
+
+/** Read a whole answer within the timeout, and its usage when it succeeded. */
+async function readAnswer(
+  exchange: Exchange,
+  { call, started }: { call: UpstreamCall; started: number },
+): Promise<BufferedAnswer> {
+  const text = await call.text().finally(() => {
+    exchange.trace.addUpstreamTime(exchange.settings.now() - started);
+  });
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  if (call.response.ok) exchange.trace.addUsage(exchange.dialect.usageOf(json));
+  return { status: call.response.status, headers: call.response.headers, text, json };
+}
+
+function answerHeaders(exchange: Exchange, upstream: Headers): Headers {
+  const headers = clientResponseHeaders(upstream);
+  for (const [name, value] of exchange.headers) headers.set(name, value);
+  return headers;
+}
+
+/** Statuses whose responses cannot carry a body. */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+function answerBuffered(exchange: Exchange, answer: BufferedAnswer): Response {
+  exchange.trace.respond(answer.status);
+  exchange.trace.end();
+  return new Response(NULL_BODY_STATUSES.has(answer.status) ? null : answer.text, {
+    status: answer.status,
+    headers: answerHeaders(exchange, answer.headers),
+  });
+}
+
+/** Forward once; event streams go through chunk by chunk, everything else is read first. */
+async function forward(exchange: Exchange, body: string): Promise<Response> {
+  const sent = await send(exchange, body);
+  const { response } = sent.call;
+  const isStream = (response.headers.get('content-type') ?? '').includes('text/event-stream');
+  if (!isStream || response.body === null) return answerBuffered(exchange, await readAnswer(exchange, sent));
+  sent.call.settle();
+  const { dialect, settings, trace } = exchange;
+  trace.addUpstreamTime(settings.now() - sent.started);
+  const usage: Partial<TokenUsage> = {};
+  const stream = tapEventStream(
+    response.body,
+    (data) => {
+      // Only events that carry usage are parsed; the rest go by untouched and unread.
+      if (data.startsWith('{') && data.includes('"usage"'))
+        Object.assign(usage, dialect.usageOf(JSON.parse(data)));
+    },
+    (outcome) => {
+      if (response.ok) trace.addUsage(usage);
+      trace.end(outcome === 'complete' ? undefined : outcome);
+    },
+  );
+  trace.respond(response.status);
+  return new Response(stream, {
+    status: response.status,
+    headers: answerHeaders(exchange, response.headers),
+  });
+}

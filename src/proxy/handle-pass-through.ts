@@ -1,0 +1,75 @@
+/**
+ * Every route the proxy does not govern (model lists, embeddings, token counting, …): forwarded
+ * untouched, body and answer streamed, to the upstream of the provider the request speaks.
+ */
+import { chooseArm } from './ab-split.js';
+import { callUpstream, clientResponseHeaders, upstreamRequestHeaders } from './call-upstream.js';
+import type { ProviderName } from './proxy-errors.js';
+import type { ProxySettings } from './proxy-options.js';
+import { createRequestTrace } from './request-trace.js';
+import { hashApiKey } from './session-identity.js';
+
+/** Anthropic paths, and callers that send Anthropic's headers, go to the Anthropic upstream. */
+export function providerOf(request: Request): ProviderName {
+  const { pathname } = new URL(request.url);
+  if (pathname.startsWith('/v1/messages') || pathname.startsWith('/v1/complete')) return 'anthropic';
+  return request.headers.has('anthropic-version') || request.headers.has('x-api-key')
+    ? 'anthropic'
+    : 'openai';
+}
+
+export async function handlePassThrough(settings: ProxySettings, request: Request): Promise<Response> {
+  const provider = providerOf(request);
+  const arm = chooseArm(hashApiKey(request.headers), settings.abSplit);
+  const trace = createRequestTrace(settings, request, 'pass-through', arm);
+  const url = new URL(request.url);
+  const started = settings.now();
+  try {
+    const hasBody = request.method !== 'GET' && request.method !== 'HEAD' && request.body !== null;
+    const call = await callUpstream({
+      fetch: settings.fetch,
+      url: `${settings.upstreams[provider]}${url.pathname}${url.search}`,
+      method: request.method,
+      headers: upstreamRequestHeaders(request.headers),
+      body: hasBody ? request.body : null,
+      timeoutMs: settings.upstreamTimeoutMs,
+      signal: request.signal,
+    }).finally(() => trace.addUpstreamTime(settings.now() - started));
+    call.settle();
+    const { response } = call;
+    trace.respond(response.status);
+    const body = response.body === null ? null : passThrough(response.body, (outcome) => trace.end(outcome));
+    if (body === null) trace.end();
+    return new Response(body, { status: response.status, headers: clientResponseHeaders(response.headers) });
+  } catch (error) {
+    return trace.fail(error, provider, new Headers());
+  }
+}
+
+/** The same bytes, with a callback when the stream is done. */
+function passThrough(
+  source: ReadableStream<Uint8Array>,
+  onEnd: (outcome?: 'failed' | 'cancelled') => void,
+): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          onEnd();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        onEnd('failed');
+        controller.error(error);
+      }
+    },
+    async cancel(reason) {
+      onEnd('cancelled');
+      await reader.cancel(reason).catch(() => undefined);
+    },
+  });
+}

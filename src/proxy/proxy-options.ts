@@ -1,0 +1,96 @@
+/**
+ * Options of `createProxy`, and the resolved settings the request handlers share.
+ */
+import type { Governor } from '../core/governor/governor-types.js';
+import type { SidecarStore } from '../core/store.js';
+import type { AbSplit } from './ab-split.js';
+import { contextWindowOf } from './context-window.js';
+import type { GovernorContext, GovernorFactory } from './governor-pool.js';
+import type { ProviderName } from './proxy-errors.js';
+import type { ProxyLogEntry } from './proxy-log.js';
+import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
+
+export interface ProxyOptions {
+  /**
+   * The governor, or a factory of one per provider and window (`createGovernorPool`). Without
+   * one, every request is forwarded ungoverned (and still measured).
+   */
+  governor?: Governor | GovernorFactory;
+  /** The store the governor writes to, probed by `/healthz`. */
+  store?: SidecarStore;
+  /** Upstream base URLs, without `/v1` (`https://api.openai.com`, `https://api.anthropic.com`). */
+  upstreams: Record<ProviderName, string>;
+  /** Context window for every model, or per model. Default: each model's real window. */
+  window?: number | ((model: string) => number);
+  /** Largest governed request body, in bytes. Default 32 MiB. */
+  bodyLimitBytes?: number;
+  /** Time until the upstream answers (headers; the whole body when buffered). Default 10 minutes. */
+  upstreamTimeoutMs?: number;
+  /** When governance fails (store down), serve ungoverned (true, default) or refuse with 503. */
+  failOpen?: boolean;
+  /** Govern only a share of accounts; the rest form the control arm. Default: all governed. */
+  abSplit?: AbSplit;
+  /** Transparent expand/search_context for non-streaming requests. Default true. */
+  recovery?: boolean;
+  /** One structured entry per request (no keys, no message content). Default: none. */
+  logger?: (entry: ProxyLogEntry) => void;
+  fetch?: typeof fetch;
+  /** Clock in milliseconds, with sub-millisecond precision when available. */
+  now?: () => number;
+}
+
+export interface ProxySettings {
+  upstreams: Record<ProviderName, string>;
+  bodyLimitBytes: number;
+  upstreamTimeoutMs: number;
+  failOpen: boolean;
+  abSplit: AbSplit | undefined;
+  recovery: boolean;
+  recoveryRounds: number;
+  store: SidecarStore | undefined;
+  metrics: ProxyMetrics;
+  fetch: typeof fetch;
+  now: () => number;
+  log: (entry: ProxyLogEntry) => void;
+  /** The governor for a request, or undefined when the proxy governs nothing. */
+  governorFor(context: Omit<GovernorContext, 'window'>): Governor | undefined;
+}
+
+function trimBase(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/v1$/, '');
+}
+
+export function resolveProxySettings(options: ProxyOptions): ProxySettings {
+  const { governor, window } = options;
+  const windowOf = (model: string) =>
+    typeof window === 'number' ? window : window === undefined ? contextWindowOf(model) : window(model);
+  const logger = options.logger;
+  return {
+    upstreams: {
+      openai: trimBase(options.upstreams.openai),
+      anthropic: trimBase(options.upstreams.anthropic),
+    },
+    bodyLimitBytes: options.bodyLimitBytes ?? 32 * 1024 * 1024,
+    upstreamTimeoutMs: options.upstreamTimeoutMs ?? 600_000,
+    failOpen: options.failOpen ?? true,
+    abSplit: options.abSplit,
+    recovery: options.recovery ?? true,
+    recoveryRounds: 3,
+    store: options.store,
+    metrics: createProxyMetrics(),
+    fetch: options.fetch ?? fetch,
+    now: options.now ?? (() => performance.timeOrigin + performance.now()),
+    log: (entry) => {
+      try {
+        logger?.(entry);
+      } catch {
+        // A failing logger must not fail the request.
+      }
+    },
+    governorFor(context) {
+      if (governor === undefined) return undefined;
+      if (typeof governor !== 'function') return governor;
+      return governor({ ...context, window: windowOf(context.model) });
+    },
+  };
+}

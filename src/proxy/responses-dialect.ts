@@ -1,0 +1,109 @@
+/**
+ * OpenAI Responses (`POST /v1/responses`) as a governed route. The transcript is `input`;
+ * `instructions` stay as they came. A request that continues server-side state
+ * (`previous_response_id`, `conversation`) is not governed: the proxy does not see its history.
+ */
+import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
+import { BadInputError } from '../core/errors.js';
+import {
+  isJsonObject,
+  type JsonObject,
+  numberOf,
+  presentToolNames,
+  replaceFields,
+  requireModel,
+  type WireDialect,
+  type WireToolCall,
+} from './wire-dialect.js';
+
+function inputItems(body: JsonObject): unknown[] {
+  if (typeof body.input === 'string') return [{ role: 'user', content: body.input }];
+  if (Array.isArray(body.input)) return body.input;
+  throw new BadInputError('input: expected a string or an array of items');
+}
+
+function outputItems(answer: unknown): JsonObject[] {
+  if (!isJsonObject(answer) || !Array.isArray(answer.output)) return [];
+  return answer.output.filter(isJsonObject);
+}
+
+export const responsesDialect: WireDialect = {
+  route: 'responses',
+  provider: 'openai',
+  readTranscript(body) {
+    requireModel(body);
+    return fromOpenAIResponses(inputItems(body) as ResponseInputItem[]).messages;
+  },
+  writeTranscript(body, view) {
+    // A single string input is one user message, which governance never changes.
+    if (typeof body.input === 'string') return body;
+    return replaceFields(body, { input: toOpenAIResponses([...view]).messages });
+  },
+  identitySeed(body) {
+    return typeof body.instructions === 'string' ? body.instructions : '';
+  },
+  ungovernedReason(body) {
+    if (body.previous_response_id !== undefined && body.previous_response_id !== null) return 'server-state';
+    if (body.conversation !== undefined && body.conversation !== null) return 'server-state';
+    return undefined;
+  },
+  usageOf(payload) {
+    if (!isJsonObject(payload)) return undefined;
+    const holder = isJsonObject(payload.response) ? payload.response : payload;
+    const usage = isJsonObject(holder.usage) ? holder.usage : undefined;
+    if (usage === undefined) return undefined;
+    const details = isJsonObject(usage.input_tokens_details) ? usage.input_tokens_details : {};
+    const inputTokens = numberOf(usage.input_tokens);
+    return {
+      ...(inputTokens === undefined ? {} : { inputTokens }),
+      cachedTokens: numberOf(details.cached_tokens) ?? 0,
+    };
+  },
+  withTools(body, tools) {
+    const present = presentToolNames(body, (tool) => tool.name);
+    const added = tools
+      .filter((tool) => !present.has(tool.name))
+      .map((tool) => ({ type: 'function', ...tool, strict: false }));
+    return { ...body, tools: [...(Array.isArray(body.tools) ? body.tools : []), ...added] };
+  },
+  toolCallsOf(answer) {
+    return outputItems(answer).flatMap((item): WireToolCall[] => {
+      if (
+        item.type !== 'function_call' ||
+        typeof item.call_id !== 'string' ||
+        typeof item.name !== 'string'
+      ) {
+        return [];
+      }
+      return [
+        {
+          id: item.call_id,
+          name: item.name,
+          arguments: typeof item.arguments === 'string' ? item.arguments : '',
+        },
+      ];
+    });
+  },
+  withToolResults(body, answer, results) {
+    // Reasoning items must stay with the calls they led to; assistant text items are kept too.
+    const items = outputItems(answer).filter((item) => item.type !== 'message' || item.role === 'assistant');
+    const outputs = results.map((result) => ({
+      type: 'function_call_output',
+      call_id: result.id,
+      output: result.output,
+    }));
+    return { ...body, input: [...inputItems(body), ...items, ...outputs] };
+  },
+  hideAddedTools(answer, client, added) {
+    const tools = Array.isArray(answer.tools)
+      ? answer.tools.filter(
+          (tool) => !(isJsonObject(tool) && typeof tool.name === 'string' && added.has(tool.name)),
+        )
+      : answer.tools;
+    const toolChoice = 'tool_choice' in answer ? { tool_choice: client.tool_choice ?? 'auto' } : {};
+    return replaceFields(answer, { tools, ...toolChoice });
+  },
+  withoutToolUse(body) {
+    return { ...body, tool_choice: 'none' };
+  },
+};

@@ -1,0 +1,158 @@
+/**
+ * Bind a proxy (`Request → Response`) to node:http: request bodies are streamed in, answers are
+ * streamed out chunk by chunk with backpressure, and a client that disconnects aborts the
+ * request (and with it the upstream call).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SelfGcProxy } from './create-proxy.js';
+
+export interface ServeOptions {
+  /** 0 picks a free port. */
+  port: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+}
+
+export interface ServedProxy {
+  /** `http://host:port`. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The request body as a web stream, paused while the consumer is behind. A consumer that stops
+ * reading (a body over the limit) leaves the rest to be drained, so its answer still goes out.
+ */
+function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
+  let onData: ((chunk: Buffer) => void) | undefined;
+  let cancelled = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      onData = (chunk) => {
+        controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if ((controller.desiredSize ?? 0) <= 0) req.pause();
+      };
+      req.on('data', onData);
+      let ended = false;
+      req.once('end', () => {
+        ended = true;
+        if (!cancelled) controller.close();
+      });
+      // An upload cut short (client gone) ends in 'error' or 'close' without 'end'.
+      const broken = (error: Error) => {
+        if (!ended && !cancelled) controller.error(error);
+        ended = true;
+      };
+      req.on('error', broken);
+      req.once('close', () => broken(new Error('client disconnected during upload')));
+    },
+    pull() {
+      req.resume();
+    },
+    cancel() {
+      cancelled = true;
+      if (onData !== undefined) req.off('data', onData);
+      req.resume();
+    },
+  });
+}
+
+function toRequest(req: IncomingMessage, base: string, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (let index = 0; index + 1 < req.rawHeaders.length; index += 2) {
+    const name = req.rawHeaders[index]!;
+    // HTTP/2 pseudo headers and `host` are connection details, not request headers.
+    if (!name.startsWith(':')) headers.append(name, req.rawHeaders[index + 1]!);
+  }
+  const method = req.method ?? 'GET';
+  const hasBody = method !== 'GET' && method !== 'HEAD';
+  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
+  if (hasBody) {
+    init.body = bodyStream(req);
+    init.duplex = 'half';
+  }
+  return new Request(new URL(req.url ?? '/', base), init);
+}
+
+async function writeResponse(response: Response, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  const headers: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) headers['set-cookie'] = cookies;
+  res.writeHead(response.status, headers);
+  if (response.body === null) return void res.end();
+  // Event streams show their headers at once; other answers send headers with the first bytes
+  // (one packet instead of two, which delayed ACKs would otherwise hold up).
+  if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) res.flushHeaders();
+  const reader = response.body.getReader();
+  const cancel = () => void reader.cancel(signal.reason).catch(() => undefined);
+  signal.addEventListener('abort', cancel, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      if (!res.write(value)) {
+        await new Promise<void>((resolve) => {
+          const finish = () => {
+            res.off('drain', finish);
+            res.off('close', finish);
+            resolve();
+          };
+          res.on('drain', finish);
+          res.on('close', finish);
+        });
+      }
+      if (signal.aborted) return;
+    }
+    res.end();
+  } catch {
+    // The upstream broke off mid-answer: the client sees the connection end early, as it would.
+    res.destroy();
+  } finally {
+    signal.removeEventListener('abort', cancel);
+  }
+}
+
+export async function serveProxy(proxy: SelfGcProxy, options: ServeOptions): Promise<ServedProxy> {
+  const host = options.host ?? '127.0.0.1';
+  // Set once listening; requests are resolved against the proxy's own address, not `host` headers.
+  let base = 'http://127.0.0.1';
+  const server = createServer((req, res) => {
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('client disconnected'));
+    });
+    const answer = (async () => {
+      const request = toRequest(req, base, gone.signal);
+      const response = await proxy.handle(request);
+      await writeResponse(response, res, gone.signal);
+    })();
+    answer.catch(() => {
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: { message: 'proxy failure', type: 'server_error', param: null, code: null },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  base = `http://${shownHost}:${port}`;
+  return {
+    url: base,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

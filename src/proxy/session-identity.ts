@@ -1,0 +1,76 @@
+/**
+ * Who a governed request belongs to. Sessions are namespaced by a hash of the API key, so a key
+ * that guesses (or is sent) another key's session id reaches a different store session and sees
+ * nothing. The API key itself is only ever hashed here; it is never stored or logged.
+ */
+import { createHash } from 'node:crypto';
+import { BadInputError } from '../core/errors.js';
+import { type Message, messageText } from '../core/transcript.js';
+
+/** The header a client may set to name its session explicitly. */
+export const SESSION_HEADER = 'x-selfgc-session';
+
+const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,200}$/;
+
+export interface SessionIdentity {
+  /** Hash of the API key (of the empty string when the request has none). */
+  keyHash: string;
+  /** The client's session id: the header's value, or one derived from the conversation start. */
+  sessionId: string;
+  /** What the store sees: `${keyHash}:${sessionId}`. */
+  storeSessionId: string;
+}
+
+function sha256(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/** The API key a request carries: `authorization: Bearer …`, `x-api-key` or `api-key`. */
+export function apiKeyOf(headers: Headers): string {
+  const authorization = headers.get('authorization');
+  if (authorization !== null) return authorization.replace(/^Bearer\s+/i, '');
+  return headers.get('x-api-key') ?? headers.get('api-key') ?? '';
+}
+
+/** A short, stable hash of the request's API key (never the key itself). */
+export function hashApiKey(headers: Headers): string {
+  return sha256(`selfgc-key\0${apiKeyOf(headers)}`).slice(0, 32);
+}
+
+/**
+ * The stable start of a conversation: every system message before the first user message, and
+ * that user message. Later turns never change it, so every turn of one conversation maps to the
+ * same session.
+ */
+export function conversationStart(messages: readonly Message[]): string {
+  const start: string[] = [];
+  for (const message of messages) {
+    start.push(`${message.role}\0${messageText(message)}`);
+    if (message.role === 'user') break;
+  }
+  return start.join('\0');
+}
+
+/**
+ * The identity of a governed request. `seed` is request text outside the transcript that also
+ * identifies the conversation (Responses `instructions`).
+ */
+export function deriveSessionIdentity(
+  headers: Headers,
+  messages: readonly Message[],
+  seed = '',
+): SessionIdentity {
+  const keyHash = hashApiKey(headers);
+  const explicit = headers.get(SESSION_HEADER);
+  if (explicit !== null && !SESSION_ID_PATTERN.test(explicit)) {
+    throw new BadInputError(`${SESSION_HEADER} must be 1 to 200 visible ASCII characters`);
+  }
+  const sessionId =
+    explicit ?? `auto-${sha256(`${keyHash}\0${seed}\0${conversationStart(messages)}`).slice(0, 32)}`;
+  return { keyHash, sessionId, storeSessionId: `${keyHash}:${sessionId}` };
+}
+
+/** A hash of the store session id, safe for logs. */
+export function sessionLogId(identity: SessionIdentity): string {
+  return sha256(identity.storeSessionId).slice(0, 16);
+}

@@ -1,0 +1,81 @@
+/**
+ * A proxy in front of a scripted upstream, for tests: governed by a real governor over a memory
+ * store (unless told otherwise), with its log entries collected.
+ */
+import type { SidecarStore } from '../../core/store.js';
+import { createMemoryStore } from '../../stores/memory-store.js';
+import {
+  type ScriptedUpstream,
+  type ScriptedUpstreamOptions,
+  startScriptedUpstream,
+} from '../../testing/scripted-upstream.js';
+import { createProxy, type SelfGcProxy } from '../create-proxy.js';
+import { createGovernorPool } from '../governor-pool.js';
+import type { ProxyLogEntry } from '../proxy-log.js';
+import type { ProxyOptions } from '../proxy-options.js';
+import { authHeaders, ROUTE_PATHS, type WireRoute } from './agent-conversation.js';
+import { parsePrometheus, type Sample } from './parse-prometheus.js';
+
+export const PROXY_ORIGIN = 'http://proxy.test';
+
+export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'script'> {
+  script?: ScriptedUpstreamOptions['script'];
+  /** Govern with a real governor (default true). */
+  governed?: boolean;
+  /** Window for every model (default 2000, small enough that the test conversations must commit). */
+  window?: number;
+  store?: SidecarStore;
+  proxy?: Partial<ProxyOptions>;
+}
+
+export interface ProxyFixture {
+  upstream: ScriptedUpstream;
+  proxy: SelfGcProxy;
+  store: SidecarStore;
+  logs: ProxyLogEntry[];
+  /** POST a JSON body to a governed route with the route's auth headers. */
+  post(
+    route: WireRoute,
+    body: unknown,
+    options?: { apiKey?: string; headers?: Record<string, string> },
+  ): Promise<Response>;
+  /** Any request, in-process. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  metrics(): Promise<Sample[]>;
+  close(): Promise<void>;
+}
+
+export async function startProxyFixture(options: ProxyFixtureOptions = {}): Promise<ProxyFixture> {
+  const { governed, window, store: givenStore, proxy: proxyOptions, script, ...upstreamOptions } = options;
+  const upstream = await startScriptedUpstream({ script: script ?? [], ...upstreamOptions });
+  const store = givenStore ?? createMemoryStore();
+  const logs: ProxyLogEntry[] = [];
+  const proxy = createProxy({
+    ...(governed === false ? {} : { governor: createGovernorPool({ store, cache: 'blind' }) }),
+    store,
+    upstreams: { openai: upstream.url, anthropic: upstream.url },
+    window: window ?? 2000,
+    logger: (entry) => logs.push(entry),
+    ...proxyOptions,
+  });
+  const fetchLocal = (path: string, init?: RequestInit) =>
+    proxy.handle(new Request(`${PROXY_ORIGIN}${path}`, init));
+  return {
+    upstream,
+    proxy,
+    store,
+    logs,
+    post: (route, body, postOptions = {}) =>
+      fetchLocal(ROUTE_PATHS[route], {
+        method: 'POST',
+        headers: { ...authHeaders(route, postOptions.apiKey ?? 'sk-test-key'), ...postOptions.headers },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      }),
+    fetch: fetchLocal,
+    metrics: async () => parsePrometheus(await (await fetchLocal('/metrics')).text()),
+    close: async () => {
+      await upstream.close();
+      await store.close();
+    },
+  };
+}

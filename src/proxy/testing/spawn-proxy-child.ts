@@ -1,0 +1,47 @@
+/**
+ * Start `run-proxy-child.ts` in its own process and wait until it listens. Used by the crash test
+ * and the load script.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+
+export interface ProxyChild {
+  process: ChildProcess;
+  url: string;
+  /** Settles when the process has exited (registered at spawn, so no exit is missed). */
+  exited: Promise<unknown>;
+  /** JSON log lines the child printed so far. */
+  logs: Array<Record<string, unknown>>;
+}
+
+export interface ProxyChildOptions {
+  /** A store URL: `sqlite:<file>`, `memory:`, `redis://…`, `postgres://…`. */
+  storeUrl: string;
+  upstreamUrl: string;
+  window?: number;
+  quiet?: boolean;
+}
+
+export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild> {
+  const args = ['--import', 'tsx', 'src/proxy/testing/run-proxy-child.ts', '--store', options.storeUrl];
+  args.push('--upstream', options.upstreamUrl, '--window', String(options.window ?? 2000));
+  if (options.quiet === true) args.push('--quiet');
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const logs: Array<Record<string, unknown>> = [];
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  return new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.startsWith('{')) return; // not ours (for example `--trace-gc` output)
+      const parsed = JSON.parse(line) as Record<string, unknown>;
+      if (typeof parsed.ready === 'string') resolve({ process: child, url: parsed.ready, exited, logs });
+      else logs.push(parsed);
+    });
+    child.once('exit', (code) => reject(new Error(`proxy child exited (${String(code)}): ${stderr}`)));
+  });
+}

@@ -1,0 +1,117 @@
+/**
+ * What the proxy needs to know about one governed route's wire format. Each route declares its
+ * own capabilities here, so the request path never switches on a concrete provider.
+ */
+import { BadInputError } from '../core/errors.js';
+import type { Message } from '../core/transcript.js';
+import type { ProviderName } from './proxy-errors.js';
+
+export type JsonObject = Record<string, unknown>;
+
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A tool the proxy adds to a request, in provider-neutral form. */
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON schema of the arguments. */
+  parameters: JsonObject;
+}
+
+/** A tool call found in an upstream answer. */
+export interface WireToolCall {
+  id: string;
+  name: string;
+  /** JSON text of the arguments. */
+  arguments: string;
+}
+
+/** Prompt tokens of one answer, as the upstream reported them. */
+export interface TokenUsage {
+  /** Every prompt token, cached or not. */
+  inputTokens: number;
+  /** Prompt tokens read from the provider's cache. */
+  cachedTokens: number;
+}
+
+export interface WireDialect {
+  /** Route name used in metrics and logs. */
+  readonly route: 'chat' | 'responses' | 'messages';
+  readonly provider: ProviderName;
+  /** The canonical transcript of a request body; throws `BadInputError` on a wrong shape. */
+  readTranscript(body: JsonObject): Message[];
+  /** The body with its transcript replaced by `view`, every other field as it came. */
+  writeTranscript(body: JsonObject, view: readonly Message[]): JsonObject;
+  /** Text of the request outside the transcript that identifies a conversation (instructions). */
+  identitySeed?(body: JsonObject): string;
+  /** Why a request cannot be governed (its history lives upstream), or undefined. */
+  ungovernedReason?(body: JsonObject): string | undefined;
+  /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
+  usageOf(payload: unknown): Partial<TokenUsage> | undefined;
+  /** The body with `tools` added after the client's own (names already present are skipped). */
+  withTools(body: JsonObject, tools: readonly ToolDefinition[]): JsonObject;
+  /** Tool calls of a (non-streamed) answer; empty when it calls none or has several choices. */
+  toolCallsOf(answer: unknown): WireToolCall[];
+  /** The body continued with the answer's assistant turn and one result per call. */
+  withToolResults(
+    body: JsonObject,
+    answer: unknown,
+    results: ReadonlyArray<{ id: string; output: string }>,
+  ): JsonObject;
+  /**
+   * An answer that echoes the request's tools (Responses does) with the proxy's own tools and
+   * tool choice taken out again, as the client sent them.
+   */
+  hideAddedTools?(answer: JsonObject, client: JsonObject, added: ReadonlySet<string>): JsonObject;
+  /** The body with tool use switched off for the next answer. */
+  withoutToolUse(body: JsonObject): JsonObject;
+}
+
+/** The body's `model`, which every governed route requires. */
+export function requireModel(body: JsonObject): string {
+  if (typeof body.model !== 'string' || body.model === '') {
+    throw new BadInputError('model: expected a non-empty string');
+  }
+  return body.model;
+}
+
+/** The body's field as an array, or a `BadInputError` naming the field. */
+export function requireArray(body: JsonObject, field: string): unknown[] {
+  const value = body[field];
+  if (!Array.isArray(value)) throw new BadInputError(`${field}: expected an array`);
+  return value;
+}
+
+/** A number, or undefined when the value is not one. */
+export function numberOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/** Names of tools a body already has, by a name reader for its tool shape. */
+export function presentToolNames(body: JsonObject, nameOf: (tool: JsonObject) => unknown): Set<string> {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  const names = new Set<string>();
+  for (const tool of tools) {
+    const name = isJsonObject(tool) ? nameOf(tool) : undefined;
+    if (typeof name === 'string') names.add(name);
+  }
+  return names;
+}
+
+/**
+ * The body with some fields replaced in place (key order kept, so the request reads as the
+ * client wrote it); a field set to undefined is removed, a new one is appended.
+ */
+export function replaceFields(body: JsonObject, fields: Readonly<Record<string, unknown>>): JsonObject {
+  const result: JsonObject = {};
+  for (const [key, value] of Object.entries(body)) {
+    const next = key in fields ? fields[key] : value;
+    if (next !== undefined) result[key] = next;
+  }
+  for (const [key, value] of Object.entries(fields)) {
+    if (!(key in result) && !(key in body) && value !== undefined) result[key] = value;
+  }
+  return result;
+}
