@@ -19,7 +19,7 @@ export const approximateTokenCounter: TokenCounter = {
 };
 
 /**
- * Remember counts of long texts: replay indexes the same messages at many cut points, and the
+ * Remember counts of texts: replay indexes the same messages at many cut points, and the
  * governor re-counts replacement texts. Short texts are cheaper to count than to look up.
  */
 export function memoizeTokenCounter(counter: TokenCounter, maxEntries = 200_000): TokenCounter {
@@ -27,7 +27,7 @@ export function memoizeTokenCounter(counter: TokenCounter, maxEntries = 200_000)
   return {
     name: counter.name,
     count(text) {
-      if (text.length < 64) return counter.count(text);
+      if (text.length < 16) return counter.count(text);
       const known = cache.get(text);
       if (known !== undefined) return known;
       const value = counter.count(text);

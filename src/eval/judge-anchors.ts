@@ -22,10 +22,51 @@ export interface AnchorVerdict {
   recoverable: boolean;
 }
 
-/** Texts of a sequence of messages, searched newest first (needed anchors are mostly recent). */
-function containsNewestFirst(texts: readonly string[], anchor: string): boolean {
-  for (let index = texts.length - 1; index >= 0; index -= 1) if (texts[index]!.includes(anchor)) return true;
-  return false;
+/**
+ * The anchors a continuation needs, with the prefix messages that hold each: computed once per
+ * cut and shared by every strategy judged there.
+ */
+export type NeededAnchors = ReadonlyMap<string, readonly number[]>;
+
+export function neededAnchors(
+  prefixTexts: readonly string[],
+  continuation: readonly Message[],
+  locator: AnchorLocator = createAnchorLocator(prefixTexts),
+): NeededAnchors {
+  const needed = new Map<string, readonly number[]>();
+  for (const anchor of continuationAnchors(continuation)) {
+    const holders = locator.holders(anchor, prefixTexts.length);
+    if (holders.length > 0) needed.set(anchor, holders);
+  }
+  return needed;
+}
+
+/**
+ * Finds which messages of a growing prefix hold an anchor, remembering what it scanned: replay
+ * asks about the same anchors at cut after cut, and each message is read once per anchor.
+ */
+export interface AnchorLocator {
+  /** Indexes below `end` of the texts that contain `anchor`. */
+  holders(anchor: string, end: number): readonly number[];
+}
+
+export function createAnchorLocator(texts: readonly string[]): AnchorLocator {
+  const known = new Map<string, { scanned: number; holders: number[] }>();
+  return {
+    holders(anchor, end) {
+      let entry = known.get(anchor);
+      if (!entry) {
+        entry = { scanned: 0, holders: [] };
+        known.set(anchor, entry);
+      }
+      for (let index = entry.scanned; index < end; index += 1)
+        if (texts[index]!.includes(anchor)) entry.holders.push(index);
+      entry.scanned = Math.max(entry.scanned, end);
+      const holders = entry.holders;
+      if (holders.length === 0 || holders.at(-1)! < end) return holders;
+      return holders.filter((index) => index < end);
+    },
+  };
 }
 
 export interface JudgeInput {
@@ -36,20 +77,31 @@ export interface JudgeInput {
   /** Object states when the strategy kept a sidecar. */
   state?: ViewState;
   continuation: readonly Message[];
+  /** `neededAnchors(prefixTexts, continuation)`, when the caller already has it. */
+  needed?: NeededAnchors;
 }
 
 export function judgeAnchors(input: JudgeInput): AnchorVerdict {
-  const { ledger, prefixTexts } = input;
-  const candidates = continuationAnchors(input.continuation);
-  const needed = [...candidates].filter((anchor) => containsNewestFirst(prefixTexts, anchor));
-  const viewTexts = input.items.map((item) =>
-    item.changed ? messageText(item.message) : (prefixTexts[item.source] ?? ''),
-  );
-  const missing = needed.filter((anchor) => !containsNewestFirst(viewTexts, anchor));
+  const { ledger } = input;
+  const needed = input.needed ?? neededAnchors(input.prefixTexts, input.continuation);
+  // Unchanged items show their transcript message; only changed ones need their text read.
+  const unchanged = new Set<number>();
+  const changedTexts: string[] = [];
+  for (const item of input.items) {
+    if (item.changed) changedTexts.push(messageText(item.message));
+    else unchanged.add(item.source);
+  }
+  const missing: string[] = [];
+  for (const [anchor, holders] of needed) {
+    const visible =
+      holders.some((index) => unchanged.has(index)) ||
+      changedTexts.some((textValue) => textValue.includes(anchor));
+    if (!visible) missing.push(anchor);
+  }
   const lost: string[] = [];
   const lostFromFoldOrMask: string[] = [];
   if (missing.length > 0) {
-    const recoverable = recoverableTexts(ledger, input.state ?? {}, viewTexts);
+    const recoverable = recoverableTexts(ledger, input.state ?? {}, changedTexts);
     for (const anchor of missing) {
       const holder = recoverable.find((entry) => entry.text.includes(anchor));
       if (holder) continue;
@@ -58,7 +110,7 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
     }
   }
   return {
-    needed,
+    needed: [...needed.keys()],
     missing,
     lost,
     lostFromFoldOrMask,
@@ -67,9 +119,12 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
   };
 }
 
-/** Payloads of objects whose id is visible in the view (their recovery pointer). */
-function recoverableTexts(ledger: Ledger, state: ViewState, viewTexts: readonly string[]) {
-  const joined = viewTexts.join('\n');
+/**
+ * Payloads of objects whose id is visible in the view (their recovery pointer). Pointers are
+ * written by the harness, so they stand in changed items only.
+ */
+function recoverableTexts(ledger: Ledger, state: ViewState, changedTexts: readonly string[]) {
+  const joined = changedTexts.join('\n');
   const entries: Array<{ id: string; text: string }> = [];
   for (const id of Object.keys(state)) {
     if (!joined.includes(`"${id}"`) && !joined.includes(`${id}:`) && !joined.includes(`${id} `)) continue;

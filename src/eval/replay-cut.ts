@@ -8,7 +8,7 @@ import type { TokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import { messageText } from '../core/transcript.js';
 import type { AnchorVerdict } from './judge-anchors.js';
-import { judgeAnchors, recoverableMap } from './judge-anchors.js';
+import { createAnchorLocator, judgeAnchors, neededAnchors, recoverableMap } from './judge-anchors.js';
 import type { Strategy, StrategyOutput } from './strategies/strategy.js';
 
 /** One strategy's view at one cut, with its verdict. */
@@ -65,6 +65,7 @@ export interface CutReplayOptions {
 export function replayCuts(options: CutReplayOptions): CutRecord[] {
   const ledger = createLedger({ tokenCounter: options.tokenCounter });
   const prefixTexts: string[] = [];
+  const locator = createAnchorLocator(prefixTexts);
   const records: CutRecord[] = [];
   for (const cut of [...options.cuts].sort((a, b) => a - b)) {
     if (cut <= ledger.messages.length || cut > options.messages.length) continue;
@@ -73,6 +74,7 @@ export function replayCuts(options: CutReplayOptions): CutRecord[] {
     for (const message of appended) prefixTexts.push(messageText(message));
     const continuation = continuationAt(options.messages, cut);
     if (continuation.length === 0) continue;
+    const needed = neededAnchors(prefixTexts, continuation, locator);
     for (const strategy of options.strategies) {
       for (const keep of options.keeps) {
         const output = strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
@@ -81,6 +83,7 @@ export function replayCuts(options: CutReplayOptions): CutRecord[] {
           prefixTexts,
           items: output.items,
           continuation,
+          needed,
           ...(output.state ? { state: output.state } : {}),
         });
         records.push({

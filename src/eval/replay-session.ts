@@ -12,7 +12,13 @@ import { readSessionState } from '../core/session-state.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { type Message, messageText } from '../core/transcript.js';
 import { createMemoryStore } from '../stores/memory-store.js';
-import { type AnchorVerdict, judgeAnchors, recoverableMap } from './judge-anchors.js';
+import {
+  type AnchorVerdict,
+  createAnchorLocator,
+  judgeAnchors,
+  neededAnchors,
+  recoverableMap,
+} from './judge-anchors.js';
 import { continuationAt } from './replay-cut.js';
 import type { Strategy } from './strategies/strategy.js';
 
@@ -124,6 +130,7 @@ export interface SessionReplayOptions {
 export async function replaySession(options: SessionReplayOptions): Promise<CallRecord[]> {
   const ledger = createLedger({ tokenCounter: options.tokenCounter, indexAnchors: false });
   const prefixTexts: string[] = [];
+  const locator = createAnchorLocator(prefixTexts);
   const records: CallRecord[] = [];
   let previous: ViewItem[] | undefined;
   let previousKeys: string[] = [];
@@ -142,7 +149,14 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
     const continuation = continuationAt(options.messages, cut);
     const verdict =
       changed && continuation.length > 0
-        ? judgeAnchors({ ledger, prefixTexts, items, continuation, ...(state ? { state } : {}) })
+        ? judgeAnchors({
+            ledger,
+            prefixTexts,
+            items,
+            continuation,
+            needed: neededAnchors(prefixTexts, continuation, locator),
+            ...(state ? { state } : {}),
+          })
         : undefined;
     records.push({
       session: options.sessionId,
