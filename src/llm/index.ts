@@ -7,6 +7,7 @@ export {
 } from './anthropic-client.js';
 export { extractJson } from './extract-json.js';
 export { createLlmClient } from './llm-client.js';
+export { createLlmPlanner, type LlmPlannerOptions } from './llm-planner.js';
 export type {
   LlmClient,
   LlmClientOptions,

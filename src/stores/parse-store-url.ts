@@ -40,6 +40,21 @@ function sqlitePath(rest: string): string {
  * Drivers load only when their scheme is used. An unknown scheme is a `BadInputError`; the
  * message never repeats the URL, which may hold a password.
  */
+/** Import a store module whose driver is an optional peer dependency, with a clear error without it. */
+async function loadDriver<T>(driver: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${driver}'`)) {
+      throw new BadInputError(`this store needs the "${driver}" package: npm install ${driver}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
 export async function createStoreFromUrl(url: string): Promise<SidecarStore> {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   switch (scheme) {
@@ -57,14 +72,14 @@ export async function createStoreFromUrl(url: string): Promise<SidecarStore> {
     case 'redis':
     case 'rediss': {
       const { url: driverUrl, values } = takeParameters(url, ['prefix']);
-      const { createRedisStore } = await import('./redis-store.js');
+      const { createRedisStore } = await loadDriver('ioredis', () => import('./redis-store.js'));
       const keyPrefix = values.get('prefix');
       return createRedisStore(keyPrefix === undefined ? { url: driverUrl } : { url: driverUrl, keyPrefix });
     }
     case 'postgres':
     case 'postgresql': {
       const { url: driverUrl, values } = takeParameters(url, ['schema', 'prefix']);
-      const { createPostgresStore } = await import('./postgres-store.js');
+      const { createPostgresStore } = await loadDriver('pg', () => import('./postgres-store.js'));
       const schema = values.get('schema');
       const tablePrefix = values.get('prefix');
       return createPostgresStore({
