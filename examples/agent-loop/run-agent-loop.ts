@@ -15,7 +15,7 @@ import { createGovernor } from '../../src/core/governor/create-governor.js';
 import type { CommitRecord, SidecarStore } from '../../src/core/store.js';
 import { type Message, partText } from '../../src/core/transcript.js';
 import { governOpenAI } from '../../src/integrations/index.js';
-import { createSqliteStore } from '../../src/stores/index.js';
+import { createSqliteStore } from '../../src/stores/sqlite-store.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../../src/testing/index.js';
 import { createTokenCounter } from '../../src/tokenizers/create-token-counter.js';
 import { createRepositoryTools, repositoryToolDefinitions } from './repository-tools.js';

@@ -9,6 +9,7 @@ import type { Ledger } from './ledger.js';
 import { objectPayload, payloadSearchText } from './object-payload.js';
 import type { ObjectState } from './operations.js';
 import type { Rehearsal } from './rehearse-plan.js';
+import { sidecarKey } from './render-replacement.js';
 import { readSessionState, type SessionState } from './session-state.js';
 import {
   type CommitRecord,
@@ -75,10 +76,11 @@ export async function commitRehearsal(
     payloads.push({
       schemaVersion: STORE_SCHEMA_VERSION,
       sessionId: context.sessionId,
-      objectId: object.id,
+      // A span fold is stored under its own key: a deeper one later holds more messages.
+      objectId: sidecarKey(object.id, entry.state.spanEnd),
       operation: entry.state.operation,
-      payload: JSON.stringify(objectPayload(ledger, object)),
-      searchText: payloadSearchText(ledger, object),
+      payload: JSON.stringify(objectPayload(ledger, object, entry.state.spanEnd)),
+      searchText: payloadSearchText(ledger, object, entry.state.spanEnd),
       tokens: entry.tokensBefore,
       commitId,
       createdAt,

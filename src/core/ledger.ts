@@ -177,7 +177,8 @@ export function createLedger(options: LedgerOptions): Ledger {
   };
 
   const indexAnchors = options.indexAnchors !== false;
-  const indexMessage = (message: Message, index: number) => {
+  const indexMessage = (message: Message, index: number, partCounts: readonly number[]) => {
+    const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created = new Set<LedgerObject>();
     if (message.role === 'system') {
       systemCount += 1;
@@ -186,7 +187,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         'system',
         index,
         message.parts,
-        options.tokenCounter,
+        sumOf(partCounts),
         indexAnchors,
       );
       for (const anchor of object.anchors) spokenAnchors.add(anchor.value);
@@ -199,7 +200,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         'conversation',
         index,
         message.parts,
-        options.tokenCounter,
+        sumOf(partCounts),
         indexAnchors,
       );
       register(object, message);
@@ -220,7 +221,7 @@ export function createLedger(options: LedgerOptions): Ledger {
           index,
           functionCount,
           calls.get(part.callId),
-          options.tokenCounter,
+          partCounts[partIndex] ?? 0,
           indexAnchors,
         );
         register(object, message);
@@ -251,10 +252,12 @@ export function createLedger(options: LedgerOptions): Ledger {
       for (const message of newMessages) {
         const index = messages.length;
         messages.push(message);
-        const tokens = countMessageTokens(options.tokenCounter, message);
+        // Each part is counted once: the message's tokens and its objects' come from the same counts.
+        const partCounts = message.parts.map((part) => partTokens(options.tokenCounter, part));
+        const tokens = MESSAGE_OVERHEAD_TOKENS + partCounts.reduce((sum, count) => sum + count, 0);
         messageTokens.push(tokens);
         totalTokens += tokens;
-        indexMessage(message, index);
+        indexMessage(message, index, partCounts);
       }
     },
   };
@@ -293,7 +296,7 @@ function payloadObject(
   kind: ObjectKind,
   index: number,
   parts: Part[],
-  counter: TokenCounter,
+  tokens: number,
   withAnchors: boolean,
 ): LedgerObject {
   const textValue = parts.map(partText).join('\n');
@@ -303,7 +306,7 @@ function payloadObject(
     messageIndex: index,
     span: { start: index, end: index + 1 },
     isError: false,
-    tokens: parts.reduce((sum, part) => sum + partTokens(counter, part), 0),
+    tokens,
     anchors: withAnchors ? extractAnchors(textValue) : [],
     references: [],
     pinned: false,
@@ -316,7 +319,7 @@ function functionObject(
   index: number,
   ordinal: number,
   call: { messageIndex: number; name: string; arguments: string } | undefined,
-  counter: TokenCounter,
+  tokens: number,
   withAnchors: boolean,
 ): LedgerObject {
   const name = call?.name ?? part.name;
@@ -331,7 +334,7 @@ function functionObject(
     callId: part.callId,
     isError:
       part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
-    tokens: partTokens(counter, part),
+    tokens,
     anchors: withAnchors ? extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${output}`) : [],
     references: [],
     pinned: false,

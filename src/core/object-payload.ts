@@ -32,7 +32,12 @@ export type ObjectPayload =
     };
 
 /** Build the payload of an object from the ledger. */
-export function objectPayload(ledger: Ledger, object: LedgerObject): ObjectPayload {
+/** The payload of an object; for a span fold, of its span up to `spanEnd`. */
+export function objectPayload(
+  ledger: Ledger,
+  object: LedgerObject,
+  spanEnd = object.span.end,
+): ObjectPayload {
   if (object.kind === 'function') {
     const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
     if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
@@ -53,13 +58,13 @@ export function objectPayload(ledger: Ledger, object: LedgerObject): ObjectPaylo
     objectId: object.id,
     kind: object.kind,
     start: object.span.start,
-    messages: ledger.messages.slice(object.span.start, object.span.end),
+    messages: ledger.messages.slice(object.span.start, spanEnd),
   };
 }
 
 /** The text to index for full-text search. */
-export function payloadSearchText(ledger: Ledger, object: LedgerObject): string {
-  return object.kind === 'conversation' ? spanText(ledger, object) : objectText(ledger, object);
+export function payloadSearchText(ledger: Ledger, object: LedgerObject, spanEnd = object.span.end): string {
+  return object.kind === 'conversation' ? spanText(ledger, object, spanEnd) : objectText(ledger, object);
 }
 
 /** Read a stored payload back, checking its spec version. */

@@ -22,6 +22,12 @@ export interface PlannedOperation {
    * stay in the sidecar with the output.
    */
   dropShell?: boolean;
+  /**
+   * For `fold` of a conversation: fold only the work that followed the request, up to this
+   * message index (exclusive), keeping the request and the later steps. Works on a running
+   * conversation, and on a pinned one (the pin protects the request, not the steps after it).
+   */
+  spanEnd?: number;
 }
 
 /** A list of operations from one planner. */
@@ -38,10 +44,17 @@ export interface ObjectState {
   replacement: string;
   /** Commit that set this state. */
   commitId: string;
+  /**
+   * Tokens of `replacement`, counted once at rehearsal so that projection never re-counts it.
+   * Absent in states written before it existed: projection counts those.
+   */
+  tokens?: number;
   /** A pruned output whose call shell leaves with it (see `PlannedOperation.dropShell`). */
   dropShell?: boolean;
-  /** A pinned request whose execution span left the view while the request itself stayed. */
+  /** A request whose work left the view while the request itself stayed (a span fold). */
   keepRequest?: boolean;
+  /** For a span fold: the first message after the folded work. */
+  spanEnd?: number;
 }
 
 /** Committed object states by object id: together with the ledger, this determines the view. */

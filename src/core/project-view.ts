@@ -6,6 +6,7 @@
 import type { Ledger, LedgerObject } from './ledger.js';
 import { countMessageTokens } from './ledger.js';
 import type { ViewState } from './operations.js';
+import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
 import type { Message, Part } from './transcript.js';
 
 export interface ViewItem {
@@ -14,6 +15,8 @@ export interface ViewItem {
   message: Message;
   /** False when `message` is the transcript message itself, untouched. */
   changed: boolean;
+  /** Tokens of the item in the view, when projection measured them. */
+  tokens?: number;
 }
 
 export interface View {
@@ -47,10 +50,12 @@ function projectToolMessage(
   state: ViewState,
   showIds: boolean,
   droppedCalls: Map<string, boolean>,
-): Message | undefined {
+): { message: Message; tokens: number | undefined } | undefined {
   const objects = ledger.objectsByMessage.get(index) ?? [];
   let changed = false;
   const parts: Part[] = [];
+  // The message's tokens follow from its parts' when every replacement was counted at rehearsal.
+  let tokens: number | undefined = ledger.messageTokens[index] ?? 0;
   message.parts.forEach((part, partIndex) => {
     const object = objects.find((candidate) => candidate.partIndex === partIndex);
     const entry = object ? state[object.id] : undefined;
@@ -61,10 +66,14 @@ function projectToolMessage(
     if (entry?.operation === 'prune' && entry.replacement === '') {
       droppedCalls.set(part.callId, entry.dropShell === true);
       changed = true;
+      if (tokens !== undefined) tokens -= object.tokens;
       return;
     }
     const content = entry ? entry.replacement : part.content;
     if (entry || showIds) changed = true;
+    if (entry && tokens !== undefined)
+      tokens = entry.tokens === undefined ? undefined : tokens - object.tokens + entry.tokens;
+    if (showIds) tokens = undefined;
     if (showIds) {
       const tag = `[id: ${object.id}]`;
       parts.push({
@@ -76,8 +85,8 @@ function projectToolMessage(
       parts.push(entry ? { ...part, content } : part);
     }
   });
-  if (!changed) return message;
-  return parts.length === 0 ? undefined : { ...message, parts };
+  if (!changed) return { message, tokens };
+  return parts.length === 0 ? undefined : { message: { ...message, parts }, tokens };
 }
 
 /** Project the view of the ledger under the given committed states. */
@@ -89,26 +98,31 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
   const droppedCalls = new Map<string, boolean>();
   const counter = ledger.options.tokenCounter;
   let tokens = 0;
-  const push = (source: number, message: Message, changed: boolean) => {
-    items.push({ source, message, changed });
-    tokens += changed ? countMessageTokens(counter, message) : (ledger.messageTokens[source] ?? 0);
+  const push = (source: number, message: Message, changed: boolean, known?: number) => {
+    const itemTokens = changed
+      ? (known ?? countMessageTokens(counter, message))
+      : (ledger.messageTokens[source] ?? 0);
+    items.push({ source, message, changed, tokens: itemTokens });
+    tokens += itemTokens;
   };
   for (let index = 0; index < end; index += 1) {
     const message = ledger.messages[index]!;
     const conversation = ledger.conversationAt(index);
     const spanState = conversation ? state[conversation.id] : undefined;
-    if (conversation && spanState && conversation.span.end <= end) {
-      // A folded or pruned conversation: its whole span leaves, its replacement stays (after the
-      // request itself when the request is pinned).
+    const spanEnd = spanState ? (spanState.spanEnd ?? conversation!.span.end) : 0;
+    if (conversation && spanState && index === conversation.span.start && spanEnd <= end) {
+      // A folded or pruned conversation: its span leaves, its replacement stays — after the
+      // request itself for a span fold, which leaves only the work up to `spanEnd`.
       if (spanState.keepRequest) push(index, message, false);
       const replacement = spanReplacement(conversation, state);
-      if (replacement) push(index, replacement, true);
-      index = conversation.span.end - 1;
+      const known = spanState.tokens === undefined ? undefined : spanState.tokens + MESSAGE_OVERHEAD_TOKENS;
+      if (replacement) push(index, replacement, true, known);
+      index = spanEnd - 1;
       continue;
     }
     if (message.role === 'tool') {
       const projected = projectToolMessage(ledger, index, message, state, showIds, droppedCalls);
-      if (projected) push(index, projected, projected !== message);
+      if (projected) push(index, projected.message, projected.message !== message, projected.tokens);
       continue;
     }
     if (message.role === 'user' && showIds && conversation?.messageIndex === index) {
@@ -117,7 +131,7 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
     }
     push(index, message, false);
   }
-  return repairLineage(items, droppedCalls, ledger, counter, tokens);
+  return repairLineage(items, droppedCalls, counter, tokens);
 }
 
 /**
@@ -128,7 +142,6 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
 function repairLineage(
   items: ViewItem[],
   droppedCalls: ReadonlyMap<string, boolean>,
-  ledger: Ledger,
   counter: Ledger['options']['tokenCounter'],
   tokens: number,
 ): View {
@@ -143,9 +156,7 @@ function repairLineage(
       repaired.push(item);
       continue;
     }
-    total -= item.changed
-      ? countMessageTokens(counter, item.message)
-      : (ledger.messageTokens[item.source] ?? 0);
+    total -= item.tokens ?? countMessageTokens(counter, item.message);
     const parts = item.message.parts.filter(
       (part) => !(part.type === 'tool-call' && droppedCalls.has(part.id)),
     );
@@ -156,8 +167,9 @@ function repairLineage(
     );
     if (shellLeaves) continue;
     const message = { ...item.message, parts };
-    total += countMessageTokens(counter, message);
-    repaired.push({ source: item.source, message, changed: true });
+    const messageTokens = countMessageTokens(counter, message);
+    total += messageTokens;
+    repaired.push({ source: item.source, message, changed: true, tokens: messageTokens });
   }
   return { items: repaired, tokens: total };
 }

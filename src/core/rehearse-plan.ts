@@ -20,6 +20,7 @@ import {
   objectText,
   renderFold,
   renderMask,
+  renderSpanFold,
   renderTombstone,
 } from './render-replacement.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
@@ -40,11 +41,6 @@ export interface RehearseOptions {
   project?: ProjectOptions;
   /** Commit id stamped on the new states (the commit path fills it in). */
   commitId?: string;
-  /**
-   * Let fold and prune of a pinned conversation remove its execution span while the request
-   * message stays (the fallback's last resort, when a runaway step alone overflows the window).
-   */
-  spansOfPinnedRequests?: boolean;
 }
 
 export interface Rehearsal {
@@ -107,14 +103,20 @@ function judgeOperation(
 ): Verdict {
   const object = ledger.get(operation.objectId);
   if (!object) return { reason: 'unknown-object', detail: `no object ${operation.objectId} in this session` };
-  // The harness's last resort may fold the work that followed a pinned request; the request
-  // itself stays in the view byte for byte (`keepRequest`). No planner gets this.
-  const keepRequest =
-    object.pinned &&
-    options.spansOfPinnedRequests === true &&
-    object.kind === 'conversation' &&
-    (operation.operation === 'fold' || operation.operation === 'prune');
-  if (object.pinned && !keepRequest)
+  if (operation.spanEnd !== undefined && operation.operation === 'fold' && object.kind === 'conversation') {
+    return judgeSpanFold(ledger, state, operation, object, options, protectFrom);
+  }
+  const spanFolded = state[object.id]?.keepRequest === true;
+  if (operation.operation === 'expand' && spanFolded) {
+    // Undoing a span fold brings the work back; the request never left.
+    return {
+      operation,
+      state: undefined,
+      tokensBefore: ledger.options.tokenCounter.count(state[object.id]!.replacement),
+      tokensAfter: spanTokens(ledger, object),
+    };
+  }
+  if (object.pinned)
     return { reason: 'pinned', detail: `${object.id} is pinned (${object.pinReason ?? 'pin'})` };
   const pinnedInside = object.kind === 'conversation' ? pinnedWithin(ledger, object) : undefined;
   if (pinnedInside && operation.operation !== 'expand' && operation.operation !== 'keep') {
@@ -137,15 +139,13 @@ function judgeOperation(
   const overhead = object.kind === 'conversation' ? MESSAGE_OVERHEAD_TOKENS : 0;
   const commitId = options.commitId ?? 'pending';
   const accept = (proposed: ObjectState | undefined): AcceptedOperation => {
-    const next = proposed && keepRequest ? { ...proposed, keepRequest: true } : proposed;
-    const request = keepRequest ? (ledger.messageTokens[object.messageIndex] ?? 0) : 0;
+    // Counted once here; projection reads it instead of counting again.
+    const next = proposed && { ...proposed, tokens: counter.count(proposed.replacement) };
     return {
       operation,
       state: next,
       tokensBefore: before,
-      tokensAfter: next
-        ? counter.count(next.replacement) + (next.replacement ? overhead : 0) + request
-        : spanTokens(ledger, object),
+      tokensAfter: next ? next.tokens + (next.replacement ? overhead : 0) : spanTokens(ledger, object),
     };
   };
   switch (operation.operation) {
@@ -195,6 +195,59 @@ function judgeOperation(
   }
 }
 
+/**
+ * A span fold: the work after a request, up to `spanEnd`, leaves the view with its anchors and
+ * a pointer; the request stays, and so do the later steps. The end moves back to a step
+ * boundary (never between a call and its result) and may not reach the latest turn.
+ */
+function judgeSpanFold(
+  ledger: Ledger,
+  state: ViewState,
+  operation: PlannedOperation,
+  object: LedgerObject,
+  options: RehearseOptions,
+  protectFrom: number,
+): Verdict {
+  let spanEnd = Math.min(operation.spanEnd ?? object.span.end, object.span.end, protectFrom);
+  while (spanEnd > object.span.start + 1 && ledger.messages[spanEnd]?.role === 'tool') spanEnd -= 1;
+  if (spanEnd <= object.span.start + 1) {
+    return { reason: 'latest-turn', detail: `${object.id} has no finished work before the latest turn` };
+  }
+  for (let index = object.span.start + 1; index < spanEnd; index += 1) {
+    const pinned = ledger.objectsByMessage.get(index)?.find((inner) => inner.pinned);
+    if (pinned) return { reason: 'pinned', detail: `the work after ${object.id} holds pinned ${pinned.id}` };
+  }
+  const current = state[object.id];
+  if (current && (current.operation === 'prune' || (current.spanEnd ?? object.span.end) >= spanEnd)) {
+    return { reason: 'no-op', detail: `${object.id} is already folded that far` };
+  }
+  let before = 0;
+  for (let index = object.span.start + 1; index < spanEnd; index += 1)
+    before += ledger.messageTokens[index] ?? 0;
+  const auto = (options.foldAnchors ?? 'auto') === 'auto';
+  const replacement = renderSpanFold(ledger, object, spanEnd, {
+    ...(operation.summary ? { summary: operation.summary } : {}),
+    maxAnchors: auto
+      ? Math.min(Number(process.env.SPANCAP ?? 150), Math.max(8, Math.floor(before / 12)))
+      : (options.foldAnchors as number),
+  });
+  const tokens = ledger.options.tokenCounter.count(replacement);
+  const next: ObjectState = {
+    operation: 'fold',
+    replacement,
+    tokens,
+    commitId: options.commitId ?? 'pending',
+    keepRequest: true,
+    spanEnd,
+  };
+  return {
+    operation: { ...operation, spanEnd },
+    state: next,
+    tokensBefore: before,
+    tokensAfter: tokens + MESSAGE_OVERHEAD_TOKENS,
+  };
+}
+
 /** Keep one operation per object: the strongest. */
 function mergeOperations(operations: readonly PlannedOperation[]) {
   const chosen = new Map<string, PlannedOperation>();
@@ -224,16 +277,18 @@ function mergeOperations(operations: readonly PlannedOperation[]) {
  * Only accepted conversation operations cover: a refused one (pinned, latest turn) removes nothing.
  */
 function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rejected: RejectedOperation[]) {
-  const covering = new Set<string>();
+  // Conversation id → the end of what it removes (a span fold removes less than the whole).
+  const covering = new Map<string, number>();
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
-    if (object?.kind === 'conversation' && verdict.state) covering.add(object.id);
+    if (object?.kind === 'conversation' && verdict.state)
+      covering.set(object.id, verdict.state.spanEnd ?? object.span.end);
   }
   const accepted: AcceptedOperation[] = [];
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
     const conversation = object?.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
-    if (conversation && covering.has(conversation.id)) {
+    if (object && conversation && object.messageIndex < (covering.get(conversation.id) ?? -1)) {
       rejected.push({
         operation: verdict.operation,
         reason: 'covered',

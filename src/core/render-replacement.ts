@@ -22,11 +22,46 @@ export function objectText(ledger: Ledger, object: LedgerObject): string {
 }
 
 /** Text of every message of a conversation object's span. */
-export function spanText(ledger: Ledger, object: LedgerObject): string {
+export function spanText(ledger: Ledger, object: LedgerObject, end = object.span.end): string {
   return ledger.messages
-    .slice(object.span.start, object.span.end)
+    .slice(object.span.start, end)
     .map((message) => messageText(message))
     .join('\n');
+}
+
+/**
+ * The sidecar key of a fold: the object id, or for a span fold (the work after a request, up to
+ * message `spanEnd`) the id with `@spanEnd`, since deeper span folds of the same request hold
+ * more messages.
+ */
+export function sidecarKey(objectId: string, spanEnd?: number): string {
+  return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}`;
+}
+
+/**
+ * The summary that replaces the work after a request, messages `(start, spanEnd)`: the request
+ * itself stays in the view; the steps leave, with their key anchors and a recovery pointer.
+ */
+export function renderSpanFold(
+  ledger: Ledger,
+  object: LedgerObject,
+  spanEnd: number,
+  options: FoldOptions = {},
+): string {
+  const key = sidecarKey(object.id, spanEnd);
+  const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
+  const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
+  const anchors = keyAnchorsOf(
+    extractAnchors(steps.map((message) => messageText(message)).join('\n')),
+    options,
+    '',
+  );
+  return [
+    `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
+    ...(options.summary ? [oneLine(options.summary, 600)] : []),
+    ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
+    `(exact messages kept; expand("${key}") recovers them)`,
+  ].join('\n');
 }
 
 function compactTokens(tokens: number): string {

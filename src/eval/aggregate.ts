@@ -93,7 +93,9 @@ export function aggregateCuts(outcomes: readonly CutOutcome[]): CutModeResult[] 
 
 /** A strategy's strict no-impact at a prune rate, interpolated on its sweep (null outside it). */
 export function interpolate(result: CutModeResult, pruneRate: number): number | null {
-  const points = [...result.sweep, result.own].sort((a, b) => a.pruneRate - b.pruneRate);
+  const points = [...result.sweep, ...(result.own.cuts > 0 ? [result.own] : [])].sort(
+    (a, b) => a.pruneRate - b.pruneRate,
+  );
   for (let index = 1; index < points.length; index += 1) {
     const left = points[index - 1]!;
     const right = points[index]!;

@@ -3,10 +3,10 @@
  * that also appear in the prefix. Strict no-impact: all of them are visible in the view.
  * Recoverable no-impact: each is visible, or inside a payload whose recovery pointer is visible.
  */
-import type { Ledger } from '../core/ledger.js';
+import type { Ledger, LedgerObject } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
-import { objectText, spanText } from '../core/render-replacement.js';
+import { objectText, sidecarKey, spanText } from '../core/render-replacement.js';
 import { type Message, messageText } from '../core/transcript.js';
 import { continuationAnchors } from './strategies/selfgc-strategies.js';
 
@@ -62,9 +62,8 @@ export function createAnchorLocator(texts: readonly string[]): AnchorLocator {
       for (let index = entry.scanned; index < end; index += 1)
         if (texts[index]!.includes(anchor)) entry.holders.push(index);
       entry.scanned = Math.max(entry.scanned, end);
-      const holders = entry.holders;
-      if (holders.length === 0 || holders.at(-1)! < end) return holders;
-      return holders.filter((index) => index < end);
+      // A copy: later scans append to the remembered list.
+      return entry.holders.filter((index) => index < end);
     },
   };
 }
@@ -126,42 +125,44 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
 function recoverableTexts(ledger: Ledger, state: ViewState, changedTexts: readonly string[]) {
   const joined = changedTexts.join('\n');
   const entries: Array<{ id: string; text: string }> = [];
-  for (const id of Object.keys(state)) {
-    if (!joined.includes(`"${id}"`) && !joined.includes(`${id}:`) && !joined.includes(`${id} `)) continue;
+  for (const [id, entry] of Object.entries(state)) {
+    // A tombstone names its object, but a pruned payload is not promised back.
+    if (entry.operation === 'prune') continue;
+    const key = sidecarKey(id, entry.spanEnd);
+    if (!joined.includes(`"${key}"`) && !joined.includes(`${key}:`) && !joined.includes(`${key} `)) continue;
     const object = ledger.get(id);
     if (!object) continue;
-    const payload =
-      object.kind === 'conversation'
-        ? spanText(ledger, object)
-        : `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
-    entries.push({ id, text: payload });
+    entries.push({ id: key, text: payloadOf(ledger, object, entry.spanEnd) });
   }
   return entries;
+}
+
+/** What the sidecar holds for an object in this state (a span fold holds its span only). */
+function payloadOf(ledger: Ledger, object: LedgerObject, spanEnd: number | undefined): string {
+  return object.kind === 'conversation'
+    ? spanText(ledger, object, spanEnd)
+    : `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
 }
 
 function removedByFoldOrMask(ledger: Ledger, state: ViewState, anchor: string): boolean {
   for (const [id, entry] of Object.entries(state)) {
     if (entry.operation === 'prune') continue;
     const object = ledger.get(id);
-    if (!object) continue;
-    const payload = object.kind === 'conversation' ? spanText(ledger, object) : objectText(ledger, object);
-    if (payload.includes(anchor)) return true;
+    if (object && payloadOf(ledger, object, entry.spanEnd).includes(anchor)) return true;
   }
   return false;
 }
 
-/** The recoverable map of the emitted format: object id → message indexes the sidecar holds. */
+/** The recoverable map of the emitted format: sidecar key → message indexes the sidecar holds. */
 export function recoverableMap(ledger: Ledger, state: ViewState | undefined): Record<string, number[]> {
   const map: Record<string, number[]> = {};
-  for (const id of Object.keys(state ?? {})) {
+  for (const [id, entry] of Object.entries(state ?? {})) {
     const object = ledger.get(id);
     if (!object) continue;
-    map[id] =
+    const end = entry.spanEnd ?? object.span.end;
+    map[sidecarKey(id, entry.spanEnd)] =
       object.kind === 'conversation'
-        ? Array.from(
-            { length: object.span.end - object.span.start },
-            (_, offset) => object.span.start + offset,
-          )
+        ? Array.from({ length: end - object.span.start }, (_, offset) => object.span.start + offset)
         : [object.messageIndex];
   }
   return map;

@@ -131,6 +131,8 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
   const ledger = createLedger({ tokenCounter: options.tokenCounter, indexAnchors: false });
   const prefixTexts: string[] = [];
   const locator = createAnchorLocator(prefixTexts);
+  const judgeEvery = Math.max(1, options.judgeEvery ?? 1);
+  let changedCalls = 0;
   const records: CallRecord[] = [];
   let previous: ViewItem[] | undefined;
   let previousKeys: string[] = [];
@@ -147,17 +149,18 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
     const tokens = viewTokens(ledger, items);
     const changed = items.length !== ledger.messages.length || items.some((item) => item.changed);
     const continuation = continuationAt(options.messages, cut);
-    const verdict =
-      changed && continuation.length > 0
-        ? judgeAnchors({
-            ledger,
-            prefixTexts,
-            items,
-            continuation,
-            needed: neededAnchors(prefixTexts, continuation, locator),
-            ...(state ? { state } : {}),
-          })
-        : undefined;
+    if (changed) changedCalls += 1;
+    const judged = changed && continuation.length > 0 && (changedCalls - 1) % judgeEvery === 0;
+    const verdict = judged
+      ? judgeAnchors({
+          ledger,
+          prefixTexts,
+          items,
+          continuation,
+          needed: neededAnchors(prefixTexts, continuation, locator),
+          ...(state ? { state } : {}),
+        })
+      : undefined;
     records.push({
       session: options.sessionId,
       cut,

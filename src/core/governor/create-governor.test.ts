@@ -22,6 +22,14 @@ function transcriptTokens(messages: readonly Message[]): number {
 /** The embedded planner with its tuning spelled out, so that retuning its defaults keeps these tests' meaning. */
 const planner = createEmbeddedPlanner({ keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8 });
 
+/** A planner that never folds spans of work: with tiny outputs it has nothing to free. */
+const outputsOnly = createEmbeddedPlanner({
+  keepRecentOutputs: 3,
+  recentUseSteps: 4,
+  idleFoldSteps: 8,
+  keepRecentSteps: 1_000_000,
+});
+
 function governor(store: SidecarStore, window: number, options: Partial<GovernorOptions> = {}) {
   return createGovernor({
     provider: 'openai',
@@ -153,7 +161,7 @@ describe('createGovernor: loops that make no progress', () => {
     const store = createMemoryStore();
     let messages: Message[] = [userMessage('keep echoing'), ...tinyRounds(60)];
     const window = Math.ceil(transcriptTokens(messages) / 0.72);
-    const gc = governor(store, window);
+    const gc = governor(store, window, { planner: outputsOnly });
     const outcomes: string[] = [];
     let next = 60;
     const step = async (rounds: number) => {
@@ -187,14 +195,19 @@ describe('createGovernor: loops that make no progress', () => {
     expect(transcriptTokens(messages)).toBeLessThan(window);
   });
 
-  it('fits the window by dropping old steps with their shells when tiny outputs are all there is', async () => {
+  it('fits the window by folding old work when tiny outputs are all there is', async () => {
     const store = createMemoryStore();
     const messages: Message[] = [userMessage('keep echoing'), ...tinyRounds(60)];
     const total = transcriptTokens(messages);
     const window = Math.floor(total / 2);
-    const result = await governor(store, window).project('s', messages);
+    const result = await governor(store, window, { planner: outputsOnly }).project('s', messages);
     expect(result.decision.trigger).toBe('overflow');
     expect(result.decision.outcome).toBe('fallback');
+    expect(result.commit?.operations.map((operation) => operation.objectId)).toEqual(['conversation:user:1']);
+    expect(result.view[1]?.parts[0]).toMatchObject({
+      type: 'text',
+      text: expect.stringMatching(/^\[folded conversation:user:1@\d+/),
+    });
     expect(result.viewTokens).toBeLessThanOrEqual(window);
     expect(result.warnings.map((warning) => warning.code)).toContain('fallback-reduction');
     expect(result.warnings.map((warning) => warning.code)).not.toContain('over-window');

@@ -273,7 +273,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         ledger,
         state,
         { planner: `${plan.planner}+fallback`, operations },
-        { project, spansOfPinnedRequests: true },
+        { project },
       );
     }
     return rehearsal;
@@ -301,7 +301,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         ledger,
         snapshot.state.objects,
         { planner: 'fallback', operations },
-        { project, spansOfPinnedRequests: true },
+        { project },
       );
       state = rehearsal.stateAfter;
       tokens = rehearsal.tokensAfter;
@@ -342,9 +342,7 @@ function prefixTokens(ledger: Ledger, view: View, end: number | undefined): numb
   let total = 0;
   for (const item of view.items) {
     if (item.source >= end) break;
-    total += item.changed
-      ? countMessageTokens(ledger.options.tokenCounter, item.message)
-      : (ledger.messageTokens[item.source] ?? 0);
+    total += item.tokens ?? countMessageTokens(ledger.options.tokenCounter, item.message);
   }
   return total;
 }

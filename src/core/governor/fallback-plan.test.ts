@@ -2,36 +2,61 @@ import { describe, expect, it } from 'vitest';
 import { indexTranscript, type Ledger } from '../ledger.js';
 import type { ViewState } from '../operations.js';
 import { projectView } from '../project-view.js';
-import { rehearsePlan } from '../rehearse-plan.js';
+import { latestTurnStart, rehearsePlan } from '../rehearse-plan.js';
 import { longSession } from '../testing/long-session.js';
 import { toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message } from '../transcript.js';
 import { planFallback } from './fallback-plan.js';
+import { createPinRule } from './pins.js';
 
 function ledgerOf(messages: Message[]): Ledger {
-  return indexTranscript(messages, { tokenCounter: approximateTokenCounter });
+  return indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
 }
 
-describe('planFallback', () => {
-  it('prunes tool outputs oldest first until the target is reached', () => {
+function rehearse(ledger: Ledger, state: ViewState, operations: ReturnType<typeof planFallback>) {
+  return rehearsePlan(ledger, state, { planner: 'fallback', operations });
+}
+
+describe('planFallback: span folds first', () => {
+  it('folds the oldest work just far enough, keeping the request and the latest steps', () => {
     const ledger = ledgerOf(longSession({ rounds: 20 }));
     const viewTokens = projectView(ledger, {}).tokens;
-    const operations = planFallback(ledger, {}, viewTokens, viewTokens - 1_000);
-    expect(operations.map((operation) => operation.objectId)).toEqual([
-      'function:read_file:1',
-      'function:read_file:2',
-      'function:read_file:3',
-      'function:read_file:4',
+    const target = Math.floor(viewTokens * 0.6);
+    const operations = planFallback(ledger, {}, viewTokens, target);
+    expect(operations).toHaveLength(1);
+    expect(operations[0]).toMatchObject({ objectId: 'conversation:user:1', operation: 'fold' });
+    const spanEnd = operations[0]!.spanEnd!;
+    expect(spanEnd).toBeLessThan(latestTurnStart(ledger));
+    const rehearsal = rehearse(ledger, {}, operations);
+    expect(rehearsal.rejected).toEqual([]);
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);
+    const view = projectView(ledger, rehearsal.stateAfter);
+    // System prompt, the pinned request verbatim, the fold, then the later steps untouched.
+    expect(view.items[0]?.message).toBe(ledger.messages[0]);
+    expect(view.items[1]?.message).toBe(ledger.messages[1]);
+    expect(view.items[2]?.changed).toBe(true);
+    expect(view.items[3]?.source).toBe(spanEnd);
+    expect(view.items.at(-1)?.message).toBe(ledger.messages.at(-1));
+  });
+
+  it('goes as far as the latest turn when the target needs it, for every request', () => {
+    const ledger = ledgerOf(longSession({ rounds: 20, requestEvery: 5 }));
+    const operations = planFallback(ledger, {}, projectView(ledger, {}).tokens, 0);
+    const folds = operations.filter((operation) => operation.operation === 'fold');
+    expect(folds.map((operation) => operation.objectId)).toEqual([
+      'conversation:user:1',
+      'conversation:user:2',
+      'conversation:user:3',
+      'conversation:user:4',
     ]);
-    for (const operation of operations) {
-      expect(operation).toMatchObject({
-        operation: 'prune',
-        reason: 'fallback: the view must fit the window',
-      });
+    const rehearsal = rehearse(ledger, {}, operations);
+    const view = projectView(ledger, rehearsal.stateAfter);
+    // Every request stays in the view, byte for byte.
+    for (const object of ledger.objects.filter((candidate) => candidate.kind === 'conversation')) {
+      expect(view.items.some((item) => item.message === ledger.messages[object.messageIndex])).toBe(true);
     }
-    const rehearsal = rehearsePlan(ledger, {}, { planner: 'fallback', operations });
-    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(viewTokens - 1_000);
+    expect(view.items.at(-1)?.message).toBe(ledger.messages.at(-1));
   });
 
   it('proposes nothing when the view is already at the target', () => {
@@ -39,100 +64,59 @@ describe('planFallback', () => {
     expect(planFallback(ledger, {}, 100, 100)).toEqual([]);
   });
 
-  it('goes on to past conversations, the pinned first request only last and keeping it, never the latest turn', () => {
-    const ledger = ledgerOf(longSession({ rounds: 20, requestEvery: 5 }));
-    const operations = planFallback(ledger, {}, projectView(ledger, {}).tokens, 0);
-    const ids = operations.map((operation) => operation.objectId);
-    expect(ids.filter((id) => id.startsWith('conversation:'))).toEqual([
-      'conversation:user:2',
-      'conversation:user:3',
-      'conversation:user:1',
-    ]);
-    expect(operations.at(-1)).toMatchObject({ objectId: 'conversation:user:1', operation: 'fold' });
-    expect(operations.at(-1)?.reason).toMatch(/pinned request/);
-    // Without the harness's permission the pinned request is refused; with it, the request stays.
-    expect(
-      rehearsePlan(ledger, {}, { planner: 'fallback', operations: [operations.at(-1)!] }).rejected[0]?.reason,
-    ).toBe('pinned');
-    const allowed = rehearsePlan(
-      ledger,
-      {},
-      { planner: 'fallback', operations: [operations.at(-1)!] },
-      { spansOfPinnedRequests: true },
-    );
-    const view = projectView(ledger, allowed.stateAfter);
-    expect(view.items[1]?.message).toBe(ledger.messages[1]);
-    expect(view.items[2]?.message.parts[0]).toMatchObject({
-      type: 'text',
-      text: expect.stringMatching(/^\[folded conversation:user:1/),
-    });
-    expect(ids).not.toContain('conversation:user:4');
-    // Functions come before conversations.
-    expect(ids.findIndex((id) => id.startsWith('conversation:'))).toBe(
-      ids.filter((id) => id.startsWith('function:')).length,
-    );
-  });
-
-  it('does not count the outputs of a conversation twice when it prunes the conversation too', () => {
-    const ledger = ledgerOf(longSession({ rounds: 20, requestEvery: 5 }));
+  it('folds a span deeper on a later call', () => {
+    const ledger = ledgerOf(longSession({ rounds: 20 }));
     const viewTokens = projectView(ledger, {}).tokens;
-    const allOutputs = ledger.objects
-      .filter((object) => object.kind === 'function')
-      .map((object) => ({ objectId: object.id, operation: 'prune' as const, reason: 'test' }));
-    const outputsPruned = rehearsePlan(ledger, {}, { planner: 'test', operations: allOutputs }).tokensAfter;
-    // Reachable only by pruning both past conversations (the first is pinned, the last is open).
-    const target = outputsPruned - 300;
-    const operations = planFallback(ledger, {}, viewTokens, target);
-    expect(
-      operations
-        .filter((operation) => operation.objectId.startsWith('conversation:'))
-        .map((operation) => operation.objectId),
-    ).toEqual(['conversation:user:2', 'conversation:user:3']);
-    const rehearsal = rehearsePlan(ledger, {}, { planner: 'fallback', operations });
-    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);
+    const first = rehearse(ledger, {}, planFallback(ledger, {}, viewTokens, Math.floor(viewTokens * 0.8)));
+    const second = planFallback(ledger, first.stateAfter, first.tokensAfter, Math.floor(viewTokens * 0.4));
+    expect(second[0]?.objectId).toBe('conversation:user:1');
+    expect(second[0]?.spanEnd).toBeGreaterThan(first.stateAfter['conversation:user:1']?.spanEnd ?? 0);
+    expect(rehearse(ledger, first.stateAfter, second).tokensAfter).toBeLessThan(first.tokensAfter);
   });
+});
 
-  it('prunes outputs whose tombstone saves something first, then drops old steps with their shells', () => {
-    const messages: Message[] = [userMessage('go')];
-    for (let index = 0; index < 10; index += 1)
+describe('planFallback: when work cannot fold', () => {
+  /** A rules file read early pins its output: work can fold only up to it. */
+  function pinnedEarly(): Message[] {
+    const messages: Message[] = [
+      userMessage('go'),
+      ...toolRound('rules', 'read_file', { path: 'AGENTS.md' }, 'Never push.'),
+    ];
+    for (let index = 0; index < 10; index += 1) {
       messages.push(...toolRound(`c${index}`, 'bash', { command: `echo ${index}` }, 'ok'));
+    }
     messages.push(...longSession({ rounds: 3 }).slice(2));
-    const ledger = ledgerOf(messages);
-    const state: ViewState = {
-      'function:read_file:11': { operation: 'prune', replacement: '', commitId: 'c1' },
-    };
-    const operations = planFallback(ledger, state, projectView(ledger, state).tokens, 0);
-    // Phase one: only the reads save anything as tombstones (Read 13 is the last output but not
-    // the latest turn: the closing assistant message is). Phase two takes every step, oldest first.
-    expect(operations.slice(0, 2).map((operation) => operation.objectId)).toEqual([
-      'function:read_file:12',
-      'function:read_file:13',
-    ]);
+    return messages;
+  }
+
+  it('prunes outputs whose tombstone saves something, then drops old steps with their shells', () => {
+    const ledger = ledgerOf(pinnedEarly());
+    expect(ledger.get('function:read_file:1')?.pinned).toBe(true);
+    const operations = planFallback(ledger, {}, projectView(ledger, {}).tokens, 0);
+    // No span fold: the pinned read sits right after the request.
+    expect(operations.some((operation) => operation.operation === 'fold')).toBe(false);
     expect(operations.every((operation) => operation.operation === 'prune')).toBe(true);
-    const shells = operations.slice(2);
+    expect(operations.map((operation) => operation.objectId)).not.toContain('function:read_file:1');
+    // The reads save something as tombstones and come first; the tiny echoes leave with their shells.
+    expect(operations[0]?.objectId).toMatch(/^function:read_file:/);
+    const shells = operations.filter((operation) => operation.dropShell === true);
     expect(shells.length).toBeGreaterThan(3);
-    expect(shells.every((operation) => operation.dropShell === true)).toBe(true);
-    expect(shells.map((operation) => operation.objectId)).toEqual(
-      Array.from({ length: shells.length }, (_, index) => `function:bash:${index + 1}`),
-    );
+    expect(shells.some((operation) => operation.objectId.startsWith('function:bash:'))).toBe(true);
+    const rehearsal = rehearse(ledger, {}, operations);
+    expect(rehearsal.rejected.filter((entry) => entry.reason !== 'duplicate')).toEqual([]);
+    expect(rehearsal.tokensAfter).toBeLessThan(projectView(ledger, {}).tokens);
   });
 
   it('counts an object already folded at its folded size', () => {
-    const ledger = ledgerOf(longSession({ rounds: 6 }));
-    const folded = rehearsePlan(
-      ledger,
-      {},
-      {
-        planner: 'test',
-        operations: [{ objectId: 'function:read_file:1', operation: 'fold', reason: 'test' }],
-      },
-    ).stateAfter;
+    const ledger = ledgerOf(pinnedEarly());
+    const folded = rehearse(ledger, {}, [
+      { objectId: 'function:read_file:12', operation: 'fold', reason: 'test' },
+    ]).stateAfter;
     const viewTokens = projectView(ledger, folded).tokens;
-    // Pruning the folded read frees only the difference between its fold and its tombstone.
-    const operations = planFallback(ledger, folded, viewTokens, viewTokens - 100);
-    expect(operations.map((operation) => operation.objectId)).toEqual([
-      'function:read_file:1',
-      'function:read_file:2',
-    ]);
+    const raw = ledger.get('function:read_file:12')!.tokens;
+    // Counted at its raw size, pruning the folded read alone would look like enough.
+    const operations = planFallback(ledger, folded, viewTokens, viewTokens - raw + 50);
+    expect(operations[0]?.objectId).toBe('function:read_file:12');
+    expect(operations.length).toBeGreaterThan(1);
   });
 });

@@ -1,10 +1,12 @@
 /**
  * The safest deterministic reduction, for when a planner could not bring the view under the
- * window: prune tool outputs oldest first (tombstones stay), then past conversations, and last,
- * when the agent's own old steps are what overflows, prune outputs with their call shells.
+ * window. First the oldest work leaves through span folds (requests stay; the steps after them
+ * fold into their anchors and a recovery pointer), then outputs are pruned oldest first
+ * (tombstones stay), then past conversations, and last outputs leave with their call shells.
  */
 import type { Ledger, LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
+import { planSpanFolds } from '../plan-span-folds.js';
 import { latestTurnStart } from '../rehearse-plan.js';
 import { renderTombstone } from '../render-replacement.js';
 
@@ -36,12 +38,33 @@ export function planFallback(
 ): PlannedOperation[] {
   const protectFrom = latestTurnStart(ledger);
   const operations: PlannedOperation[] = [];
-  let projected = viewTokens;
+  let projected = planSpanFolds(
+    ledger,
+    state,
+    operations,
+    viewTokens,
+    target,
+    protectFrom,
+    'fallback: the oldest work leaves the view, its request stays',
+  );
+  if (projected <= target) return operations;
+  // Objects inside work folded above are out of the view already.
+  const foldedUpTo = new Map(operations.map((operation) => [operation.objectId, operation.spanEnd ?? 0]));
+  const insideFold = (object: LedgerObject) => {
+    const conversation = ledger.conversationAt(object.messageIndex);
+    const end = conversation ? (foldedUpTo.get(conversation.id) ?? state[conversation.id]?.spanEnd ?? 0) : 0;
+    return object.messageIndex < end;
+  };
   // Savings already counted inside each conversation, so that pruning the conversation after its
   // outputs does not count them twice.
   const countedInside = new Map<string, number>();
   const candidates = ledger.objects.filter(
-    (object) => !object.pinned && object.span.end <= protectFrom && state[object.id]?.operation !== 'prune',
+    (object) =>
+      !object.pinned &&
+      object.span.end <= protectFrom &&
+      state[object.id]?.operation !== 'prune' &&
+      !foldedUpTo.has(object.id) &&
+      !insideFold(object),
   );
   for (const kind of ['function', 'conversation'] as const) {
     for (const object of candidates) {
@@ -64,38 +87,7 @@ export function planFallback(
     }
   }
   if (projected <= target) return operations;
-  projected = dropShells(ledger, state, operations, projected, target, protectFrom);
-  if (projected <= target) return operations;
-  return foldSpansOfPinnedRequests(ledger, state, operations, projected, target, protectFrom);
-}
-
-/**
- * Last of all, when a runaway step inside a pinned request's work overflows the window: fold the
- * work that followed the request, oldest first; the request stays (needs `spansOfPinnedRequests`).
- */
-function foldSpansOfPinnedRequests(
-  ledger: Ledger,
-  state: ViewState,
-  operations: PlannedOperation[],
-  viewTokens: number,
-  target: number,
-  protectFrom: number,
-): PlannedOperation[] {
-  let projected = viewTokens;
-  for (const object of ledger.objects) {
-    if (projected <= target) break;
-    if (object.kind !== 'conversation' || !object.pinned || state[object.id] || object.span.end > protectFrom)
-      continue;
-    operations.push({
-      objectId: object.id,
-      operation: 'fold',
-      reason: 'fallback: the work after a pinned request overflows the window',
-    });
-    let span = 0;
-    for (let index = object.span.start + 1; index < object.span.end; index += 1)
-      span += ledger.messageTokens[index] ?? 0;
-    projected -= Math.max(0, span - 1000);
-  }
+  dropShells(ledger, state, operations, projected, target, protectFrom, insideFold);
   return operations;
 }
 
@@ -107,21 +99,28 @@ function dropShells(
   viewTokens: number,
   target: number,
   protectFrom: number,
+  insideFold: (object: LedgerObject) => boolean,
 ): number {
   let projected = viewTokens;
   const planned = new Map(operations.map((operation) => [operation.objectId, operation]));
+  // Conversations removed whole (a span fold removes only the work `insideFold` knows about).
   const removedSpans = new Set(
     operations
-      .filter((operation) => operation.objectId.startsWith('conversation:'))
+      .filter(
+        (operation) => operation.objectId.startsWith('conversation:') && operation.spanEnd === undefined,
+      )
       .map((operation) => operation.objectId),
   );
   const shellsSeen = new Set<number>();
   for (const object of ledger.objects) {
     if (projected <= target) break;
-    if (object.kind !== 'function' || object.pinned || object.span.end > protectFrom) continue;
+    if (object.kind !== 'function' || object.pinned || object.span.end > protectFrom || insideFold(object))
+      continue;
     if (state[object.id]?.dropShell || object.callMessageIndex === undefined) continue;
     const conversation = ledger.conversationAt(object.messageIndex);
-    if (conversation && (removedSpans.has(conversation.id) || state[conversation.id])) continue;
+    const whole = conversation ? state[conversation.id] : undefined;
+    if (conversation && (removedSpans.has(conversation.id) || (whole && whole.spanEnd === undefined)))
+      continue;
     const existing = planned.get(object.id);
     if (existing) existing.dropShell = true;
     else

@@ -7,6 +7,7 @@
  */
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
+import { planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
 import { isMaskable, objectText } from '../render-replacement.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
@@ -27,6 +28,8 @@ export interface EmbeddedPlannerOptions {
    * any more (default 0). Set to Infinity to act only on pressure and proven staleness.
    */
   idleFoldSteps?: number;
+  /** Under pressure, the latest steps that stay out of span folds (default 6). */
+  keepRecentSteps?: number;
   /** What happens to an output superseded by a later run of the same call (default fold). */
   supersededOperation?: 'fold' | 'prune';
 }
@@ -186,8 +189,19 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     if (entry.object.kind === 'conversation')
       propose(entry.object, 'fold', 'pressure: past request, its work is done');
   }
+  // 5. Then the oldest work after each request folds whole (the request stays), keeping the
+  // recent steps; then the recent outputs too.
+  projected = planSpanFolds(
+    ledger,
+    state,
+    operations,
+    projected,
+    input.targetTokens,
+    recentStepsStart(ledger, input.protectFrom, options.keepRecentSteps ?? 6),
+    'pressure: old work folds, its request stays',
+  );
   foldOutputs(1);
-  // 5. Last resort: prune what was folded or masked, oldest first.
+  // 6. Last resort: prune what was folded or masked, oldest first.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     // Tiny outputs stay: their tombstone would be bigger than they are.

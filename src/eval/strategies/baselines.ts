@@ -75,7 +75,15 @@ function mapResults(message: Message, rewrite: (content: string) => string): Mes
 
 function rewriteTool(draft: Draft, index: number, rewrite: (content: string) => string) {
   const message = draft.ledger.messages[index]!;
-  replaceItem(draft, index, { source: index, message: mapResults(message, rewrite), changed: true });
+  const rewritten = mapResults(message, rewrite);
+  // An output the rewrite leaves as it was stays the transcript's own message.
+  const same = rewritten.parts.every((part, position) => {
+    const original = message.parts[position];
+    return (
+      part.type !== 'tool-result' || (original?.type === 'tool-result' && original.content === part.content)
+    );
+  });
+  if (!same) replaceItem(draft, index, { source: index, message: rewritten, changed: true });
 }
 
 const PLACEHOLDER = '[tool output removed]';
@@ -160,8 +168,10 @@ function keepLastOutputs(name: string, keepLast: number, rewrite: (content: stri
       const tools = input.ledger.messages.flatMap((message, index) =>
         message.role === 'tool' ? [index] : [],
       );
+      // The last N outputs stay, and so does the latest turn, however many calls it made.
+      const kept = new Set(tools.slice(-keepLast));
       const budget = input.keep === 'auto' ? 0 : budgetOf(input);
-      for (const index of tools.slice(0, Math.max(0, tools.length - keepLast))) {
+      for (const index of toolMessageIndexes(input.ledger).filter((candidate) => !kept.has(candidate))) {
         if (draft.tokens <= budget) break;
         rewriteTool(draft, index, rewrite);
       }

@@ -34,7 +34,7 @@ export const BASELINE_NAMES = STRATEGY_NAMES.filter(
 );
 
 export function strategyByName(name: string): Strategy {
-  const make = STRATEGIES[name];
+  const make = Object.hasOwn(STRATEGIES, name) ? STRATEGIES[name] : undefined;
   if (!make) {
     throw new BadInputError(
       `unknown strategy "${name}" (choose from ${STRATEGY_NAMES.join(', ')}; selfgc-llm needs --llm-url)`,

@@ -1,0 +1,76 @@
+/**
+ * Span folds as a plan: the work after a request folds, oldest first, while the request stays.
+ * Shared by the embedded planner (under pressure, keeping the recent steps) and the fallback
+ * (down to the latest turn).
+ */
+import type { Ledger } from './ledger.js';
+import type { PlannedOperation, ViewState } from './operations.js';
+import { autoAnchorBudget } from './rehearse-plan.js';
+
+/** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
+function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
+  let total = ledger.messageTokens[index] ?? 0;
+  for (const inner of ledger.objectsByMessage.get(index) ?? []) {
+    const innerState = inner.kind === 'function' ? state[inner.id] : undefined;
+    if (innerState) total += ledger.options.tokenCounter.count(innerState.replacement) - inner.tokens;
+  }
+  return total;
+}
+
+/**
+ * Span folds, oldest conversation first: each folds the work after its request just far enough
+ * to reach the target, and never at or past `limit` (the latest turn, or the recent steps a
+ * planner keeps). Pushes the operations; returns the projected view size.
+ */
+export function planSpanFolds(
+  ledger: Ledger,
+  state: ViewState,
+  operations: PlannedOperation[],
+  viewTokens: number,
+  target: number,
+  limit: number,
+  reason: string,
+): number {
+  let projected = viewTokens;
+  for (const conversation of ledger.objects) {
+    if (projected <= target) break;
+    if (conversation.kind !== 'conversation') continue;
+    const current = state[conversation.id];
+    if (current && current.spanEnd === undefined) continue;
+    const from = current?.spanEnd ?? conversation.span.start + 1;
+    let end = Math.min(conversation.span.end, limit);
+    for (let index = from; index < end; index += 1) {
+      if (ledger.objectsByMessage.get(index)?.some((inner) => inner.pinned)) end = index;
+    }
+    let freed = 0;
+    let folded = 0;
+    let spanEnd: number | undefined;
+    for (let index = from; index < end; index += 1) {
+      freed += messageViewTokens(ledger, state, index);
+      folded += ledger.messageTokens[index] ?? 0;
+      const boundary = index + 1;
+      if (ledger.messages[boundary]?.role === 'tool') continue;
+      spanEnd = boundary;
+      if (projected - (freed - 40 - 4 * autoAnchorBudget(folded)) <= target) break;
+    }
+    if (spanEnd === undefined) continue;
+    operations.push({
+      objectId: conversation.id,
+      operation: 'fold',
+      spanEnd,
+      reason,
+    });
+    projected -= Math.max(0, freed - 40 - 4 * autoAnchorBudget(folded));
+  }
+  return projected;
+}
+
+/** Where the last `steps` assistant steps before `end` begin: work from there on stays whole. */
+export function recentStepsStart(ledger: Ledger, end: number, steps: number): number {
+  let seen = 0;
+  for (let index = end - 1; index >= 0; index -= 1) {
+    if (ledger.messages[index]?.role === 'assistant') seen += 1;
+    if (seen >= steps) return index;
+  }
+  return 0;
+}

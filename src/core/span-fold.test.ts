@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../stores/memory-store.js';
+import { commitRehearsal } from './commit-plan.js';
+import { indexTranscript, type Ledger } from './ledger.js';
+import { parseObjectPayload } from './object-payload.js';
+import type { PlannedOperation } from './operations.js';
+import { projectView } from './project-view.js';
+import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
+import { emptySessionState } from './session-state.js';
+import { longSession } from './testing/long-session.js';
+import { approximateTokenCounter } from './tokens.js';
+
+function ledgerOf(rounds = 12): Ledger {
+  return indexTranscript(longSession({ rounds }), { tokenCounter: approximateTokenCounter });
+}
+
+const spanFold = (spanEnd: number, objectId = 'conversation:user:1'): PlannedOperation => ({
+  objectId,
+  operation: 'fold',
+  spanEnd,
+  reason: 'test',
+});
+
+describe('span folds: the work after a request', () => {
+  it('fold the steps of a running, pinned request while the request and later steps stay', () => {
+    const ledger = ledgerOf();
+    expect(ledger.get('conversation:user:1')?.pinned).toBe(true);
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(10)] });
+    expect(rehearsal.rejected).toEqual([]);
+    const state = rehearsal.stateAfter['conversation:user:1'];
+    expect(state).toMatchObject({ operation: 'fold', keepRequest: true, spanEnd: 10 });
+    expect(state?.replacement).toMatch(
+      /^\[folded conversation:user:1@10: the 8 messages of work that followed conversation:user:1/,
+    );
+    expect(state?.replacement).toContain('expand("conversation:user:1@10")');
+    const view = projectView(ledger, rehearsal.stateAfter);
+    expect(view.items.map((item) => item.source)).toEqual([
+      0,
+      1,
+      1,
+      ...ledger.messages.map((_, index) => index).slice(10),
+    ]);
+    expect(view.items[1]?.message).toBe(ledger.messages[1]);
+  });
+
+  it('never ends between a call and its result, nor inside the latest turn', () => {
+    const ledger = ledgerOf();
+    const toolIndex = ledger.messages.findIndex((message, index) => index > 5 && message.role === 'tool');
+    const adjusted = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(toolIndex)] });
+    expect(adjusted.stateAfter['conversation:user:1']?.spanEnd).toBe(toolIndex - 1);
+    const tooFar = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [spanFold(ledger.messages.length)] },
+    );
+    expect(tooFar.stateAfter['conversation:user:1']?.spanEnd).toBeLessThanOrEqual(latestTurnStart(ledger));
+    const nothing = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(2)] });
+    expect(nothing.rejected[0]?.reason).toBe('latest-turn');
+  });
+
+  it('goes deeper, not back, and covers only the outputs inside it', () => {
+    const ledger = ledgerOf();
+    const first = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(10)] });
+    const back = rehearsePlan(ledger, first.stateAfter, { planner: 'test', operations: [spanFold(6)] });
+    expect(back.rejected[0]?.reason).toBe('no-op');
+    const outputs = ledger.objects.filter((object) => object.kind === 'function');
+    const inside = outputs.find((object) => object.messageIndex < 14)!;
+    const outside = outputs.find(
+      (object) => object.messageIndex > 16 && object.span.end <= latestTurnStart(ledger),
+    )!;
+    const deeper = rehearsePlan(ledger, first.stateAfter, {
+      planner: 'test',
+      operations: [
+        spanFold(16),
+        { objectId: inside.id, operation: 'fold', reason: 'test' },
+        { objectId: outside.id, operation: 'fold', reason: 'test' },
+      ],
+    });
+    expect(deeper.rejected.map((entry) => [entry.operation.objectId, entry.reason])).toEqual([
+      [inside.id, 'covered'],
+    ]);
+    expect(deeper.stateAfter['conversation:user:1']?.spanEnd).toBe(16);
+    expect(deeper.tokensAfter).toBeLessThan(first.tokensAfter);
+  });
+
+  it('keeps the exact messages in the sidecar under the span key, and expand brings them back', async () => {
+    const ledger = ledgerOf();
+    const store = createMemoryStore();
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(10)] });
+    const outcome = await commitRehearsal(
+      { store, sessionId: 's', now: () => 1 },
+      ledger,
+      { version: 0, state: emptySessionState() },
+      rehearsal,
+    );
+    expect(outcome.status).toBe('committed');
+    const record = await store.getPayload('s', 'conversation:user:1@10');
+    const payload = parseObjectPayload(record!.payload, 'test');
+    expect(payload.kind === 'conversation' && payload.messages).toEqual(ledger.messages.slice(1, 10));
+    const expanded = rehearsePlan(ledger, rehearsal.stateAfter, {
+      planner: 'test',
+      operations: [{ objectId: 'conversation:user:1', operation: 'expand', reason: 'test' }],
+    });
+    expect(projectView(ledger, expanded.stateAfter).items.map((item) => item.message)).toEqual(
+      ledger.messages,
+    );
+  });
+});

@@ -1,0 +1,276 @@
+import { describe, expect, it } from 'vitest';
+import {
+  aggregateCuts,
+  aggregateSessions,
+  buildSummary,
+  type CallOutcome,
+  type CutOutcome,
+  interpolate,
+  matchedComparison,
+  PRICING,
+} from './aggregate.js';
+import type { CutModeResult, CutPoint } from './eval-summary.js';
+import { EVAL_SUMMARY_VERSION } from './eval-summary.js';
+import { wilson } from './wilson.js';
+
+function cut(
+  strategy: string,
+  keep: number | 'auto',
+  viewTokens: number,
+  overrides: Partial<CutOutcome> = {},
+) {
+  return {
+    strategy,
+    upperBound: false,
+    keep,
+    prefixTokens: 100,
+    viewTokens,
+    strict: true,
+    recoverable: true,
+    lostFromFoldOrMask: false,
+    ...overrides,
+  } satisfies CutOutcome;
+}
+
+function point(keep: number | 'auto', pruneRate: number, strict: number): CutPoint {
+  const rate = { hits: 0, total: 0, value: strict, low: 0, high: 0 };
+  return {
+    keep,
+    pruneRate,
+    strictNoImpact: rate,
+    recoverableNoImpact: rate,
+    unrecoverableLoss: rate,
+    cuts: 1,
+  };
+}
+
+function result(strategy: string, own: CutPoint, sweep: CutPoint[]): CutModeResult {
+  return { strategy, upperBound: false, own, sweep };
+}
+
+describe('aggregateCuts', () => {
+  const outcomes: CutOutcome[] = [
+    cut('selfgc', 'auto', 40),
+    cut('selfgc', 'auto', 150, {
+      prefixTokens: 200,
+      strict: false,
+      recoverable: true,
+      lostFromFoldOrMask: true,
+    }),
+    cut('selfgc', 0.3, 30, { strict: false, recoverable: false }),
+    cut('selfgc', 0.9, 90),
+    cut('selfgc', 0.5, 50),
+    cut('oracle', 'auto', 10, { upperBound: true }),
+    cut('selfgc', 0.5, 70, { strict: false }),
+  ];
+  const [selfgc, oracle] = aggregateCuts(outcomes);
+
+  it('groups by strategy in order of first appearance, keeping the upper-bound label', () => {
+    expect(selfgc?.strategy).toBe('selfgc');
+    expect(selfgc?.upperBound).toBe(false);
+    expect(oracle).toMatchObject({ strategy: 'oracle', upperBound: true });
+  });
+
+  it('splits the own budget (auto) from the sweep, ordered from the largest keep down', () => {
+    expect(selfgc?.own.keep).toBe('auto');
+    expect(selfgc?.own.cuts).toBe(2);
+    expect(selfgc?.sweep.map((entry) => [entry.keep, entry.cuts])).toEqual([
+      [0.9, 1],
+      [0.5, 2],
+      [0.3, 1],
+    ]);
+  });
+
+  it('averages the prune rate 1 − |C′|/|C| over cuts and counts no-impact with Wilson intervals', () => {
+    // (1 − 40/100 + 1 − 150/200) / 2
+    expect(selfgc?.own.pruneRate).toBeCloseTo(0.425, 10);
+    expect(selfgc?.own.strictNoImpact).toEqual(wilson(1, 2));
+    expect(selfgc?.own.recoverableNoImpact).toEqual(wilson(2, 2));
+    expect(selfgc?.own.unrecoverableLoss).toEqual(wilson(1, 2));
+    const half = selfgc?.sweep.find((entry) => entry.keep === 0.5);
+    expect(half?.pruneRate).toBeCloseTo(0.4, 10);
+    expect(half?.strictNoImpact).toEqual(wilson(1, 2));
+    const low = selfgc?.sweep.find((entry) => entry.keep === 0.3);
+    expect(low?.recoverableNoImpact).toEqual(wilson(0, 1));
+  });
+
+  it('gives an empty own point when a strategy ran on the sweep only', () => {
+    const [only] = aggregateCuts([cut('tool-prune', 0.5, 60)]);
+    expect(only?.own).toMatchObject({ keep: 'auto', cuts: 0, pruneRate: 0 });
+    expect(only?.own.strictNoImpact).toEqual(wilson(0, 0));
+    expect(aggregateCuts([])).toEqual([]);
+  });
+});
+
+describe('interpolate', () => {
+  const curve = result('selfgc', point('auto', 0.4, 0.7), [point(0.9, 0.2, 0.9), point(0.5, 0.6, 0.5)]);
+
+  it('interpolates linearly between the neighbouring points, own budget included', () => {
+    expect(interpolate(curve, 0.3)).toBeCloseTo(0.8, 10);
+    expect(interpolate(curve, 0.5)).toBeCloseTo(0.6, 10);
+    expect(interpolate(curve, 0.4)).toBeCloseTo(0.7, 10);
+    expect(interpolate(curve, 0.2)).toBeCloseTo(0.9, 10);
+    expect(interpolate(curve, 0.6)).toBeCloseTo(0.5, 10);
+  });
+
+  it('is null outside the prune rates the sweep reached', () => {
+    expect(interpolate(curve, 0.1)).toBeNull();
+    expect(interpolate(curve, 0.65)).toBeNull();
+    expect(interpolate(result('none', point('auto', 0, 1), []), 0)).toBeNull();
+  });
+
+  // Regression (was a bug): an own point without cuts has prune rate 0
+  // and no-impact 0, and still joins the curve, so a sweep-only strategy reads as breaking every
+  // continuation at low prune rates. Fix: leave `own` out of the points when `own.cuts === 0`.
+  it('ignores an own point that has no cuts', () => {
+    const [sweepOnly] = aggregateCuts([cut('tool-prune', 0.9, 80), cut('tool-prune', 0.5, 40)]);
+    expect(sweepOnly?.own.cuts).toBe(0);
+    expect(interpolate(sweepOnly!, 0.1)).toBeNull();
+  });
+
+  it('takes the left value where two points share a prune rate', () => {
+    const flat = result('x', point('auto', 0.3, 0.2), [point(0.5, 0.3, 0.8)]);
+    expect(interpolate(flat, 0.3)).not.toBeNull();
+    expect([0.2, 0.8]).toContain(interpolate(flat, 0.3));
+  });
+});
+
+describe('matchedComparison', () => {
+  it('gives every strategy its interpolated no-impact at each matched rate', () => {
+    const results = [
+      result('selfgc', point('auto', 0.45, 0.9), [point(0.9, 0.2, 1), point(0.3, 0.7, 0.8)]),
+      result('oldest-turn', point('auto', 0.45, 0.6), [point(0.5, 0.5, 0.5)]),
+    ];
+    const rows = matchedComparison(results, [0.2, 0.45, 0.5, 0.8]);
+    expect(rows.map((row) => row.pruneRate)).toEqual([0.2, 0.45, 0.5, 0.8]);
+    expect(rows[0]?.strictNoImpact).toEqual({ selfgc: 1, 'oldest-turn': null });
+    expect(rows[1]?.strictNoImpact.selfgc).toBeCloseTo(0.9, 10);
+    expect(rows[1]?.strictNoImpact['oldest-turn']).toBeCloseTo(0.6, 10);
+    expect(rows[2]?.strictNoImpact.selfgc).toBeCloseTo(0.9 - (0.05 / 0.25) * 0.1, 10);
+    expect(rows[2]?.strictNoImpact['oldest-turn']).toBeCloseTo(0.5, 10);
+    expect(rows[3]?.strictNoImpact).toEqual({ selfgc: null, 'oldest-turn': null });
+  });
+
+  it('uses the default rates around the paper bar', () => {
+    expect(matchedComparison([]).map((row) => row.pruneRate)).toEqual([0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7]);
+  });
+});
+
+describe('aggregateSessions', () => {
+  const call = (
+    strategy: string,
+    session: string,
+    prefixTokens: number,
+    viewTokens: number,
+    cachedTokens: number,
+    extra: Partial<CallOutcome> = {},
+  ): CallOutcome => ({
+    session,
+    strategy,
+    prefixTokens,
+    viewTokens,
+    cachedTokens,
+    committed: false,
+    changed: viewTokens !== prefixTokens,
+    ...extra,
+  });
+
+  const calls: CallOutcome[] = [
+    call('none', 's1', 100, 100, 0),
+    call('none', 's1', 200, 200, 100),
+    call('none', 's1', 300, 300, 200),
+    call('selfgc', 's2', 50, 50, 0),
+    call('selfgc', 's1', 100, 100, 0),
+    call('selfgc', 's1', 200, 120, 0, { committed: true, strict: true, recoverable: true }),
+    call('selfgc', 's1', 300, 220, 120, { strict: false, recoverable: true }),
+    // Changed, but with nothing left to judge: not counted in no-impact.
+    call('selfgc', 's2', 80, 60, 50, { committed: true }),
+  ];
+  const [none, selfgc] = aggregateSessions(calls, 150);
+
+  it('prices cache reads at 0.1 and writes at 1.25 of input, relative to none', () => {
+    expect(PRICING).toEqual({ cacheWrite: 1.25, cacheRead: 0.1 });
+    // none: 100·1.25 + (100·0.1 + 100·1.25) + (200·0.1 + 100·1.25)
+    expect(none?.cost).toBeCloseTo(405, 10);
+    expect(none?.costRelative).toBe(1);
+    // selfgc: 62.5 + 125 + 150 + (12 + 125) + (5 + 12.5)
+    expect(selfgc?.cost).toBeCloseTo(492, 10);
+    expect(selfgc?.costRelative).toBeCloseTo(492 / 405, 10);
+  });
+
+  it('counts calls, tokens, over-window calls, cache hit rate and commits', () => {
+    expect(selfgc).toMatchObject({
+      strategy: 'selfgc',
+      window: 150,
+      calls: 5,
+      inputTokens: 550,
+      baselineInputTokens: 730,
+      overWindowCalls: 1,
+      commits: 2,
+    });
+    expect(selfgc?.cacheHitRate).toBeCloseTo(170 / 550, 10);
+    expect(none).toMatchObject({
+      overWindowCalls: 2,
+      commits: 0,
+      inputTokens: 600,
+      baselineInputTokens: 600,
+    });
+    expect(none?.cacheHitRate).toBeCloseTo(300 / 600, 10);
+  });
+
+  it('judges no-impact over the changed calls that were judged only', () => {
+    expect(selfgc?.strictNoImpactChanged).toEqual(wilson(1, 2));
+    expect(selfgc?.recoverableNoImpactChanged).toEqual(wilson(2, 2));
+    expect(none?.strictNoImpactChanged).toEqual(wilson(0, 0));
+  });
+
+  it('draws a timeline per session, longest first, marking the calls that committed', () => {
+    expect(selfgc?.timelines).toEqual([
+      { session: 's1', viewTokens: [100, 120, 220], transcriptTokens: [100, 200, 300], commitCalls: [1] },
+      { session: 's2', viewTokens: [50, 60], transcriptTokens: [50, 80], commitCalls: [1] },
+    ]);
+  });
+
+  it('keeps the twelve longest timelines', () => {
+    const many = Array.from({ length: 14 }, (_, session) =>
+      Array.from({ length: session + 1 }, () => call('selfgc', `s${session}`, 10, 10, 0)),
+    ).flat();
+    const [only] = aggregateSessions(many, 100);
+    expect(only?.timelines.map((timeline) => timeline.session)).toEqual(
+      Array.from({ length: 12 }, (_, index) => `s${13 - index}`),
+    );
+  });
+
+  it('gives a relative cost of 1 when none was not replayed', () => {
+    const [only] = aggregateSessions([call('selfgc', 's1', 100, 80, 0)], 100);
+    expect(only?.cost).toBeCloseTo(100, 10);
+    expect(only?.costRelative).toBe(1);
+  });
+});
+
+describe('buildSummary', () => {
+  it('stamps the version, the time and the pricing, and compares the cut-mode results at matched rates', () => {
+    const cuts = [cut('selfgc', 'auto', 50), cut('selfgc', 0.9, 80), cut('selfgc', 0.3, 30)];
+    const summary = buildSummary({
+      inputs: ['a.jsonl'],
+      command: 'selfgc eval a.jsonl',
+      sessions: 1,
+      cuts,
+      calls: [],
+      window: 32000,
+      now: new Date('2026-01-02T03:04:05Z'),
+    });
+    expect(summary).toMatchObject({
+      version: EVAL_SUMMARY_VERSION,
+      createdAt: '2026-01-02T03:04:05.000Z',
+      inputs: ['a.jsonl'],
+      command: 'selfgc eval a.jsonl',
+      sessions: 1,
+      sessionMode: [],
+      pricing: PRICING,
+    });
+    expect(summary.cutMode).toEqual(aggregateCuts(cuts));
+    expect(summary.matched).toEqual(matchedComparison(summary.cutMode));
+    expect(summary.matched.find((row) => row.pruneRate === 0.5)?.strictNoImpact.selfgc).toBe(1);
+  });
+});

@@ -1,0 +1,389 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { indexTranscript, type Ledger } from '../core/ledger.js';
+import type { ViewState } from '../core/operations.js';
+import { projectView, type ViewItem } from '../core/project-view.js';
+import { type RehearseOptions, rehearsePlan } from '../core/rehearse-plan.js';
+import {
+  assistantCalls,
+  assistantMessage,
+  longOutput,
+  systemMessage,
+  toolCall,
+  toolRound,
+  userMessage,
+} from '../core/testing/transcript-builders.js';
+import { approximateTokenCounter } from '../core/tokens.js';
+import { type Message, messageText } from '../core/transcript.js';
+import { createAnchorLocator, judgeAnchors, neededAnchors, recoverableMap } from './judge-anchors.js';
+import { continuationAnchors } from './strategies/selfgc-strategies.js';
+import { orphanedToolResults } from './testing/eval-fixtures.js';
+
+const CACHE_SOURCE = 'def evict_entry(key):\n    raise KeyError(key)\nMAX_ENTRIES = 4096';
+
+/** 0 system, 1 user, 2–3 read_file src/cache.py, 4–5 failing bash; the next step is the continuation. */
+function cachePrefix(): Message[] {
+  return [
+    systemMessage('You are a coding agent.'),
+    userMessage('Fix the failing test in tests/test_cache.py.'),
+    ...toolRound('call_1', 'read_file', { file_path: 'src/cache.py' }, CACHE_SOURCE),
+    ...toolRound(
+      'call_2',
+      'bash',
+      { command: 'pytest tests/test_cache.py' },
+      "FAILED tests/test_cache.py::test_evict - KeyError: 'stale_key'",
+      { isError: true },
+    ),
+  ];
+}
+
+/** Quotes the read file (evict_entry, MAX_ENTRIES, 4096), both outputs (KeyError), and one new name. */
+const CONTINUATION: Message[] = [
+  assistantCalls(
+    [toolCall('call_3', 'edit_file', { file_path: 'src/cache.py', old: 'raise KeyError(key)', new: 'pass' })],
+    'evict_entry raises KeyError once MAX_ENTRIES reaches 4096; brand_new_helper will fix it',
+  ),
+];
+
+function setup(prefix = cachePrefix()) {
+  const ledger = indexTranscript(prefix, { tokenCounter: approximateTokenCounter });
+  const prefixTexts = prefix.map(messageText);
+  return { ledger, prefixTexts };
+}
+
+function fullView(ledger: Ledger): ViewItem[] {
+  return ledger.messages.map((message, source) => ({ source, message, changed: false }));
+}
+
+function rehearsed(
+  ledger: Ledger,
+  operations: Array<[string, 'fold' | 'mask' | 'prune']>,
+  options: RehearseOptions = {},
+) {
+  const { stateAfter } = rehearsePlan(
+    ledger,
+    {},
+    {
+      planner: 'test',
+      operations: operations.map(([objectId, operation]) => ({ objectId, operation, reason: 'test' })),
+    },
+    options,
+  );
+  return { state: stateAfter, items: projectView(ledger, stateAfter).items };
+}
+
+describe('neededAnchors', () => {
+  it('keeps the continuation anchors (assistant text and argument values) found in the prefix, with their holders', () => {
+    const { prefixTexts } = setup();
+    const needed = neededAnchors(prefixTexts, CONTINUATION);
+    expect(needed.get('evict_entry')).toEqual([3]);
+    expect(needed.get('MAX_ENTRIES')).toEqual([3]);
+    expect(needed.get('4096')).toEqual([3]);
+    expect(needed.get('KeyError')).toEqual([3, 5]);
+    // An argument value: the call in message 2 holds it.
+    expect(needed.get('src/cache.py')).toEqual([2]);
+    // New in the continuation: nothing in the prefix to keep.
+    expect(needed.has('brand_new_helper')).toBe(false);
+    // An argument key is shape, not an anchor, although the prefix's own call spells it.
+    expect(prefixTexts[2]).toContain('file_path');
+    expect(needed.has('file_path')).toBe(false);
+  });
+
+  it('equals a brute-force scan of the continuation anchors over the prefix texts', () => {
+    const { prefixTexts } = setup();
+    const expected = new Map<string, number[]>();
+    for (const anchor of continuationAnchors(CONTINUATION)) {
+      const holders = prefixTexts.flatMap((textValue, index) => (textValue.includes(anchor) ? [index] : []));
+      if (holders.length > 0) expected.set(anchor, holders);
+    }
+    expect(new Map(neededAnchors(prefixTexts, CONTINUATION))).toEqual(expected);
+  });
+
+  it('reads only assistant messages of the continuation', () => {
+    const { prefixTexts } = setup();
+    expect(neededAnchors(prefixTexts, [userMessage('evict_entry and MAX_ENTRIES, please')]).size).toBe(0);
+    expect([...neededAnchors(prefixTexts, [assistantMessage('see evict_entry')]).keys()]).toEqual([
+      'evict_entry',
+    ]);
+  });
+});
+
+describe('judgeAnchors', () => {
+  it('is strict when every holder stays in the view unchanged', () => {
+    const { ledger, prefixTexts } = setup();
+    const verdict = judgeAnchors({
+      ledger,
+      prefixTexts,
+      items: fullView(ledger),
+      continuation: CONTINUATION,
+    });
+    expect(verdict).toMatchObject({
+      missing: [],
+      lost: [],
+      lostFromFoldOrMask: [],
+      strict: true,
+      recoverable: true,
+    });
+    expect(new Set(verdict.needed)).toEqual(new Set(neededAnchors(prefixTexts, CONTINUATION).keys()));
+  });
+
+  it('reports anchors whose every holder left the view as missing and, without a sidecar, lost', () => {
+    const { ledger, prefixTexts } = setup();
+    const items = fullView(ledger).filter((item) => item.source !== 3);
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, continuation: CONTINUATION });
+    expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096']));
+    // KeyError is still shown by the test run in message 5.
+    expect(verdict.missing).not.toContain('KeyError');
+    expect(verdict.lost).toEqual(verdict.missing);
+    expect(verdict.lostFromFoldOrMask).toEqual([]);
+    expect(verdict).toMatchObject({ strict: false, recoverable: false });
+  });
+
+  it('sees anchors inside the text of changed items, wherever they stand', () => {
+    const { ledger, prefixTexts } = setup();
+    const items = fullView(ledger).map((item) =>
+      item.source === 3
+        ? { ...item, changed: true, message: assistantMessage('kept: evict_entry, 4096') }
+        : item,
+    );
+    items.push({ source: 5, changed: true, message: userMessage('note: MAX_ENTRIES') });
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, continuation: CONTINUATION });
+    expect(verdict.missing).toEqual([]);
+    expect(verdict.strict).toBe(true);
+  });
+
+  it('checks unchanged items by source index, changed ones by their text only', () => {
+    const { ledger, prefixTexts } = setup();
+    // The changed item stands for message 3 but no longer shows its anchors.
+    const items = fullView(ledger).map((item) =>
+      item.source === 3 ? { ...item, changed: true, message: assistantMessage('[cleared]') } : item,
+    );
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, continuation: CONTINUATION });
+    expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096']));
+  });
+
+  it('counts anchors of a folded payload as recoverable when the fold pointer is visible', () => {
+    const { ledger, prefixTexts } = setup();
+    // A fold that keeps no anchors: everything it held is missing but behind its pointer.
+    const { state, items } = rehearsed(ledger, [['function:read_file:1', 'fold']], { foldAnchors: 0 });
+    expect(items.find((item) => item.source === 3)?.changed).toBe(true);
+    expect(messageText(items.find((item) => item.source === 3)!.message)).toContain(
+      'expand("function:read_file:1")',
+    );
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, state, continuation: CONTINUATION });
+    expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096']));
+    expect(verdict).toMatchObject({ lost: [], lostFromFoldOrMask: [], strict: false, recoverable: true });
+  });
+
+  it('counts anchors of the work a span fold removed as recoverable through its keyed pointer', () => {
+    const { ledger, prefixTexts } = setup();
+    const { stateAfter } = rehearsePlan(
+      ledger,
+      {},
+      {
+        planner: 'test',
+        operations: [{ objectId: 'conversation:user:1', operation: 'fold', reason: 'test', spanEnd: 4 }],
+      },
+      { foldAnchors: 0 },
+    );
+    expect(stateAfter['conversation:user:1']).toMatchObject({ keepRequest: true, spanEnd: 4 });
+    const items = projectView(ledger, stateAfter).items;
+    // The request stays; the read (call and output) leaves behind a pointer.
+    expect(items.map((item) => [item.source, item.changed])).toEqual([
+      [0, false],
+      [1, false],
+      [1, true],
+      [4, false],
+      [5, false],
+    ]);
+    const verdict = judgeAnchors({
+      ledger,
+      prefixTexts,
+      items,
+      state: stateAfter,
+      continuation: CONTINUATION,
+    });
+    expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096', 'src/cache.py']));
+    expect(verdict).toMatchObject({ lost: [], strict: false, recoverable: true });
+  });
+
+  it('counts a fold whose pointer left the view as a broken promise (lostFromFoldOrMask)', () => {
+    const { ledger, prefixTexts } = setup();
+    const { state, items } = rehearsed(ledger, [['function:read_file:1', 'fold']], { foldAnchors: 0 });
+    const withoutPointer = items.filter((item) => item.source !== 3);
+    const verdict = judgeAnchors({
+      ledger,
+      prefixTexts,
+      items: withoutPointer,
+      state,
+      continuation: CONTINUATION,
+    });
+    expect(new Set(verdict.lost)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096']));
+    expect(new Set(verdict.lostFromFoldOrMask)).toEqual(new Set(verdict.lost));
+    expect(verdict.recoverable).toBe(false);
+  });
+
+  it('counts anchors hidden by a mask as recoverable through the mask marker', () => {
+    const listing = longOutput('row', 40);
+    const prefix = [
+      systemMessage('You are a coding agent.'),
+      userMessage('List the rows.'),
+      ...toolRound('call_1', 'bash', { command: 'cat rows.txt' }, listing),
+      assistantMessage('Listed.'),
+      userMessage('Which row has the odd value?'),
+    ];
+    const { ledger, prefixTexts } = setup(prefix);
+    const { state, items } = rehearsed(ledger, [['function:bash:1', 'mask']]);
+    expect(state['function:bash:1']?.operation).toBe('mask');
+    const continuation = [assistantMessage('Row 20 has value=133.')];
+    expect(neededAnchors(prefixTexts, continuation).get('133')).toEqual([3]);
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, state, continuation });
+    expect(verdict.missing).toEqual(['133']);
+    expect(verdict).toMatchObject({ lost: [], strict: false, recoverable: true });
+  });
+
+  it('counts anchors of a pruned object without tombstone as lost, and not as a fold or mask loss', () => {
+    const { ledger, prefixTexts } = setup();
+    const { state, items } = rehearsed(ledger, [['function:read_file:1', 'prune']], { tombstones: false });
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, state, continuation: CONTINUATION });
+    // The call leaves with its result, and with it the path only its arguments held.
+    expect(orphanedToolResults(items)).toEqual([]);
+    expect(new Set(verdict.lost)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096', 'src/cache.py']));
+    expect(verdict.lostFromFoldOrMask).toEqual([]);
+  });
+
+  // Regression (was a bug): a prune tombstone ("[pruned function:read_file:1: …]") matches the `${id}:` pointer
+  // pattern of `recoverableTexts`, so anchors of pruned objects count as recoverable. DESIGN.md
+  // promises pruned payloads to nobody; only fold and mask leave a recovery pointer.
+  it('does not treat a prune tombstone as a recovery pointer', () => {
+    const { ledger, prefixTexts } = setup();
+    const { state, items } = rehearsed(ledger, [['function:read_file:1', 'prune']]);
+    expect(messageText(items.find((item) => item.source === 3)!.message)).toContain(
+      '[pruned function:read_file:1:',
+    );
+    const verdict = judgeAnchors({ ledger, prefixTexts, items, state, continuation: CONTINUATION });
+    expect(verdict.missing.length).toBeGreaterThan(0);
+    expect(verdict.recoverable).toBe(false);
+  });
+
+  it('uses a precomputed needed map instead of the continuation when given', () => {
+    const { ledger, prefixTexts } = setup();
+    const items = fullView(ledger).filter((item) => item.source !== 3);
+    const verdict = judgeAnchors({
+      ledger,
+      prefixTexts,
+      items,
+      continuation: CONTINUATION,
+      needed: new Map([['KeyError', [3, 5]]]),
+    });
+    expect(verdict).toMatchObject({ needed: ['KeyError'], missing: [], strict: true });
+  });
+});
+
+describe('createAnchorLocator', () => {
+  const brute = (texts: readonly string[], anchor: string, end: number) =>
+    texts.slice(0, end).flatMap((textValue, index) => (textValue.includes(anchor) ? [index] : []));
+
+  type Step = { kind: 'append'; text: string } | { kind: 'ask'; anchor: string; end: number };
+  const alphabet = fc.constantFrom('a', 'b', 'c', 'ab', 'ba', ' ');
+  const shortText = fc.array(alphabet, { maxLength: 8 }).map((pieces) => pieces.join(''));
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    shortText.map((text): Step => ({ kind: 'append', text })),
+    fc
+      .tuple(
+        fc
+          .array(fc.constantFrom('a', 'b', 'c'), { minLength: 1, maxLength: 3 })
+          .map((pieces) => pieces.join('')),
+        fc.nat(),
+      )
+      .map(([anchor, end]): Step => ({ kind: 'ask', anchor, end })),
+  );
+
+  it('gives the holders of a brute-force scan while the texts grow and ends move on', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), fc.boolean(), (steps, growing) => {
+        const texts: string[] = [];
+        const locator = createAnchorLocator(texts);
+        let lastEnd = 0;
+        for (const current of steps) {
+          if (current.kind === 'append') {
+            texts.push(current.text);
+            continue;
+          }
+          // Replay asks with growing ends; any end within the texts must work too.
+          const end = growing
+            ? Math.min(texts.length, lastEnd + (current.end % 3))
+            : current.end % (texts.length + 1);
+          lastEnd = Math.max(lastEnd, end);
+          expect([...locator.holders(current.anchor, end)]).toEqual(brute(texts, current.anchor, end));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('finds holders appended after the first question about an anchor', () => {
+    const texts = ['x'];
+    const locator = createAnchorLocator(texts);
+    expect(locator.holders('KeyError', 1)).toEqual([]);
+    texts.push('KeyError: boom', 'fine', 'another KeyError');
+    expect([...locator.holders('KeyError', 4)]).toEqual([1, 3]);
+    expect([...locator.holders('KeyError', 2)]).toEqual([1]);
+  });
+
+  // Regression (was a bug): `holders` returns the locator's own array, which later scans extend in place,
+  // so a `NeededAnchors` map kept from an earlier cut silently gains holders past that cut.
+  it('keeps an answer unchanged when later questions scan further', () => {
+    const texts = ['KeyError here'];
+    const locator = createAnchorLocator(texts);
+    const first = locator.holders('KeyError', 1);
+    texts.push('KeyError again');
+    locator.holders('KeyError', 2);
+    expect([...first]).toEqual([0]);
+  });
+});
+
+describe('recoverableMap', () => {
+  it('maps a function object to its tool message and a conversation to its whole span', () => {
+    const prefix = [
+      ...cachePrefix(),
+      assistantMessage('KeyError fixed.'),
+      userMessage('Now look at src/store.py.'),
+      ...toolRound('call_4', 'read_file', { file_path: 'src/store.py' }, 'STORE = {}'),
+      assistantMessage('Read it.'),
+      userMessage('Thanks.'),
+    ];
+    const { ledger } = setup(prefix);
+    const conversation = ledger.get('conversation:user:2')!;
+    expect(conversation.span).toEqual({ start: 7, end: 11 });
+    const state: ViewState = {
+      'function:read_file:1': { operation: 'fold', replacement: 'x', commitId: 'c1' },
+      'conversation:user:2': { operation: 'prune', replacement: '', commitId: 'c1' },
+      'function:nowhere:99': { operation: 'prune', replacement: '', commitId: 'c1' },
+    };
+    expect(recoverableMap(ledger, state)).toEqual({
+      'function:read_file:1': [3],
+      'conversation:user:2': [7, 8, 9, 10],
+    });
+  });
+
+  it('keys a span fold as the sidecar does, `id@end`, covering the request and the folded work', () => {
+    const { ledger } = setup();
+    const state: ViewState = {
+      'conversation:user:1': {
+        operation: 'fold',
+        replacement: 'x',
+        commitId: 'c1',
+        keepRequest: true,
+        spanEnd: 4,
+      },
+    };
+    expect(recoverableMap(ledger, state)).toEqual({ 'conversation:user:1@4': [1, 2, 3] });
+  });
+
+  it('is empty without a sidecar', () => {
+    const { ledger } = setup();
+    expect(recoverableMap(ledger, undefined)).toEqual({});
+    expect(recoverableMap(ledger, {})).toEqual({});
+  });
+});

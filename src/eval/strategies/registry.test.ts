@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../../core/errors.js';
+import { BASELINE_NAMES, STRATEGY_NAMES, strategyByName } from './registry.js';
+
+describe('strategyByName', () => {
+  it('knows the command-line names of the issue', () => {
+    expect(STRATEGY_NAMES).toEqual([
+      'none',
+      'oldest-turn',
+      'tool-prune',
+      'tool-mask-prune',
+      'hybrid',
+      'clear-tool-uses',
+      'last-5-observations',
+      'selfgc',
+      'oracle',
+    ]);
+    expect(BASELINE_NAMES).toEqual([
+      'oldest-turn',
+      'tool-prune',
+      'tool-mask-prune',
+      'hybrid',
+      'clear-tool-uses',
+      'last-5-observations',
+    ]);
+  });
+
+  it('gives each name its strategy, with the oracle alone labelled an upper bound', () => {
+    for (const name of STRATEGY_NAMES) {
+      const strategy = strategyByName(name);
+      expect(strategy.name).toBe(name);
+      expect(strategy.upperBound === true, name).toBe(name === 'oracle');
+    }
+  });
+
+  it('refuses an unknown name with a bad-input error that names every choice', () => {
+    for (const name of ['nonsense', 'selfgc-llm', '']) {
+      let thrown: unknown;
+      try {
+        strategyByName(name);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(BadInputError);
+      const message = (thrown as BadInputError).message;
+      expect(message).toContain(`"${name}"`);
+      for (const choice of STRATEGY_NAMES) expect(message).toContain(choice);
+      expect(message).toContain('selfgc-llm needs --llm-url');
+      expect((thrown as BadInputError).code).toBe('bad-input');
+    }
+  });
+
+  // Regression (was a bug): the table is a plain object, so `--strategy toString` or `constructor` finds
+  // Object.prototype's functions and "resolves" to a string or `{}`, failing later as an internal
+  // error instead of this bad-input error. Fix: look up with `Object.hasOwn(STRATEGIES, name)`
+  // (or keep the table in a Map).
+  it('does not resolve names inherited from Object.prototype', () => {
+    expect(() => strategyByName('toString')).toThrow(BadInputError);
+    expect(() => strategyByName('constructor')).toThrow(BadInputError);
+  });
+});
