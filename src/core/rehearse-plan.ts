@@ -41,6 +41,10 @@ export interface RehearseOptions {
   project?: ProjectOptions;
   /** Commit id stamped on the new states (the commit path fills it in). */
   commitId?: string;
+  /** With `foldAnchors: 'auto'`, the most anchors a span fold keeps (default `DEFAULT_SPAN_ANCHORS`). */
+  spanAnchors?: number;
+  /** And the most tokens its anchor index may take, about (default 2500). */
+  spanAnchorTokens?: number;
 }
 
 export interface Rehearsal {
@@ -87,10 +91,16 @@ function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject 
   return undefined;
 }
 
-/** About one anchor per 12 tokens of payload, between 8 and 150. */
-export function autoAnchorBudget(tokens: number): number {
-  return Math.max(8, Math.min(150, Math.floor(tokens / 12)));
+/** About one anchor per 12 tokens of payload, between 8 and `cap` (150 for one output). */
+export function autoAnchorBudget(tokens: number, cap = 150): number {
+  return Math.max(8, Math.min(cap, Math.floor(tokens / 12)));
 }
+
+/**
+ * Anchors a span fold keeps at most by default: the folded work of a long task holds many names
+ * a later step may quote, and its index is the only trace of them left in the view.
+ */
+export const DEFAULT_SPAN_ANCHORS = 600;
 
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
 
@@ -228,8 +238,10 @@ function judgeSpanFold(
   const replacement = renderSpanFold(ledger, object, spanEnd, {
     ...(operation.summary ? { summary: operation.summary } : {}),
     maxAnchors: auto
-      ? Math.min(Number(process.env.SPANCAP ?? 150), Math.max(8, Math.floor(before / 12)))
+      ? autoAnchorBudget(before, options.spanAnchors ?? DEFAULT_SPAN_ANCHORS)
       : (options.foldAnchors as number),
+    // About four characters a token.
+    maxAnchorChars: 4 * (options.spanAnchorTokens ?? 2500),
   });
   const tokens = ledger.options.tokenCounter.count(replacement);
   const next: ObjectState = {

@@ -96,6 +96,8 @@ export interface FoldOptions {
   summary?: string;
   /** How many key anchors the summary keeps. */
   maxAnchors?: number;
+  /** And how many characters they may take together (no limit by default). */
+  maxAnchorChars?: number;
   /** Anchors to keep before all others (for example those later turns already used). */
   preferredAnchors?: readonly string[];
   /** Anchors visible elsewhere anyway (what the user or agent wrote): not repeated. */
@@ -105,18 +107,24 @@ export interface FoldOptions {
 /** Pick the key anchors of an object: preferred ones first, then by weight. */
 export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, exclude: string): string[] {
   const limit = options.maxAnchors ?? 12;
-  const chosen: string[] = [];
+  const maxChars = options.maxAnchorChars ?? Number.POSITIVE_INFINITY;
+  const chosen = new Set<string>();
+  let chars = 0;
+  const take = (value: string) => {
+    if (chosen.has(value) || exclude.includes(value) || chars + value.length + 2 > maxChars) return;
+    chosen.add(value);
+    chars += value.length + 2;
+  };
   const present = new Set(anchors.map((anchor) => anchor.value));
   for (const value of options.preferredAnchors ?? []) {
-    if (chosen.length >= limit) break;
-    if (present.has(value) && !chosen.includes(value) && !exclude.includes(value)) chosen.push(value);
+    if (chosen.size >= limit) break;
+    if (present.has(value)) take(value);
   }
   for (const anchor of rankAnchors(anchors)) {
-    if (chosen.length >= limit) break;
-    if (options.omitAnchors?.has(anchor.value)) continue;
-    if (!chosen.includes(anchor.value) && !exclude.includes(anchor.value)) chosen.push(anchor.value);
+    if (chosen.size >= limit) break;
+    if (!options.omitAnchors?.has(anchor.value)) take(anchor.value);
   }
-  return chosen;
+  return [...chosen];
 }
 
 /** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */

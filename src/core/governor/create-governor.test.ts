@@ -161,7 +161,10 @@ describe('createGovernor: loops that make no progress', () => {
     const store = createMemoryStore();
     let messages: Message[] = [userMessage('keep echoing'), ...tinyRounds(60)];
     const window = Math.ceil(transcriptTokens(messages) / 0.72);
-    const gc = governor(store, window, { planner: outputsOnly });
+    const gc = governor(store, window, {
+      planner: outputsOnly,
+      triggers: { milestones: false, minBatch: 0, deep: false },
+    });
     const outcomes: string[] = [];
     let next = 60;
     const step = async (rounds: number) => {
@@ -269,15 +272,17 @@ describe('createGovernor: cache rule', () => {
     expect(blind.decision.outcome).toBe('committed');
   });
 
-  it('goes deep when asked: planner and fallback down to the target in one commit', async () => {
+  it('goes deep by default: planner and fallback down to the target in one commit', async () => {
     const messages = longSession({ rounds: 30 });
     const total = transcriptTokens(messages);
     const window = Math.ceil(total / 0.8);
     const plain = await governor(createMemoryStore(), window, {
-      triggers: { milestones: false, minBatch: 0, target: 0.2 },
+      planner: outputsOnly,
+      triggers: { milestones: false, minBatch: 0, target: 0.2, deep: false },
     }).project('s', messages);
     const deep = await governor(createMemoryStore(), window, {
-      triggers: { milestones: false, minBatch: 0, target: 0.2, deep: true },
+      planner: outputsOnly,
+      triggers: { milestones: false, minBatch: 0, target: 0.2 },
     }).project('s', messages);
     expect(plain.viewTokens).toBeGreaterThan(window * 0.2);
     expect(deep.viewTokens).toBeLessThan(plain.viewTokens);

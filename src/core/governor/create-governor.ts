@@ -60,9 +60,15 @@ export function createGovernor(options: GovernorOptions): Governor {
   const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
   const blind = options.cache === 'blind';
   const softPressure = options.triggers?.softPressure ?? 0.7;
-  const targetShare = options.triggers?.target ?? 0.5;
+  const targetShare = options.triggers?.target ?? 0.4;
   const minBatch = Math.floor(options.window * (options.triggers?.minBatch ?? 0.05));
   const project = { showIds: options.showIds === true };
+  // A span fold's anchor index may take up to a tenth of the window.
+  const rehearse = {
+    project,
+    spanAnchors: 1000,
+    spanAnchorTokens: Math.max(200, Math.floor(options.window / 10)),
+  };
 
   const runPlanner = async (
     ledger: Ledger,
@@ -133,11 +139,11 @@ export function createGovernor(options: GovernorOptions): Governor {
           callOptions.signal,
         );
         warnings.push(...planWarnings, ...(result.warnings ?? []));
-        let rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, { project });
+        let rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, rehearse);
         let deepened = false;
         if (
           rehearsal.tokensAfter > options.window ||
-          (options.triggers?.deep === true && rehearsal.tokensAfter > target)
+          (options.triggers?.deep !== false && rehearsal.tokensAfter > target)
         ) {
           // The planner alone cannot fit the window: one deep commit (planner and fallback
           // together, down to the target) breaks the cache once instead of twice.
@@ -230,7 +236,7 @@ export function createGovernor(options: GovernorOptions): Governor {
     async applyAgentPlan(sessionId, messages, plan): Promise<AgentPlanResult> {
       const ledger = ledgerFor(sessionId, messages);
       const snapshot = await readSessionState(options.store, sessionId);
-      const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, { project });
+      const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, rehearse);
       const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'request');
       const warnings: Warning[] = [];
       if (outcome.status === 'conflict')
@@ -269,12 +275,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));
       operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
-      rehearsal = rehearsePlan(
-        ledger,
-        state,
-        { planner: `${plan.planner}+fallback`, operations },
-        { project },
-      );
+      rehearsal = rehearsePlan(ledger, state, { planner: `${plan.planner}+fallback`, operations }, rehearse);
     }
     return rehearsal;
   }
@@ -297,12 +298,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));
       operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
-      rehearsal = rehearsePlan(
-        ledger,
-        snapshot.state.objects,
-        { planner: 'fallback', operations },
-        { project },
-      );
+      rehearsal = rehearsePlan(ledger, snapshot.state.objects, { planner: 'fallback', operations }, rehearse);
       state = rehearsal.stateAfter;
       tokens = rehearsal.tokensAfter;
     }

@@ -14,7 +14,7 @@ import type { CachePricing } from './cache-cost.js';
 export interface TriggerOptions {
   /** Plan once the view passes this share of the window (default 0.7). */
   softPressure?: number;
-  /** Aim for this share of the window after a commit (default 0.5). */
+  /** Aim for this share of the window after a commit (default 0.4). */
   target?: number;
   /** Run on milestones: a new user request, a todo or plan item marked done (default true). */
   milestones?: boolean;
@@ -24,8 +24,9 @@ export interface TriggerOptions {
   minBatch?: number;
   /**
    * When the planner cannot reach the target, go on with the fallback (old steps leave) in the
-   * same commit: fewer, deeper cache breaks and smaller views, at some cost in no-impact
-   * (default false; see the README's session-mode results).
+   * same commit: fewer, deeper cache breaks and smaller views (default true; on the dev
+   * sessions at a 32k window it cut cost against no governance from 0.76 to 0.70 at the same
+   * no-impact).
    */
   deep?: boolean;
   /** At least this many new messages between two runs (default 4). */
