@@ -20,7 +20,12 @@ function transcriptTokens(messages: readonly Message[]): number {
 }
 
 /** The embedded planner with its tuning spelled out, so that retuning its defaults keeps these tests' meaning. */
-const planner = createEmbeddedPlanner({ keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8 });
+const planner = createEmbeddedPlanner({
+  keepRecentOutputs: 3,
+  recentUseSteps: 4,
+  idleFoldSteps: 8,
+  idleWithBudget: true,
+});
 
 /** A planner that never folds spans of work: with tiny outputs it has nothing to free. */
 const outputsOnly = createEmbeddedPlanner({

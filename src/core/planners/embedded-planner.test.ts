@@ -34,7 +34,12 @@ function inputFor(ledger: Ledger, overrides: Partial<PlannerInput> = {}): Planne
  * evaluation does not change what the tests mean: keep the 3 latest outputs and those used in
  * the last 4 steps, fold what has been idle for 8 steps.
  */
-const TUNING: EmbeddedPlannerOptions = { keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8 };
+const TUNING: EmbeddedPlannerOptions = {
+  keepRecentOutputs: 3,
+  recentUseSteps: 4,
+  idleFoldSteps: 8,
+  idleWithBudget: true,
+};
 
 function plan(
   ledger: Ledger,
@@ -281,5 +286,30 @@ describe('createEmbeddedPlanner', () => {
       'function:read_file:3',
       'function:read_file:4',
     ]);
+  });
+});
+
+describe('planEmbedded: with a budget, just enough', () => {
+  it('leaves idle outputs alone while the view is within a finite target, and folds them all without one', () => {
+    const ledger = ledgerOf(longSession({ rounds: 14 }));
+    const defaults = { keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8 };
+    expect(planEmbedded(inputFor(ledger), defaults)).toEqual([]);
+    const unbudgeted = planEmbedded(inputFor(ledger, { targetTokens: Number.POSITIVE_INFINITY }), defaults);
+    expect(unbudgeted.length).toBeGreaterThan(0);
+    expect(unbudgeted.every((operation) => operation.reason.startsWith('idle for'))).toBe(true);
+  });
+
+  it('folds oldest first and stops near the target', () => {
+    const ledger = ledgerOf(longSession({ rounds: 14 }));
+    const viewTokens = projectView(ledger, {}).tokens;
+    const light = planEmbedded(inputFor(ledger, { targetTokens: Math.floor(viewTokens * 0.9) }), {});
+    const heavy = planEmbedded(inputFor(ledger, { targetTokens: Math.floor(viewTokens * 0.5) }), {});
+    expect(light.length).toBeGreaterThan(0);
+    expect(heavy.length).toBeGreaterThan(light.length);
+    // The light plan is the start of the heavy one: the same order, least needed first.
+    expect(heavy.slice(0, light.length).map((operation) => operation.objectId)).toEqual(
+      light.map((operation) => operation.objectId),
+    );
+    expect(light[0]?.objectId).toBe('function:read_file:1');
   });
 });

@@ -28,6 +28,8 @@ export interface EmbeddedPlannerOptions {
    * any more (default 0). Set to Infinity to act only on pressure and proven staleness.
    */
   idleFoldSteps?: number;
+  /** Fold idle outputs even when a finite target is already met (default false). */
+  idleWithBudget?: boolean;
   /** Under pressure, the latest steps that stay out of span folds (default 6). */
   keepRecentSteps?: number;
   /** What happens to an output superseded by a later run of the same call (default fold). */
@@ -157,8 +159,10 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     else if (entry.supersededBy)
       propose(object, options.supersededOperation ?? 'fold', `superseded by ${entry.supersededBy}`);
   }
-  // 2. Idle outputs: old, large enough, and not used by the agent for a while.
-  for (const entry of evidence) {
+  // 2. Idle outputs: old, large enough, and not used by the agent for a while. Only without a
+  // budget (`targetTokens` infinite): with one, the ranked steps below fold just enough of them.
+  const budgeted = Number.isFinite(input.targetTokens) && options.idleWithBudget !== true;
+  for (const entry of budgeted ? [] : evidence) {
     const { object } = entry;
     if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= keepRecent) continue;
     if (entry.stepsSince >= idleFold && entry.stepsSinceUse >= recentUse) {
