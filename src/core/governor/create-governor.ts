@@ -271,7 +271,8 @@ export function createGovernor(options: GovernorOptions): Governor {
     let rehearsal = first;
     let operations = plan.operations;
     for (let round = 0; round < 4 && rehearsal.tokensAfter > target; round += 1) {
-      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target);
+      // A deep commit aims at the target: the last few steps stay whole.
+      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, 3);
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));
       operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];

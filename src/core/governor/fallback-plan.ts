@@ -6,7 +6,7 @@
  */
 import type { Ledger, LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
-import { planSpanFolds } from '../plan-span-folds.js';
+import { planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
 import { latestTurnStart } from '../rehearse-plan.js';
 import { renderTombstone } from '../render-replacement.js';
 
@@ -30,13 +30,19 @@ function viewSize(ledger: Ledger, state: ViewState, object: LedgerObject): numbe
   return total;
 }
 
+/**
+ * `keepSteps`: the latest assistant steps that stay whole (0: everything before the latest turn
+ * may go, as the window guarantee needs; more when the reduction only aims at a target).
+ */
 export function planFallback(
   ledger: Ledger,
   state: ViewState,
   viewTokens: number,
   target: number,
+  keepSteps = 0,
 ): PlannedOperation[] {
-  const protectFrom = latestTurnStart(ledger);
+  const latest = latestTurnStart(ledger);
+  const protectFrom = keepSteps > 0 ? Math.min(latest, recentStepsStart(ledger, latest, keepSteps)) : latest;
   const operations: PlannedOperation[] = [];
   let projected = planSpanFolds(
     ledger,
@@ -51,6 +57,8 @@ export function planFallback(
   // Objects inside work folded above are out of the view already.
   const foldedUpTo = new Map(operations.map((operation) => [operation.objectId, operation.spanEnd ?? 0]));
   const insideFold = (object: LedgerObject) => {
+    // A request is not inside the fold of its own work.
+    if (object.kind !== 'function') return false;
     const conversation = ledger.conversationAt(object.messageIndex);
     const end = conversation ? (foldedUpTo.get(conversation.id) ?? state[conversation.id]?.spanEnd ?? 0) : 0;
     return object.messageIndex < end;

@@ -214,6 +214,14 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
       propose(entry.object, 'prune', 'pressure: oldest output');
     }
   }
+  // 7. Past requests whose summaries still crowd the view leave too, oldest first; the latest
+  // past request keeps its summary.
+  const past = evidence.filter((entry) => entry.object.kind === 'conversation');
+  for (const entry of past.slice(0, -1)) {
+    if (projected <= input.targetTokens) break;
+    planned.delete(entry.object.id);
+    propose(entry.object, 'prune', 'pressure: oldest past request');
+  }
   return operations;
 }
 
