@@ -9,4 +9,6 @@ export interface CliIo {
   progress: (done: number, total: number, label: string) => void;
   cwd: string;
   argv0: string;
+  /** The environment, where API keys are read (by the variable `--llm-key-env` names). */
+  env?: Readonly<Record<string, string | undefined>>;
 }

@@ -6,11 +6,13 @@ import { writeFileSync } from 'node:fs';
 import { BadInputError } from '../core/errors.js';
 import type { EvalSummary } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
+import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
-import { STRATEGY_NAMES, strategyByName } from '../eval/strategies/registry.js';
+import { LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from '../eval/strategies/registry.js';
 import type { CliIo } from './cli-io.js';
+import { DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
 
 export const EVAL_HELP = `Usage: selfgc eval <files...> [options]
 
@@ -18,14 +20,22 @@ Replay recorded sessions (one JSON session per line, OpenAI chat messages) with 
 judge each view against the real continuation, and report prune rate, no-impact (Wilson 95%),
 the budget sweep, matched-rate comparison, and session-mode cost under cache pricing.
 
-  --strategies a,b,...   strategies to run (default: all: ${STRATEGY_NAMES.join(', ')})
+  --strategies a,b,...   strategies to run (default: all: ${STRATEGY_NAMES.join(', ')});
+                         ${LLM_STRATEGY_NAMES.join(', ')} (needs --llm-url) runs only when named: one model
+                         call per cut and budget in cut mode, one per governance run in session mode
   --modes cut,session    which replays to run (default: both)
   --window N             window for session mode (default 32000)
   --cuts-per-session N   automatic cut points per session (default 4)
   --workers N            worker threads (default: one per core)
   --json FILE            write the summary as JSON
   --report FILE          write the self-contained HTML report
-`;
+  --judge anchors|llm    anchors: the deterministic anchor judge alone (default); llm: also ask
+                         the model for a rubric verdict (G-Eval style) on sampled cuts at each
+                         strategy's own budget: llmNoImpact next to the anchor judge's (needs --llm-url)
+  --judge-sample N       cuts per strategy the LLM judge reads, the same for every strategy
+                         (default ${DEFAULT_JUDGE_SAMPLE}; one model call each)
+
+${LLM_FLAGS_HELP}`;
 
 export interface EvalOptions {
   strategies: string[];
@@ -35,6 +45,10 @@ export interface EvalOptions {
   workers?: number;
   json?: string;
   report?: string;
+  /** The endpoint of `selfgc-llm` and the LLM judge. */
+  llm?: LlmEndpoint;
+  /** With `llm`: cuts per strategy the LLM judge reads (`--judge llm`). */
+  judgeSample?: number;
 }
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
@@ -51,6 +65,7 @@ export function formatSummary(summary: EvalSummary): string {
         `  ${(result.strategy + (result.upperBound ? ' (upper bound)' : '')).padEnd(26)} ${percent(own.pruneRate).padStart(6)}   ${percent(own.strictNoImpact.value).padStart(6)} [${percent(own.strictNoImpact.low)}–${percent(own.strictNoImpact.high)}]   ${percent(own.recoverableNoImpact.value).padStart(6)}        ${percent(own.unrecoverableLoss.value)}`,
       );
     }
+    lines.push(...formatLlmCutLines(summary));
     lines.push('matched prune rate → strict no-impact');
     for (const row of summary.matched) {
       const cells = Object.entries(row.strictNoImpact).map(
@@ -69,7 +84,35 @@ export function formatSummary(summary: EvalSummary): string {
       );
     }
   }
+  for (const result of summary.sessionMode)
+    if (result.llmPlannerFallbacks)
+      lines.push(
+        `  ${result.strategy}: the llm planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in`,
+      );
   return `${lines.join('\n')}\n`;
+}
+
+/** The LLM judge's no-impact next to the anchor judge's, and planner fallbacks, when there are any. */
+function formatLlmCutLines(summary: EvalSummary): string[] {
+  const lines: string[] = [];
+  const judged = summary.cutMode.filter((result) => result.llmNoImpact !== undefined);
+  if (judged.length > 0) {
+    lines.push(
+      `llm judge (${summary.llm?.model ?? 'model'}, own budget, sampled cuts)   no-impact [95% CI]   agrees with strict   no verdict`,
+    );
+    for (const result of judged) {
+      const rate = result.llmNoImpact!;
+      lines.push(
+        `  ${result.strategy.padEnd(26)} ${percent(rate.value).padStart(6)} [${percent(rate.low)}–${percent(rate.high)}] of ${rate.total}   ${percent(result.llmAgreement?.value ?? 0).padStart(6)}   ${result.llmJudgeFailures ?? 0}`,
+      );
+    }
+  }
+  for (const result of summary.cutMode)
+    if (result.llmPlannerFallbacks)
+      lines.push(
+        `  ${result.strategy}: the llm planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in`,
+      );
+  return lines;
 }
 
 export async function evalCommand(
@@ -79,7 +122,9 @@ export async function evalCommand(
   command: string,
 ): Promise<number> {
   if (files.length === 0) throw new BadInputError('eval needs at least one sessions .jsonl file');
-  options.strategies.forEach(strategyByName);
+  // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
+  const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
+  for (const name of options.strategies) strategyByName(name, llmClient ? { llmClient } : {});
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
   io.stderr(
@@ -95,6 +140,8 @@ export async function evalCommand(
     inputs: files,
     command,
     ...(options.workers ? { workers: options.workers } : {}),
+    ...(options.llm ? { llm: options.llm } : {}),
+    ...(options.judgeSample === undefined ? {} : { judgeSample: options.judgeSample }),
     onProgress: (done, total) => io.progress(done, total, 'sessions'),
   });
   io.stderr(`done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -7,12 +7,18 @@ import { toOpenAIChat } from '../adapters/openai-chat/convert-to-openai-chat.js'
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { ViewItem } from '../core/project-view.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
+import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { autoCuts, replayCuts } from '../eval/replay-cut.js';
-import { baselinePolicy, governorPolicy, replaySession } from '../eval/replay-session.js';
+import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from '../eval/replay-session.js';
 import { strategyByName } from '../eval/strategies/registry.js';
+import { plannerFallbackOf } from '../eval/strategies/selfgc-llm-strategy.js';
+import type { Strategy } from '../eval/strategies/strategy.js';
+import { createLlmPlanner } from '../llm/llm-planner.js';
+import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
+import { LLM_FLAGS_HELP } from './llm-flags.js';
 
 export const REPLAY_HELP = `Usage: selfgc replay <files...> --strategy NAME --emit out.jsonl [options]
 
@@ -21,14 +27,16 @@ Replay recorded sessions with one strategy and write one JSON line per cut or mo
 item is an integer (original message i, unchanged) or an OpenAI chat message (changed/inserted).
 
   --strategy NAME     none, oldest-turn, tool-prune, tool-mask-prune, hybrid, clear-tool-uses,
-                      last-5-observations, selfgc, oracle (upper bound: sees the continuation)
+                      last-5-observations, selfgc, oracle (upper bound: sees the continuation),
+                      selfgc-llm (the LLM planner; needs --llm-url and --llm-model)
   --mode cut|session  cut: at cut points before assistant messages (default);
                       session: one model call per assistant message under --window
   --window N          context window for session mode (default 32000)
   --keep F|auto       keep share of prefix tokens in cut mode, 0..1 (default auto)
   --cuts auto|FILE    cut points: auto (4 per session) or a JSON file {sessionId: [indexes]}
   --emit FILE         where to write the JSON lines (required)
-`;
+
+${LLM_FLAGS_HELP}`;
 
 export interface ReplayOptions {
   strategy: string;
@@ -37,6 +45,8 @@ export interface ReplayOptions {
   keep: number | 'auto';
   cuts: string;
   emit: string;
+  /** The endpoint of `selfgc-llm`. */
+  llm?: LlmEndpoint;
 }
 
 function viewJson(items: readonly ViewItem[]): unknown[] {
@@ -56,8 +66,24 @@ function readCuts(file: string): Record<string, number[]> {
   return value as Record<string, number[]>;
 }
 
+/** Session mode: the governor for Self-GC (with the LLM planner for selfgc-llm), else the baseline per call. */
+function sessionPolicy(
+  options: ReplayOptions,
+  strategy: Strategy,
+  counter: ReturnType<typeof createTokenCounter>,
+  llmClient: LlmClient | undefined,
+): SessionPolicy {
+  if (options.strategy === 'selfgc') return governorPolicy('selfgc', options.window, counter, 'aware');
+  if (options.strategy === 'selfgc-llm' && llmClient) {
+    const planner = createLlmPlanner({ client: llmClient });
+    return governorPolicy('selfgc-llm', options.window, counter, 'aware', { planner });
+  }
+  return baselinePolicy(strategy, options.window, false);
+}
+
 export async function replayCommand(io: CliIo, files: string[], options: ReplayOptions): Promise<number> {
-  const strategy = strategyByName(options.strategy);
+  const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
+  const strategy = strategyByName(options.strategy, llmClient ? { llmClient } : {});
   const explicitCuts = options.cuts === 'auto' ? undefined : readCuts(options.cuts);
   const sessions = loadSessions(files);
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));
@@ -67,10 +93,15 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
     out.write(`${JSON.stringify(record)}\n`);
     lines += 1;
   };
+  const fallbacks: string[] = [];
+  const noteFallback = (warnings: Parameters<typeof plannerFallbackOf>[0]) => {
+    const warning = plannerFallbackOf(warnings);
+    if (warning) fallbacks.push(warning.message);
+  };
   for (const [index, session] of sessions.entries()) {
     if (options.mode === 'cut') {
       const cuts = explicitCuts ? (explicitCuts[session.id] ?? []) : autoCuts(session.messages);
-      for (const record of replayCuts({
+      for (const record of await replayCuts({
         sessionId: session.id,
         messages: session.messages,
         cuts,
@@ -78,6 +109,7 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
         keeps: [options.keep],
         tokenCounter: counter,
       })) {
+        noteFallback(record.output.warnings);
         write({
           session: record.session,
           cut: record.cut,
@@ -89,16 +121,13 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
         });
       }
     } else {
-      const policy =
-        options.strategy === 'selfgc'
-          ? governorPolicy('selfgc', options.window, counter, 'aware')
-          : baselinePolicy(strategy, options.window, false);
       for (const record of await replaySession({
         sessionId: session.id,
         messages: session.messages,
-        policy,
+        policy: sessionPolicy(options, strategy, counter, llmClient),
         tokenCounter: counter,
       })) {
+        noteFallback(record.warnings);
         write({
           session: record.session,
           cut: record.cut,
@@ -116,5 +145,9 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
     out.end((error?: Error | null) => (error ? reject(error) : resolve())),
   );
   io.stderr(`wrote ${lines} lines to ${options.emit}\n`);
+  if (fallbacks.length > 0)
+    io.stderr(
+      `${options.strategy}: the llm planner failed ${fallbacks.length} time(s) and the embedded planner stood in (last: ${fallbacks.at(-1)})\n`,
+    );
   return 0;
 }

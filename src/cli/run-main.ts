@@ -9,6 +9,7 @@ import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
 import type { CliIo } from './cli-io.js';
 import { EVAL_HELP, evalCommand } from './eval-command.js';
 import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
+import { JUDGE_FLAGS, LLM_FLAGS, readJudgeSample, readLlmEndpoint } from './llm-flags.js';
 import { PROXY_HELP, proxyCommand } from './proxy-command.js';
 import { REPLAY_HELP, replayCommand } from './replay-command.js';
 
@@ -99,17 +100,21 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         keep: { type: 'string' },
         cuts: { type: 'string' },
         emit: { type: 'string' },
+        ...LLM_FLAGS,
       });
       if (values.help) return showHelp(io, REPLAY_HELP);
       if (positionals.length === 0)
         throw new BadInputError('replay needs at least one sessions .jsonl file (see selfgc replay --help)');
       if (typeof values.strategy !== 'string')
-        throw new BadInputError(`replay needs --strategy (one of ${STRATEGY_NAMES.join(', ')})`);
+        throw new BadInputError(
+          `replay needs --strategy (one of ${STRATEGY_NAMES.join(', ')}, or selfgc-llm with --llm-url)`,
+        );
       if (typeof values.emit !== 'string')
         throw new BadInputError('replay needs --emit FILE for the JSON lines');
       const mode = values.mode ?? 'cut';
       if (mode !== 'cut' && mode !== 'session')
         throw new BadInputError(`--mode must be cut or session, got "${String(mode)}"`);
+      const llm = readLlmEndpoint(values, io.env);
       return replayCommand(io, positionals, {
         strategy: values.strategy,
         mode,
@@ -117,6 +122,7 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         keep: keepShare(values.keep as string | undefined),
         cuts: typeof values.cuts === 'string' ? values.cuts : 'auto',
         emit: values.emit,
+        ...(llm ? { llm } : {}),
       });
     }
     case 'eval': {
@@ -128,6 +134,8 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         workers: { type: 'string' },
         json: { type: 'string' },
         report: { type: 'string' },
+        ...LLM_FLAGS,
+        ...JUDGE_FLAGS,
       });
       if (values.help) return showHelp(io, EVAL_HELP);
       const modes = (typeof values.modes === 'string' ? values.modes : 'cut,session')
@@ -136,6 +144,8 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
       for (const mode of modes)
         if (mode !== 'cut' && mode !== 'session')
           throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
+      const llm = readLlmEndpoint(values, io.env);
+      const judgeSample = readJudgeSample(values, llm, modes);
       return evalCommand(
         io,
         positionals,
@@ -156,6 +166,8 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
             : {}),
           ...(typeof values.json === 'string' ? { json: values.json } : {}),
           ...(typeof values.report === 'string' ? { report: values.report } : {}),
+          ...(llm ? { llm } : {}),
+          ...(judgeSample === undefined ? {} : { judgeSample }),
         },
         commandLine,
       );
@@ -228,6 +240,7 @@ export async function runMain(argv = process.argv.slice(2)): Promise<void> {
     },
     cwd: process.cwd(),
     argv0: 'selfgc',
+    env: process.env,
   };
   try {
     process.exitCode = await runCommand(argv, io);

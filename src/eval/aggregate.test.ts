@@ -102,6 +102,36 @@ describe('aggregateCuts', () => {
   });
 });
 
+describe('aggregateCuts with an LLM endpoint', () => {
+  it('adds the LLM judge at the own budget, its agreement with the strict verdict, and its failures', () => {
+    const [baseline, llm] = aggregateCuts([
+      cut('tool-prune', 'auto', 50, { llmNoImpact: true }),
+      cut('tool-prune', 'auto', 50, { strict: false, llmNoImpact: true }),
+      cut('tool-prune', 'auto', 50, { strict: false, llmNoImpact: false }),
+      cut('tool-prune', 'auto', 50, { llmJudgeFailed: true }),
+      cut('tool-prune', 'auto', 50),
+      // The sweep is never judged by the model: a stray verdict there is not counted.
+      cut('tool-prune', 0.5, 40, { llmNoImpact: false }),
+      cut('selfgc-llm', 'auto', 60, { plannerFallback: false }),
+      cut('selfgc-llm', 0.5, 50, { plannerFallback: true }),
+      cut('selfgc-llm', 0.3, 30, { plannerFallback: true }),
+    ]);
+    expect(baseline).toMatchObject({
+      llmNoImpact: wilson(2, 3),
+      llmAgreement: wilson(2, 3),
+      llmJudgeFailures: 1,
+    });
+    expect(baseline?.llmPlannerFallbacks).toBeUndefined();
+    expect(llm?.llmPlannerFallbacks).toBe(2);
+    expect(llm?.llmNoImpact).toBeUndefined();
+  });
+
+  it('adds nothing when no outcome carries LLM fields', () => {
+    const [only] = aggregateCuts([cut('selfgc', 'auto', 40)]);
+    expect(Object.keys(only!).sort()).toEqual(['own', 'strategy', 'sweep', 'upperBound']);
+  });
+});
+
 describe('interpolate', () => {
   const curve = result('selfgc', point('auto', 0.4, 0.7), [point(0.9, 0.2, 0.9), point(0.5, 0.6, 0.5)]);
 

@@ -16,6 +16,12 @@ export interface CutOutcome {
   strict: boolean;
   recoverable: boolean;
   lostFromFoldOrMask: boolean;
+  /** Set by strategies that ask a model: whether the LLM planner fell back to the embedded one. */
+  plannerFallback?: boolean;
+  /** The LLM judge's verdict, on sampled cuts at the own budget only. */
+  llmNoImpact?: boolean;
+  /** The LLM judge was asked here but gave no verdict. */
+  llmJudgeFailed?: boolean;
 }
 
 /** What aggregation needs of one model call in session mode. */
@@ -29,6 +35,8 @@ export interface CallOutcome {
   changed: boolean;
   strict?: boolean;
   recoverable?: boolean;
+  /** Set for the governor with the LLM planner: whether the planner fell back at this call. */
+  plannerFallback?: boolean;
 }
 
 function groupBy<T>(values: readonly T[], key: (value: T) => string): Map<string, T[]> {
@@ -68,6 +76,30 @@ function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPo
   };
 }
 
+/** The LLM-only fields of a cut-mode result: present when some outcome carries them. */
+function llmCutFields(
+  list: readonly CutOutcome[],
+): Pick<CutModeResult, 'llmNoImpact' | 'llmAgreement' | 'llmJudgeFailures' | 'llmPlannerFallbacks'> {
+  const judged = list.filter((outcome) => outcome.keep === 'auto' && outcome.llmNoImpact !== undefined);
+  const failures = list.filter((outcome) => outcome.llmJudgeFailed === true).length;
+  const planned = list.filter((outcome) => outcome.plannerFallback !== undefined);
+  return {
+    ...(judged.length + failures > 0
+      ? {
+          llmNoImpact: wilson(judged.filter((outcome) => outcome.llmNoImpact).length, judged.length),
+          llmAgreement: wilson(
+            judged.filter((outcome) => outcome.llmNoImpact === outcome.strict).length,
+            judged.length,
+          ),
+          llmJudgeFailures: failures,
+        }
+      : {}),
+    ...(planned.length > 0
+      ? { llmPlannerFallbacks: planned.filter((outcome) => outcome.plannerFallback).length }
+      : {}),
+  };
+}
+
 export function aggregateCuts(outcomes: readonly CutOutcome[]): CutModeResult[] {
   const byStrategy = groupBy(outcomes, (outcome) => outcome.strategy);
   return [...byStrategy.entries()].map(([strategy, list]) => {
@@ -87,6 +119,7 @@ export function aggregateCuts(outcomes: readonly CutOutcome[]): CutModeResult[] 
           list.filter((outcome) => outcome.keep === keep),
         ),
       ),
+      ...llmCutFields(list),
     };
   });
 }
@@ -131,6 +164,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
     const inputTokens = calls.reduce((sum, call) => sum + call.viewTokens, 0);
     const cost = calls.reduce((sum, call) => sum + callCost(call), 0);
     const sessions = groupBy(calls, (call) => call.session);
+    const planned = calls.filter((call) => call.plannerFallback !== undefined);
     return {
       strategy,
       window,
@@ -144,6 +178,9 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
       commits: calls.filter((call) => call.committed).length,
       strictNoImpactChanged: wilson(changed.filter((call) => call.strict).length, changed.length),
       recoverableNoImpactChanged: wilson(changed.filter((call) => call.recoverable).length, changed.length),
+      ...(planned.length > 0
+        ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
+        : {}),
       timelines: [...sessions.entries()]
         .sort((a, b) => b[1].length - a[1].length)
         .slice(0, 12)
@@ -165,6 +202,7 @@ export function buildSummary(input: {
   calls: readonly CallOutcome[];
   window: number;
   now: Date;
+  llm?: EvalSummary['llm'];
 }): EvalSummary {
   const cutMode = aggregateCuts(input.cuts);
   return {
@@ -177,5 +215,6 @@ export function buildSummary(input: {
     sessionMode: aggregateSessions(input.calls, input.window),
     matched: matchedComparison(cutMode),
     pricing: PRICING,
+    ...(input.llm ? { llm: input.llm } : {}),
   };
 }

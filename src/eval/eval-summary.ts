@@ -1,6 +1,8 @@
 /**
  * The results of `selfgc eval`: what `--json` writes and what the HTML report draws.
- * Version-stamped; the report refuses a summary of another version.
+ * Version-stamped; the report refuses a summary of another version. Fields marked optional
+ * appear only when an LLM endpoint was configured (`--llm-url`): readers of version 1 that do
+ * not know them can ignore them.
  */
 
 export const EVAL_SUMMARY_VERSION = 1;
@@ -37,6 +39,21 @@ export interface CutModeResult {
   own: CutPoint;
   /** The budget sweep, one point per keep fraction. */
   sweep: CutPoint[];
+  /**
+   * With `--judge llm`: the LLM judge's no-impact (a G-Eval verdict: could the agent have written
+   * its real continuation from the view alone?) at the own budget, over the sampled cuts that
+   * got a verdict. The same cuts are sampled for every strategy.
+   */
+  llmNoImpact?: Rate;
+  /** With `--judge llm`: share of those cuts where the LLM judge and the anchor judge's strict verdict agree. */
+  llmAgreement?: Rate;
+  /** With `--judge llm`: sampled cuts the LLM judge gave no verdict for (endpoint failure, off-format answer). */
+  llmJudgeFailures?: number;
+  /**
+   * For strategies that ask a model (`selfgc-llm`): plans, over the own budget and the sweep,
+   * for which the LLM planner failed and the embedded planner stood in.
+   */
+  llmPlannerFallbacks?: number;
 }
 
 /** One strategy in session mode (the governor through whole sessions under a window). */
@@ -58,6 +75,8 @@ export interface SessionModeResult {
   /** No-impact over the calls whose view differs from the full prefix. */
   strictNoImpactChanged: Rate;
   recoverableNoImpactChanged: Rate;
+  /** For `selfgc-llm`: calls at which the LLM planner failed and the embedded planner stood in. */
+  llmPlannerFallbacks?: number;
   /** Per session token timelines for the report: view tokens per call, and the calls that committed. */
   timelines: Array<{
     session: string;
@@ -80,4 +99,9 @@ export interface EvalSummary {
   matched: Array<{ pruneRate: number; strictNoImpact: Record<string, number | null> }>;
   /** Pricing used for costs. */
   pricing: { cacheWrite: number; cacheRead: number };
+  /**
+   * The endpoint behind `selfgc-llm` and the LLM judge, when one was configured (never its URL
+   * or key); `judgeSample` is set with `--judge llm`: cuts per strategy the judge was to read.
+   */
+  llm?: { provider: string; model: string; judgeSample?: number };
 }

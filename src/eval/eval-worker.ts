@@ -1,5 +1,6 @@
 /**
- * Worker-thread entry of `runEval`: loads its share of sessions and evaluates them.
+ * Worker-thread entry of `runEval`: loads its share of sessions and evaluates them. The API key
+ * of an LLM endpoint is read here, from the environment variable the options name.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
@@ -17,7 +18,10 @@ const sessions = task.sessions.map(({ file, line }) => {
   if (!lines.has(file)) lines.set(file, readSessionLines(file));
   return parseRecordedSession(file, lines.get(file)![line - 1]!, line);
 });
-const result = await evaluateSessions(sessions, task.options, () =>
-  parentPort?.postMessage({ type: 'progress' }),
+const result = await evaluateSessions(
+  sessions,
+  task.options,
+  () => parentPort?.postMessage({ type: 'progress' }),
+  process.env,
 );
 parentPort?.postMessage({ type: 'done', ...result });

@@ -1,8 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
 import { sampleSession } from '../core/testing/sample-session.js';
-import { type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
+import type { ScriptedRequest } from '../testing/scripted-reply.js';
+import { type ScriptedUpstream, startScriptedUpstream } from '../testing/scripted-upstream.js';
+import { type EvaluateOptions, evaluateSessions, sampleJudgeCuts } from './evaluate-sessions.js';
 import type { RecordedSession } from './load-sessions.js';
+import { autoCuts, replayableCuts } from './replay-cut.js';
 import { quotingSession } from './testing/eval-fixtures.js';
 
 const recorded = (id: string, messages: RecordedSession['messages']): RecordedSession => ({
@@ -78,6 +81,98 @@ describe('evaluateSessions', () => {
   it('refuses an unknown strategy before replaying anything', async () => {
     await expect(evaluateSessions(sessions, { ...options, strategies: ['none', 'magic'] })).rejects.toThrow(
       BadInputError,
+    );
+  });
+});
+
+describe('sampleJudgeCuts', () => {
+  const many = Array.from({ length: 5 }, (_, index) =>
+    recorded(`quoting-${index}`, quotingSession(12 + index)),
+  );
+
+  it('takes every replayable cut when there are no more than asked', () => {
+    const sample = sampleJudgeCuts(sessions, options, 100);
+    for (const session of sessions)
+      expect(sample[session.id]).toEqual(replayableCuts(session.messages, autoCuts(session.messages, 3)));
+  });
+
+  it('spreads a smaller sample over the sessions, the same on every call', () => {
+    const sample = sampleJudgeCuts(many, { cutsPerSession: 4 }, 7);
+    const chosen = Object.values(sample).flat();
+    expect(chosen).toHaveLength(7);
+    expect(Object.keys(sample)).toEqual(many.map((session) => session.id));
+    for (const [id, cuts] of Object.entries(sample)) {
+      const session = many.find((entry) => entry.id === id)!;
+      for (const cut of cuts)
+        expect(replayableCuts(session.messages, autoCuts(session.messages, 4))).toContain(cut);
+    }
+    expect(sampleJudgeCuts(many, { cutsPerSession: 4 }, 7)).toEqual(sample);
+  });
+
+  it('follows explicit cuts', () => {
+    expect(sampleJudgeCuts([sessions[1]!], { cutsPerSession: 3, cuts: { sample: [4, 12, 99] } }, 5)).toEqual({
+      sample: [4, 12],
+    });
+  });
+});
+
+describe('evaluateSessions with an LLM endpoint', () => {
+  let upstream: ScriptedUpstream | undefined;
+  afterEach(async () => {
+    await upstream?.close();
+    upstream = undefined;
+  });
+
+  const isJudge = (request: ScriptedRequest) => request.rawBody.includes('Evaluation steps:');
+
+  async function endpoint(verdict: 'no-impact' | 'impact') {
+    upstream = await startScriptedUpstream({
+      script: (request) =>
+        isJudge(request)
+          ? { json: { verdict, missing: [], reason: 'scripted' } }
+          : { json: { operations: [] } },
+    });
+    return {
+      provider: 'openai' as const,
+      baseUrl: `${upstream.url}/v1`,
+      model: 'scripted-model',
+      keyEnv: 'SELFGC_UNSET_KEY',
+    };
+  }
+
+  it('runs selfgc-llm in both modes and judges the sampled cuts at the own budget only', async () => {
+    const llm = await endpoint('no-impact');
+    const judgeCuts = { sample: [autoCuts(sessions[1]!.messages, 3)[0]!] };
+    const result = await evaluateSessions([sessions[1]!], {
+      ...options,
+      strategies: ['none', 'selfgc-llm'],
+      llm,
+      judgeCuts,
+    });
+    const judged = result.cuts.filter((outcome) => outcome.llmNoImpact !== undefined);
+    expect(judged.map((outcome) => [outcome.strategy, outcome.keep])).toEqual([
+      ['none', 'auto'],
+      ['selfgc-llm', 'auto'],
+    ]);
+    expect(judged.every((outcome) => outcome.llmNoImpact === true)).toBe(true);
+    const planned = result.cuts.filter((outcome) => outcome.strategy === 'selfgc-llm');
+    expect(planned.length).toBeGreaterThan(0);
+    expect(planned.every((outcome) => outcome.plannerFallback === false)).toBe(true);
+    expect(
+      result.cuts
+        .filter((outcome) => outcome.strategy === 'none')
+        .every((outcome) => !('plannerFallback' in outcome)),
+    ).toBe(true);
+    expect(result.calls.filter((call) => call.strategy === 'selfgc-llm').length).toBe(calls(sessions[1]!));
+    const requests = upstream!.requests;
+    expect(requests.filter(isJudge)).toHaveLength(2);
+    // One plan per cut and keep in cut mode, more in session mode.
+    expect(requests.filter((request) => !isJudge(request)).length).toBeGreaterThan(planned.length);
+  });
+
+  it('refuses selfgc-llm without an endpoint', async () => {
+    await expect(evaluateSessions(sessions, { ...options, strategies: ['selfgc-llm'] })).rejects.toThrow(
+      /needs an LLM endpoint: pass --llm-url URL and --llm-model NAME/,
     );
   });
 });

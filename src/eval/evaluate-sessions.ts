@@ -2,13 +2,20 @@
  * Evaluate strategies on sessions, both modes, returning the compact outcomes that aggregation
  * needs. Runs in one thread; `run-eval.ts` spreads sessions over worker threads.
  */
+import { UpstreamError } from '../core/errors.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
+import type { Message } from '../core/transcript.js';
+import { createLlmPlanner } from '../llm/llm-planner.js';
+import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CallOutcome, CutOutcome } from './aggregate.js';
+import { judgeWithLlm } from './judge-llm.js';
+import { createEndpointClient, type Environment, type LlmEndpoint } from './llm-endpoint.js';
 import type { RecordedSession } from './load-sessions.js';
-import { autoCuts, replayCuts } from './replay-cut.js';
+import { autoCuts, type CutRecord, continuationAt, replayableCuts, replayCuts } from './replay-cut.js';
 import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from './replay-session.js';
-import { strategyByName } from './strategies/registry.js';
+import { LLM_STRATEGY_NAMES, type StrategyContext, strategyByName } from './strategies/registry.js';
+import { plannerFallbackOf } from './strategies/selfgc-llm-strategy.js';
 
 export interface EvaluateOptions {
   strategies: readonly string[];
@@ -19,6 +26,10 @@ export interface EvaluateOptions {
   cutsPerSession: number;
   /** Explicit cuts by session id (from `--cuts FILE.json`). */
   cuts?: Record<string, number[]>;
+  /** The endpoint of `selfgc-llm` and the LLM judge, when one is configured. */
+  llm?: LlmEndpoint;
+  /** Cuts the LLM judge reads at each strategy's own budget, by session id (`sampleJudgeCuts`); needs `llm`. */
+  judgeCuts?: Record<string, number[]>;
 }
 
 export const DEFAULT_SWEEP = [0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2];
@@ -27,35 +38,95 @@ function policiesFor(
   name: string,
   window: number,
   counter: ReturnType<typeof createTokenCounter>,
+  context: StrategyContext,
 ): SessionPolicy[] {
   if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware')];
+  if (name === 'selfgc-llm' && context.llmClient) {
+    const planner = createLlmPlanner({ client: context.llmClient });
+    return [governorPolicy(name, window, counter, 'aware', { planner })];
+  }
   if (name === 'oracle') return [];
-  const strategy = strategyByName(name);
+  const strategy = strategyByName(name, context);
   if (name === 'none') return [baselinePolicy(strategy, Number.POSITIVE_INFINITY, false)];
   return [baselinePolicy(strategy, window, false), baselinePolicy(strategy, window, true)];
 }
 
+function cutsOf(session: RecordedSession, options: Pick<EvaluateOptions, 'cuts' | 'cutsPerSession'>) {
+  return options.cuts?.[session.id] ?? autoCuts(session.messages, options.cutsPerSession);
+}
+
+/**
+ * The cuts the LLM judge reads: `count` of all the cuts replay will use, evenly spread over the
+ * sessions in order, so the choice is the same on every run and whatever the worker split.
+ */
+export function sampleJudgeCuts(
+  sessions: readonly RecordedSession[],
+  options: Pick<EvaluateOptions, 'cuts' | 'cutsPerSession'>,
+  count: number,
+): Record<string, number[]> {
+  const all = sessions.flatMap((session) =>
+    replayableCuts(session.messages, cutsOf(session, options)).map((cut) => ({ id: session.id, cut })),
+  );
+  const chosen =
+    all.length <= count
+      ? all
+      : Array.from({ length: count }, (_, slot) => all[Math.floor(((slot + 0.5) * all.length) / count)]!);
+  const byId = new Map<string, number[]>();
+  for (const { id, cut } of chosen) byId.set(id, [...(byId.get(id) ?? []), cut]);
+  return Object.fromEntries(byId);
+}
+
+/** The LLM judge's verdict on one view, or a failure when the endpoint gave none. */
+async function judgeCut(
+  client: LlmClient,
+  messages: readonly Message[],
+  record: CutRecord,
+): Promise<Pick<CutOutcome, 'llmNoImpact' | 'llmJudgeFailed'>> {
+  try {
+    const verdict = await judgeWithLlm(client, {
+      prefix: messages.slice(0, record.cut),
+      view: record.output.items.map((item) => item.message),
+      continuation: continuationAt(messages, record.cut),
+    });
+    return { llmNoImpact: verdict.noImpact };
+  } catch (error) {
+    if (error instanceof UpstreamError) return { llmJudgeFailed: true };
+    throw error;
+  }
+}
+
+/**
+ * Evaluate `sessions`. `env` holds the API key of `options.llm` (under its `keyEnv`): the key
+ * is read where the client is made, never passed in the options.
+ */
 export async function evaluateSessions(
   sessions: readonly RecordedSession[],
   options: EvaluateOptions,
   onSession?: () => void,
+  env: Environment = {},
 ): Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }> {
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));
-  const strategies = options.strategies.map(strategyByName);
+  const context: StrategyContext = options.llm ? { llmClient: createEndpointClient(options.llm, env) } : {};
+  const strategies = options.strategies.map((name) => strategyByName(name, context));
+  const asksModel = (name: string) => LLM_STRATEGY_NAMES.includes(name);
   const cuts: CutOutcome[] = [];
   const calls: CallOutcome[] = [];
   for (const session of sessions) {
     if (options.modes.includes('cut')) {
-      const sessionCuts = options.cuts?.[session.id] ?? autoCuts(session.messages, options.cutsPerSession);
-      const records = replayCuts({
+      const records = await replayCuts({
         sessionId: session.id,
         messages: session.messages,
-        cuts: sessionCuts,
+        cuts: cutsOf(session, options),
         strategies,
         keeps: ['auto', ...options.sweep],
         tokenCounter: counter,
       });
+      const judged = new Set(options.judgeCuts?.[session.id] ?? []);
       for (const record of records) {
+        const judge =
+          context.llmClient && record.keep === 'auto' && judged.has(record.cut)
+            ? await judgeCut(context.llmClient, session.messages, record)
+            : {};
         cuts.push({
           strategy: record.strategy,
           upperBound: strategies.find((strategy) => strategy.name === record.strategy)?.upperBound === true,
@@ -65,12 +136,16 @@ export async function evaluateSessions(
           strict: record.verdict.strict,
           recoverable: record.verdict.recoverable,
           lostFromFoldOrMask: record.verdict.lostFromFoldOrMask.length > 0,
+          ...(asksModel(record.strategy)
+            ? { plannerFallback: plannerFallbackOf(record.output.warnings) !== undefined }
+            : {}),
+          ...judge,
         });
       }
     }
     if (options.modes.includes('session')) {
       for (const name of options.strategies) {
-        for (const policy of policiesFor(name, options.window, counter)) {
+        for (const policy of policiesFor(name, options.window, counter, context)) {
           const records = await replaySession({
             sessionId: session.id,
             messages: session.messages,
@@ -88,6 +163,9 @@ export async function evaluateSessions(
               changed: record.changed,
               ...(record.verdict
                 ? { strict: record.verdict.strict, recoverable: record.verdict.recoverable }
+                : {}),
+              ...(asksModel(name)
+                ? { plannerFallback: plannerFallbackOf(record.warnings) !== undefined }
                 : {}),
             });
           }

@@ -12,7 +12,7 @@ import type { Strategy, StrategyInput } from './strategies/strategy.js';
 import { quotingSession, recountViewTokens, viewProblems } from './testing/eval-fixtures.js';
 
 const KEEPS: ReadonlyArray<number | 'auto'> = ['auto', 0.6, 0.3];
-const ALL_STRATEGIES = STRATEGY_NAMES.map(strategyByName);
+const ALL_STRATEGIES = STRATEGY_NAMES.map((name) => strategyByName(name));
 
 function replay(messages: readonly Message[], cuts: readonly number[], strategies = ALL_STRATEGIES) {
   return replayCuts({
@@ -119,7 +119,7 @@ describe('continuationAt', () => {
 });
 
 describe('replayCuts', () => {
-  it('gives the same view when the session is cut short at the same point: no strategy sees past the cut', () => {
+  it('gives the same view when the session is cut short at the same point: no strategy sees past the cut', async () => {
     const cases: Array<[string, Message[]]> = [
       ['quoting', quotingSession(16)],
       ['three requests', threeRequestSession()],
@@ -128,11 +128,11 @@ describe('replayCuts', () => {
     for (const [name, messages] of cases) {
       const cuts = autoCuts(messages, 3);
       expect(cuts.length, name).toBeGreaterThan(0);
-      const full = new Map(replay(messages, cuts).map((record) => [recordKey(record), record]));
+      const full = new Map((await replay(messages, cuts)).map((record) => [recordKey(record), record]));
       for (const cut of cuts) {
         const end = continuationEnd(messages, cut);
         for (const k of new Set([1, 2, 4, end - cut])) {
-          const short = replay(messages.slice(0, cut + k), [cut]);
+          const short = await replay(messages.slice(0, cut + k), [cut]);
           expect(short.length, `${name} cut ${cut} k ${k}`).toBe(KEEPS.length * ALL_STRATEGIES.length);
           for (const record of short) {
             const twin = full.get(recordKey(record))!;
@@ -148,7 +148,7 @@ describe('replayCuts', () => {
     }
   });
 
-  it('hands the continuation to the oracle only, and every strategy a ledger of the prefix', () => {
+  it('hands the continuation to the oracle only, and every strategy a ledger of the prefix', async () => {
     const messages = quotingSession(14);
     const cuts = autoCuts(messages, 3);
     const seen: Array<{ strategy: string; prefix: number; input: StrategyInput }> = [];
@@ -161,7 +161,7 @@ describe('replayCuts', () => {
         },
       }),
     );
-    replay(messages, cuts, spies);
+    await replay(messages, cuts, spies);
     expect(seen).toHaveLength(cuts.length * ALL_STRATEGIES.length * KEEPS.length);
     const atCut = seen.map((entry) => entry.prefix);
     expect(new Set(atCut)).toEqual(new Set(cuts));
@@ -171,11 +171,11 @@ describe('replayCuts', () => {
     }
   });
 
-  it('reports the ledger total of the prefix as prefixTokens and the view tokens of the output', () => {
+  it('reports the ledger total of the prefix as prefixTokens and the view tokens of the output', async () => {
     const messages = quotingSession(12);
     const cuts = autoCuts(messages, 4);
     const prefixOf = prefixLedgers(messages);
-    for (const record of replay(messages, cuts)) {
+    for (const record of await replay(messages, cuts)) {
       const prefix = prefixOf(record.cut);
       expect(record.prefixTokens).toBe(prefix.totalTokens);
       expect(record.viewTokens).toBe(record.output.tokens);
@@ -184,20 +184,20 @@ describe('replayCuts', () => {
     }
   });
 
-  it('keeps every view sound: no orphaned tool result, system prompt, first request and latest turn intact', () => {
+  it('keeps every view sound: no orphaned tool result, system prompt, first request and latest turn intact', async () => {
     const messages = quotingSession(16);
     const prefixOf = prefixLedgers(messages);
-    for (const record of replay(messages, autoCuts(messages, 4))) {
+    for (const record of await replay(messages, autoCuts(messages, 4))) {
       const prefix = prefixOf(record.cut);
       expect(viewProblems(prefix, record.output.items), recordKey(record)).toEqual([]);
     }
   });
 
-  it('keeps every view sound on random transcripts', () => {
-    fc.assert(
-      fc.property(gcTranscriptArbitrary({ maxTurns: 4 }), (messages) => {
+  it('keeps every view sound on random transcripts', async () => {
+    await fc.assert(
+      fc.asyncProperty(gcTranscriptArbitrary({ maxTurns: 4 }), async (messages) => {
         const prefixOf = prefixLedgers(messages);
-        for (const record of replay(messages, autoCuts(messages, 2))) {
+        for (const record of await replay(messages, autoCuts(messages, 2))) {
           const prefix = prefixOf(record.cut);
           expect(viewProblems(prefix, record.output.items), recordKey(record)).toEqual([]);
         }
@@ -206,9 +206,9 @@ describe('replayCuts', () => {
     );
   });
 
-  it('lets the oracle, an upper bound, break no continuation', () => {
+  it('lets the oracle, an upper bound, break no continuation', async () => {
     const messages = quotingSession(16);
-    const records = replay(messages, autoCuts(messages, 4), [strategyByName('oracle')]);
+    const records = await replay(messages, autoCuts(messages, 4), [strategyByName('oracle')]);
     expect(records.length).toBeGreaterThan(0);
     for (const record of records) {
       expect(record.verdict.needed.length).toBeGreaterThan(0);
@@ -216,12 +216,12 @@ describe('replayCuts', () => {
     }
   });
 
-  it('skips cuts out of range, repeated or without a continuation, and takes cuts in order', () => {
+  it('skips cuts out of range, repeated or without a continuation, and takes cuts in order', async () => {
     const messages = sampleSession();
     const none = [strategyByName('none')];
-    const records = replay(messages, [12, 4, 4, 0, messages.length + 3], none);
+    const records = await replay(messages, [12, 4, 4, 0, messages.length + 3], none);
     expect([...new Set(records.map((record) => record.cut))]).toEqual([4, 12]);
     // A cut at the very end has no assistant message left to judge.
-    expect(replay(messages, [messages.length], none)).toEqual([]);
+    expect(await replay(messages, [messages.length], none)).toEqual([]);
   });
 });

@@ -61,23 +61,28 @@ export interface CutReplayOptions {
   tokenCounter: TokenCounter;
 }
 
-/** Replay one session in cut mode. */
-export function replayCuts(options: CutReplayOptions): CutRecord[] {
+/** The cuts replay uses, in order: each once, within the session, with a continuation to judge. */
+export function replayableCuts(messages: readonly Message[], cuts: readonly number[]): number[] {
+  return [...new Set(cuts)]
+    .filter((cut) => cut > 0 && cut <= messages.length && continuationAt(messages, cut).length > 0)
+    .sort((a, b) => a - b);
+}
+
+/** Replay one session in cut mode. Strategies run one after another, awaited: some ask a model. */
+export async function replayCuts(options: CutReplayOptions): Promise<CutRecord[]> {
   const ledger = createLedger({ tokenCounter: options.tokenCounter });
   const prefixTexts: string[] = [];
   const locator = createAnchorLocator(prefixTexts);
   const records: CutRecord[] = [];
-  for (const cut of [...options.cuts].sort((a, b) => a - b)) {
-    if (cut <= ledger.messages.length || cut > options.messages.length) continue;
+  for (const cut of replayableCuts(options.messages, options.cuts)) {
     const appended = options.messages.slice(ledger.messages.length, cut);
     ledger.append(appended);
     for (const message of appended) prefixTexts.push(messageText(message));
     const continuation = continuationAt(options.messages, cut);
-    if (continuation.length === 0) continue;
     const needed = neededAnchors(prefixTexts, continuation, locator);
     for (const strategy of options.strategies) {
       for (const keep of options.keeps) {
-        const output = strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
+        const output = await strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
         const verdict = judgeAnchors({
           ledger,
           prefixTexts,

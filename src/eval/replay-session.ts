@@ -10,7 +10,7 @@ import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
 import { readSessionState } from '../core/session-state.js';
 import type { TokenCounter } from '../core/tokens.js';
-import { type Message, messageText } from '../core/transcript.js';
+import { type Message, messageText, type Warning } from '../core/transcript.js';
 import { createMemoryStore } from '../stores/memory-store.js';
 import {
   type AnchorVerdict,
@@ -40,6 +40,8 @@ export interface CallRecord {
   /** Object id → message indexes whose exact content the sidecar holds. */
   recoverable: Record<string, number[]>;
   verdict: AnchorVerdict | undefined;
+  /** What the policy reported for this call (a governor's warnings, such as a planner fallback). */
+  warnings: Warning[];
 }
 
 /** How a session is governed call by call. */
@@ -49,7 +51,7 @@ export interface SessionPolicy {
   viewFor(
     ledger: Ledger,
     previous: ViewItem[] | undefined,
-  ): Promise<{ items: ViewItem[]; state?: ViewState; committed: boolean }>;
+  ): Promise<{ items: ViewItem[]; state?: ViewState; committed: boolean; warnings?: Warning[] }>;
 }
 
 /** Key of a view item for cache matching: unchanged items by index, changed ones by content. */
@@ -66,7 +68,7 @@ function viewTokens(ledger: Ledger, items: readonly ViewItem[]): number {
   return total;
 }
 
-/** The Self-GC governor with the embedded planner, on an in-memory store. */
+/** The Self-GC governor on an in-memory store: the embedded planner unless `extra.planner` says otherwise. */
 export function governorPolicy(
   name: string,
   window: number,
@@ -89,7 +91,12 @@ export function governorPolicy(
           : { source, message, changed: false };
       });
       const { state } = await readSessionState(store, sessionId);
-      return { items, state: state.objects, committed: result.commit !== undefined };
+      return {
+        items,
+        state: state.objects,
+        committed: result.commit !== undefined,
+        warnings: result.warnings,
+      };
     },
   };
 }
@@ -112,7 +119,7 @@ export function baselinePolicy(strategy: Strategy, window: number, sticky: boole
       }
       // Re-plan: sticky aims at half the window to leave room; per-call fills the window.
       const keep = (sticky ? window * 0.5 : window) / ledger.totalTokens;
-      return { items: strategy.run({ ledger, keep }).items, committed: true };
+      return { items: (await strategy.run({ ledger, keep })).items, committed: true };
     },
   };
 }
@@ -141,7 +148,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
     const appended = options.messages.slice(ledger.messages.length, cut);
     ledger.append(appended);
     for (const message of appended) prefixTexts.push(messageText(message));
-    const { items, state, committed } = await options.policy.viewFor(ledger, previous);
+    const { items, state, committed, warnings } = await options.policy.viewFor(ledger, previous);
     const keys = items.map(itemKey);
     let shared = 0;
     while (shared < keys.length && shared < previousKeys.length && keys[shared] === previousKeys[shared])
@@ -174,6 +181,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
       state,
       recoverable: recoverableMap(ledger, state),
       verdict,
+      warnings: warnings ?? [],
     });
     previous = items;
     previousKeys = keys;

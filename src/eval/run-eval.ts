@@ -6,7 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { SelfGcError } from '../core/errors.js';
 import { buildSummary, type CallOutcome, type CutOutcome } from './aggregate.js';
 import type { EvalSummary } from './eval-summary.js';
-import type { EvaluateOptions } from './evaluate-sessions.js';
+import { type EvaluateOptions, sampleJudgeCuts } from './evaluate-sessions.js';
 import type { RecordedSession } from './load-sessions.js';
 
 export interface RunEvalOptions extends EvaluateOptions {
@@ -15,6 +15,11 @@ export interface RunEvalOptions extends EvaluateOptions {
   workers?: number;
   onProgress?: (done: number, total: number) => void;
   now?: () => Date;
+  /**
+   * With `llm`: ask the LLM judge about this many cuts per strategy, at each strategy's own
+   * budget (`sampleJudgeCuts` chooses them). Each costs one model call per strategy.
+   */
+  judgeSample?: number;
 }
 
 function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgress: () => void) {
@@ -27,6 +32,7 @@ function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgr
   const worker = new Worker(
     typescript ? new URL(`data:text/javascript,${encodeURIComponent(bootstrap())}`) : entry,
     {
+      // The LLM endpoint travels as settings; the worker reads the key from its environment.
       workerData: { sessions: share.map(({ file, line }) => ({ file, line })), options },
     },
   );
@@ -52,7 +58,12 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
   for (const [index, session] of ordered.entries()) shares[index % workers]!.push(session);
   let done = 0;
   const tick = () => options.onProgress?.(++done, sessions.length);
-  const { inputs, command, workers: _workers, onProgress: _progress, now, ...evaluate } = options;
+  const { inputs, command, workers: _workers, onProgress: _progress, now, judgeSample, ...rest } = options;
+  // Chosen here, over all sessions, so the sample does not depend on how they are shared out.
+  const judging = options.llm !== undefined && judgeSample !== undefined;
+  const evaluate: EvaluateOptions = judging
+    ? { ...rest, judgeCuts: sampleJudgeCuts(sessions, rest, judgeSample) }
+    : rest;
   const results = await Promise.all(shares.map((share) => startWorker(share, evaluate, tick)));
   return buildSummary({
     inputs,
@@ -62,5 +73,14 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
     calls: results.flatMap((result) => result.calls),
     window: options.window,
     now: (now ?? (() => new Date()))(),
+    ...(options.llm
+      ? {
+          llm: {
+            provider: options.llm.provider,
+            model: options.llm.model,
+            ...(judging ? { judgeSample } : {}),
+          },
+        }
+      : {}),
   });
 }

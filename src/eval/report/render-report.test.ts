@@ -160,6 +160,27 @@ describe('renderReport', () => {
     expect(none).toContain('title="no trials"');
   });
 
+  it('adds the LLM judge column only when the summary has its verdicts', () => {
+    expect(html).not.toContain('LLM judge');
+    const judged: EvalSummary = {
+      ...summary,
+      llm: { provider: 'openai', model: 'judge-<model>', judgeSample: 50 },
+      cutMode: summary.cutMode.map((result, index) =>
+        index === 0
+          ? { ...result, llmNoImpact: { hits: 40, total: 50, value: 0.8, low: 0.67, high: 0.89 } }
+          : result,
+      ),
+    };
+    const withJudge = renderReport(judged);
+    expect(withJudge).toContain(
+      'LLM judge no-impact <span class="muted">(judge-&lt;model&gt;, sampled cuts)</span>',
+    );
+    const cells = elements(withJudge, 'td', 'data-column', 'llm-no-impact');
+    expect(cells).toHaveLength(summary.cutMode.length);
+    expect(withJudge).toMatch(/<td data-column="llm-no-impact">80\.0% <span class="ci" title="40 of 50">/);
+    expect(withJudge).not.toMatch(/NaN|undefined|Infinity/);
+  });
+
   it('refuses a summary of another version', () => {
     expect(() => renderReport({ ...sampleSummary(), version: 99 })).toThrow(BadInputError);
   });

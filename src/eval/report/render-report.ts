@@ -89,6 +89,9 @@ function noData(text: string): string {
   return `<p class="no-data">${escapeHtml(text)}</p>`;
 }
 
+/** A rate with no trials, drawn as a dash. */
+const NO_TRIALS: Rate = { hits: 0, total: 0, value: 0, low: 0, high: 0 };
+
 function renderRate(rate: Rate): string {
   if (rate.total === 0) return '<span class="muted" title="no trials">\u2014</span>';
   return `${formatPercent(rate.value)} <span class="ci" title="${rate.hits} of ${rate.total}">[${formatPercent(rate.low)}, ${formatPercent(rate.high)}]</span>`;
@@ -107,15 +110,22 @@ function lineSample(style: StrategyStyle): string {
 
 function renderCutMode(summary: EvalSummary, styles: Styles): string {
   if (summary.cutMode.length === 0) return noData('No cut-mode results in this summary.');
+  // The LLM judge's column appears only when the summary has its verdicts (`--judge llm`).
+  const llmJudged = summary.cutMode.some((result) => result.llmNoImpact !== undefined);
+  const llmCell = (rate: Rate | undefined) =>
+    llmJudged ? `<td data-column="llm-no-impact">${renderRate(rate ?? NO_TRIALS)}</td>` : '';
   const rows = summary.cutMode.map(
-    ({ strategy, upperBound, own }) => `<tr data-strategy="${escapeHtml(strategy)}">
+    ({ strategy, upperBound, own, llmNoImpact }) => `<tr data-strategy="${escapeHtml(strategy)}">
 ${strategyCell(strategy, styles, upperBound)}<td>${formatPercent(own.pruneRate)}</td><td>${renderRate(own.strictNoImpact)}</td>
-<td>${renderRate(own.recoverableNoImpact)}</td><td>${renderRate(own.unrecoverableLoss)}</td><td>${own.cuts}</td></tr>`,
+<td>${renderRate(own.recoverableNoImpact)}</td><td>${renderRate(own.unrecoverableLoss)}</td>${llmCell(llmNoImpact)}<td>${own.cuts}</td></tr>`,
   );
+  const llmHead = llmJudged
+    ? `<th scope="col">LLM judge no-impact <span class="muted">(${escapeHtml(summary.llm?.model ?? 'model')}, sampled cuts)</span></th>`
+    : '';
   return `<table class="results" data-table="cut-mode">
 <caption>Each strategy at its own budget</caption>
 <thead><tr><th scope="col">Strategy</th><th scope="col">Prune rate</th><th scope="col">Strict no-impact</th>
-<th scope="col">Recoverable no-impact</th><th scope="col">Unrecoverable loss</th><th scope="col">Cuts</th></tr></thead>
+<th scope="col">Recoverable no-impact</th><th scope="col">Unrecoverable loss</th>${llmHead}<th scope="col">Cuts</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>
 <figure>${renderTradeoffChart(summary.cutMode, styles)}

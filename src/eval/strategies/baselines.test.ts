@@ -21,7 +21,7 @@ import {
   toolMaskPruneStrategy,
   toolPruneStrategy,
 } from './baselines.js';
-import { DEFAULT_BASELINE_KEEP, type Strategy } from './strategy.js';
+import { DEFAULT_BASELINE_KEEP, type SyncStrategy } from './strategy.js';
 
 const PREFIXES: Array<[string, Message[]]> = [
   ['quoting', quotingSession(16).slice(0, -1)],
@@ -215,7 +215,7 @@ describe('clear-tool-uses and last-5-observations', () => {
   // turn), as the budgeted baselines do, and keep the last N of those.
   it('leave the latest turn alone when it made more parallel calls than they keep', () => {
     const prefix = ledgerOf(parallelLatestStep(6));
-    const problems = (strategy: Strategy) =>
+    const problems = (strategy: SyncStrategy) =>
       viewProblems(prefix, strategy.run({ ledger: prefix, keep: 'auto' }).items);
     expect(problems(clearToolUsesStrategy)).toEqual([]);
     expect(problems(lastObservationsStrategy)).toEqual([]);

@@ -13,7 +13,12 @@
 import { countMessageTokens, type Ledger } from '../../core/ledger.js';
 import type { ViewItem } from '../../core/project-view.js';
 import type { Message, Part } from '../../core/transcript.js';
-import { DEFAULT_BASELINE_KEEP, type Strategy, type StrategyInput, type StrategyOutput } from './strategy.js';
+import {
+  DEFAULT_BASELINE_KEEP,
+  type StrategyInput,
+  type StrategyOutput,
+  type SyncStrategy,
+} from './strategy.js';
 
 interface Draft {
   items: Array<ViewItem | undefined>;
@@ -132,7 +137,7 @@ function rewriteOldestTools(draft: Draft, budget: number, rewrite: (content: str
   }
 }
 
-const budgeted = (name: string, apply: (draft: Draft, budget: number) => void): Strategy => ({
+const budgeted = (name: string, apply: (draft: Draft, budget: number) => void): SyncStrategy => ({
   name,
   run(input) {
     const draft = startDraft(input.ledger);
@@ -160,7 +165,7 @@ export const hybridStrategy = budgeted('hybrid', (draft, budget) => {
   pruneOldestTurns(draft, budget);
 });
 
-function keepLastOutputs(name: string, keepLast: number, rewrite: (content: string) => string): Strategy {
+function keepLastOutputs(name: string, keepLast: number, rewrite: (content: string) => string): SyncStrategy {
   return {
     name,
     run(input) {
@@ -188,7 +193,7 @@ export const lastObservationsStrategy = keepLastOutputs(
   (content) => `Old environment output: (${content.split('\n').length} lines omitted)`,
 );
 
-export const noneStrategy: Strategy = {
+export const noneStrategy: SyncStrategy = {
   name: 'none',
   run: (input) => finish(startDraft(input.ledger)),
 };

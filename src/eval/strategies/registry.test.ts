@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../../core/errors.js';
-import { BASELINE_NAMES, STRATEGY_NAMES, strategyByName } from './registry.js';
+import type { LlmClient } from '../../llm/llm-types.js';
+import { BASELINE_NAMES, LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from './registry.js';
+
+/** A client that is never called: the registry only builds strategies. */
+const idleClient: LlmClient = {
+  provider: 'openai',
+  model: 'idle',
+  complete: () => Promise.reject(new Error('not called')),
+};
 
 describe('strategyByName', () => {
   it('knows the command-line names of the issue', () => {
@@ -34,7 +42,7 @@ describe('strategyByName', () => {
   });
 
   it('refuses an unknown name with a bad-input error that names every choice', () => {
-    for (const name of ['nonsense', 'selfgc-llm', '']) {
+    for (const name of ['nonsense', '']) {
       let thrown: unknown;
       try {
         strategyByName(name);
@@ -48,6 +56,24 @@ describe('strategyByName', () => {
       expect(message).toContain('selfgc-llm needs --llm-url');
       expect((thrown as BadInputError).code).toBe('bad-input');
     }
+  });
+
+  it('knows selfgc-llm apart: not run by default, and only with an endpoint', () => {
+    expect(LLM_STRATEGY_NAMES).toEqual(['selfgc-llm']);
+    expect(STRATEGY_NAMES).not.toContain('selfgc-llm');
+    let thrown: unknown;
+    try {
+      strategyByName('selfgc-llm');
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(BadInputError);
+    expect((thrown as Error).message).toBe(
+      'strategy "selfgc-llm" needs an LLM endpoint: pass --llm-url URL and --llm-model NAME (with --llm-provider anthropic for an Anthropic endpoint)',
+    );
+    const strategy = strategyByName('selfgc-llm', { llmClient: idleClient });
+    expect(strategy.name).toBe('selfgc-llm');
+    expect(strategy.upperBound).toBeUndefined();
   });
 
   // Regression (was a bug): the table is a plain object, so `--strategy toString` or `constructor` finds

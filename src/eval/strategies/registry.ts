@@ -2,6 +2,7 @@
  * Strategies by their command-line names.
  */
 import { BadInputError } from '../../core/errors.js';
+import type { LlmClient } from '../../llm/llm-types.js';
 import {
   clearToolUsesStrategy,
   hybridStrategy,
@@ -11,8 +12,14 @@ import {
   toolMaskPruneStrategy,
   toolPruneStrategy,
 } from './baselines.js';
+import { createSelfGcLlmStrategy } from './selfgc-llm-strategy.js';
 import { createSelfGcStrategy, oracleStrategy } from './selfgc-strategies.js';
 import type { Strategy } from './strategy.js';
+
+/** What strategies that ask a model need; `llmClient` is there only when an endpoint is configured. */
+export interface StrategyContext {
+  llmClient?: LlmClient;
+}
 
 const STRATEGIES: Record<string, () => Strategy> = {
   none: () => noneStrategy,
@@ -26,14 +33,31 @@ const STRATEGIES: Record<string, () => Strategy> = {
   oracle: () => oracleStrategy,
 };
 
+/** Strategies that ask a model: available when an endpoint is configured, never run by default. */
+const LLM_STRATEGIES: Record<string, (client: LlmClient) => Strategy> = {
+  'selfgc-llm': (client) => createSelfGcLlmStrategy({ client }),
+};
+
+/** The strategies every evaluation can run (and runs by default). */
 export const STRATEGY_NAMES = Object.keys(STRATEGIES);
+
+export const LLM_STRATEGY_NAMES = Object.keys(LLM_STRATEGIES);
 
 /** The baselines (everything but Self-GC and the oracle). */
 export const BASELINE_NAMES = STRATEGY_NAMES.filter(
   (name) => name !== 'selfgc' && name !== 'oracle' && name !== 'none',
 );
 
-export function strategyByName(name: string): Strategy {
+export function strategyByName(name: string, context: StrategyContext = {}): Strategy {
+  const makeWithModel = Object.hasOwn(LLM_STRATEGIES, name) ? LLM_STRATEGIES[name] : undefined;
+  if (makeWithModel) {
+    if (!context.llmClient) {
+      throw new BadInputError(
+        `strategy "${name}" needs an LLM endpoint: pass --llm-url URL and --llm-model NAME (with --llm-provider anthropic for an Anthropic endpoint)`,
+      );
+    }
+    return makeWithModel(context.llmClient);
+  }
   const make = Object.hasOwn(STRATEGIES, name) ? STRATEGIES[name] : undefined;
   if (!make) {
     throw new BadInputError(

@@ -1,49 +1,54 @@
 /**
  * Self-GC in cut mode: the embedded planner through the real harness (rehearsal, projection),
- * and the oracle, which knows which anchors the continuation will use.
+ * and the oracle, which knows which anchors the continuation will use. `selfgc-llm` shares the
+ * planner input and the harness (`cutPlannerInput`, `applyPlan`).
  */
 import { anchorValues } from '../../core/anchors.js';
 import { argumentValuesText, type Ledger } from '../../core/ledger.js';
 import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
+import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
 import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
 import type { Message } from '../../core/transcript.js';
-import type { Strategy, StrategyOutput } from './strategy.js';
+import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
 
-function applyPlan(ledger: Ledger, plan: Plan, rehearse: RehearseOptions = {}): StrategyOutput {
+/** Rehearse a plan on the prefix with no earlier state, and project the view it gives. */
+export function applyPlan(ledger: Ledger, plan: Plan, rehearse: RehearseOptions = {}): StrategyOutput {
   const rehearsal = rehearsePlan(ledger, {}, plan, rehearse);
   const view = projectView(ledger, rehearsal.stateAfter);
   return { items: view.items, tokens: view.tokens, state: rehearsal.stateAfter };
+}
+
+/** What a planner is asked in cut mode: the prefix, nothing committed, the keep share as the target. */
+export function cutPlannerInput(input: StrategyInput): PlannerInput {
+  const { ledger } = input;
+  const state: ViewState = {};
+  // `auto`: the planner's own judgement, without pressure. A budget is pressure.
+  const target =
+    input.keep === 'auto' ? Number.POSITIVE_INFINITY : Math.floor(ledger.totalTokens * input.keep);
+  return {
+    ledger,
+    state,
+    protectFrom: latestTurnStart(ledger),
+    viewTokens: ledger.totalTokens,
+    targetTokens: target,
+    window: Number.POSITIVE_INFINITY,
+  };
 }
 
 export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
   foldAnchors?: RehearseOptions['foldAnchors'];
 }
 
-export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name = 'selfgc'): Strategy {
+export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name = 'selfgc'): SyncStrategy {
   return {
     name,
     run(input) {
-      const { ledger } = input;
-      const state: ViewState = {};
-      // `auto`: the planner's own judgement, without pressure. A budget is pressure.
-      const target =
-        input.keep === 'auto' ? Number.POSITIVE_INFINITY : Math.floor(ledger.totalTokens * input.keep);
-      const operations = planEmbedded(
-        {
-          ledger,
-          state,
-          protectFrom: latestTurnStart(ledger),
-          viewTokens: ledger.totalTokens,
-          targetTokens: target,
-          window: Number.POSITIVE_INFINITY,
-        },
-        options,
-      );
+      const operations = planEmbedded(cutPlannerInput(input), options);
       return applyPlan(
-        ledger,
+        input.ledger,
         { planner: 'embedded', operations },
         { foldAnchors: options.foldAnchors ?? 'auto' },
       );
@@ -70,7 +75,7 @@ export function continuationAnchors(continuation: readonly Message[]): Set<strin
 }
 
 /** Upper bound: prune every object whose payload holds none of the anchors the continuation uses. */
-export const oracleStrategy: Strategy = {
+export const oracleStrategy: SyncStrategy = {
   name: 'oracle',
   upperBound: true,
   run(input) {

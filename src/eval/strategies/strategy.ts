@@ -5,7 +5,7 @@
 import type { Ledger } from '../../core/ledger.js';
 import type { ViewState } from '../../core/operations.js';
 import type { ViewItem } from '../../core/project-view.js';
-import type { Message } from '../../core/transcript.js';
+import type { Message, Warning } from '../../core/transcript.js';
 
 export interface StrategyInput {
   /** The prefix, indexed. `ledger.messages` is the prefix itself. */
@@ -21,13 +21,20 @@ export interface StrategyOutput {
   tokens: number;
   /** Object states when the strategy works through the harness (for recoverability). */
   state?: ViewState;
+  /** What the strategy wants known, such as an LLM planner that fell back to the embedded one. */
+  warnings?: Warning[];
 }
 
 export interface Strategy {
   name: string;
   /** True for strategies that peek at the future (the oracle). */
   upperBound?: boolean;
-  /** Keep share used when `keep` is `auto` and the strategy has no rule of its own. */
+  /** Cut mode awaits the view: a strategy that asks a model answers later. */
+  run(input: StrategyInput): StrategyOutput | Promise<StrategyOutput>;
+}
+
+/** A strategy that answers at once: every one but `selfgc-llm`. */
+export interface SyncStrategy extends Strategy {
   run(input: StrategyInput): StrategyOutput;
 }
 

@@ -1,0 +1,35 @@
+/**
+ * `selfgc-llm` in cut mode: the harness of `selfgc` (rehearsal, projection) with the plan asked
+ * of a model through the LLM planner. On any failure the planner falls back to the embedded one
+ * and says so in a warning, which the output carries so the evaluation can count fallbacks.
+ */
+import type { RehearseOptions } from '../../core/rehearse-plan.js';
+import type { Warning } from '../../core/transcript.js';
+import { createLlmPlanner, type LlmPlannerOptions } from '../../llm/llm-planner.js';
+import { applyPlan, cutPlannerInput } from './selfgc-strategies.js';
+import type { Strategy } from './strategy.js';
+
+export interface SelfGcLlmStrategyOptions extends LlmPlannerOptions {
+  foldAnchors?: RehearseOptions['foldAnchors'];
+}
+
+export function createSelfGcLlmStrategy(options: SelfGcLlmStrategyOptions, name = 'selfgc-llm'): Strategy {
+  const { foldAnchors, ...plannerOptions } = options;
+  const planner = createLlmPlanner(plannerOptions);
+  return {
+    name,
+    async run(input) {
+      const result = await planner.plan(cutPlannerInput(input));
+      const output = applyPlan(input.ledger, result.plan, { foldAnchors: foldAnchors ?? 'auto' });
+      return { ...output, warnings: result.warnings ?? [] };
+    },
+  };
+}
+
+/** Warning codes that say a model's plan was not used: the planner's own fallback, or the governor's. */
+const FALLBACK_CODES = new Set(['llm-planner-fallback', 'planner-failed']);
+
+/** The warning that says the LLM planner fell back, if any. */
+export function plannerFallbackOf(warnings: readonly Warning[] | undefined): Warning | undefined {
+  return warnings?.find((warning) => FALLBACK_CODES.has(warning.code));
+}
