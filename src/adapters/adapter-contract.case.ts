@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
+import { BadInputError } from '../core/errors.js';
 import type { Message, Part, Warning } from '../core/transcript.js';
 import { normalizeTranscript } from './normalize-transcript.js';
 import { type TranscriptArbitraryOptions, transcriptArbitrary } from './transcript-arbitrary.js';
@@ -115,4 +116,15 @@ export function describeAdapterContract(adapter: AdapterUnderTest): void {
 /** A hand-written wire fixture next to the test that reads it. */
 export function readFixture(url: URL): unknown {
   return JSON.parse(readFileSync(url, 'utf8'));
+}
+
+/** `convert` throws a BadInputError matching `pattern` that names the wire message at `messageIndex`. */
+export function expectBadInputAt(convert: () => unknown, pattern: RegExp, messageIndex: number): void {
+  expect(convert).toThrow(pattern);
+  try {
+    convert();
+  } catch (error) {
+    expect(error).toBeInstanceOf(BadInputError);
+    expect((error as BadInputError).messageIndex).toBe(messageIndex);
+  }
 }

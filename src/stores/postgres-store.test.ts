@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BadInputError, StoreError } from '../core/errors.js';
 import type { CommitRecord, SidecarRecord } from '../core/store.js';
+import { PAYLOAD_COLUMNS, payloadRowValues } from './payload-row.js';
 import { createPostgresStore } from './postgres-store.js';
 import { describeStoreContract } from './store-contract.case.js';
 import { commitRecord, newSessionId, payloadRecord } from './store-fixtures.case.js';
@@ -36,19 +37,8 @@ describeWithService('postgres store', unavailable, () => {
     {
       async writeRawPayload(record: SidecarRecord) {
         await raw.query(
-          `INSERT INTO "${tablePrefix}payloads" (session_id, object_id, schema_version, operation, payload,
-             search_text, tokens, commit_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-          [
-            record.sessionId,
-            record.objectId,
-            record.schemaVersion,
-            record.operation,
-            record.payload,
-            record.searchText,
-            record.tokens,
-            record.commitId,
-            record.createdAt,
-          ],
+          `INSERT INTO "${tablePrefix}payloads" (${PAYLOAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+          payloadRowValues(record),
         );
       },
       async writeRawCommit(commit: CommitRecord) {

@@ -2,19 +2,17 @@ import pg from 'pg';
 import { StoreError } from '../core/errors.js';
 import type {
   CommitRecord,
-  RemovingOperation,
   SearchHit,
-  SidecarRecord,
   SidecarStore,
   WriteCommitResult,
   WriteStateResult,
 } from '../core/store.js';
+import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } from './payload-row.js';
 import { createPostgresTables, type PostgresTables } from './postgres-tables.js';
 import { inTransaction } from './postgres-transaction.js';
 import {
   checkCommitWritable,
   checkPayloadsWritable,
-  checkSchemaVersion,
   decodeCommit,
   decodeState,
   encodeJson,
@@ -38,37 +36,6 @@ export type PostgresStoreOptions = (
   /** Prefix of every table and index name (default `selfgc_`), e.g. an isolated one per test run. */
   tablePrefix?: string;
 };
-
-interface PayloadRow {
-  session_id: string;
-  object_id: string;
-  schema_version: number;
-  operation: string;
-  payload: string;
-  search_text: string;
-  tokens: number;
-  commit_id: string;
-  created_at: string;
-}
-
-const PAYLOAD_COLUMNS =
-  'session_id, object_id, schema_version, operation, payload, search_text, tokens, commit_id, created_at';
-
-function recordFromRow(row: PayloadRow): SidecarRecord {
-  checkSchemaVersion(row.schema_version, `payload ${row.session_id}/${row.object_id}`);
-  return {
-    schemaVersion: row.schema_version,
-    sessionId: row.session_id,
-    objectId: row.object_id,
-    operation: row.operation as RemovingOperation,
-    payload: row.payload,
-    searchText: row.search_text,
-    tokens: row.tokens,
-    commitId: row.commit_id,
-    // bigint columns come back as strings; milliseconds since the epoch fit a double exactly.
-    createdAt: Number(row.created_at),
-  };
-}
 
 /**
  * Lock the session's row and run `body` with its current version, keeping the writes only
@@ -140,17 +107,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
             await client.query(
               `INSERT INTO ${tables.payloads} (${PAYLOAD_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                ON CONFLICT (session_id, object_id) DO NOTHING`,
-              [
-                record.sessionId,
-                record.objectId,
-                record.schemaVersion,
-                record.operation,
-                record.payload,
-                record.searchText,
-                record.tokens,
-                record.commitId,
-                record.createdAt,
-              ],
+              payloadRowValues(record),
             );
           }
         });

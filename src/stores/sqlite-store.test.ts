@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreError } from '../core/errors.js';
 import type { CommitRecord, SidecarRecord } from '../core/store.js';
+import { PAYLOAD_COLUMNS, payloadRowValues } from './payload-row.js';
 import { createSqliteStore } from './sqlite-store.js';
 import { describeStoreContract } from './store-contract.case.js';
 import { commitRecord, newSessionId, payloadRecord } from './store-fixtures.case.js';
@@ -38,21 +39,8 @@ describeStoreContract(
     async writeRawPayload(record: SidecarRecord) {
       withRawDatabase((db) =>
         db
-          .prepare(
-            `INSERT INTO selfgc_payloads (session_id, object_id, schema_version, operation, payload,
-               search_text, tokens, commit_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          )
-          .run(
-            record.sessionId,
-            record.objectId,
-            record.schemaVersion,
-            record.operation,
-            record.payload,
-            record.searchText,
-            record.tokens,
-            record.commitId,
-            record.createdAt,
-          ),
+          .prepare(`INSERT INTO selfgc_payloads (${PAYLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+          .run(...payloadRowValues(record)),
       );
     },
     async writeRawCommit(commit: CommitRecord) {

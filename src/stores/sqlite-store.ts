@@ -2,7 +2,6 @@ import Database from 'better-sqlite3';
 import { StoreError } from '../core/errors.js';
 import {
   type CommitRecord,
-  type RemovingOperation,
   type SearchHit,
   type SidecarRecord,
   type SidecarStore,
@@ -10,10 +9,10 @@ import {
   type WriteCommitResult,
   type WriteStateResult,
 } from '../core/store.js';
+import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } from './payload-row.js';
 import {
   checkCommitWritable,
   checkPayloadsWritable,
-  checkSchemaVersion,
   decodeCommit,
   decodeState,
   encodeJson,
@@ -55,36 +54,6 @@ CREATE TABLE IF NOT EXISTS selfgc_commits (
 CREATE TABLE IF NOT EXISTS selfgc_sessions (
   session_id TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL);
 `;
-
-interface PayloadRow {
-  session_id: string;
-  object_id: string;
-  schema_version: number;
-  operation: string;
-  payload: string;
-  search_text: string;
-  tokens: number;
-  commit_id: string;
-  created_at: number;
-}
-
-const PAYLOAD_COLUMNS =
-  'session_id, object_id, schema_version, operation, payload, search_text, tokens, commit_id, created_at';
-
-function recordFromRow(row: PayloadRow): SidecarRecord {
-  checkSchemaVersion(row.schema_version, `payload ${row.session_id}/${row.object_id}`);
-  return {
-    schemaVersion: row.schema_version,
-    sessionId: row.session_id,
-    objectId: row.object_id,
-    operation: row.operation as RemovingOperation,
-    payload: row.payload,
-    searchText: row.search_text,
-    tokens: row.tokens,
-    commitId: row.commit_id,
-    createdAt: row.created_at,
-  };
-}
 
 /** Create the tables on first open; refuse a file written by another schema version. */
 function prepareSchema(db: Database.Database, path: string): void {
@@ -173,17 +142,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
 
   const putAll = db.transaction((records: readonly SidecarRecord[]) => {
     for (const record of records) {
-      insertPayload.run(
-        record.sessionId,
-        record.objectId,
-        record.schemaVersion,
-        record.operation,
-        record.payload,
-        record.searchText,
-        record.tokens,
-        record.commitId,
-        record.createdAt,
-      );
+      insertPayload.run(...payloadRowValues(record));
     }
   });
 

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BadInputError } from '../../core/errors.js';
 import type { Message } from '../../core/transcript.js';
-import { describeAdapterContract, readFixture } from '../adapter-contract.case.js';
+import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import type { ModelMessage } from './ai-sdk-api.js';
 import { fromModelMessages } from './convert-from-model-messages.js';
 import { toModelMessages } from './convert-to-model-messages.js';
@@ -175,13 +174,7 @@ describe('fromModelMessages validation', () => {
       { role: 'user', content: 'hi' },
       { role: 'tool', content: [approval] },
     ];
-    expect(fails(input)).toThrow(/ai-sdk message 1: content\.0\.type/);
-    try {
-      fails(input)();
-    } catch (error) {
-      expect(error).toBeInstanceOf(BadInputError);
-      expect((error as BadInputError).messageIndex).toBe(1);
-    }
+    expectBadInputAt(fails(input), /ai-sdk message 1: content\.0\.type/, 1);
   });
 
   it('names the field of a malformed message', () => {

@@ -1,15 +1,15 @@
-import {
-  type ImagePart,
-  type Message,
-  type Part,
-  partText,
-  type ReasoningPart,
-  type TextPart,
-  type ToolCallPart,
-  type ToolResultPart,
-  type Warning,
+import type {
+  ImagePart,
+  Message,
+  Part,
+  ReasoningPart,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+  Warning,
 } from '../../core/transcript.js';
 import { parseDataUri } from '../data-uri.js';
+import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
 import type {
   AssistantModelMessage,
@@ -27,8 +27,6 @@ import type {
 } from './ai-sdk-api.js';
 import { writeDataContent } from './data-content.js';
 import { ARGUMENTS_OPTION, inputOf, NAMESPACE } from './tool-arguments.js';
-
-type Emit = (warning: Omit<Warning, 'messageIndex'>) => void;
 
 /**
  * Canonical transcript to AI SDK `ModelMessage`s; the exact inverse of `fromModelMessages` for
@@ -246,11 +244,5 @@ function contentItem(part: TextPart | ImagePart): ModelToolResultContentItem {
 
 /** A part the target cannot hold, said out loud as text. */
 function placeholder(part: Part, emit: Emit): TextPart {
-  emit({
-    code: 'unsupported-part',
-    message: `a ${part.type} part cannot be sent here in AI SDK messages; kept as text`,
-  });
-  if (part.type === 'image')
-    return { type: 'text', text: `[image omitted: ${part.source === 'url' ? part.ref : 'inline'}]` };
-  return { type: 'text', text: partText(part) };
+  return placeholderText(part, emit, 'in AI SDK messages');
 }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BadInputError } from '../../core/errors.js';
 import type { Message } from '../../core/transcript.js';
-import { describeAdapterContract, readFixture } from '../adapter-contract.case.js';
+import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import type { AnthropicMessagesPrompt } from './anthropic-api.js';
 import { fromAnthropicMessages } from './convert-from-anthropic-messages.js';
 import { toAnthropicMessages } from './convert-to-anthropic-messages.js';
@@ -168,13 +167,7 @@ describe('fromAnthropicMessages validation', () => {
         { role: 'user', content: [document] },
       ],
     };
-    expect(fails(input)).toThrow(/anthropic message 1: content\.0\.type: Invalid discriminator value/);
-    try {
-      fails(input)();
-    } catch (error) {
-      expect(error).toBeInstanceOf(BadInputError);
-      expect((error as BadInputError).messageIndex).toBe(1);
-    }
+    expectBadInputAt(fails(input), /anthropic message 1: content\.0\.type: Invalid discriminator value/, 1);
   });
 
   it('names the field of a malformed message or system', () => {

@@ -1,15 +1,15 @@
-import {
-  type ImagePart,
-  type Message,
-  type Part,
-  partText,
-  type ReasoningPart,
-  type TextPart,
-  type ToolCallPart,
-  type ToolResultPart,
-  type Warning,
+import type {
+  ImagePart,
+  Message,
+  Part,
+  ReasoningPart,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+  Warning,
 } from '../../core/transcript.js';
 import { parseDataUri } from '../data-uri.js';
+import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, readSlice, withExtras } from '../provider-data.js';
 import type {
   AnthropicAssistantBlock,
@@ -24,7 +24,6 @@ import type {
 } from './anthropic-api.js';
 import { NAMESPACE } from './convert-from-anthropic-messages.js';
 
-type Emit = (warning: Omit<Warning, 'messageIndex'>) => void;
 type Group = { blocks: AnthropicUserBlock[]; members: Message[]; turn: unknown };
 
 /**
@@ -214,11 +213,5 @@ function toolResultBlock(part: ToolResultPart, emit: Emit): AnthropicToolResultB
 
 /** A part the target cannot hold, said out loud as text. */
 function placeholder(part: Part, emit: Emit): TextPart {
-  emit({
-    code: 'unsupported-part',
-    message: `a ${part.type} part cannot be sent here to Anthropic; kept as text`,
-  });
-  if (part.type === 'image')
-    return { type: 'text', text: `[image omitted: ${part.source === 'url' ? part.ref : 'inline'}]` };
-  return { type: 'text', text: partText(part) };
+  return placeholderText(part, emit, 'to Anthropic');
 }

@@ -1,13 +1,13 @@
-import {
-  type ImagePart,
-  type Message,
-  type Part,
-  partText,
-  type ReasoningPart,
-  type TextPart,
-  type ToolCallPart,
-  type Warning,
+import type {
+  ImagePart,
+  Message,
+  Part,
+  ReasoningPart,
+  TextPart,
+  ToolCallPart,
+  Warning,
 } from '../../core/transcript.js';
+import { type Emit, placeholderText } from '../placeholder-text.js';
 import { readSlice, withExtras } from '../provider-data.js';
 import { contentParts, defaultContentShape, NAMESPACE, shapeFits } from './content-shape.js';
 import type {
@@ -19,8 +19,6 @@ import type {
   OpenAIChatToolCall,
   OpenAIChatToolMessage,
 } from './openai-chat-api.js';
-
-type Emit = (warning: Omit<Warning, 'messageIndex'>) => void;
 
 /**
  * Canonical transcript to OpenAI Chat Completions messages. Exact inverse of `fromOpenAIChat`
@@ -168,15 +166,5 @@ function textOnly(parts: ReadonlyArray<TextPart | ImagePart>): TextPart[] {
 
 /** A part the target role cannot hold, said out loud as text. */
 function placeholder(part: Part, emit: Emit): TextPart {
-  emit({
-    code: 'unsupported-part',
-    message: `a ${part.type} part cannot be sent here in OpenAI Chat; kept as text`,
-  });
-  if (part.type === 'image') {
-    return {
-      type: 'text',
-      text: `[image omitted: ${part.source === 'url' ? part.ref : (part.mediaType ?? 'inline')}]`,
-    };
-  }
-  return { type: 'text', text: partText(part) };
+  return placeholderText(part, emit, 'in OpenAI Chat', (image) => image.mediaType ?? 'inline');
 }

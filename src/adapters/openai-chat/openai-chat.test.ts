@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { BadInputError } from '../../core/errors.js';
 import type { Message } from '../../core/transcript.js';
-import { describeAdapterContract, readFixture } from '../adapter-contract.case.js';
+import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import { fromOpenAIChat } from './convert-from-openai-chat.js';
 import { toOpenAIChat } from './convert-to-openai-chat.js';
 import type { OpenAIChatMessage } from './openai-chat-api.js';
@@ -142,13 +141,7 @@ describe('fromOpenAIChat validation', () => {
       { role: 'user', content: 'hi' },
       { role: 'robot', content: 'beep' },
     ];
-    expect(fails(input)).toThrow(BadInputError);
-    expect(fails(input)).toThrow(/openai-chat message 1: role: Invalid discriminator value/);
-    try {
-      fails(input)();
-    } catch (error) {
-      expect((error as BadInputError).messageIndex).toBe(1);
-    }
+    expectBadInputAt(fails(input), /openai-chat message 1: role: Invalid discriminator value/, 1);
   });
 
   it('names the field of a malformed message', () => {

@@ -1,15 +1,15 @@
-import {
-  type ImagePart,
-  type Message,
-  type Part,
-  partText,
-  type ReasoningPart,
-  type Role,
-  type TextPart,
-  type ToolCallPart,
-  type ToolResultPart,
-  type Warning,
+import type {
+  ImagePart,
+  Message,
+  Part,
+  ReasoningPart,
+  Role,
+  TextPart,
+  ToolCallPart,
+  ToolResultPart,
+  Warning,
 } from '../../core/transcript.js';
+import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
 import type {
   ResponseFunctionCallItem,
@@ -21,8 +21,6 @@ import type {
   ResponseReasoningItem,
 } from './openai-responses-api.js';
 import { defaultContentShape, defaultTextType, NAMESPACE, splitSummary } from './responses-hints.js';
-
-type Emit = (warning: Omit<Warning, 'messageIndex'>) => void;
 
 /**
  * Canonical transcript to OpenAI Responses input items; the exact inverse of
@@ -210,11 +208,5 @@ function textPart(part: TextPart): { type: 'input_text'; text: string } {
 
 /** A part the target cannot hold, said out loud as text. */
 function placeholder(part: Part, emit: Emit): TextPart {
-  emit({
-    code: 'unsupported-part',
-    message: `a ${part.type} part cannot be sent here in OpenAI Responses; kept as text`,
-  });
-  if (part.type === 'image')
-    return { type: 'text', text: `[image omitted: ${part.source === 'url' ? part.ref : 'inline'}]` };
-  return { type: 'text', text: partText(part) };
+  return placeholderText(part, emit, 'in OpenAI Responses');
 }
