@@ -107,6 +107,9 @@ async function converse(
     store,
     tokenCounter: createTokenCounter('o200k_base'),
     showIds: true,
+    // Fold outputs one by one rather than whole spans of old work at once, so that the agent
+    // sees single files folded and can ask for one back (the window still always holds).
+    triggers: { deep: false },
   });
   const summary: AgentLoopSummary = {
     turns: 0,
