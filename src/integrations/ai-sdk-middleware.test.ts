@@ -15,6 +15,7 @@ import { createMemoryStore } from '../stores/index.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { createSelfGcMiddleware } from './ai-sdk-middleware.js';
 import type { GovernEvent } from './govern-request.js';
+import { fileReads, recoveryOf } from './testing/recovery-pointers.js';
 
 const usage = {
   inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
@@ -49,8 +50,9 @@ describe('createSelfGcMiddleware', () => {
   it('sends the model a shorter prompt with fold pointers when the transcript outgrows the window', async () => {
     const model = new MockLanguageModelV3({ doGenerate: answer });
     const events: GovernEvent[] = [];
+    const governor = governorWith(2000);
     const middleware = createSelfGcMiddleware({
-      governor: governorWith(2000),
+      governor,
       sessionId: 'review',
       onGovern: (event) => events.push(event),
     });
@@ -58,14 +60,20 @@ describe('createSelfGcMiddleware', () => {
     const result = await generateText({ model: wrapLanguageModel({ model, middleware }), system, messages });
 
     expect(result.text).toBe('Reviewed.');
+    const [event] = events;
+    expect(event?.status).toBe('governed');
+    if (event?.status !== 'governed') return;
+    expect(event.result.commit?.operations.length).toBeGreaterThan(0);
+    expect(event.result.viewTokens).toBeLessThanOrEqual(2000);
+    expect(event.result.transcriptTokens).toBeGreaterThan(2000);
+
     const [call] = model.doGenerateCalls;
     const plain = await plainPrompt(system, messages);
-    expect(call!.prompt.length).toBe(plain.length);
+    // The model gets the governor's view, message for message: folds may merge the work after
+    // a request into one message, never add any.
+    expect(call!.prompt).toHaveLength(event.result.view.length);
+    expect(call!.prompt.length).toBeLessThanOrEqual(plain.length);
     expect(promptText(call!.prompt).length).toBeLessThan(promptText(plain).length * 0.8);
-    expect(promptText(call!.prompt)).toMatch(
-      /\[folded function:read_file:\d+: read_file path=src\/handlers\/module_\d+\.py/,
-    );
-    expect(promptText(call!.prompt)).toContain('expand(\\"function:read_file:');
     expect(call!.prompt[0]).toEqual({ role: 'system', content: 'You are a coding agent.' });
     expect(call!.prompt[1]).toMatchObject({
       role: 'user',
@@ -73,13 +81,17 @@ describe('createSelfGcMiddleware', () => {
     });
     // The latest turn reaches the model whole.
     expect(call!.prompt.at(-1)).toEqual(plain.at(-1));
-
-    const [event] = events;
-    expect(event?.status).toBe('governed');
-    if (event?.status !== 'governed') return;
-    expect(event.result.commit?.operations.length).toBeGreaterThan(0);
-    expect(event.result.viewTokens).toBeLessThanOrEqual(2000);
-    expect(event.result.transcriptTokens).toBeGreaterThan(2000);
+    // Fold pointers, whatever was folded (outputs or whole stretches of work): each file read the
+    // prompt holds back keeps its path in view and is one expand away.
+    expect(promptText(call!.prompt)).toContain('[folded ');
+    const reads = fileReads(10, 12);
+    const recovery = await recoveryOf(governor, 'review', call!.prompt, reads);
+    expect(recovery.heldBack.length).toBeGreaterThan(0);
+    expect(recovery.keys.length).toBeGreaterThan(0);
+    expect(recovery).toMatchObject({ unknownKeys: [], unrecoverable: [] });
+    for (const original of recovery.heldBack) {
+      expect(promptText(call!.prompt)).toContain(`src/handlers/module_${reads.indexOf(original) + 1}.py`);
+    }
   });
 
   it('leaves a prompt that fits untouched, part for part, images and files included', async () => {
@@ -156,7 +168,9 @@ describe('createSelfGcMiddleware', () => {
     });
     expect(await result.text).toBe('Streamed.');
     expect(sessions).toEqual(['stream-7']);
-    expect(promptText(model.doStreamCalls[0]!.prompt)).toContain('[folded function:read_file:');
+    expect(promptText(model.doStreamCalls[0]!.prompt)).toMatch(
+      /\[folded (function:read_file:\d+|conversation:user:\d+@\d+):/,
+    );
   });
 
   it('refuses a prompt it cannot read, or with failOpen sends it as written and says so', async () => {

@@ -10,6 +10,7 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../testing/index.j
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { governAnthropic } from './anthropic-client.js';
 import type { GovernEvent } from './govern-request.js';
+import { fileReads, recoveryOf } from './testing/recovery-pointers.js';
 
 let upstream: ScriptedUpstream;
 let client: Anthropic;
@@ -52,8 +53,9 @@ describe('governAnthropic', () => {
   it('sends the governed view with the system prompt on top, tool uses and results still paired', async () => {
     upstream.enqueue({ text: 'Reviewed.' });
     const events: GovernEvent[] = [];
+    const governor = governorWith(2000);
     const governed = governAnthropic(client, {
-      governor: governorWith(2000),
+      governor,
       sessionId: 'review',
       onGovern: (event) => events.push(event),
     });
@@ -65,25 +67,49 @@ describe('governAnthropic', () => {
     });
 
     expect(message.content).toMatchObject([{ type: 'text', text: 'Reviewed.' }]);
+    expect(events).toMatchObject([
+      { status: 'governed', result: { commit: { trigger: expect.any(String) } } },
+    ]);
+    const [event] = events;
+    if (event?.status !== 'governed') return;
     const body = sent(0);
     expect(body.max_tokens).toBe(256);
     expect(body.system).toEqual(system);
-    expect(body.messages).toHaveLength(messages.length);
+    // The upstream gets the governor's view (folded work after a request may merge with it).
+    expect(body.messages).toEqual(toAnthropicMessages(event.result.view).messages);
+    expect(body.messages.length).toBeLessThanOrEqual(messages.length);
     expect(upstream.requests[0]!.rawBody.length).toBeLessThan(
       JSON.stringify({ system, messages }).length * 0.8,
     );
+    // Still a valid Messages conversation: roles alternate, from the user, and every tool use
+    // that stayed is answered by its result in the next message, in order.
+    expect(body.messages[0]?.role).toBe('user');
+    body.messages.forEach((entry, index) => {
+      if (index > 0) expect(entry.role).not.toBe(body.messages[index - 1]?.role);
+    });
     const uses = blocks(body)
       .filter((block) => block.type === 'tool_use')
       .map((block) => block.id);
     const results = blocks(body).filter((block) => block.type === 'tool_result');
+    // (A deep commit may fold every step before the latest turn, leaving no tool use to pair.)
     expect(results.map((block) => block.tool_use_id)).toEqual(uses);
-    expect(JSON.stringify(results)).toMatch(
-      /\[folded function:read_file:\d+: read_file path=src\/handlers\//,
-    );
+    body.messages.forEach((entry, index) => {
+      if (typeof entry.content === 'string') return;
+      const asked = entry.content.filter((block) => block.type === 'tool_use').map((block) => block.id);
+      if (asked.length === 0) return;
+      const next = body.messages[index + 1];
+      const answered = typeof next?.content === 'string' ? [] : (next?.content ?? []);
+      expect(
+        answered.filter((block) => block.type === 'tool_result').map((block) => block.tool_use_id),
+      ).toEqual(asked);
+    });
+    // Whatever was folded, every file read held back is one expand away from a pointer shown.
+    expect(JSON.stringify(body.messages)).toContain('[folded ');
+    const recovery = await recoveryOf(governor, 'review', body.messages, fileReads(10, 12));
+    expect(recovery.heldBack.length).toBeGreaterThan(0);
+    expect(recovery.keys.length).toBeGreaterThan(0);
+    expect(recovery).toMatchObject({ unknownKeys: [], unrecoverable: [] });
     expect(body.messages.at(-1)).toEqual(messages.at(-1));
-    expect(events).toMatchObject([
-      { status: 'governed', result: { commit: { trigger: expect.any(String) } } },
-    ]);
   });
 
   it('governs a streamed create and a request without a system prompt', async () => {
@@ -100,7 +126,9 @@ describe('governAnthropic', () => {
     for await (const event of stream)
       if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') text += event.delta.text;
     expect(text).toBe('Streamed answer.');
-    expect(JSON.stringify(sent(0).messages)).toContain('[folded function:read_file:');
+    expect(JSON.stringify(sent(0).messages)).toMatch(
+      /\[folded (function:read_file:\d+|conversation:user:\d+@\d+):/,
+    );
 
     const reply = await governAnthropic(client, {
       governor: governorWith(2000),

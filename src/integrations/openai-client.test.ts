@@ -10,6 +10,7 @@ import { type ScriptedUpstream, startScriptedUpstream } from '../testing/index.j
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { GovernEvent } from './govern-request.js';
 import { governOpenAI } from './openai-client.js';
+import { fileReads, recoveryOf } from './testing/recovery-pointers.js';
 
 let upstream: ScriptedUpstream;
 let client: OpenAI;
@@ -45,8 +46,9 @@ describe('governOpenAI', () => {
   it('sends the governed view to the upstream, keeping the rest of the body and the answer', async () => {
     upstream.enqueue({ text: 'Reviewed.' });
     const events: GovernEvent[] = [];
+    const governor = governorWith(2000);
     const governed = governOpenAI(client, {
-      governor: governorWith(2000),
+      governor,
       sessionId: 'review',
       onGovern: (event) => events.push(event),
     });
@@ -57,20 +59,32 @@ describe('governOpenAI', () => {
     });
 
     expect(completion.choices[0]?.message.content).toBe('Reviewed.');
+    expect(events).toMatchObject([
+      {
+        status: 'governed',
+        sessionId: 'review',
+        result: { commit: { planner: expect.stringMatching(/^embedded/) } },
+      },
+    ]);
+    const [event] = events;
+    if (event?.status !== 'governed') return;
     const body = sent(0);
     expect(body).toMatchObject({ model: 'gpt-test', temperature: 0.2 });
-    expect(body.messages).toHaveLength(messages.length);
+    // The upstream gets the governor's view, message for message: folds may merge the work after
+    // a request into one message, never add any.
+    expect(body.messages).toEqual(toOpenAIChat(event.result.view).messages);
+    expect(body.messages.length).toBeLessThanOrEqual(messages.length);
     expect(upstream.requests[0]!.rawBody.length).toBeLessThan(JSON.stringify(messages).length * 0.8);
     expect(body.messages[0]).toEqual(messages[0]);
     expect(body.messages.at(-1)).toEqual(messages.at(-1));
-    const folded = body.messages.filter(
-      (message) => message.role === 'tool' && String(message.content).startsWith('[folded '),
-    );
+    const folded = body.messages.filter((message) => String(message.content).startsWith('[folded '));
     expect(folded.length).toBeGreaterThan(0);
-    expect(String(folded[0]?.content)).toMatch(/expand\("function:read_file:\d+"\) recovers it/);
-    expect(events).toMatchObject([
-      { status: 'governed', sessionId: 'review', result: { commit: { planner: 'embedded' } } },
-    ]);
+    // Whatever the governor folded (outputs or whole stretches of work), every file read it held
+    // back is one expand away, through a pointer the model is shown.
+    const recovery = await recoveryOf(governor, 'review', body.messages, fileReads(10, 12));
+    expect(recovery.heldBack.length).toBeGreaterThan(0);
+    expect(recovery.keys.length).toBeGreaterThan(0);
+    expect(recovery).toMatchObject({ unknownKeys: [], unrecoverable: [] });
   });
 
   it('governs a streamed create and keeps withResponse()', async () => {
@@ -80,7 +94,9 @@ describe('governOpenAI', () => {
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('Streamed answer.');
-    expect(JSON.stringify(sent(0).messages)).toContain('[folded function:read_file:');
+    expect(JSON.stringify(sent(0).messages)).toMatch(
+      /\[folded (function:read_file:\d+|conversation:user:\d+@\d+):/,
+    );
 
     const { data, response, request_id } = await governed.chat.completions
       .create({ model: 'gpt-test', messages })

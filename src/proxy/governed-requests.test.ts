@@ -7,6 +7,13 @@ import { hashApiKey } from './session-identity.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import {
+  escapedFile,
+  filesOutOf,
+  pointerKeys,
+  storeSessionOf,
+  unrecoverableFiles,
+} from './testing/recovery-pointers.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
 const TRANSCRIPT_FIELD: Record<WireRoute, string> = {
@@ -39,7 +46,8 @@ describe('governed routes', () => {
       expect(Object.keys(sent)).toEqual([...Object.keys(body), 'tools']);
       expect(JSON.stringify(sent.tools)).toContain('selfgc_expand');
       const forwarded = JSON.stringify(sent[field]);
-      expect(forwarded).toContain('expand(\\"function:read_file:');
+      // A recovery pointer, to an output or to a span of old work.
+      expect(forwarded).toMatch(/expand\(\\"(function:read_file:\d+|conversation:user:\d+@\d+)\\"\)/);
       expect(forwarded).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
       expect(forwarded).toContain(JSON.stringify(fileContent(7)).slice(1, -1));
 
@@ -83,13 +91,37 @@ describe('governed routes', () => {
   it('carries a session across turns: later turns reuse the committed view', async () => {
     fixture = await startProxyFixture({ script: answer });
     const first = await fixture.post('chat', conversationBody('chat', { turns: 8 }));
-    const second = await fixture.post('chat', conversationBody('chat', { turns: 9 }));
-    expect(second.headers.get('x-selfgc-session')).toBe(first.headers.get('x-selfgc-session'));
-    const forwarded = JSON.stringify(fixture.upstream.requests[1]?.body);
-    expect(forwarded).toContain(`expand(\\"function:read_file:`);
-    expect(Number(second.headers.get('x-selfgc-tokens-after'))).toBeLessThan(
-      Number(second.headers.get('x-selfgc-tokens-before')),
+    expect(first.headers.get('x-selfgc-commit')).toBeTruthy();
+    const session = storeSessionOf(first);
+    // What the first commit took out of the view, whatever the planner folded (outputs or spans).
+    const heldBack = filesOutOf(fixture.upstream.requests[0]!.rawBody, 8);
+    expect(heldBack.length).toBeGreaterThan(0);
+
+    // Later turns of the same conversation land in the same session and build on its commits:
+    // what left the view stays out of it, one expand away, and a turn that commits nothing
+    // sends the committed view as it is.
+    let reused: { response: Response; rawBody: string; keptBefore: string[] } | undefined;
+    for (let turns = 9; turns <= 12 && reused === undefined; turns += 1) {
+      const keptBefore = (await fixture.store.listPayloads(session)).map((record) => record.objectId);
+      const response = await fixture.post('chat', conversationBody('chat', { turns }));
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-selfgc-session')).toBe(first.headers.get('x-selfgc-session'));
+      const rawBody = fixture.upstream.requests.at(-1)!.rawBody;
+      for (const turn of heldBack) expect(rawBody).not.toContain(escapedFile(turn));
+      expect(await unrecoverableFiles(fixture.store, session, rawBody, turns)).toEqual([]);
+      if (response.headers.get('x-selfgc-commit') === null) reused = { response, rawBody, keptBefore };
+    }
+    expect(reused).toBeDefined();
+    const { response, rawBody, keptBefore } = reused!;
+    expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBeLessThan(
+      Number(response.headers.get('x-selfgc-tokens-before')),
     );
+    // Its pointers all name payloads that earlier commits stored.
+    expect(pointerKeys(rawBody).length).toBeGreaterThan(0);
+    for (const key of pointerKeys(rawBody)) expect(keptBefore).toContain(key);
+    const commits = await fixture.store.listCommits(session);
+    expect(commits[0]?.commitId).toBe(first.headers.get('x-selfgc-commit'));
+    expect(commits.map((commit) => commit.sequence)).toEqual(commits.map((_, index) => index + 1));
   });
 
   it('isolates sessions per key: the same explicit session id under another key sees nothing', async () => {

@@ -3,12 +3,26 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import { createPinRule } from '../core/governor/pins.js';
+import { indexTranscript } from '../core/ledger.js';
 import { parseObjectPayload, payloadText } from '../core/object-payload.js';
-import type { CommitRecord } from '../core/store.js';
+import type { ViewState } from '../core/operations.js';
+import { projectView } from '../core/project-view.js';
+import { sidecarKey } from '../core/render-replacement.js';
+import type { CommitRecord, SidecarRecord } from '../core/store.js';
+import { approximateTokenCounter } from '../core/tokens.js';
+import type { Message } from '../core/transcript.js';
 import { createSqliteStore } from '../stores/sqlite-store.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { hashApiKey } from './session-identity.js';
-import { authHeaders, conversationBody, fileContent } from './testing/agent-conversation.js';
+import {
+  authHeaders,
+  chatConversation,
+  conversationBody,
+  fileContent,
+} from './testing/agent-conversation.js';
+import { escapedFile, filesOutOf } from './testing/recovery-pointers.js';
 import { spawnProxyChild } from './testing/spawn-proxy-child.js';
 
 const API_KEY = 'sk-crash-test';
@@ -35,8 +49,43 @@ async function readDurable(storePath: string) {
 }
 
 /** The committed object states in a stored session state. */
-function objectStates(state: unknown): Record<string, { replacement: string }> {
-  return (state as { objects?: Record<string, { replacement: string }> } | undefined)?.objects ?? {};
+function objectStates(state: unknown): ViewState {
+  return (state as { objects?: ViewState } | undefined)?.objects ?? {};
+}
+
+/** The transcript as the proxy reads it from a chat request of `turns` file reads. */
+function transcriptOf(turns: number): Message[] {
+  return fromOpenAIChat(chatConversation({ turns }) as OpenAIChatMessage[]).messages;
+}
+
+/**
+ * A stored payload is byte-exact: a tool output is one of the files read, and the work after a
+ * request (a span fold) is the very slice of the transcript it names.
+ */
+function expectExactPayload(record: SidecarRecord): void {
+  const payload = parseObjectPayload(record.payload, record.objectId);
+  if (payload.kind === 'function') {
+    expect(ORIGINALS.has(payloadText(payload))).toBe(true);
+    return;
+  }
+  expect(payload.messages.length).toBeGreaterThan(0);
+  const transcript = transcriptOf(40);
+  expect(payload.messages).toEqual(transcript.slice(payload.start, payload.start + payload.messages.length));
+}
+
+/**
+ * The store describes itself: every committed state has its payload under its sidecar key, and
+ * every payload is a committed state's or an earlier, shallower span fold of a committed request.
+ */
+function expectStatesMatchPayloads(states: ViewState, payloads: readonly SidecarRecord[]): void {
+  const keys = payloads.map((record) => record.objectId);
+  for (const [objectId, state] of Object.entries(states))
+    expect(keys).toContain(sidecarKey(objectId, state.spanEnd));
+  for (const key of keys) {
+    const [objectId = '', at] = key.split('@');
+    expect(states[objectId], key).toBeDefined();
+    if (at !== undefined) expect(Number(at)).toBeLessThanOrEqual(states[objectId]?.spanEnd ?? 0);
+  }
 }
 
 const ORIGINALS = new Set(Array.from({ length: 40 }, (_, index) => fileContent(index)));
@@ -49,12 +98,11 @@ describe('kill -9 and restart on the same SQLite file', () => {
   beforeAll(async () => {
     directory = mkdtempSync(join(tmpdir(), 'selfgc-proxy-crash-'));
     upstream = await startScriptedUpstream({
-      // The 12-turn request is the one in flight when the proxy dies.
+      // The 12-turn request is the one in flight when the proxy dies. The governed view may
+      // fold any number of earlier messages, but its latest turn (the 12th read) stays whole.
       script: (request) => {
-        const messages = (request.body as { messages: unknown[] }).messages;
-        return messages.length >= 2 + 2 * 12 && messages.length < 2 + 2 * 13
-          ? { hang: true }
-          : { text: 'next' };
+        const messages = (request.body as { messages: Array<{ tool_call_id?: string }> }).messages;
+        return messages.at(-1)?.tool_call_id === 'call_11' ? { hang: true } : { text: 'next' };
       },
     });
   });
@@ -81,22 +129,31 @@ describe('kill -9 and restart on the same SQLite file', () => {
     const inFlight = turn(first.url, 12).catch((error: unknown) => error);
     const sent = upstream.requests.length;
     while (upstream.requests.length === sent) await new Promise((resolve) => setTimeout(resolve, 10));
+    // The upstream holds the 12-turn request (it never answers it): the proxy dies mid-request.
+    const hung = upstream.requests.at(-1)!;
+    expect((hung.body as { messages: Array<{ tool_call_id?: string }> }).messages.at(-1)?.tool_call_id).toBe(
+      'call_11',
+    );
     first.process.kill('SIGKILL');
     expect(await inFlight).toBeInstanceOf(Error);
     await first.exited;
 
     const afterCrash = await readDurable(storePath);
     const committed = afterCrash.commits.map((commit) => commit.commitId);
-    expect(committed.slice(0, seenCommits.length)).toEqual(seenCommits);
+    // A response names the last commit it made (a request may commit twice: the planner's
+    // commit, then the window rescue), so the commits seen are the log's, in its order.
+    const seenAt = seenCommits.map((commitId) => committed.indexOf(commitId));
+    expect(seenAt).not.toContain(-1);
+    expect(seenAt).toEqual([...seenAt].sort((a, b) => a - b));
     expect(afterCrash.commits.map((commit) => commit.sequence)).toEqual(
       committed.map((_, index) => index + 1),
     );
     expect(afterCrash.payloads.length).toBeGreaterThan(0);
-    for (const record of afterCrash.payloads) {
-      expect(ORIGINALS.has(payloadText(parseObjectPayload(record.payload, record.objectId)))).toBe(true);
-    }
-    const removedBeforeCrash = Object.keys(objectStates(afterCrash.session?.state)).sort();
-    expect(removedBeforeCrash).toEqual(afterCrash.payloads.map((record) => record.objectId).sort());
+    for (const record of afterCrash.payloads) expectExactPayload(record);
+    const statesBeforeCrash = objectStates(afterCrash.session?.state);
+    const removedBeforeCrash = Object.keys(statesBeforeCrash).sort();
+    expect(removedBeforeCrash.length).toBeGreaterThan(0);
+    expectStatesMatchPayloads(statesBeforeCrash, afterCrash.payloads);
 
     const second = await spawnProxyChild({ storeUrl: `sqlite:${storePath}`, upstreamUrl: upstream.url });
     children.push(second.process);
@@ -109,11 +166,13 @@ describe('kill -9 and restart on the same SQLite file', () => {
     );
     // Governance carries on from the stored ledger: the next commit continues the commit log.
     let resumedCommit = resumed.headers.get('x-selfgc-commit');
+    let lastTurns = 13;
     for (let turns = 14; resumedCommit === null && turns <= 24; turns += 1) {
       const next = await turn(second.url, turns);
       expect(next.status).toBe(200);
       await next.text();
       resumedCommit = next.headers.get('x-selfgc-commit');
+      lastTurns = turns;
     }
     expect(resumedCommit).not.toBeNull();
 
@@ -127,15 +186,29 @@ describe('kill -9 and restart on the same SQLite file', () => {
     expect(final.commits.at(-1)?.commitId).toBe(resumedCommit);
     expect(final.commits.length).toBeGreaterThan(afterCrash.commits.length);
     expect(final.session?.version).toBeGreaterThan(afterCrash.session?.version ?? 0);
-    // The restarted proxy showed the upstream exactly the view the store describes, and nothing
-    // removed before the crash came back.
+    for (const record of final.payloads) expectExactPayload(record);
     const finalStates = objectStates(final.session?.state);
+    expectStatesMatchPayloads(finalStates, final.payloads);
+    // Nothing removed before the crash came back: every state stays, a span fold only deepens,
+    // and no file the interrupted request held back is sent whole again.
     expect(Object.keys(finalStates)).toEqual(expect.arrayContaining(removedBeforeCrash));
-    const forwarded = upstream.requests.at(-1)!.rawBody;
-    for (const { replacement } of Object.values(finalStates)) {
-      expect(forwarded).toContain(JSON.stringify(replacement).slice(1, -1));
+    for (const [objectId, state] of Object.entries(statesBeforeCrash)) {
+      if (state.spanEnd !== undefined)
+        expect(finalStates[objectId]?.spanEnd ?? Number.POSITIVE_INFINITY).toBeGreaterThanOrEqual(
+          state.spanEnd,
+        );
     }
-    const lastTurns = (JSON.parse(forwarded) as { messages: unknown[] }).messages.length / 2 - 1;
-    expect(forwarded).toContain(JSON.stringify(fileContent(lastTurns - 1)).slice(1, -1));
+    const forwarded = upstream.requests.at(-1)!.rawBody;
+    const heldBackAtCrash = filesOutOf(hung.rawBody, 11);
+    expect(heldBackAtCrash.length).toBeGreaterThan(0);
+    for (const file of heldBackAtCrash) expect(forwarded).not.toContain(escapedFile(file));
+    expect(forwarded).toContain(escapedFile(lastTurns - 1));
+    // The restarted proxy showed the upstream exactly the view the store describes.
+    const ledger = indexTranscript(transcriptOf(lastTurns), {
+      tokenCounter: approximateTokenCounter,
+      pin: createPinRule(),
+    });
+    const view = projectView(ledger, finalStates).items.map((item) => item.message);
+    expect((JSON.parse(forwarded) as { messages: unknown[] }).messages).toEqual(toOpenAIChat(view).messages);
   }, 60_000);
 });

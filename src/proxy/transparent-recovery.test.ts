@@ -5,6 +5,7 @@ import { hashApiKey } from './session-identity.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { expandKeys, filesOutOf, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
 import { answerInternalCall, EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
@@ -15,11 +16,11 @@ afterEach(async () => {
   fixture = undefined;
 });
 
-/** The first recovery pointer the upstream was shown. */
+/** The first recovery pointer the upstream was shown: any key, an output's or a span's. */
 function pointerIn(request: ScriptedRequest): string {
-  const match = /expand\(\\"([^"\\]+)\\"\)/.exec(request.rawBody);
-  if (!match?.[1]) throw new Error('no recovery pointer in the request');
-  return match[1];
+  const [key] = pointerKeys(request.rawBody);
+  if (key === undefined) throw new Error('no recovery pointer in the request');
+  return key;
 }
 
 /** Indexes of the file contents a request carries in full. */
@@ -53,8 +54,19 @@ describe('transparent recovery', () => {
       const [first, second] = fixture.upstream.requests;
       expect(fixture.upstream.requests).toHaveLength(2);
       expect(first?.rawBody).toContain(EXPAND_TOOL);
+      // The model asked for the first pointer it was shown, whatever it names (an output or the
+      // work after a request): the answer is the sidecar's exact text, and with it the files
+      // that pointer held come back into the model's view, and only those.
+      const key = pointerIn(first!);
+      const expanded = (await expandKeys(fixture.store, storeSessionOf(response), [key])).get(key);
+      expect(expanded).toBeDefined();
+      expect(second?.rawBody).toContain(JSON.stringify(expanded).slice(1, -1));
       const recovered = filesIn(second).filter((turn) => !filesIn(first).includes(turn));
-      expect(recovered).toHaveLength(1);
+      expect(recovered.length).toBeGreaterThan(0);
+      const heldByKey = filesOutOf(first!.rawBody, TURNS).filter((turn) =>
+        expanded!.includes(fileContent(turn)),
+      );
+      expect(recovered).toEqual(heldByKey);
       expect(fixture.logs).toHaveLength(1);
       expect(fixture.logs[0]).toMatchObject({ status: 200, recoveryCalls: 1 });
       const samples = await fixture.metrics();
@@ -73,9 +85,25 @@ describe('transparent recovery', () => {
     const response = await fixture.post('messages', conversationBody('messages', { turns: TURNS }));
     expect(await response.json()).toMatchObject({ content: [{ type: 'text', text: 'ok' }] });
     const second = fixture.upstream.requests[1]?.body as { messages: Array<{ content: unknown }> };
-    const results = JSON.stringify(second.messages.at(-1)?.content);
-    expect(results).toContain('tool_result');
-    expect(results).toMatch(/function:read_file:\d+: [^\\]*src\/module1\.ts/);
+    const [result] = second.messages.at(-1)!.content as Array<{ type: string; content: string }>;
+    expect(result?.type).toBe('tool_result');
+    // One `<id>: <snippet>` line a hit, best first, whatever granularity the sidecar keeps (an
+    // output, or the work after a request): each id is a payload of this session that matches the
+    // query, and its snippet is cut from that payload's text.
+    const hits = (result?.content ?? '').split('\n').map((line) => /^(\S+): (.+)$/.exec(line));
+    expect(hits.length).toBeGreaterThan(0);
+    const records = await fixture.store.listPayloads(storeSessionOf(response));
+    const flat = (text: string) => text.replace(/\s+/g, ' ');
+    for (const hit of hits) {
+      const record = records.find((candidate) => candidate.objectId === hit?.[1]);
+      expect(record, hit?.[0]).toBeDefined();
+      expect(record!.searchText).toMatch(/\bvalue1\b|\b30\b/);
+      const snippet = hit![2]!.replace(/^…|…$/g, '');
+      expect(flat(record!.searchText)).toContain(snippet);
+      expect(snippet).toMatch(/\bvalue1\b|\b30\b/);
+    }
+    // The best hit holds the very identifier searched for.
+    expect(records.find((record) => record.objectId === hits[0]?.[1])?.searchText).toContain('value1_30');
   });
 
   it('stops after three rounds and forbids tools on the last call', async () => {

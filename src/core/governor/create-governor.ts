@@ -53,8 +53,9 @@ function createLedgerCache(options: GovernorOptions) {
 }
 
 export function createGovernor(options: GovernorOptions): Governor {
-  const planner: Planner = options.planner ?? createEmbeddedPlanner();
-  const fallback = createEmbeddedPlanner();
+  // The fallback below does the last resort, with span folds before prunes.
+  const planner: Planner = options.planner ?? createEmbeddedPlanner({ pruneLastResort: false });
+  const fallback = createEmbeddedPlanner({ pruneLastResort: false });
   const ledgerFor = createLedgerCache(options);
   const now = options.now ?? Date.now;
   const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
@@ -270,9 +271,13 @@ export function createGovernor(options: GovernorOptions): Governor {
   ): Rehearsal {
     let rehearsal = first;
     let operations = plan.operations;
-    for (let round = 0; round < 4 && rehearsal.tokensAfter > target; round += 1) {
-      // A deep commit aims at the target: the last few steps stay whole.
-      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, 3);
+    for (let round = 0; round < 6 && rehearsal.tokensAfter > target; round += 1) {
+      // A deep commit aims at the target: the last few steps stay whole if that gets there;
+      // otherwise everything before the latest turn may go, or the next calls would overflow
+      // and commit one after another.
+      const keepSteps = round < 2 ? 3 : 0;
+      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keepSteps);
+      if (more.length === 0 && keepSteps > 0) continue;
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));
       operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];

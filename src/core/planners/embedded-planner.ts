@@ -28,6 +28,11 @@ export interface EmbeddedPlannerOptions {
    * any more (default 0). Set to Infinity to act only on pressure and proven staleness.
    */
   idleFoldSteps?: number;
+  /**
+   * Prune outputs and past requests when folds cannot reach the target (default true). The
+   * governor turns it off: its fallback goes on with span folds, which stay recoverable.
+   */
+  pruneLastResort?: boolean;
   /** Fold idle outputs even when a finite target is already met (default false). */
   idleWithBudget?: boolean;
   /** Under pressure, the latest steps that stay out of span folds (default 6). */
@@ -139,7 +144,13 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const minTokens = options.minTokens ?? 60;
   const idleFold = options.idleFoldSteps ?? 0;
   const { ledger, state } = input;
-  const evidence = collectEvidence(ledger, input.protectFrom);
+  // Outputs inside a committed fold of their conversation are out of the view already.
+  const hidden = (object: LedgerObject) => {
+    const conversation = object.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
+    const entry = conversation ? state[conversation.id] : undefined;
+    return entry !== undefined && object.messageIndex < (entry.spanEnd ?? conversation!.span.end);
+  };
+  const evidence = collectEvidence(ledger, input.protectFrom).filter((entry) => !hidden(entry.object));
   const operations: PlannedOperation[] = [];
   const planned = new Set<string>();
   let projected = input.viewTokens;
@@ -205,7 +216,9 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     'pressure: old work folds, its request stays',
   );
   foldOutputs(1);
-  // 6. Last resort: prune what was folded or masked, oldest first.
+  // 6. Last resort: prune outputs, oldest first — unless a harness fallback follows, which
+  // prefers recoverable span folds to prunes.
+  if (options.pruneLastResort === false) return operations;
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     // Tiny outputs stay: their tombstone would be bigger than they are.
