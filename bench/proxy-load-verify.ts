@@ -3,6 +3,8 @@
  * payloads carrying that session's marker, every removed object has its payload, and a key that
  * names another key's session id finds nothing.
  */
+
+import { sidecarKey } from '../src/core/render-replacement.js';
 import type { SidecarStore } from '../src/core/store.js';
 import { hashApiKey } from '../src/proxy/session-identity.js';
 import type { LoadSession, TurnResult } from './proxy-load-sessions.js';
@@ -50,11 +52,13 @@ export async function auditSidecar(
         foreign.push(`${session.marker}/${record.objectId}`);
     }
     const state = (await store.readSession(namespace))?.state as
-      | { objects?: Record<string, unknown> }
+      | { objects?: Record<string, { spanEnd?: number }> }
       | undefined;
     const stored = new Set(records.map((record) => record.objectId));
-    for (const objectId of Object.keys(state?.objects ?? {})) {
-      if (!stored.has(objectId)) missing.push(`${session.marker}/${objectId}`);
+    // A span fold is stored under its own key (`id@spanEnd`).
+    for (const [objectId, entry] of Object.entries(state?.objects ?? {})) {
+      const key = sidecarKey(objectId, entry.spanEnd);
+      if (!stored.has(key)) missing.push(`${session.marker}/${key}`);
     }
   }
   // Explicit session names repeat across keys: under a key that never used a name, it is empty.

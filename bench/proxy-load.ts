@@ -156,7 +156,7 @@ async function runMain(): Promise<number> {
         'proxy event-loop delay p50 / p99 / max',
         loopDelay ? `${loopDelay.p50} / ${loopDelay.p99} / ${loopDelay.max} ms` : 'n/a',
       ],
-      ['store', sqlite ? 'sqlite (synchronous = FULL)' : 'memory (sidecar not audited)'],
+      ['store', sqlite ? 'sqlite (WAL, synchronous = NORMAL)' : 'memory (sidecar not audited)'],
       ['commits / sidecar records', audit ? `${audit.commits} / ${audit.payloads}` : 'n/a'],
       ['tokens saved', String(sampleSum(metrics, 'selfgc_proxy_tokens_saved_total'))],
       ...checkRows(checks),

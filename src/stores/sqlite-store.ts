@@ -84,10 +84,11 @@ function openDatabase(path: string): Database.Database {
   }
   try {
     db.pragma('journal_mode = WAL');
-    // FULL, not NORMAL: a commit swaps the view only after its payloads are stored, so an
-    // acknowledged write must survive a power cut or a folded payload could be lost for good.
-    // Commits happen at turn boundaries, so one extra fsync each costs nothing noticeable.
-    db.pragma('synchronous = FULL');
+    // NORMAL in WAL mode: a process crash (kill -9) loses nothing; a power cut may roll back the
+    // latest transactions, but in order — a state is never kept without the payloads written
+    // before it, so the view can only fall back to an earlier, consistent commit. FULL would add
+    // an fsync to every write on the proxy's request path.
+    db.pragma('synchronous = NORMAL');
     prepareSchema(db, path);
     return db;
   } catch (error) {
