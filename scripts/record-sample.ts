@@ -57,14 +57,27 @@ function recorder(id: string, task: string) {
   };
 }
 
+function exportsOf(path: string): string[] {
+  return [...readFileSync(path, 'utf8').matchAll(/export (?:async )?function (\w+)/g)].map((match) => match[1]!);
+}
+
 function firstExport(path: string): string {
-  const match = /export (?:async )?function (\w+)/.exec(readFileSync(path, 'utf8'));
-  return match?.[1] ?? 'main';
+  return exportsOf(path)[0] ?? 'main';
+}
+
+/** What the agent learnt about a file from its tool outputs, quoted again in later steps. */
+interface Facts {
+  file: string;
+  name: string;
+  definedAt: string;
+  otherExport: string | undefined;
+  folderLines: string | undefined;
 }
 
 function explore(id: string, files: string[], question: string) {
   const session = recorder(id, question);
   session.step('Let me see how the source tree is laid out.', 'bash', 'ls -R src | head -120');
+  const facts: Facts[] = [];
   for (const file of files) {
     const name = firstExport(file);
     const grep = session.step(
@@ -72,13 +85,15 @@ function explore(id: string, files: string[], question: string) {
       'bash',
       `grep -rn "${name}" src --include=*.ts | grep -v test | head -20`,
     );
-    const firstHit = grep.split('\n')[0]?.split(':').slice(0, 2).join(':') ?? file;
-    session.step(`\`${name}\` is defined at ${firstHit}. Reading ${file}.`, 'read_file', file);
-    session.step(
+    const definedAt = grep.split('\n')[0]?.split(':').slice(0, 2).join(':') || file;
+    session.step(`\`${name}\` is defined at ${definedAt}. Reading ${file}.`, 'read_file', file);
+    const counts = session.step(
       `Counting lines of ${file} and its neighbours.`,
       'bash',
       `wc -l ${file.replace(/[^/]+$/, '')}*.ts | tail -5`,
     );
+    const folderLines = /^\s*(\d+) total$/m.exec(counts)?.[1];
+    facts.push({ file, name, definedAt, otherExport: exportsOf(file)[1], folderLines });
   }
   const target = files[0]!;
   session.step(`Checking that ${target} type-checks on its own.`, 'bash', `node -e "require('./${target}')"`);
@@ -88,10 +103,25 @@ function explore(id: string, files: string[], question: string) {
     `grep -n "^import" ${target}`,
   );
   session.step(`Reading ${target} again to confirm the exported names.`, 'read_file', target);
-  session.say(`Done: ${files.map((file) => `${file} exports \`${firstExport(file)}\``).join('; ')}.`);
+  // The summary quotes what older outputs showed: where each name is defined, what else the
+  // file exports, how many lines its folder holds.
+  session.say(
+    `Done: ${facts
+      .map(
+        (fact) =>
+          `\`${fact.name}\` is defined at ${fact.definedAt}${fact.otherExport ? ` next to \`${fact.otherExport}\`` : ''}${fact.folderLines ? ` (its folder: ${fact.folderLines} lines)` : ''}`,
+      )
+      .join('; ')}.`,
+  );
   session.user('Thanks. Now summarise which of these files is the longest and why.');
-  session.step('Measuring the files.', 'bash', `wc -l ${files.join(' ')}`);
-  session.say(`${files[0]} and its siblings are covered above; the longest holds the most logic.`);
+  const sizes = session.step('Measuring the files.', 'bash', `wc -l ${files.join(' ')}`);
+  const longest = [...sizes.matchAll(/^\s*(\d+) (\S+\.ts)$/gm)].sort((a, b) => Number(b[1]) - Number(a[1]))[0];
+  const fact = facts.find((entry) => entry.file === longest?.[2]);
+  session.say(
+    longest
+      ? `${longest[2]} is the longest with ${longest[1]} lines: besides \`${fact?.name ?? 'its main export'}\` (${fact?.definedAt ?? longest[2]}) it holds ${fact?.otherExport ? `\`${fact.otherExport}\` and ` : ''}the helpers they share.`
+      : `${files[0]} and its siblings are covered above.`,
+  );
   return {
     id: `selfgc-sample:${id}`,
     source: 'recorded by scripts/record-sample.ts over this repository',
