@@ -7,10 +7,17 @@ import { toOpenAIChat } from '../adapters/openai-chat/convert-to-openai-chat.js'
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { ViewItem } from '../core/project-view.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
+import type { Warning } from '../core/transcript.js';
 import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { autoCuts, replayCuts } from '../eval/replay-cut.js';
-import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from '../eval/replay-session.js';
+import {
+  baselinePolicy,
+  type CallRecord,
+  governorPolicy,
+  replaySession,
+  type SessionPolicy,
+} from '../eval/replay-session.js';
 import { strategyByName } from '../eval/strategies/registry.js';
 import { plannerFallbackOf } from '../eval/strategies/selfgc-llm-strategy.js';
 import type { Strategy } from '../eval/strategies/strategy.js';
@@ -48,6 +55,12 @@ export interface ReplayOptions {
   /** The endpoint of `selfgc-llm`. */
   llm?: LlmEndpoint;
 }
+
+/** The fields a cut or call record shares with the emitted line. */
+type EmittedRecord = Pick<
+  CallRecord,
+  'session' | 'cut' | 'strategy' | 'prefixTokens' | 'viewTokens' | 'recoverable'
+>;
 
 function viewJson(items: readonly ViewItem[]): unknown[] {
   return items.flatMap((item): unknown[] =>
@@ -94,9 +107,23 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
     lines += 1;
   };
   const fallbacks: string[] = [];
-  const noteFallback = (warnings: Parameters<typeof plannerFallbackOf>[0]) => {
-    const warning = plannerFallbackOf(warnings);
-    if (warning) fallbacks.push(warning.message);
+  // One line of the stable format per cut or call; a planner fallback is noted for the summary.
+  const emit = (
+    record: EmittedRecord,
+    items: readonly ViewItem[],
+    warnings: readonly Warning[] | undefined,
+  ) => {
+    const fallback = plannerFallbackOf(warnings);
+    if (fallback) fallbacks.push(fallback.message);
+    write({
+      session: record.session,
+      cut: record.cut,
+      strategy: record.strategy,
+      prefixTokens: record.prefixTokens,
+      viewTokens: record.viewTokens,
+      view: viewJson(items),
+      recoverable: record.recoverable,
+    });
   };
   for (const [index, session] of sessions.entries()) {
     if (options.mode === 'cut') {
@@ -109,16 +136,7 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
         keeps: [options.keep],
         tokenCounter: counter,
       })) {
-        noteFallback(record.output.warnings);
-        write({
-          session: record.session,
-          cut: record.cut,
-          strategy: record.strategy,
-          prefixTokens: record.prefixTokens,
-          viewTokens: record.viewTokens,
-          view: viewJson(record.output.items),
-          recoverable: record.recoverable,
-        });
+        emit(record, record.output.items, record.output.warnings);
       }
     } else {
       for (const record of await replaySession({
@@ -127,16 +145,7 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
         policy: sessionPolicy(options, strategy, counter, llmClient),
         tokenCounter: counter,
       })) {
-        noteFallback(record.warnings);
-        write({
-          session: record.session,
-          cut: record.cut,
-          strategy: record.strategy,
-          prefixTokens: record.prefixTokens,
-          viewTokens: record.viewTokens,
-          view: viewJson(record.items),
-          recoverable: record.recoverable,
-        });
+        emit(record, record.items, record.warnings);
       }
     }
     io.progress(index + 1, sessions.length, 'sessions');

@@ -51,9 +51,9 @@ export interface LedgerOptions {
    * Decides pins at indexing time. The default pins the system prompt and the first user request.
    */
   pin?: (object: LedgerObject, message: Message) => string | undefined;
-  /** Anchors longer or more numerous than this are not indexed for references. */
+  /** Only the first this many anchors of an object are indexed for references (default 400). */
   maxAnchorsPerObject?: number;
-  /** Skip anchors and references (default true): for callers that only need ids and tokens. */
+  /** Index anchors and references (default true); false for callers that only need ids and tokens. */
   indexAnchors?: boolean;
 }
 
@@ -63,7 +63,7 @@ export interface Ledger {
   readonly objects: readonly LedgerObject[];
   /** Tokens of each message in the full (unedited) view, overhead included. */
   readonly messageTokens: readonly number[];
-  /** Object ids by message index (the payload message). */
+  /** Objects by message index (the payload message). */
   readonly objectsByMessage: ReadonlyMap<number, readonly LedgerObject[]>;
   /** Sum of `messageTokens`. */
   readonly totalTokens: number;

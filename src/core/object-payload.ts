@@ -31,7 +31,6 @@ export type ObjectPayload =
       messages: Message[];
     };
 
-/** Build the payload of an object from the ledger. */
 /** The payload of an object; for a span fold, of its span up to `spanEnd`. */
 export function objectPayload(
   ledger: Ledger,

@@ -8,7 +8,7 @@ import type { PlannedOperation, ViewState } from './operations.js';
 import { autoAnchorBudget, DEFAULT_SPAN_ANCHORS } from './rehearse-plan.js';
 
 /** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
-function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
+export function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
   let total = ledger.messageTokens[index] ?? 0;
   for (const inner of ledger.objectsByMessage.get(index) ?? []) {
     const innerState = inner.kind === 'function' ? state[inner.id] : undefined;

@@ -4,6 +4,7 @@
  * rehearsal that is never committed) leaves no trace.
  */
 import type { Ledger, LedgerObject } from './ledger.js';
+import { spanTokens } from './ledger-measures.js';
 import type {
   AcceptedOperation,
   ObjectState,
@@ -74,12 +75,9 @@ export function latestTurnStart(ledger: Ledger): number {
 
 const STRENGTH: Record<string, number> = { prune: 3, fold: 2, mask: 1, expand: 0, keep: -1 };
 
-function spanTokens(ledger: Ledger, object: LedgerObject): number {
-  if (object.kind !== 'conversation') return object.tokens;
-  let total = 0;
-  for (let index = object.span.start; index < object.span.end; index += 1)
-    total += ledger.messageTokens[index] ?? 0;
-  return total;
+/** Tokens an object occupies while live: a conversation its whole span. */
+function liveTokens(ledger: Ledger, object: LedgerObject): number {
+  return object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
 }
 
 /** The first pinned object inside a conversation's span: removing the span would remove it too. */
@@ -123,7 +121,7 @@ function judgeOperation(
       operation,
       state: undefined,
       tokensBefore: ledger.options.tokenCounter.count(state[object.id]!.replacement),
-      tokensAfter: spanTokens(ledger, object),
+      tokensAfter: liveTokens(ledger, object),
     };
   }
   if (object.pinned)
@@ -145,7 +143,7 @@ function judgeOperation(
   }
   const current = state[object.id];
   const counter = ledger.options.tokenCounter;
-  const before = current ? counter.count(current.replacement) : spanTokens(ledger, object);
+  const before = current ? counter.count(current.replacement) : liveTokens(ledger, object);
   const overhead = object.kind === 'conversation' ? MESSAGE_OVERHEAD_TOKENS : 0;
   const commitId = options.commitId ?? 'pending';
   const accept = (proposed: ObjectState | undefined): AcceptedOperation => {
@@ -155,7 +153,7 @@ function judgeOperation(
       operation,
       state: next,
       tokensBefore: before,
-      tokensAfter: next ? next.tokens + (next.replacement ? overhead : 0) : spanTokens(ledger, object),
+      tokensAfter: next ? next.tokens + (next.replacement ? overhead : 0) : liveTokens(ledger, object),
     };
   };
   switch (operation.operation) {
@@ -175,7 +173,7 @@ function judgeOperation(
       const auto = (options.foldAnchors ?? 'auto') === 'auto';
       const replacement = renderFold(ledger, object, {
         ...(operation.summary ? { summary: operation.summary } : {}),
-        maxAnchors: auto ? autoAnchorBudget(spanTokens(ledger, object)) : (options.foldAnchors as number),
+        maxAnchors: auto ? autoAnchorBudget(liveTokens(ledger, object)) : (options.foldAnchors as number),
         // A folded conversation takes its own messages with it: only outputs may omit what was said.
         ...(auto && object.kind === 'function' ? { omitAnchors: ledger.spokenAnchors } : {}),
       });

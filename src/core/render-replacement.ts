@@ -3,6 +3,7 @@
  * the object id, so the agent (or the proxy) can recover it with `expand(id)`.
  */
 import { type Anchor, extractAnchors } from './anchors.js';
+import { compactTokens, oneLine } from './compact-text.js';
 import type { Ledger } from './ledger.js';
 import { type LedgerObject, rankAnchors } from './ledger.js';
 import { messageText } from './transcript.js';
@@ -62,15 +63,6 @@ export function renderSpanFold(
     ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
     `(exact messages kept; expand("${key}") recovers them)`,
   ].join('\n');
-}
-
-function compactTokens(tokens: number): string {
-  return tokens >= 1000 ? `${(tokens / 1000).toFixed(1)}k` : String(tokens);
-}
-
-function oneLine(value: string, max: number): string {
-  const flat = value.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }
 
 /** A one-line description of the call that produced a function object. */

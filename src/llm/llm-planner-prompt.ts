@@ -4,7 +4,8 @@
  * a compact ledger view of the session — ids, sizes, states, protection, short heads — never the
  * transcript itself. Heads are quoted as JSON strings: they are data, not instructions.
  */
-import { compactTokens, type LedgerRow, ledgerRows } from '../core/gc-tools/ledger-rows.js';
+import { compactTokens } from '../core/compact-text.js';
+import { type LedgerRow, ledgerRows } from '../core/gc-tools/ledger-rows.js';
 import type { PlannerInput } from '../core/planners/planner.js';
 
 /** One worked example: a ledger situation and the answer the planner should give. */

@@ -5,10 +5,11 @@
  * a throw that would break its loop. fold and prune become a plan from planner `agent`, which the
  * harness rehearses and commits like any other (pins and the latest turn stay out of reach).
  */
+
+import { compactTokens } from '../compact-text.js';
 import type { AgentPlanResult } from '../governor/governor-types.js';
 import type { Plan } from '../operations.js';
 import { GC_TOOL_ARGUMENTS, type GcToolName, isGcToolName } from './gc-tool-definitions.js';
-import { compactTokens } from './ledger-rows.js';
 
 /** A tool call as the model made it. */
 export interface GcToolCall {

@@ -2,7 +2,10 @@
  * Ledger rows: what a planner outside the harness (an LLM, the agent itself) is shown of each
  * object — never the payloads themselves, only sizes, states, protection and a short head.
  */
+
+import { oneLine } from '../compact-text.js';
 import type { Ledger, LedgerObject, ObjectKind } from '../ledger.js';
+import { assistantStepsAfter, spanTokens } from '../ledger-measures.js';
 import type { ViewState } from '../operations.js';
 import { describeCall, objectText } from '../render-replacement.js';
 import type { RemovingOperation } from '../store.js';
@@ -29,33 +32,6 @@ export interface LedgerRowOptions {
   protectFrom: number;
   /** Characters of payload head to show (default 120). */
   headChars?: number;
-}
-
-/** Collapse whitespace and cut to `max` characters, marking the cut. */
-export function oneLine(value: string, max: number): string {
-  const flat = value.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, Math.max(0, max - 1))}…` : flat;
-}
-
-/** `2.1k` for 2100, `640` for 640. */
-export function compactTokens(tokens: number): string {
-  return tokens >= 1000 ? `${(tokens / 1000).toFixed(1)}k` : String(tokens);
-}
-
-function spanTokens(ledger: Ledger, object: LedgerObject): number {
-  let total = 0;
-  for (let index = object.span.start; index < object.span.end; index += 1)
-    total += ledger.messageTokens[index] ?? 0;
-  return total;
-}
-
-/** `stepsAfter[i]`: assistant messages at index `i` or later. */
-function assistantStepsAfter(ledger: Ledger): number[] {
-  const steps = new Array<number>(ledger.messages.length + 1).fill(0);
-  for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
-    steps[index] = (steps[index + 1] ?? 0) + (ledger.messages[index]?.role === 'assistant' ? 1 : 0);
-  }
-  return steps;
 }
 
 /** Why an object is out of every planner's reach, mirroring the harness's own checks. */

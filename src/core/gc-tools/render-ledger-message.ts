@@ -3,12 +3,14 @@
  * objects it may operate on, and how much of the window the view uses. User role, not system:
  * it is information about the session, not an instruction with system authority.
  */
+
+import { compactTokens, oneLine } from '../compact-text.js';
 import type { Ledger } from '../ledger.js';
 import type { ViewState } from '../operations.js';
 import { projectView } from '../project-view.js';
 import { latestTurnStart } from '../rehearse-plan.js';
 import type { Message } from '../transcript.js';
-import { compactTokens, type LedgerRow, ledgerRows, oneLine } from './ledger-rows.js';
+import { type LedgerRow, ledgerRows } from './ledger-rows.js';
 
 export interface LedgerMessageOptions {
   /** At most this many object lines, the largest first (default 40); the rest are counted. */

@@ -6,7 +6,7 @@
  */
 import type { Ledger, LedgerObject } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
-import { planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
+import { messageViewTokens, planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
 import { latestTurnStart } from '../rehearse-plan.js';
 import { renderTombstone } from '../render-replacement.js';
 
@@ -20,13 +20,8 @@ function viewSize(ledger: Ledger, state: ViewState, object: LedgerObject): numbe
   if (current) return counter.count(current.replacement);
   if (object.kind !== 'conversation') return object.tokens;
   let total = 0;
-  for (let index = object.span.start; index < object.span.end; index += 1) {
-    total += ledger.messageTokens[index] ?? 0;
-    for (const inner of ledger.objectsByMessage.get(index) ?? []) {
-      const innerState = inner === object ? undefined : state[inner.id];
-      if (innerState) total += counter.count(innerState.replacement) - inner.tokens;
-    }
-  }
+  for (let index = object.span.start; index < object.span.end; index += 1)
+    total += messageViewTokens(ledger, state, index);
   return total;
 }
 

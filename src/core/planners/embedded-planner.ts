@@ -6,6 +6,7 @@
  * further, least-needed first, until the target is reached.
  */
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
+import { assistantStepsAfter, spanTokens } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
@@ -62,12 +63,7 @@ function supersessionKey(object: LedgerObject): string | undefined {
 }
 
 function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
-  const messages = ledger.messages;
-  // stepsAfter[i] = number of assistant messages at index >= i.
-  const stepsAfter = new Array<number>(messages.length + 1).fill(0);
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    stepsAfter[index] = (stepsAfter[index + 1] ?? 0) + (messages[index]?.role === 'assistant' ? 1 : 0);
-  }
+  const stepsAfter = assistantStepsAfter(ledger);
   const functions = ledger.objects.filter((object) => object.kind === 'function');
   const rankOf = new Map(functions.map((object, order) => [object, functions.length - order]));
   const latestByKey = new Map<string, LedgerObject>();
@@ -107,17 +103,10 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
  * anchor index (about four tokens an anchor), a tombstone about twenty tokens.
  */
 function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'prune', ledger: Ledger): number {
-  const size = object.kind === 'conversation' ? spanTokensOf(ledger, object) : object.tokens;
+  const size = object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
   const left =
     operation === 'prune' ? 20 : operation === 'fold' ? 40 + 4 * autoAnchorBudget(size) : Math.min(size, 400);
   return Math.max(0, size - left);
-}
-
-function spanTokensOf(ledger: Ledger, object: LedgerObject): number {
-  let total = 0;
-  for (let index = object.span.start; index < object.span.end; index += 1)
-    total += ledger.messageTokens[index] ?? 0;
-  return total;
 }
 
 /**
@@ -198,7 +187,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     }
   };
   foldOutputs(keepRecent);
-  // 4. Still over: fold whole past conversations, oldest first; then the recent outputs too.
+  // 4. Still over: fold whole past conversations, oldest first.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     if (entry.object.kind === 'conversation')

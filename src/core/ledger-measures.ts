@@ -1,0 +1,21 @@
+/**
+ * Measures over a ledger that planners, rehearsal and ledger rows share.
+ */
+import type { Ledger, LedgerObject } from './ledger.js';
+
+/** Tokens of the messages of an object's span, as the transcript holds them. */
+export function spanTokens(ledger: Ledger, object: LedgerObject): number {
+  let total = 0;
+  for (let index = object.span.start; index < object.span.end; index += 1)
+    total += ledger.messageTokens[index] ?? 0;
+  return total;
+}
+
+/** `stepsAfter[i]`: assistant messages at index `i` or later. */
+export function assistantStepsAfter(ledger: Ledger): number[] {
+  const steps = new Array<number>(ledger.messages.length + 1).fill(0);
+  for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
+    steps[index] = (steps[index + 1] ?? 0) + (ledger.messages[index]?.role === 'assistant' ? 1 : 0);
+  }
+  return steps;
+}
