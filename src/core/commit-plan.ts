@@ -63,7 +63,8 @@ export async function commitRehearsal(
     const object = ledger.get(entry.operation.objectId)!;
     operations.push({
       objectId: object.id,
-      operation: entry.operation.operation === 'keep' ? 'expand' : entry.operation.operation,
+      // Rehearsal refuses `keep`: what is accepted removes bytes or brings them back.
+      operation: entry.operation.operation as CommittedOperation['operation'],
       reason: entry.operation.reason,
       tokensBefore: entry.tokensBefore,
       tokensAfter: entry.tokensAfter,

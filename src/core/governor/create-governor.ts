@@ -54,8 +54,8 @@ function createLedgerCache(options: GovernorOptions) {
 
 export function createGovernor(options: GovernorOptions): Governor {
   // The fallback below does the last resort, with span folds before prunes.
-  const planner: Planner = options.planner ?? createEmbeddedPlanner({ pruneLastResort: false });
-  const fallback = createEmbeddedPlanner({ pruneLastResort: false });
+  const embedded = createEmbeddedPlanner({ pruneLastResort: false });
+  const planner: Planner = options.planner ?? embedded;
   const ledgerFor = createLedgerCache(options);
   const now = options.now ?? Date.now;
   const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
@@ -96,7 +96,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         code: 'planner-failed',
         message: `${planner.name} planner failed (${error instanceof Error ? error.message : String(error)}); used the embedded planner`,
       });
-      result = await fallback.plan(input);
+      result = await embedded.plan(input);
     }
     return { result, warnings };
   };
@@ -149,7 +149,14 @@ export function createGovernor(options: GovernorOptions): Governor {
           // The planner alone cannot fit the window: one deep commit (planner and fallback
           // together, down to the target) breaks the cache once instead of twice.
           const plannerLeft = rehearsal.tokensAfter;
-          rehearsal = deepen(ledger, snapshot.state.objects, result.plan, rehearsal, target);
+          rehearsal = deepen(
+            ledger,
+            snapshot.state.objects,
+            rehearsal,
+            `${result.plan.planner}+fallback`,
+            target,
+            3,
+          );
           deepened = rehearsal.tokensAfter < plannerLeft;
           if (deepened) {
             warnings.push({
@@ -198,7 +205,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       if (view.tokens > options.window) {
         // Hard guarantee: the view fits. The planner did not get there; reduce deterministically.
         const plannerLeft = view.tokens;
-        const rescue = await fitWindow(sessionId, ledger, snapshot, view.tokens);
+        const rescue = await fitWindow(sessionId, ledger, snapshot);
         if (rescue) {
           record = rescue.record;
           snapshot = { version: rescue.version, state: rescue.state };
@@ -262,26 +269,30 @@ export function createGovernor(options: GovernorOptions): Governor {
     },
   };
 
+  /**
+   * Go on from a rehearsal with the fallback, down to the target, in one plan: the fallback
+   * estimates, rehearsal measures, so it plans again on what was measured (a few rounds). The
+   * first rounds keep the last `keepSteps` steps whole; later ones may take everything before the
+   * latest turn, or the next calls would overflow and commit one after another.
+   */
   function deepen(
     ledger: Ledger,
     state: SessionState['objects'],
-    plan: Plan,
     first: Rehearsal,
+    planner: string,
     target: number,
+    keepSteps: number,
   ): Rehearsal {
     let rehearsal = first;
-    let operations = plan.operations;
+    let operations = first.plan.operations;
     for (let round = 0; round < 6 && rehearsal.tokensAfter > target; round += 1) {
-      // A deep commit aims at the target: the last few steps stay whole if that gets there;
-      // otherwise everything before the latest turn may go, or the next calls would overflow
-      // and commit one after another.
-      const keepSteps = round < 2 ? 3 : 0;
-      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keepSteps);
-      if (more.length === 0 && keepSteps > 0) continue;
+      const keep = round < 2 ? keepSteps : 0;
+      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
+      if (more.length === 0 && keep > 0) continue;
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));
       operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
-      rehearsal = rehearsePlan(ledger, state, { planner: `${plan.planner}+fallback`, operations }, rehearse);
+      rehearsal = rehearsePlan(ledger, state, { planner, operations }, rehearse);
     }
     return rehearsal;
   }
@@ -290,25 +301,11 @@ export function createGovernor(options: GovernorOptions): Governor {
     sessionId: string,
     ledger: Ledger,
     snapshot: { version: number; state: SessionState },
-    viewTokens: number,
   ) {
-    // The fallback estimates; rehearsal measures. Plan again on what rehearsal measured until the
-    // view is down to the target (a few rounds at most), then commit once.
-    const target = Math.floor(options.window * targetShare);
-    let operations: PlannedOperation[] = [];
-    let rehearsal: Rehearsal | undefined;
-    let state = snapshot.state.objects;
-    let tokens = viewTokens;
-    for (let round = 0; round < 4 && tokens > target; round += 1) {
-      const more = planFallback(ledger, state, tokens, target);
-      if (more.length === 0) break;
-      const replaced = new Set(more.map((operation) => operation.objectId));
-      operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
-      rehearsal = rehearsePlan(ledger, snapshot.state.objects, { planner: 'fallback', operations }, rehearse);
-      state = rehearsal.stateAfter;
-      tokens = rehearsal.tokensAfter;
-    }
-    if (!rehearsal) return undefined;
+    const state = snapshot.state.objects;
+    const start = rehearsePlan(ledger, state, { planner: 'fallback', operations: [] }, rehearse);
+    const rehearsal = deepen(ledger, state, start, 'fallback', Math.floor(options.window * targetShare), 0);
+    if (rehearsal.accepted.length === 0) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;
   }
