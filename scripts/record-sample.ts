@@ -58,7 +58,9 @@ function recorder(id: string, task: string) {
 }
 
 function exportsOf(path: string): string[] {
-  return [...readFileSync(path, 'utf8').matchAll(/export (?:async )?function (\w+)/g)].map((match) => match[1]!);
+  return [...readFileSync(path, 'utf8').matchAll(/export (?:async )?function (\w+)/g)].map(
+    (match) => match[1]!,
+  );
 }
 
 function firstExport(path: string): string {
@@ -115,7 +117,9 @@ function explore(id: string, files: string[], question: string) {
   );
   session.user('Thanks. Now summarise which of these files is the longest and why.');
   const sizes = session.step('Measuring the files.', 'bash', `wc -l ${files.join(' ')}`);
-  const longest = [...sizes.matchAll(/^\s*(\d+) (\S+\.ts)$/gm)].sort((a, b) => Number(b[1]) - Number(a[1]))[0];
+  const longest = [...sizes.matchAll(/^\s*(\d+) (\S+\.ts)$/gm)].sort(
+    (a, b) => Number(b[1]) - Number(a[1]),
+  )[0];
   const fact = facts.find((entry) => entry.file === longest?.[2]);
   session.say(
     longest

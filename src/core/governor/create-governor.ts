@@ -4,7 +4,6 @@
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
 import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
-import type { Plan, PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
