@@ -52,8 +52,15 @@ export function renderSpanFold(
   const key = sidecarKey(object.id, spanEnd);
   const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
+  // Latest step first: when the index is full, of two anchors of a kind the more recent stays
+  // (later steps quote recent work far more often than old work).
   const anchors = keyAnchorsOf(
-    extractAnchors(steps.map((message) => messageText(message)).join('\n')),
+    extractAnchors(
+      steps
+        .map((message) => messageText(message))
+        .reverse()
+        .join('\n'),
+    ),
     options,
     '',
   );

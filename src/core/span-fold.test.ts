@@ -83,6 +83,21 @@ describe('span folds: the work after a request', () => {
     expect(deeper.tokensAfter).toBeLessThan(first.tokensAfter);
   });
 
+  it('keeps the anchors of the latest steps when its index is full', () => {
+    const ledger = ledgerOf();
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [spanFold(latestTurnStart(ledger))] },
+      { spanAnchors: 40 },
+    );
+    const state = rehearsal.stateAfter['conversation:user:1'];
+    expect(state?.spanEnd).toBe(26);
+    // Of the handlers the twelve folded reads define, the index has room for the latest only.
+    expect(state?.replacement).toContain('handler_12_0');
+    expect(state?.replacement).not.toContain('handler_1_0');
+  });
+
   it('keeps the exact messages in the sidecar under the span key, and expand brings them back', async () => {
     const ledger = ledgerOf();
     const store = createMemoryStore();
