@@ -20,7 +20,8 @@ export function messageViewTokens(ledger: Ledger, state: ViewState, index: numbe
 /**
  * Span folds, oldest conversation first: each folds the work after its request just far enough
  * to reach the target, and never at or past `limit` (the latest turn, or the recent steps a
- * planner keeps). Pushes the operations; returns the projected view size.
+ * planner keeps). Pushes the operations; returns the projected view size. `counted`: tokens by
+ * message index that operations planned earlier already took off `viewTokens` (not freed twice).
  */
 export function planSpanFolds(
   ledger: Ledger,
@@ -30,6 +31,7 @@ export function planSpanFolds(
   target: number,
   limit: number,
   reason: string,
+  counted: ReadonlyMap<number, number> = new Map(),
 ): number {
   let projected = viewTokens;
   for (const conversation of ledger.objects) {
@@ -46,7 +48,7 @@ export function planSpanFolds(
     let folded = 0;
     let spanEnd: number | undefined;
     for (let index = from; index < end; index += 1) {
-      freed += messageViewTokens(ledger, state, index);
+      freed += messageViewTokens(ledger, state, index) - (counted.get(index) ?? 0);
       folded += ledger.messageTokens[index] ?? 0;
       const boundary = index + 1;
       if (ledger.messages[boundary]?.role === 'tool') continue;

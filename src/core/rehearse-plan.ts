@@ -89,8 +89,12 @@ function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject 
   return undefined;
 }
 
-/** About one anchor per 12 tokens of payload, between 8 and `cap` (150 for one output). */
-export function autoAnchorBudget(tokens: number, cap = 150): number {
+/**
+ * About one anchor per 12 tokens of payload, at least 8, at most `cap` (none by default: measured
+ * on the dev sessions, a cap of 150 lost the names later steps quote from big file reads and
+ * long requests; most objects hold fewer anchors than their budget anyway).
+ */
+export function autoAnchorBudget(tokens: number, cap = Number.POSITIVE_INFINITY): number {
   return Math.max(8, Math.min(cap, Math.floor(tokens / 12)));
 }
 

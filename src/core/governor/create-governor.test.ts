@@ -27,12 +27,13 @@ const planner = createEmbeddedPlanner({
   idleWithBudget: true,
 });
 
-/** A planner that never folds spans of work: with tiny outputs it has nothing to free. */
+/** A planner that only folds outputs (never spans of work, never prunes): with tiny outputs it has nothing to free. */
 const outputsOnly = createEmbeddedPlanner({
   keepRecentOutputs: 3,
   recentUseSteps: 4,
   idleFoldSteps: 8,
   keepRecentSteps: 1_000_000,
+  pruneLastResort: false,
 });
 
 function governor(store: SidecarStore, window: number, options: Partial<GovernorOptions> = {}) {
@@ -414,7 +415,7 @@ describe('createGovernor: durability and recovery', () => {
   it('expands the exact payload and finds it by search', async () => {
     const store = createMemoryStore();
     const messages = longSession({ rounds: 30 });
-    const gc = governor(store, Math.ceil(transcriptTokens(messages) / 0.8));
+    const gc = governor(store, Math.ceil(transcriptTokens(messages) / 0.8), { planner: outputsOnly });
     const result = await gc.project('s', messages);
     const folded = result.commit?.operations.find((entry) => entry.objectId === 'function:read_file:3');
     expect(folded).toBeDefined();

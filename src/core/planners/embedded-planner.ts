@@ -142,12 +142,27 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const evidence = collectEvidence(ledger, input.protectFrom).filter((entry) => !hidden(entry.object));
   const operations: PlannedOperation[] = [];
   const planned = new Set<string>();
+  // Estimated saving of each planned object, so that nothing is counted twice: not an object
+  // planned again (a fold that becomes a prune), nor the outputs inside a request that folds whole.
+  const savings = new Map<string, number>();
   let projected = input.viewTokens;
   const propose = (object: LedgerObject, operation: 'fold' | 'mask' | 'prune', reason: string) => {
     if (planned.has(object.id) || alreadyThere(state, object.id, operation)) return;
     planned.add(object.id);
     operations.push({ objectId: object.id, operation, reason });
-    projected -= estimatedSaving(object, operation, ledger);
+    let counted = savings.get(object.id) ?? 0;
+    if (object.kind === 'conversation') {
+      // The request's fold covers its outputs: their savings are now part of its own.
+      for (const inner of ledger.objects) {
+        if (inner.kind !== 'function' || !savings.has(inner.id)) continue;
+        if (inner.messageIndex <= object.span.start || inner.messageIndex >= object.span.end) continue;
+        counted += savings.get(inner.id)!;
+        savings.delete(inner.id);
+      }
+    }
+    const saving = estimatedSaving(object, operation, ledger);
+    savings.set(object.id, saving);
+    projected -= saving - counted;
   };
 
   // 1. Proven staleness, whatever the pressure: duplicated outputs leave, superseded ones fold
@@ -195,6 +210,12 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   }
   // 5. Then the oldest work after each request folds whole (the request stays), keeping the
   // recent steps; then the recent outputs too.
+  const countedByMessage = new Map<number, number>();
+  for (const [id, saving] of savings) {
+    const object = ledger.get(id);
+    if (object?.kind === 'function')
+      countedByMessage.set(object.messageIndex, (countedByMessage.get(object.messageIndex) ?? 0) + saving);
+  }
   projected = planSpanFolds(
     ledger,
     state,
@@ -203,6 +224,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     input.targetTokens,
     recentStepsStart(ledger, input.protectFrom, options.keepRecentSteps ?? 6),
     'pressure: old work folds, its request stays',
+    countedByMessage,
   );
   foldOutputs(1);
   // 6. Last resort: prune outputs, oldest first — unless a harness fallback follows, which
