@@ -133,23 +133,39 @@ describe('createGovernor: pressure', () => {
     expect(result.view.slice(0, 2)).toEqual(messages.slice(0, 2));
   });
 
-  it('warns when the latest turn alone is bigger than the window', async () => {
+  it('folds the outputs of a latest turn that alone is bigger than the window, recoverably', async () => {
     const store = createMemoryStore();
+    const huge = moduleSource(999, 400);
     const messages = [
       ...longSession({ rounds: 10 }),
-      ...toolRound('last', 'read_file', { path: 'huge.log' }, moduleSource(999, 400)),
+      ...toolRound('last', 'read_file', { path: 'huge.log' }, huge),
     ];
-    const latestTurn = transcriptTokens(messages.slice(-2)) - 0;
+    const latestTurn = transcriptTokens(messages.slice(-2));
     const window = Math.floor(latestTurn / 2);
+    const gc = governor(store, window);
+    const result = await gc.project('s', messages);
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.warnings.map((warning) => warning.code)).toContain('latest-turn-folded');
+    expect(result.warnings.map((warning) => warning.code)).not.toContain('over-window');
+    const folded = result.commit?.operations.map((entry) => entry.objectId) ?? [];
+    expect(folded).toContain('function:read_file:11');
+    // The call stays; its output is a fold summary the agent can expand byte-exact.
+    expect(result.view.at(-2)).toEqual(messages.at(-2));
+    expect(JSON.stringify(result.view.at(-1))).toContain('expand(\\"function:read_file:11\\")');
+    expect(await gc.expand('s', 'function:read_file:11')).toBe(huge);
+  });
+
+  it('warns when even that cannot fit the window', async () => {
+    const store = createMemoryStore();
+    const messages = [...longSession({ rounds: 3 }), userMessage(moduleSource(999, 400))];
+    const window = Math.floor(transcriptTokens(messages.slice(-1)) / 2);
     const result = await governor(store, window).project('s', messages);
     expect(result.viewTokens).toBeGreaterThan(window);
-    expect(result.warnings.map((warning) => warning.code)).toContain('over-window');
     expect(result.warnings.find((warning) => warning.code === 'over-window')?.message).toContain(
       `${window}-token window`,
     );
-    // Everything before it that could go, went; the latest turn is intact.
-    expect(result.view.slice(-2)).toEqual(messages.slice(-2));
-    expect(result.viewTokens).toBeLessThan(transcriptTokens(messages));
+    // The request itself is never edited.
+    expect(result.view.at(-1)).toEqual(messages.at(-1));
   });
 });
 

@@ -4,6 +4,7 @@
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
 import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
+import type { PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
@@ -217,6 +218,22 @@ export function createGovernor(options: GovernorOptions): Governor {
             message: `planner left ${plannerLeft} tokens, over the ${options.window}-token window; the fallback reduction committed ${rescue.record.commitId}`,
           });
         }
+        if (view.tokens > options.window) {
+          // The latest turn alone does not fit: a request that big would be refused. Its largest
+          // outputs fold (recoverable with expand) rather than the call failing.
+          const turnTokens = view.tokens;
+          const latest = await foldLatestTurn(sessionId, ledger, snapshot);
+          if (latest) {
+            record = latest.record;
+            snapshot = { version: latest.version, state: latest.state };
+            view = projectView(ledger, snapshot.state.objects, project);
+            decision = { ...decision, outcome: 'fallback' };
+            warnings.push({
+              code: 'latest-turn-folded',
+              message: `the latest turn alone needed ${turnTokens} tokens, more than the ${options.window}-token window; its largest outputs folded (${latest.record.operations.map((entry) => entry.objectId).join(', ')}), expand recovers them`,
+            });
+          }
+        }
         if (view.tokens > options.window)
           warnings.push({
             code: 'over-window',
@@ -307,6 +324,38 @@ export function createGovernor(options: GovernorOptions): Governor {
     const start = rehearsePlan(ledger, state, { planner: 'fallback', operations: [] }, rehearse);
     const rehearsal = deepen(ledger, state, start, 'fallback', Math.floor(options.window * targetShare), 0);
     if (rehearsal.accepted.length === 0) return undefined;
+    const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
+    return outcome.status === 'committed' ? outcome : undefined;
+  }
+
+  /**
+   * Last resort when the latest turn alone is over the window: fold its outputs, largest first,
+   * until the view fits (or nothing is left to fold).
+   */
+  async function foldLatestTurn(
+    sessionId: string,
+    ledger: Ledger,
+    snapshot: { version: number; state: SessionState },
+  ) {
+    const state = snapshot.state.objects;
+    const from = latestTurnStart(ledger);
+    const outputs = ledger.objects
+      .filter((object) => object.kind === 'function' && object.messageIndex >= from && !state[object.id])
+      .sort((a, b) => b.tokens - a.tokens);
+    const allowLatest = { ...rehearse, protectFrom: ledger.messages.length };
+    const operations: PlannedOperation[] = [];
+    let rehearsal: Rehearsal | undefined;
+    for (const object of outputs) {
+      if (object.pinned) continue;
+      operations.push({
+        objectId: object.id,
+        operation: 'fold',
+        reason: 'the latest turn alone is over the window',
+      });
+      rehearsal = rehearsePlan(ledger, state, { planner: 'fallback', operations }, allowLatest);
+      if (rehearsal.tokensAfter <= options.window) break;
+    }
+    if (!rehearsal || rehearsal.accepted.length === 0) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;
   }
