@@ -5,7 +5,7 @@
  */
 import type { Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
-import { autoAnchorBudget, DEFAULT_SPAN_ANCHORS } from './rehearse-plan.js';
+import { autoAnchorBudget } from './rehearse-plan.js';
 
 /** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
 export function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
@@ -53,7 +53,7 @@ export function planSpanFolds(
       const boundary = index + 1;
       if (ledger.messages[boundary]?.role === 'tool') continue;
       spanEnd = boundary;
-      if (projected - (freed - 40 - 4 * autoAnchorBudget(folded, DEFAULT_SPAN_ANCHORS)) <= target) break;
+      if (projected - (freed - 40 - 4 * autoAnchorBudget(folded)) <= target) break;
     }
     if (spanEnd === undefined) continue;
     operations.push({
@@ -62,7 +62,7 @@ export function planSpanFolds(
       spanEnd,
       reason,
     });
-    projected -= Math.max(0, freed - 40 - 4 * autoAnchorBudget(folded, DEFAULT_SPAN_ANCHORS));
+    projected -= Math.max(0, freed - 40 - 4 * autoAnchorBudget(folded));
   }
   return projected;
 }

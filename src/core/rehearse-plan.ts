@@ -42,9 +42,12 @@ export interface RehearseOptions {
   project?: ProjectOptions;
   /** Commit id stamped on the new states (the commit path fills it in). */
   commitId?: string;
-  /** With `foldAnchors: 'auto'`, the most anchors a span fold keeps (default `DEFAULT_SPAN_ANCHORS`). */
+  /** With `foldAnchors: 'auto'`, the most anchors a span fold keeps (default: no cap). */
   spanAnchors?: number;
-  /** And the most tokens its anchor index may take, about (default 2500). */
+  /**
+   * And the most tokens its anchor index may take, about (default: no cap; the governor sets a
+   * fifth of the window).
+   */
   spanAnchorTokens?: number;
 }
 
@@ -97,12 +100,6 @@ function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject 
 export function autoAnchorBudget(tokens: number, cap = Number.POSITIVE_INFINITY): number {
   return Math.max(8, Math.min(cap, Math.floor(tokens / 12)));
 }
-
-/**
- * Anchors a span fold keeps at most by default: the folded work of a long task holds many names
- * a later step may quote, and its index is the only trace of them left in the view.
- */
-export const DEFAULT_SPAN_ANCHORS = 600;
 
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
 
@@ -239,11 +236,9 @@ function judgeSpanFold(
   const auto = (options.foldAnchors ?? 'auto') === 'auto';
   const replacement = renderSpanFold(ledger, object, spanEnd, {
     ...(operation.summary ? { summary: operation.summary } : {}),
-    maxAnchors: auto
-      ? autoAnchorBudget(before, options.spanAnchors ?? DEFAULT_SPAN_ANCHORS)
-      : (options.foldAnchors as number),
+    maxAnchors: auto ? autoAnchorBudget(before, options.spanAnchors) : (options.foldAnchors as number),
     // About four characters a token.
-    maxAnchorChars: 4 * (options.spanAnchorTokens ?? 2500),
+    maxAnchorChars: 4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
   });
   const tokens = ledger.options.tokenCounter.count(replacement);
   const next: ObjectState = {

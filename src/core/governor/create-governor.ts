@@ -64,12 +64,11 @@ export function createGovernor(options: GovernorOptions): Governor {
   const targetShare = options.triggers?.target ?? 0.4;
   const minBatch = Math.floor(options.window * (options.triggers?.minBatch ?? 0.05));
   const project = { showIds: options.showIds === true };
-  // A span fold's anchor index is bounded by size only: up to a fifth of the window (measured
+  // A span fold's anchor index is bounded by its size: up to a fifth of the window (measured
   // on the dev sessions: a tenth lost the names long sessions quote later; a quarter or a third
   // cost more cache writes and overflowed the window; see the README's results).
   const rehearse = {
     project,
-    spanAnchors: Number.POSITIVE_INFINITY,
     spanAnchorTokens: Math.max(200, Math.floor(options.window / 5)),
   };
 
