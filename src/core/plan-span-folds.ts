@@ -39,7 +39,10 @@ export function planSpanFolds(
     if (conversation.kind !== 'conversation') continue;
     const current = state[conversation.id];
     if (current && current.spanEnd === undefined) continue;
-    const from = current?.spanEnd ?? conversation.span.start + 1;
+    // A span fold planned earlier goes deeper; a request planned to fold whole is done.
+    const planned = operations.find((operation) => operation.objectId === conversation.id);
+    if (planned && planned.spanEnd === undefined) continue;
+    const from = planned?.spanEnd ?? current?.spanEnd ?? conversation.span.start + 1;
     let end = Math.min(conversation.span.end, limit);
     for (let index = from; index < end; index += 1) {
       if (ledger.objectsByMessage.get(index)?.some((inner) => inner.pinned)) end = index;
@@ -56,12 +59,8 @@ export function planSpanFolds(
       if (projected - (freed - 40 - 4 * autoAnchorBudget(folded)) <= target) break;
     }
     if (spanEnd === undefined) continue;
-    operations.push({
-      objectId: conversation.id,
-      operation: 'fold',
-      spanEnd,
-      reason,
-    });
+    if (planned) planned.spanEnd = spanEnd;
+    else operations.push({ objectId: conversation.id, operation: 'fold', spanEnd, reason });
     projected -= Math.max(0, freed - 40 - 4 * autoAnchorBudget(folded));
   }
   return projected;

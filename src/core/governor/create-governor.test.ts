@@ -27,13 +27,12 @@ const planner = createEmbeddedPlanner({
   idleWithBudget: true,
 });
 
-/** A planner that only folds outputs (never spans of work, never prunes): with tiny outputs it has nothing to free. */
+/** A planner that only folds outputs (never spans of work): with tiny outputs it has nothing to free. */
 const outputsOnly = createEmbeddedPlanner({
   keepRecentOutputs: 3,
   recentUseSteps: 4,
   idleFoldSteps: 8,
-  keepRecentSteps: 1_000_000,
-  pruneLastResort: false,
+  spanFolds: false,
 });
 
 function governor(store: SidecarStore, window: number, options: Partial<GovernorOptions> = {}) {
@@ -118,7 +117,7 @@ describe('createGovernor: pressure', () => {
     const messages = longSession({ rounds: 30 });
     const total = transcriptTokens(messages);
     const window = Math.floor(total / 4);
-    const result = await governor(store, window).project('s', messages);
+    const result = await governor(store, window, { planner: outputsOnly }).project('s', messages);
     expect(result.decision.trigger).toBe('overflow');
     expect(result.viewTokens).toBeLessThanOrEqual(window);
     expect(result.decision.outcome).toBe('fallback');

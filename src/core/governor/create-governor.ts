@@ -54,7 +54,7 @@ function createLedgerCache(options: GovernorOptions) {
 
 export function createGovernor(options: GovernorOptions): Governor {
   // The fallback below does the last resort, with span folds before prunes.
-  const embedded = createEmbeddedPlanner({ pruneLastResort: false });
+  const embedded = createEmbeddedPlanner();
   const planner: Planner = options.planner ?? embedded;
   const ledgerFor = createLedgerCache(options);
   const now = options.now ?? Date.now;

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createPinRule } from '../governor/pins.js';
 import { indexTranscript, type Ledger } from '../ledger.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
+import { recentStepsStart } from '../plan-span-folds.js';
 import { projectView } from '../project-view.js';
 import { latestTurnStart, rehearsePlan } from '../rehearse-plan.js';
 import { longSession, moduleSource } from '../testing/long-session.js';
@@ -235,6 +236,20 @@ describe('planEmbedded: pressure', () => {
         (operation) => operation.objectId === 'conversation:user:1' && operation.spanEnd === undefined,
       ),
     ).toEqual([]);
+  });
+
+  it('folds the recent work too before it prunes anything', () => {
+    const ledger = ledgerOf(longSession({ rounds: 30 }));
+    const viewTokens = projectView(ledger, {}).tokens;
+    const target = Math.floor(viewTokens * 0.3);
+    const operations = plan(ledger, { viewTokens, targetTokens: target }, { keepRecentSteps: 6 });
+    expect(operations.filter((operation) => operation.operation === 'prune')).toEqual([]);
+    const span = operations.find((operation) => operation.objectId === 'conversation:user:1');
+    // Past the six steps kept under lighter pressure, up to the latest turn.
+    expect(span?.spanEnd).toBeGreaterThan(recentStepsStart(ledger, latestTurnStart(ledger), 6));
+    expect(span?.spanEnd).toBeLessThanOrEqual(latestTurnStart(ledger));
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'embedded', operations });
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);
   });
 
   it('stops once the estimate reaches the target', () => {

@@ -30,13 +30,16 @@ export interface EmbeddedPlannerOptions {
    */
   idleFoldSteps?: number;
   /**
-   * Prune outputs and past requests when folds cannot reach the target (default true). The
-   * governor turns it off: its fallback goes on with span folds, which stay recoverable.
+   * Prune outputs and past requests when folds cannot reach the target (default false: measured
+   * on the dev sessions, pruning what span folds left broke more continuations at the same prune
+   * rate than stopping there; the governor's fallback prunes only to fit the window).
    */
   pruneLastResort?: boolean;
   /** Fold idle outputs even when a finite target is already met (default false). */
   idleWithBudget?: boolean;
-  /** Under pressure, the latest steps that stay out of span folds (default 6). */
+  /** Under pressure, fold the work after requests (span folds) too (default true). */
+  spanFolds?: boolean;
+  /** Under pressure, the latest steps that stay out of span folds at first (default 6). */
   keepRecentSteps?: number;
   /** What happens to an output superseded by a later run of the same call (default fold). */
   supersededOperation?: 'fold' | 'prune';
@@ -210,26 +213,34 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   }
   // 5. Then the oldest work after each request folds whole (the request stays), keeping the
   // recent steps; then the recent outputs too.
-  const countedByMessage = new Map<number, number>();
-  for (const [id, saving] of savings) {
-    const object = ledger.get(id);
-    if (object?.kind === 'function')
-      countedByMessage.set(object.messageIndex, (countedByMessage.get(object.messageIndex) ?? 0) + saving);
-  }
-  projected = planSpanFolds(
-    ledger,
-    state,
-    operations,
-    projected,
-    input.targetTokens,
+  const spanFolds = (limit: number, reason: string) => {
+    const counted = new Map<number, number>();
+    for (const [id, saving] of savings) {
+      const object = ledger.get(id);
+      if (object?.kind === 'function')
+        counted.set(object.messageIndex, (counted.get(object.messageIndex) ?? 0) + saving);
+    }
+    if (options.spanFolds === false) return;
+    projected = planSpanFolds(
+      ledger,
+      state,
+      operations,
+      projected,
+      input.targetTokens,
+      limit,
+      reason,
+      counted,
+    );
+  };
+  spanFolds(
     recentStepsStart(ledger, input.protectFrom, options.keepRecentSteps ?? 6),
     'pressure: old work folds, its request stays',
-    countedByMessage,
   );
   foldOutputs(1);
-  // 6. Last resort: prune outputs, oldest first — unless a harness fallback follows, which
-  // prefers recoverable span folds to prunes.
-  if (options.pruneLastResort === false) return operations;
+  // 6. Still over: the recent steps fold too, down to the latest turn, before anything is pruned.
+  spanFolds(input.protectFrom, 'pressure: recent work folds too, its request stays');
+  if (options.pruneLastResort !== true) return operations;
+  // 7. Last resort: prune outputs, oldest first.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     // Tiny outputs stay: their tombstone would be bigger than they are.
@@ -238,7 +249,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
       propose(entry.object, 'prune', 'pressure: oldest output');
     }
   }
-  // 7. Past requests whose summaries still crowd the view leave too, oldest first; the latest
+  // 8. Past requests whose summaries still crowd the view leave too, oldest first; the latest
   // past request keeps its summary.
   const past = evidence.filter((entry) => entry.object.kind === 'conversation');
   for (const entry of past.slice(0, -1)) {
