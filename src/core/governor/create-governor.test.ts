@@ -311,6 +311,22 @@ describe('createGovernor: cache rule', () => {
     expect(deep.decision.outcome).toBe('fallback');
   });
 
+  it('reaches for a deep target with span folds only: nothing is pruned while the view fits', async () => {
+    // A short aside from the user, answered by nothing: no work after it to fold.
+    const messages = [
+      ...longSession({ rounds: 15 }),
+      userMessage('An aside: the loader is settings_loader_v2.'),
+      ...longSession({ rounds: 15 }).slice(1),
+    ];
+    const window = Math.ceil(transcriptTokens(messages) / 0.8);
+    const result = await governor(createMemoryStore(), window, {
+      triggers: { milestones: false, minBatch: 0, target: 0.02 },
+    }).project('s', messages);
+    expect(result.commit).toBeDefined();
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.commit?.operations.filter((entry) => entry.operation === 'prune')).toEqual([]);
+  });
+
   it('commits the same plan in cache-blind mode', async () => {
     const store = createMemoryStore();
     const messages = earlySmallEdit();

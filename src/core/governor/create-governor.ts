@@ -290,7 +290,9 @@ export function createGovernor(options: GovernorOptions): Governor {
    * Go on from a rehearsal with the fallback, down to the target, in one plan: the fallback
    * estimates, rehearsal measures, so it plans again on what was measured (a few rounds). The
    * first rounds keep the last `keepSteps` steps whole; later ones may take everything before the
-   * latest turn, or the next calls would overflow and commit one after another.
+   * latest turn, or the next calls would overflow and commit one after another. Prunes come in
+   * only while the view is over the window, and only down to it: the deeper target is reached
+   * with span folds alone, which stay recoverable.
    */
   function deepen(
     ledger: Ledger,
@@ -304,7 +306,9 @@ export function createGovernor(options: GovernorOptions): Governor {
     let operations = first.plan.operations;
     for (let round = 0; round < 6 && rehearsal.tokensAfter > target; round += 1) {
       const keep = round < 2 ? keepSteps : 0;
-      const more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
+      let more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep, false);
+      if (more.length === 0 && rehearsal.tokensAfter > options.window)
+        more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, options.window, keep);
       if (more.length === 0 && keep > 0) continue;
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));

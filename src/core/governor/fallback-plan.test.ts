@@ -107,6 +107,12 @@ describe('planFallback: when work cannot fold', () => {
     expect(rehearsal.tokensAfter).toBeLessThan(projectView(ledger, {}).tokens);
   });
 
+  it('prunes nothing when prunes are not allowed', () => {
+    const ledger = ledgerOf(pinnedEarly());
+    const viewTokens = projectView(ledger, {}).tokens;
+    expect(planFallback(ledger, {}, viewTokens, 0, 0, false)).toEqual([]);
+  });
+
   it('counts an object already folded at its folded size', () => {
     const ledger = ledgerOf(pinnedEarly());
     const folded = rehearse(ledger, {}, [

@@ -28,6 +28,7 @@ function viewSize(ledger: Ledger, state: ViewState, object: LedgerObject): numbe
 /**
  * `keepSteps`: the latest assistant steps that stay whole (0: everything before the latest turn
  * may go, as the window guarantee needs; more when the reduction only aims at a target).
+ * `prune`: false stops after the span folds.
  */
 export function planFallback(
   ledger: Ledger,
@@ -35,6 +36,7 @@ export function planFallback(
   viewTokens: number,
   target: number,
   keepSteps = 0,
+  prune = true,
 ): PlannedOperation[] {
   const latest = latestTurnStart(ledger);
   const protectFrom = keepSteps > 0 ? Math.min(latest, recentStepsStart(ledger, latest, keepSteps)) : latest;
@@ -48,7 +50,7 @@ export function planFallback(
     protectFrom,
     'fallback: the oldest work leaves the view, its request stays',
   );
-  if (projected <= target) return operations;
+  if (projected <= target || !prune) return operations;
   // Objects inside work folded above are out of the view already.
   const foldedUpTo = new Map(operations.map((operation) => [operation.objectId, operation.spanEnd ?? 0]));
   const insideFold = (object: LedgerObject) => {
