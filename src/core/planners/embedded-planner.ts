@@ -103,13 +103,36 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
 
 /**
  * Estimated tokens an operation frees, before rehearsal measures it exactly: a fold keeps an
- * anchor index (about four tokens an anchor), a tombstone about twenty tokens.
+ * anchor index, a tombstone about twenty tokens.
  */
 function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'prune', ledger: Ledger): number {
   const size = object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
   const left =
-    operation === 'prune' ? 20 : operation === 'fold' ? 40 + 4 * autoAnchorBudget(size) : Math.min(size, 400);
+    operation === 'prune'
+      ? 20
+      : operation === 'fold'
+        ? 40 + foldIndexTokens(ledger, object, size)
+        : Math.min(size, 400);
   return Math.max(0, size - left);
+}
+
+/**
+ * About the tokens of a fold's anchor index: for an output, the anchors it holds that nobody
+ * wrote elsewhere, up to its budget (about a token per four characters); otherwise four tokens
+ * an anchor of the budget.
+ */
+function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): number {
+  const budget = autoAnchorBudget(size);
+  if (object.kind !== 'function' || object.anchors.length === 0) return 4 * budget;
+  let tokens = 0;
+  let count = 0;
+  for (const anchor of object.anchors) {
+    if (count >= budget) break;
+    if (ledger.spokenAnchors.has(anchor.value)) continue;
+    tokens += Math.ceil((anchor.value.length + 2) / 4);
+    count += 1;
+  }
+  return tokens;
 }
 
 /**
