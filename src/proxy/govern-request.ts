@@ -72,10 +72,12 @@ export async function governRequest(settings: ProxySettings, input: GovernInput)
     governance: result.decision.outcome,
     ...(result.warnings.length > 0 ? { warnings: result.warnings.map((warning) => warning.code) } : {}),
   });
-  if (result.commit !== undefined) {
-    settings.metrics.count('selfgc_proxy_commits_total', labels);
-    headers.set('x-selfgc-commit', result.commit.commitId);
-    trace.entry.commit = result.commit.commitId;
+  if (result.commits.length > 0) {
+    // Usually one; a window rescue after the planner's commit makes two.
+    const ids = result.commits.map((commit) => commit.commitId).join(', ');
+    settings.metrics.count('selfgc_proxy_commits_total', labels, result.commits.length);
+    headers.set('x-selfgc-commit', ids);
+    trace.entry.commit = ids;
   }
   return { body: dialect.writeTranscript(input.body, result.view), governor, result };
 }

@@ -10,6 +10,7 @@ import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
 import { readSessionState, type SessionState } from '../session-state.js';
+import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
@@ -130,7 +131,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         trigger: trigger.trigger,
         outcome: trigger.skip ?? 'below-threshold',
       };
-      let record: ProjectResult['commit'];
+      const commits: CommitRecord[] = [];
       if (!trigger.skip && trigger.trigger !== 'none') {
         const target = Math.floor(options.window * targetShare);
         const { result, warnings: planWarnings } = await runPlanner(
@@ -192,7 +193,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         if (worthIt) outcome = await commit(sessionId, ledger, snapshot, rehearsal, trigger.trigger);
         if (outcome?.status === 'committed' || outcome?.status === 'duplicate') {
           snapshot = { version: outcome.version, state: outcome.state };
-          if (outcome.status === 'committed') record = outcome.record;
+          if (outcome.status === 'committed') commits.push(outcome.record);
         } else if (outcome?.status === 'conflict') {
           warnings.push({
             code: 'commit-conflict',
@@ -203,47 +204,45 @@ export function createGovernor(options: GovernorOptions): Governor {
         view = projectView(ledger, snapshot.state.objects, project);
         snapshot = await recordRun(sessionId, snapshot, ledger, freed > 0 && worthIt, messages, now());
       }
-      if (view.tokens > options.window) {
-        // Hard guarantee: the view fits. The planner did not get there; reduce deterministically.
-        const plannerLeft = view.tokens;
-        const rescue = await fitWindow(sessionId, ledger, snapshot);
-        if (rescue) {
-          record = rescue.record;
-          snapshot = { version: rescue.version, state: rescue.state };
-          view = projectView(ledger, snapshot.state.objects, project);
-          decision = { ...decision, outcome: 'fallback' };
-          warnings.push({
-            code: 'fallback-reduction',
-            message: `planner left ${plannerLeft} tokens, over the ${options.window}-token window; the fallback reduction committed ${rescue.record.commitId}`,
-          });
-        }
-        if (view.tokens > options.window) {
-          // The latest turn alone does not fit: a request that big would be refused. Its largest
-          // outputs fold (recoverable with expand) rather than the call failing.
-          const turnTokens = view.tokens;
-          const latest = await foldLatestTurn(sessionId, ledger, snapshot);
-          if (latest) {
-            record = latest.record;
-            snapshot = { version: latest.version, state: latest.state };
-            view = projectView(ledger, snapshot.state.objects, project);
-            decision = { ...decision, outcome: 'fallback' };
-            warnings.push({
-              code: 'latest-turn-folded',
-              message: `the latest turn alone needed ${turnTokens} tokens, more than the ${options.window}-token window; its largest outputs folded (${latest.record.operations.map((entry) => entry.objectId).join(', ')}), expand recovers them`,
-            });
-          }
-        }
-        if (view.tokens > options.window)
-          warnings.push({
-            code: 'over-window',
-            message: `the latest turn alone needs ${view.tokens} tokens, more than the ${options.window}-token window`,
-          });
+      // Hard guarantee: the view fits. The planner did not get there: reduce deterministically;
+      // and when the latest turn alone is too big, fold its largest outputs (recoverable with
+      // expand) rather than send a request the provider would refuse.
+      const rescues = [
+        {
+          run: fitWindow,
+          code: 'fallback-reduction',
+          say: (before: number, committed: CommitRecord) =>
+            `planner left ${before} tokens, over the ${options.window}-token window; the fallback reduction committed ${committed.commitId}`,
+        },
+        {
+          run: foldLatestTurn,
+          code: 'latest-turn-folded',
+          say: (before: number, committed: CommitRecord) =>
+            `the view needed ${before} tokens with the latest turn whole, more than the ${options.window}-token window; the latest turn's largest outputs folded (${committed.operations.map((entry) => entry.objectId).join(', ')}), expand recovers them`,
+        },
+      ];
+      for (const rescue of rescues) {
+        if (view.tokens <= options.window) break;
+        const before = view.tokens;
+        const outcome = await rescue.run(sessionId, ledger, snapshot);
+        if (!outcome) continue;
+        commits.push(outcome.record);
+        snapshot = { version: outcome.version, state: outcome.state };
+        view = projectView(ledger, snapshot.state.objects, project);
+        decision = { ...decision, outcome: 'fallback' };
+        warnings.push({ code: rescue.code, message: rescue.say(before, outcome.record) });
       }
+      if (view.tokens > options.window)
+        warnings.push({
+          code: 'over-window',
+          message: `the latest turn alone needs ${view.tokens} tokens, more than the ${options.window}-token window`,
+        });
       return {
         view: view.items.map((item) => item.message),
         transcriptTokens,
         viewTokens: view.tokens,
-        ...(record ? { commit: record } : {}),
+        ...(commits.length > 0 ? { commit: commits[commits.length - 1]! } : {}),
+        commits,
         decision,
         warnings,
       };

@@ -72,8 +72,13 @@ export interface ProjectResult {
   /** Tokens of the full transcript and of the view. */
   transcriptTokens: number;
   viewTokens: number;
-  /** The commit made by this call, if any. */
+  /** The last commit made by this call, if any. */
   commit?: CommitRecord;
+  /**
+   * Every commit made by this call, in order: usually none or one; a window rescue after a
+   * planner's commit adds another.
+   */
+  commits: CommitRecord[];
   /** Why governance did or did not run, for logs and headers. */
   decision: GovernanceDecision;
   warnings: Warning[];
