@@ -8,21 +8,13 @@ import { BadInputError, parseJson } from '../core/errors.js';
 import type { ViewItem } from '../core/project-view.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
 import type { Warning } from '../core/transcript.js';
+import { sessionPolicies } from '../eval/evaluate-sessions.js';
 import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { autoCuts, replayCuts } from '../eval/replay-cut.js';
-import {
-  baselinePolicy,
-  type CallRecord,
-  governorPolicy,
-  replaySession,
-  type SessionPolicy,
-} from '../eval/replay-session.js';
+import { type CallRecord, replaySession } from '../eval/replay-session.js';
 import { strategyByName } from '../eval/strategies/registry.js';
 import { plannerFallbackOf } from '../eval/strategies/selfgc-llm-strategy.js';
-import type { Strategy } from '../eval/strategies/strategy.js';
-import { createLlmPlanner } from '../llm/llm-planner.js';
-import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
 import { LLM_FLAGS_HELP } from './llm-flags.js';
@@ -79,27 +71,16 @@ function readCuts(file: string): Record<string, number[]> {
   return value as Record<string, number[]>;
 }
 
-/** Session mode: the governor for Self-GC (with the LLM planner for selfgc-llm), else the baseline per call. */
-function sessionPolicy(
-  options: ReplayOptions,
-  strategy: Strategy,
-  counter: ReturnType<typeof createTokenCounter>,
-  llmClient: LlmClient | undefined,
-): SessionPolicy {
-  if (options.strategy === 'selfgc') return governorPolicy('selfgc', options.window, counter, 'aware');
-  if (options.strategy === 'selfgc-llm' && llmClient) {
-    const planner = createLlmPlanner({ client: llmClient });
-    return governorPolicy('selfgc-llm', options.window, counter, 'aware', { planner });
-  }
-  return baselinePolicy(strategy, options.window, false);
-}
-
 export async function replayCommand(io: CliIo, files: string[], options: ReplayOptions): Promise<number> {
   const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
-  const strategy = strategyByName(options.strategy, llmClient ? { llmClient } : {});
+  const context = llmClient ? { llmClient } : {};
+  const strategy = strategyByName(options.strategy, context);
   const explicitCuts = options.cuts === 'auto' ? undefined : readCuts(options.cuts);
   const sessions = loadSessions(files);
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));
+  const sessionPolicy = () => sessionPolicies(options.strategy, options.window, counter, context)[0];
+  if (options.mode === 'session' && !sessionPolicy())
+    throw new BadInputError(`${options.strategy} runs in cut mode only (--mode cut)`);
   const out = createWriteStream(options.emit);
   let lines = 0;
   const write = (record: object) => {
@@ -142,7 +123,8 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
       for (const record of await replaySession({
         sessionId: session.id,
         messages: session.messages,
-        policy: sessionPolicy(options, strategy, counter, llmClient),
+        // A fresh policy per session: a governor's state belongs to its session.
+        policy: sessionPolicy()!,
         tokenCounter: counter,
       })) {
         emit(record, record.items, record.warnings);

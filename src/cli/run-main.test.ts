@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -92,6 +92,15 @@ describe('selfgc replay', () => {
     await expect(
       runCommand(['replay', SAMPLE, '--strategy', 'none', '--keep', '2', '--emit', '/tmp/x.jsonl'], io),
     ).rejects.toThrow(/--keep/);
+  });
+
+  it('refuses the oracle in session mode: it needs the continuation', async () => {
+    const { io } = captureIo();
+    const out = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'out.jsonl');
+    await expect(
+      runCommand(['replay', SAMPLE, '--strategy', 'oracle', '--mode', 'session', '--emit', out], io),
+    ).rejects.toThrow(/oracle runs in cut mode only/);
+    expect(existsSync(out)).toBe(false);
   });
 });
 

@@ -34,7 +34,12 @@ export interface EvaluateOptions {
 
 export const DEFAULT_SWEEP = [0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2];
 
-function policiesFor(
+/**
+ * How strategy `name` runs in session mode: the governor for Self-GC (with the LLM planner for
+ * selfgc-llm); each baseline as it is and in its cache-friendly `+sticky` form; none for the
+ * oracle, which needs the continuation.
+ */
+export function sessionPolicies(
   name: string,
   window: number,
   counter: ReturnType<typeof createTokenCounter>,
@@ -145,7 +150,7 @@ export async function evaluateSessions(
     }
     if (options.modes.includes('session')) {
       for (const name of options.strategies) {
-        for (const policy of policiesFor(name, options.window, counter, context)) {
+        for (const policy of sessionPolicies(name, options.window, counter, context)) {
           const records = await replaySession({
             sessionId: session.id,
             messages: session.messages,

@@ -15,8 +15,13 @@ import {
 } from '../core/testing/transcript-builders.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import { type Message, messageText } from '../core/transcript.js';
-import { createAnchorLocator, judgeAnchors, neededAnchors, recoverableMap } from './judge-anchors.js';
-import { continuationAnchors } from './strategies/selfgc-strategies.js';
+import {
+  continuationAnchors,
+  createAnchorLocator,
+  judgeAnchors,
+  neededAnchors,
+  recoverableMap,
+} from './judge-anchors.js';
 import { orphanedToolResults } from './testing/eval-fixtures.js';
 
 const CACHE_SOURCE = 'def evict_entry(key):\n    raise KeyError(key)\nMAX_ENTRIES = 4096';

@@ -3,12 +3,12 @@
  * that also appear in the prefix. Strict no-impact: all of them are visible in the view.
  * Recoverable no-impact: each is visible, or inside a payload whose recovery pointer is visible.
  */
-import type { Ledger, LedgerObject } from '../core/ledger.js';
+import { anchorValues } from '../core/anchors.js';
+import { argumentValuesText, type Ledger, type LedgerObject } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
 import { objectText, sidecarKey, spanText } from '../core/render-replacement.js';
 import { type Message, messageText } from '../core/transcript.js';
-import { continuationAnchors } from './strategies/selfgc-strategies.js';
 
 export interface AnchorVerdict {
   needed: string[];
@@ -20,6 +20,24 @@ export interface AnchorVerdict {
   lostFromFoldOrMask: string[];
   strict: boolean;
   recoverable: boolean;
+}
+
+/** Anchors the continuation uses (assistant text and tool-call argument values). */
+export function continuationAnchors(continuation: readonly Message[]): Set<string> {
+  const values = new Set<string>();
+  for (const message of continuation) {
+    if (message.role !== 'assistant') continue;
+    for (const part of message.parts) {
+      const textValue =
+        part.type === 'text'
+          ? part.text
+          : part.type === 'tool-call'
+            ? argumentValuesText(part.arguments)
+            : '';
+      for (const value of anchorValues(textValue)) values.add(value);
+    }
+  }
+  return values;
 }
 
 /**

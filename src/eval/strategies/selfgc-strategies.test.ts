@@ -6,9 +6,9 @@ import { threeRequestSession } from '../../core/testing/sample-session.js';
 import { assistantMessage, toolCall, userMessage } from '../../core/testing/transcript-builders.js';
 import { approximateTokenCounter } from '../../core/tokens.js';
 import { type Message, messageText } from '../../core/transcript.js';
-import { judgeAnchors } from '../judge-anchors.js';
+import { continuationAnchors, judgeAnchors } from '../judge-anchors.js';
 import { quotingSession, recountViewTokens, viewProblems } from '../testing/eval-fixtures.js';
-import { continuationAnchors, createSelfGcStrategy, oracleStrategy } from './selfgc-strategies.js';
+import { createSelfGcStrategy, oracleStrategy } from './selfgc-strategies.js';
 
 const ledgerOf = (messages: readonly Message[]) =>
   indexTranscript(messages, { tokenCounter: approximateTokenCounter });

@@ -3,15 +3,14 @@
  * and the oracle, which knows which anchors the continuation will use. `selfgc-llm` shares the
  * planner input and the harness (`cutPlannerInput`, `applyPlan`).
  */
-import { anchorValues } from '../../core/anchors.js';
-import { argumentValuesText, type Ledger } from '../../core/ledger.js';
+import type { Ledger } from '../../core/ledger.js';
 import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
 import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
 import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
-import type { Message } from '../../core/transcript.js';
+import { continuationAnchors } from '../judge-anchors.js';
 import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
 
 /** Rehearse a plan on the prefix with no earlier state, and project the view it gives. */
@@ -54,24 +53,6 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       );
     },
   };
-}
-
-/** Anchors the continuation uses (assistant text and tool-call argument values). */
-export function continuationAnchors(continuation: readonly Message[]): Set<string> {
-  const values = new Set<string>();
-  for (const message of continuation) {
-    if (message.role !== 'assistant') continue;
-    for (const part of message.parts) {
-      const textValue =
-        part.type === 'text'
-          ? part.text
-          : part.type === 'tool-call'
-            ? argumentValuesText(part.arguments)
-            : '';
-      for (const value of anchorValues(textValue)) values.add(value);
-    }
-  }
-  return values;
 }
 
 /** Upper bound: prune every object whose payload holds none of the anchors the continuation uses. */
