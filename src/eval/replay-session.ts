@@ -59,12 +59,15 @@ function itemKey(item: ViewItem): string {
   return item.changed ? JSON.stringify(item.message) : `#${item.source}`;
 }
 
+/** Tokens of a view: as projection measured them, else counted (a baseline's changed items). */
 function viewTokens(ledger: Ledger, items: readonly ViewItem[]): number {
   let total = 0;
   for (const item of items)
-    total += item.changed
-      ? countMessageTokens(ledger.options.tokenCounter, item.message)
-      : (ledger.messageTokens[item.source] ?? 0);
+    total +=
+      item.tokens ??
+      (item.changed
+        ? countMessageTokens(ledger.options.tokenCounter, item.message)
+        : (ledger.messageTokens[item.source] ?? 0));
   return total;
 }
 
