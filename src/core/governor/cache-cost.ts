@@ -53,9 +53,13 @@ export interface CommitEconomics {
 /** The numbers of the rule, in units of `pricing.input`. */
 export function weighCommit(economics: CommitEconomics, pricing: CachePricing) {
   const freed = Math.max(0, economics.tokensBefore - economics.tokensAfter);
-  // Each future call reads the freed tokens from cache when it is warm, so that is what they cost.
-  const perCall = economics.cacheWarm ? pricing.cacheRead : 1;
-  const saving = economics.futureCalls * freed * pricing.input * perCall;
+  // What the freed tokens would cost over the future calls: read from a warm cache each time; on
+  // a cold cache written once by the next call, then read by the calls after it.
+  const calls = economics.futureCalls;
+  const perToken = economics.cacheWarm
+    ? calls * pricing.cacheRead
+    : Math.min(1, calls) * pricing.cacheWrite + Math.max(0, calls - 1) * pricing.cacheRead;
+  const saving = freed * pricing.input * perToken;
   // Breaking a warm cache: the suffix after the edit is written again instead of read.
   const suffix = Math.max(0, economics.tokensAfter - economics.cachedPrefixTokens);
   const breakCost = economics.cacheWarm
