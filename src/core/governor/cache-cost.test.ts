@@ -55,9 +55,7 @@ describe('weighCommit', () => {
     expect(weighCommit({ ...base, cacheWarm: false, gcTokens: 8_600 }, ANTHROPIC_PRICING).worthIt).toBe(
       false,
     );
-    expect(weighCommit({ ...base, cacheWarm: false, gcTokens: 8_599 }, ANTHROPIC_PRICING).worthIt).toBe(
-      true,
-    );
+    expect(weighCommit({ ...base, cacheWarm: false, gcTokens: 8_599 }, ANTHROPIC_PRICING).worthIt).toBe(true);
   });
 
   it('saves nothing when the view does not shrink, and never counts a negative suffix', () => {

@@ -149,8 +149,8 @@ describe('createGovernor: pressure', () => {
     const folded = result.commit?.operations.map((entry) => entry.objectId) ?? [];
     expect(folded).toContain('function:read_file:11');
     // The call stays; its output is a fold summary the agent can expand byte-exact.
-    // Two commits in this call: the planner's, then the latest turn's folds; both are reported.
-    expect(result.commits.map((entry) => entry.planner)).toEqual(['embedded', 'fallback']);
+    // Two commits in this call: the planner's (with its fallback), then the latest turn's folds.
+    expect(result.commits.map((entry) => entry.planner)).toEqual(['embedded+fallback', 'fallback']);
     expect(result.commits.at(-1)).toBe(result.commit);
     expect(result.view.at(-2)).toEqual(messages.at(-2));
     expect(JSON.stringify(result.view.at(-1))).toContain('expand(\\"function:read_file:11\\")');

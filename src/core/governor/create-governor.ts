@@ -290,8 +290,9 @@ export function createGovernor(options: GovernorOptions): Governor {
    * estimates, rehearsal measures, so it plans again on what was measured (a few rounds). The
    * first rounds keep the last `keepSteps` steps whole; later ones may take everything before the
    * latest turn, or the next calls would overflow and commit one after another. Prunes come in
-   * only while the view is over the window, and only down to it: the deeper target is reached
-   * with span folds alone, which stay recoverable.
+   * only when span folds leave the view over the window (then down to the target, so that the
+   * next calls do not overflow at once); under the window the target is reached with span folds
+   * alone, which stay recoverable.
    */
   function deepen(
     ledger: Ledger,
@@ -307,7 +308,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       const keep = round < 2 ? keepSteps : 0;
       let more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep, false);
       if (more.length === 0 && rehearsal.tokensAfter > options.window)
-        more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, options.window, keep);
+        more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
       if (more.length === 0 && keep > 0) continue;
       if (more.length === 0) break;
       const replaced = new Set(more.map((operation) => operation.objectId));

@@ -238,15 +238,23 @@ describe('planEmbedded: pressure', () => {
     ).toEqual([]);
   });
 
-  it('folds the recent work too before it prunes anything', () => {
+  it('keeps the recent steps whole unless told to fold the recent work too', () => {
     const ledger = ledgerOf(longSession({ rounds: 30 }));
     const viewTokens = projectView(ledger, {}).tokens;
     const target = Math.floor(viewTokens * 0.3);
-    const operations = plan(ledger, { viewTokens, targetTokens: target }, { keepRecentSteps: 6 });
+    const recent = recentStepsStart(ledger, latestTurnStart(ledger), 6);
+    const kept = plan(ledger, { viewTokens, targetTokens: target }, { keepRecentSteps: 6 });
+    const keptSpan = kept.find((operation) => operation.objectId === 'conversation:user:1');
+    expect(keptSpan?.spanEnd).toBeLessThanOrEqual(recent + 1);
+    const operations = plan(
+      ledger,
+      { viewTokens, targetTokens: target },
+      { keepRecentSteps: 6, foldRecentWork: true },
+    );
     expect(operations.filter((operation) => operation.operation === 'prune')).toEqual([]);
     const span = operations.find((operation) => operation.objectId === 'conversation:user:1');
-    // Past the six steps kept under lighter pressure, up to the latest turn.
-    expect(span?.spanEnd).toBeGreaterThan(recentStepsStart(ledger, latestTurnStart(ledger), 6));
+    // Past the six steps kept otherwise, up to the latest turn.
+    expect(span?.spanEnd).toBeGreaterThan(recent + 1);
     expect(span?.spanEnd).toBeLessThanOrEqual(latestTurnStart(ledger));
     const rehearsal = rehearsePlan(ledger, {}, { planner: 'embedded', operations });
     expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);

@@ -39,6 +39,13 @@ export interface EmbeddedPlannerOptions {
   idleWithBudget?: boolean;
   /** Under pressure, fold the work after requests (span folds) too (default true). */
   spanFolds?: boolean;
+  /**
+   * When span folds that keep the recent steps cannot reach the target, fold the recent work too,
+   * down to the latest turn (default false: under soft pressure an agent keeps its latest steps,
+   * which tell it where it is in its task; the governor's window fallback goes further only when
+   * the window forces it). Cut-mode replay, whose budget is a hard target, turns it on.
+   */
+  foldRecentWork?: boolean;
   /** Under pressure, the latest steps that stay out of span folds at first (default 6). */
   keepRecentSteps?: number;
   /** What happens to an output superseded by a later run of the same call (default fold). */
@@ -260,8 +267,10 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     'pressure: old work folds, its request stays',
   );
   foldOutputs(1);
-  // 6. Still over: the recent steps fold too, down to the latest turn, before anything is pruned.
-  spanFolds(input.protectFrom, 'pressure: recent work folds too, its request stays');
+  // 6. Still over, when allowed: the recent steps fold too, down to the latest turn, before
+  // anything is pruned.
+  if (options.foldRecentWork === true)
+    spanFolds(input.protectFrom, 'pressure: recent work folds too, its request stays');
   if (options.pruneLastResort !== true) return operations;
   // 7. Last resort: prune outputs, oldest first.
   for (const entry of evidence) {

@@ -3,10 +3,11 @@
  * of a model through the LLM planner. On any failure the planner falls back to the embedded one
  * and says so in a warning, which the output carries so the evaluation can count fallbacks.
  */
+import { createEmbeddedPlanner } from '../../core/planners/embedded-planner.js';
 import type { RehearseOptions } from '../../core/rehearse-plan.js';
 import type { Warning } from '../../core/transcript.js';
 import { createLlmPlanner, type LlmPlannerOptions } from '../../llm/llm-planner.js';
-import { applyPlan, cutPlannerInput } from './selfgc-strategies.js';
+import { applyPlan, CUT_PLANNER_OPTIONS, cutPlannerInput } from './selfgc-strategies.js';
 import type { Strategy } from './strategy.js';
 
 export interface SelfGcLlmStrategyOptions extends LlmPlannerOptions {
@@ -15,7 +16,10 @@ export interface SelfGcLlmStrategyOptions extends LlmPlannerOptions {
 
 export function createSelfGcLlmStrategy(options: SelfGcLlmStrategyOptions, name = 'selfgc-llm'): Strategy {
   const { foldAnchors, ...plannerOptions } = options;
-  const planner = createLlmPlanner(plannerOptions);
+  const planner = createLlmPlanner({
+    fallback: createEmbeddedPlanner(CUT_PLANNER_OPTIONS),
+    ...plannerOptions,
+  });
   return {
     name,
     async run(input) {

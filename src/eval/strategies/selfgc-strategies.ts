@@ -41,11 +41,17 @@ export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
   foldAnchors?: RehearseOptions['foldAnchors'];
 }
 
+/**
+ * The embedded planner's options in cut mode: the budget is a hard target here, as the window is
+ * for the governor's fallback, so the recent work may fold too rather than the target be missed.
+ */
+export const CUT_PLANNER_OPTIONS: EmbeddedPlannerOptions = { foldRecentWork: true };
+
 export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name = 'selfgc'): SyncStrategy {
   return {
     name,
     run(input) {
-      const operations = planEmbedded(cutPlannerInput(input), options);
+      const operations = planEmbedded(cutPlannerInput(input), { ...CUT_PLANNER_OPTIONS, ...options });
       return applyPlan(
         input.ledger,
         { planner: 'embedded', operations },
