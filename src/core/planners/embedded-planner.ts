@@ -244,13 +244,13 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   // 5. Then the oldest work after each request folds whole (the request stays), keeping the
   // recent steps; then the recent outputs too.
   const spanFolds = (limit: number, reason: string) => {
+    if (options.spanFolds === false) return;
     const counted = new Map<number, number>();
     for (const [id, saving] of savings) {
       const object = ledger.get(id);
       if (object?.kind === 'function')
         counted.set(object.messageIndex, (counted.get(object.messageIndex) ?? 0) + saving);
     }
-    if (options.spanFolds === false) return;
     projected = planSpanFolds(
       ledger,
       state,
