@@ -10,17 +10,20 @@ import {
   checkCommitWritable,
   checkPayloadsWritable,
   decodeCommit,
-  decodeState,
   encodeJson,
   sortCommits,
 } from './record-codec.js';
 import { searchInProcess } from './search-in-process.js';
+import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
 
 interface SessionData {
   /** Insertion order of a Map is first-write order. */
   payloads: Map<string, SidecarRecord>;
-  /** Commits and state are kept as JSON text, as a durable store would, so callers never share objects with the store. */
+  /**
+   * Commits and state are kept as JSON text, as a durable store would, so callers never share
+   * objects with the store. Reads share one frozen decoding per state, as the durable stores do.
+   */
   commits: Map<string, string>;
   version: number;
   state: string;
@@ -33,6 +36,7 @@ interface SessionData {
 export function createMemoryStore(): SidecarStore {
   const sessions = new Map<string, SessionData>();
   let closed = false;
+  const states = createStateCache();
 
   /** As the durable stores do: a closed store refuses work, and any failure is a StoreError. */
   function run<T>(operation: string, body: () => T): Promise<T> {
@@ -83,7 +87,7 @@ export function createMemoryStore(): SidecarStore {
       run('readSession', () => {
         const session = sessions.get(sessionId);
         if (session === undefined || session.version === 0) return undefined;
-        return { version: session.version, state: decodeState(session.state, sessionId) };
+        return { version: session.version, state: states.decode(sessionId, session.state) };
       }),
 
     writeCommit: (sessionId, commit, state, expectedVersion) =>
@@ -116,6 +120,7 @@ export function createMemoryStore(): SidecarStore {
 
     deleteSession: (sessionId) =>
       run('deleteSession', () => {
+        states.forget(sessionId);
         sessions.delete(sessionId);
       }),
 

@@ -47,6 +47,7 @@ describeWithService('postgres store', unavailable, () => {
           [commit.sessionId, commit.commitId, commit.sequence, JSON.stringify(commit)],
         );
       },
+      openPeer: () => createPostgresStore({ connectionString: postgresTestUrl, tablePrefix }),
     },
   );
 

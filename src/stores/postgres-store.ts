@@ -10,14 +10,9 @@ import type {
 import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } from './payload-row.js';
 import { createPostgresTables, type PostgresTables } from './postgres-tables.js';
 import { inTransaction } from './postgres-transaction.js';
-import {
-  checkCommitWritable,
-  checkPayloadsWritable,
-  decodeCommit,
-  decodeState,
-  encodeJson,
-} from './record-codec.js';
+import { checkCommitWritable, checkPayloadsWritable, decodeCommit, encodeJson } from './record-codec.js';
 import { parseSearchQuery } from './search-query.js';
+import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
 
 /** Options of `createPostgresStore`: a connection string (the store owns the pool) or a pool (the caller does). */
@@ -87,6 +82,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     throw error;
   });
   let closed = false;
+  const states = createStateCache();
 
   function run<T>(operation: string, body: () => Promise<T>): Promise<T> {
     return withStoreErrors(`postgres ${operation}`, () => {
@@ -161,7 +157,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         const row = rows[0];
         return row === undefined
           ? undefined
-          : { version: row.version, state: decodeState(row.state, sessionId) };
+          : { version: row.version, state: states.decode(sessionId, row.state) };
       }),
 
     writeCommit: (sessionId, commit, state, expectedVersion) =>
@@ -216,6 +212,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     deleteSession: (sessionId) =>
       run('deleteSession', () =>
         inTransaction(pool, async (client) => {
+          states.forget(sessionId);
           for (const table of [tables.payloads, tables.commits, tables.sessions]) {
             await client.query(`DELETE FROM ${table} WHERE session_id = $1`, [sessionId]);
           }

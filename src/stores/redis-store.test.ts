@@ -49,6 +49,7 @@ describeWithService('redis store', unavailable, () => {
         await raw.rpush(keys.commits, JSON.stringify(commit));
         await raw.hset(keys.commitIds, commit.commitId, '1');
       },
+      openPeer: async () => createRedisStore({ url: redisTestUrl, keyPrefix }),
     },
   );
 

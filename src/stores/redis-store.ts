@@ -6,11 +6,11 @@ import {
   checkPayloadsWritable,
   decodeCommit,
   decodePayload,
-  decodeState,
   encodeJson,
   sortCommits,
 } from './record-codec.js';
 import { searchInProcess } from './search-in-process.js';
+import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
 
 /** Options of `createRedisStore`: a URL (the store owns the connection) or a client (the caller does). */
@@ -108,6 +108,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
   const keyPrefix = options.keyPrefix ?? 'selfgc';
   const keysOf = (sessionId: string) => redisSessionKeys(keyPrefix, sessionId);
   let closed = false;
+  const states = createStateCache();
 
   /** Every operation but `close` goes through here: backend errors become StoreError, and a closed store refuses work even when the client it was given is still open. */
   function run<T>(operation: string, body: () => Promise<T>): Promise<T> {
@@ -155,7 +156,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
         const [version, state] = await client.hmget(keysOf(sessionId).state, 'version', 'state');
         if (version === null || version === undefined || state === null || state === undefined)
           return undefined;
-        return { version: Number(version), state: decodeState(state, sessionId) };
+        return { version: Number(version), state: states.decode(sessionId, state) };
       }),
 
     writeCommit: (sessionId, commit, state, expectedVersion) =>
@@ -193,6 +194,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
 
     deleteSession: (sessionId) =>
       run('deleteSession', async () => {
+        states.forget(sessionId);
         await client.del(...Object.values(keysOf(sessionId)));
       }),
 

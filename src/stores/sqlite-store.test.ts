@@ -50,6 +50,7 @@ describeStoreContract(
           .run(commit.sessionId, commit.commitId, commit.sequence, JSON.stringify(commit)),
       );
     },
+    openPeer: async () => createSqliteStore({ path: currentPath }),
   },
 );
 

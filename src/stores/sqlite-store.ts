@@ -10,14 +10,9 @@ import {
   type WriteStateResult,
 } from '../core/store.js';
 import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } from './payload-row.js';
-import {
-  checkCommitWritable,
-  checkPayloadsWritable,
-  decodeCommit,
-  decodeState,
-  encodeJson,
-} from './record-codec.js';
+import { checkCommitWritable, checkPayloadsWritable, decodeCommit, encodeJson } from './record-codec.js';
 import { parseSearchQuery } from './search-query.js';
+import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
 
 /** Options of `createSqliteStore`. */
@@ -141,6 +136,19 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
 
   const versionOf = (sessionId: string): number => selectSession.get(sessionId)?.version ?? 0;
 
+  // A state this connection read or wrote last is still what the file holds until another
+  // connection (another store, another process) commits, which is exactly when `data_version`
+  // changes: until then a read needs no query, and after, it reads the row again.
+  const states = createStateCache();
+  const dataVersion = db.prepare<[], number>('PRAGMA data_version').pluck();
+  let seenDataVersion = dataVersion.get();
+  const othersWrote = () => {
+    const now = dataVersion.get();
+    if (now === seenDataVersion) return;
+    seenDataVersion = now;
+    states.invalidate();
+  };
+
   const putAll = db.transaction((records: readonly SidecarRecord[]) => {
     for (const record of records) {
       insertPayload.run(...payloadRowValues(record));
@@ -207,21 +215,32 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
 
     readSession: (sessionId) =>
       withStoreErrors('sqlite readSession', () => {
+        othersWrote();
+        const known = states.current(sessionId);
+        if (known !== undefined) return known;
         const row = selectSession.get(sessionId);
         if (row === undefined || row.version === 0) return undefined;
-        return { version: row.version, state: decodeState(row.state, sessionId) };
+        const state = states.decode(sessionId, row.state);
+        states.remember(sessionId, row.version, row.state);
+        return { version: row.version, state };
       }),
 
     writeCommit: (sessionId, commit, state, expectedVersion) =>
       withStoreErrors('sqlite writeCommit', () => {
         checkCommitWritable(sessionId, commit);
-        return commitOnce.immediate(sessionId, commit, encodeJson(state), expectedVersion);
+        const text = encodeJson(state);
+        const result = commitOnce.immediate(sessionId, commit, text, expectedVersion);
+        if (result.status === 'written') states.remember(sessionId, result.version, text);
+        return result;
       }),
 
     writeState: (sessionId, state, expectedVersion) =>
-      withStoreErrors('sqlite writeState', () =>
-        replaceState.immediate(sessionId, encodeJson(state), expectedVersion),
-      ),
+      withStoreErrors('sqlite writeState', () => {
+        const text = encodeJson(state);
+        const result = replaceState.immediate(sessionId, text, expectedVersion);
+        if (result.status === 'written') states.remember(sessionId, result.version, text);
+        return result;
+      }),
 
     listCommits: (sessionId) =>
       withStoreErrors('sqlite listCommits', () =>
@@ -229,7 +248,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
       ),
 
     deleteSession: (sessionId) =>
-      withStoreErrors('sqlite deleteSession', () => removeSession.immediate(sessionId)),
+      withStoreErrors('sqlite deleteSession', () => {
+        states.forget(sessionId);
+        removeSession.immediate(sessionId);
+      }),
 
     close: () =>
       withStoreErrors('sqlite close', () => {

@@ -20,6 +20,8 @@ export interface StoreContractHooks {
   writeRawPayload(record: SidecarRecord): Promise<void>;
   /** Append a commit record to its session's log as-is, bypassing the store's write checks. */
   writeRawCommit(commit: CommitRecord): Promise<void>;
+  /** Another store on the backend of the latest `makeStore` (as another proxy instance opens it). */
+  openPeer?(): Promise<SidecarStore>;
 }
 
 /**
@@ -232,6 +234,51 @@ export function describeStoreContract(
         expect((await store.listCommits(session)).map((commit) => commit.commitId)).toEqual([winner]);
       });
     });
+
+    it('returns state that a caller cannot change for the next reader', async () => {
+      const state = { schemaVersion: 1, objects: { a: { anchors: ['x'] } } };
+      await store.writeState(session, state, 0);
+      const first = (await store.readSession(session))?.state as typeof state;
+      try {
+        first.objects.a.anchors.push('changed');
+      } catch {
+        // A store may hand out frozen states instead.
+      }
+      expect(await store.readSession(session)).toEqual({ version: 1, state });
+    });
+
+    const openPeer = hooks?.openPeer;
+    if (openPeer) {
+      describe('shared with another store instance', () => {
+        let peer: SidecarStore;
+        beforeEach(async () => {
+          peer = await openPeer();
+        });
+        afterEach(async () => {
+          await peer.close();
+        });
+
+        it('reads what the other instance wrote after this one read the session', async () => {
+          await store.writeState(session, { step: 1 }, 0);
+          expect(await store.readSession(session)).toEqual({ version: 1, state: { step: 1 } });
+          expect(await peer.readSession(session)).toEqual({ version: 1, state: { step: 1 } });
+          await peer.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 2 }, 1);
+          expect(await store.readSession(session)).toEqual({ version: 2, state: { step: 2 } });
+          // A write against the version this instance read before is refused.
+          expect(await store.writeState(session, { step: 3 }, 1)).toEqual({ status: 'conflict', version: 2 });
+          expect(await peer.readSession(session)).toEqual({ version: 2, state: { step: 2 } });
+        });
+
+        it('reads a session the other instance deleted and wrote again from version 0', async () => {
+          await store.writeState(session, { owner: 'old' }, 0);
+          expect(await store.readSession(session)).toEqual({ version: 1, state: { owner: 'old' } });
+          await peer.deleteSession(session);
+          expect(await store.readSession(session)).toBeUndefined();
+          await peer.writeState(session, { owner: 'new' }, 0);
+          expect(await store.readSession(session)).toEqual({ version: 1, state: { owner: 'new' } });
+        });
+      });
+    }
 
     it('keeps sessions apart: payloads, search, commits and state', async () => {
       const other = newSessionId();
