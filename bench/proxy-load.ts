@@ -6,6 +6,7 @@
  *
  *   node --import tsx bench/proxy-load.ts [--sessions 200] [--turns 30] [--keys 50]
  *     [--window 8000] [--model-ms 1000] [--time-limit-s 300] [--store sqlite|memory]
+ *     [--cpu-prof-dir <dir>]   (writes a CPU profile of the proxy process there)
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -43,6 +44,7 @@ async function runMain(): Promise<number> {
       'model-ms': { type: 'string', default: '1000' },
       'time-limit-s': { type: 'string', default: '300' },
       store: { type: 'string', default: 'sqlite' },
+      'cpu-prof-dir': { type: 'string' },
     },
   });
   const sessions = planSessions(Number(values.sessions), Number(values.keys));
@@ -64,6 +66,9 @@ async function runMain(): Promise<number> {
     upstreamUrl: upstream.url,
     window: Number(values.window),
     quiet: true,
+    ...(values['cpu-prof-dir'] === undefined
+      ? {}
+      : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof-dir']}`] }),
   });
   try {
     const loadAverage = loadavg()
@@ -86,9 +91,9 @@ async function runMain(): Promise<number> {
 
     child.process.kill('SIGTERM');
     await child.exited;
-    const loopDelay = child.logs.find((line) => line.eventLoopDelayMs !== undefined)?.eventLoopDelayMs as
-      | { p50: number; p99: number; max: number }
-      | undefined;
+    const exitLine = child.logs.find((line) => line.eventLoopDelayMs !== undefined);
+    const loopDelay = exitLine?.eventLoopDelayMs as { p50: number; p99: number; max: number } | undefined;
+    const proxyCpu = exitLine?.cpuMs as { user: number; system: number } | undefined;
     // The memory store dies with the proxy; its sidecar is audited through a SQLite run only.
     const store = sqlite ? createSqliteStore({ path: storePath }) : undefined;
     const audit = store ? await auditSidecar(store, results).finally(() => store.close()) : undefined;
@@ -152,6 +157,12 @@ async function runMain(): Promise<number> {
         `${(through.p50 - direct.p50).toFixed(2)} ms / ${(through.p99 - direct.p99).toFixed(2)} ms`,
       ],
       ['proxy overhead (own metric, mean)', `${overheadMean.toFixed(2)} ms`],
+      [
+        'proxy CPU per request (user + system, start-up included)',
+        proxyCpu
+          ? `${((proxyCpu.user + proxyCpu.system) / results.length).toFixed(2)} ms (${proxyCpu.user} + ${proxyCpu.system} ms in all)`
+          : 'n/a',
+      ],
       [
         'proxy event-loop delay p50 / p99 / max',
         loopDelay ? `${loopDelay.p50} / ${loopDelay.p99} / ${loopDelay.max} ms` : 'n/a',

@@ -1,7 +1,8 @@
 /**
  * One call to the upstream: the client's headers minus hop-by-hop ones (auth headers go through
  * as they came), a timeout until the answer's headers (and, for buffered answers, its body), and
- * network failures turned into `UpstreamError`s.
+ * network failures turned into `UpstreamError`s. The call goes through a transport: node:http(s)
+ * by default (`node-upstream.ts`), or a `fetch` the proxy was given.
  */
 import { UpstreamError } from '../core/errors.js';
 
@@ -22,7 +23,7 @@ const REQUEST_HEADERS_DROPPED = new Set([
   'expect',
 ]);
 
-/** Headers of the upstream's answer that `fetch` already acted on (it decompresses and de-chunks). */
+/** Headers of the upstream's answer that the transport already acted on (it decodes and de-chunks). */
 const RESPONSE_HEADERS_DROPPED = new Set([
   'connection',
   'keep-alive',
@@ -48,19 +49,65 @@ export function clientResponseHeaders(headers: Headers): Headers {
   return forwarded;
 }
 
-export interface UpstreamRequest {
-  fetch: typeof fetch;
+/** What a transport sends. */
+export interface TransportRequest {
   url: string;
   method: string;
   headers: Headers;
   body: string | ReadableStream<Uint8Array> | null;
+  /** Aborts the call, including an answer still being read. */
+  signal: AbortSignal;
+}
+
+/** The upstream's answer once its headers are in; the body is read through `body` or `text()`. */
+export interface UpstreamAnswer {
+  status: number;
+  /** Status 200–299. */
+  ok: boolean;
+  /** Without the transfer details (`content-encoding` is already decoded). */
+  headers: Headers;
+  /** The body as a web stream, or null when the answer has none. Read it or cancel it. */
+  readonly body: ReadableStream<Uint8Array> | null;
+  /** The whole body as UTF-8 text. */
+  text(): Promise<string>;
+}
+
+/** Sends one request upstream; rejects when no answer arrives (network failure, abort). */
+export type UpstreamTransport = (request: TransportRequest) => Promise<UpstreamAnswer>;
+
+/** A transport over a `fetch` (given in the proxy's options, for example in tests). */
+export function fetchTransport(fetchImpl: typeof fetch): UpstreamTransport {
+  return async (request) => {
+    const init: RequestInit & { duplex?: 'half' } = {
+      method: request.method,
+      headers: request.headers,
+      body: request.body,
+      signal: request.signal,
+      redirect: 'manual',
+    };
+    if (request.body instanceof ReadableStream) init.duplex = 'half';
+    const response = await fetchImpl(request.url, init);
+    return {
+      status: response.status,
+      ok: response.ok,
+      headers: response.headers,
+      get body() {
+        return response.body;
+      },
+      text: () => response.text(),
+    };
+  };
+}
+
+export interface UpstreamRequest extends Omit<TransportRequest, 'signal'> {
+  transport: UpstreamTransport;
   timeoutMs: number;
   /** The client's signal: when the client goes away, so does the upstream call. */
   signal: AbortSignal;
 }
 
 export interface UpstreamCall {
-  response: Response;
+  answer: UpstreamAnswer;
   /** Stop the timeout clock (for an answer streamed to the client from here on). */
   settle(): void;
   /** Read the whole answer as text within the timeout, then settle. */
@@ -72,12 +119,19 @@ function timeoutError(timeoutMs: number, cause?: unknown): UpstreamError {
 }
 
 export async function callUpstream(request: UpstreamRequest): Promise<UpstreamCall> {
-  const timer = new AbortController();
-  const handle = setTimeout(() => timer.abort(), request.timeoutMs);
+  // One controller for both reasons to stop: the timeout and the client leaving.
+  const controller = new AbortController();
+  let timedOut = false;
+  const handle = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, request.timeoutMs);
+  const clientLeft = () => controller.abort(request.signal.reason);
+  if (request.signal.aborted) clientLeft();
+  else request.signal.addEventListener('abort', clientLeft, { once: true });
   const settle = () => clearTimeout(handle);
-  const signal = AbortSignal.any([timer.signal, request.signal]);
   const wrap = (error: unknown): unknown => {
-    if (timer.signal.aborted) return timeoutError(request.timeoutMs, error);
+    if (timedOut) return timeoutError(request.timeoutMs, error);
     if (request.signal.aborted) return error;
     const reason =
       error instanceof Error
@@ -87,31 +141,31 @@ export async function callUpstream(request: UpstreamRequest): Promise<UpstreamCa
         : String(error);
     return new UpstreamError(`upstream unreachable: ${reason}`, { cause: error });
   };
-  let response: Response;
+  let answer: UpstreamAnswer;
   try {
-    const init: RequestInit & { duplex?: 'half' } = {
+    answer = await request.transport({
+      url: request.url,
       method: request.method,
       headers: request.headers,
       body: request.body,
-      signal,
-      redirect: 'manual',
-    };
-    if (request.body instanceof ReadableStream) init.duplex = 'half';
-    response = await request.fetch(request.url, init);
+      signal: controller.signal,
+    });
   } catch (error) {
     settle();
+    request.signal.removeEventListener('abort', clientLeft);
     throw wrap(error);
   }
   return {
-    response,
+    answer,
     settle,
     async text() {
       try {
-        return await response.text();
+        return await answer.text();
       } catch (error) {
         throw wrap(error);
       } finally {
         settle();
+        request.signal.removeEventListener('abort', clientLeft);
       }
     },
   };

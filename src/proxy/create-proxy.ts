@@ -1,18 +1,28 @@
 /**
  * The proxy as a fetch-style handler (`Request → Response`, web standard types): the governed
  * routes, everything else passed through, `/healthz` and `/metrics`. `serveProxy` binds it to
- * node:http; tests call `handle` in-process.
+ * node:http through `answer`, the same handler without the web types; tests call `handle`
+ * in-process.
  */
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { handleGoverned } from './handle-governed.js';
 import { handlePassThrough } from './handle-pass-through.js';
+import {
+  answerToWeb,
+  jsonAnswer,
+  type ProxyAnswer,
+  type ProxyRequest,
+  requestFromWeb,
+} from './proxy-exchange.js';
 import { type ProxyOptions, type ProxySettings, resolveProxySettings } from './proxy-options.js';
 import { responsesDialect } from './responses-dialect.js';
 import type { WireDialect } from './wire-dialect.js';
 
 export interface SelfGcProxy {
   handle(request: Request): Promise<Response>;
+  /** `handle` without web types, for a server that reads requests and writes answers itself. */
+  answer?(request: ProxyRequest): Promise<ProxyAnswer>;
 }
 
 const GOVERNED_ROUTES: Readonly<Record<string, WireDialect>> = {
@@ -23,24 +33,28 @@ const GOVERNED_ROUTES: Readonly<Record<string, WireDialect>> = {
 
 export function createProxy(options: ProxyOptions): SelfGcProxy {
   const settings = resolveProxySettings(options);
+  const answer = async (request: ProxyRequest): Promise<ProxyAnswer> => {
+    const { method, pathname } = request;
+    if (method === 'GET' && pathname === '/healthz') return health(settings);
+    if (method === 'GET' && pathname === '/metrics') {
+      return {
+        status: 200,
+        headers: new Headers({ 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }),
+        body: settings.metrics.render(),
+      };
+    }
+    const dialect = GOVERNED_ROUTES[`${method} ${pathname}`];
+    if (dialect !== undefined) return handleGoverned(settings, dialect, request);
+    return handlePassThrough(settings, request);
+  };
   return {
-    async handle(request) {
-      const { pathname } = new URL(request.url);
-      if (request.method === 'GET' && pathname === '/healthz') return health(settings);
-      if (request.method === 'GET' && pathname === '/metrics') {
-        return new Response(settings.metrics.render(), {
-          headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' },
-        });
-      }
-      const dialect = GOVERNED_ROUTES[`${request.method} ${pathname}`];
-      if (dialect !== undefined) return handleGoverned(settings, dialect, request);
-      return handlePassThrough(settings, request);
-    },
+    handle: async (request) => answerToWeb(await answer(requestFromWeb(request))),
+    answer,
   };
 }
 
 /** 200 while the proxy can serve; 503 when the store is down and the proxy would refuse. */
-async function health(settings: ProxySettings): Promise<Response> {
+async function health(settings: ProxySettings): Promise<ProxyAnswer> {
   let store: 'ok' | 'down' | 'none' = 'none';
   if (settings.store !== undefined) {
     store = await settings.store.readSession('selfgc-healthz').then(
@@ -50,5 +64,5 @@ async function health(settings: ProxySettings): Promise<Response> {
   }
   const ready = store !== 'down' || settings.failOpen;
   const body = { status: ready ? 'ok' : 'unavailable', store, failOpen: settings.failOpen };
-  return Response.json(body, { status: ready ? 200 : 503 });
+  return jsonAnswer(ready ? 200 : 503, body);
 }

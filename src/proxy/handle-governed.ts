@@ -12,8 +12,8 @@ import {
   upstreamRequestHeaders,
 } from './call-upstream.js';
 import { governRequest } from './govern-request.js';
+import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
-import { readBodyText } from './read-body-text.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, hashApiKey, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import { tapEventStream } from './tap-event-stream.js';
@@ -35,7 +35,7 @@ import {
 interface Exchange {
   settings: ProxySettings;
   dialect: WireDialect;
-  request: Request;
+  request: ProxyRequest;
   trace: RequestTrace;
   /** The `x-selfgc-*` headers of the answer. */
   headers: Headers;
@@ -44,19 +44,21 @@ interface Exchange {
 export async function handleGoverned(
   settings: ProxySettings,
   dialect: WireDialect,
-  request: Request,
-): Promise<Response> {
-  const arm = chooseArm(hashApiKey(request.headers), settings.abSplit);
+  request: ProxyRequest,
+): Promise<ProxyAnswer> {
+  const keyHash = hashApiKey(request.headers);
+  const arm = chooseArm(keyHash, settings.abSplit);
   const trace = createRequestTrace(settings, request, dialect.route, arm);
   const headers = new Headers({ 'x-selfgc-arm': arm });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
-    const text = await readBodyText(request, settings.bodyLimitBytes);
+    const text = await request.text(settings.bodyLimitBytes);
     const body = parseJson(text, 'request body');
     if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
     const model = requireModel(body);
     const transcript = dialect.readTranscript(body);
-    const identity = deriveSessionIdentity(request.headers, transcript, dialect.identitySeed?.(body));
+    const seed = dialect.identitySeed?.(body);
+    const identity = deriveSessionIdentity(request.headers, transcript, seed, keyHash);
     headers.set(SESSION_HEADER, identity.sessionId);
     trace.entry.session = sessionLogId(identity);
     trace.entry.stream = body.stream === true;
@@ -100,8 +102,8 @@ export async function handleGoverned(
 }
 
 function upstreamUrl(exchange: Exchange): string {
-  const url = new URL(exchange.request.url);
-  return `${exchange.settings.upstreams[exchange.dialect.provider]}${url.pathname}${url.search}`;
+  const { pathname, search } = exchange.request;
+  return `${exchange.settings.upstreams[exchange.dialect.provider]}${pathname}${search}`;
 }
 
 /** One upstream call; its time is counted once the answer is read (or the call failed). */
@@ -112,7 +114,7 @@ async function send(exchange: Exchange, body: string): Promise<{ call: UpstreamC
   const started = settings.now();
   try {
     const call = await callUpstream({
-      fetch: settings.fetch,
+      transport: settings.upstream,
       url: upstreamUrl(exchange),
       method: 'POST',
       headers,
@@ -145,8 +147,8 @@ async function readAnswer(
   } catch {
     json = undefined;
   }
-  if (call.response.ok) exchange.trace.addUsage(exchange.dialect.usageOf(json));
-  return { status: call.response.status, headers: call.response.headers, text, json };
+  if (call.answer.ok) exchange.trace.addUsage(exchange.dialect.usageOf(json));
+  return { status: call.answer.status, headers: call.answer.headers, text, json };
 }
 
 function answerHeaders(exchange: Exchange, upstream: Headers): Headers {
@@ -158,40 +160,39 @@ function answerHeaders(exchange: Exchange, upstream: Headers): Headers {
 /** Statuses whose responses cannot carry a body. */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-function answerBuffered(exchange: Exchange, answer: BufferedAnswer): Response {
+function answerBuffered(exchange: Exchange, answer: BufferedAnswer): ProxyAnswer {
   exchange.trace.respond(answer.status);
   exchange.trace.end();
-  return new Response(NULL_BODY_STATUSES.has(answer.status) ? null : answer.text, {
+  return {
     status: answer.status,
     headers: answerHeaders(exchange, answer.headers),
-  });
+    body: NULL_BODY_STATUSES.has(answer.status) ? null : answer.text,
+  };
 }
 
 /** Forward once; event streams go through chunk by chunk, everything else is read first. */
-async function forward(exchange: Exchange, body: string): Promise<Response> {
+async function forward(exchange: Exchange, body: string): Promise<ProxyAnswer> {
   const sent = await send(exchange, body);
-  const { response } = sent.call;
-  const isStream = (response.headers.get('content-type') ?? '').includes('text/event-stream');
-  if (!isStream || response.body === null) return answerBuffered(exchange, await readAnswer(exchange, sent));
+  const { answer } = sent.call;
+  const isStream = (answer.headers.get('content-type') ?? '').includes('text/event-stream');
+  const source = isStream ? answer.body : null;
+  if (source === null) return answerBuffered(exchange, await readAnswer(exchange, sent));
   sent.call.settle();
   const { dialect, settings, trace } = exchange;
   trace.addUpstreamTime(settings.now() - sent.started);
   const usage: Partial<TokenUsage> = {};
   const stream = tapEventStream(
-    response.body,
+    source,
     (data) => {
       // Only events that carry usage are parsed; the rest go by untouched and unread.
       if (data.startsWith('{') && data.includes('"usage"'))
         Object.assign(usage, dialect.usageOf(JSON.parse(data)));
     },
     (outcome) => {
-      if (response.ok) trace.addUsage(usage);
+      if (answer.ok) trace.addUsage(usage);
       trace.end(outcome === 'complete' ? undefined : outcome);
     },
   );
-  trace.respond(response.status);
-  return new Response(stream, {
-    status: response.status,
-    headers: answerHeaders(exchange, response.headers),
-  });
+  trace.respond(answer.status);
+  return { status: answer.status, headers: answerHeaders(exchange, answer.headers), body: stream };
 }

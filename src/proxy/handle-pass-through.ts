@@ -5,42 +5,46 @@
 import { chooseArm } from './ab-split.js';
 import { callUpstream, clientResponseHeaders, upstreamRequestHeaders } from './call-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
+import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { createRequestTrace } from './request-trace.js';
 import { hashApiKey } from './session-identity.js';
 
 /** Anthropic paths, and callers that send Anthropic's headers, go to the Anthropic upstream. */
-export function providerOf(request: Request): ProviderName {
-  const { pathname } = new URL(request.url);
+export function providerOf(request: ProxyRequest): ProviderName {
+  const { pathname } = request;
   if (pathname.startsWith('/v1/messages') || pathname.startsWith('/v1/complete')) return 'anthropic';
   return request.headers.has('anthropic-version') || request.headers.has('x-api-key')
     ? 'anthropic'
     : 'openai';
 }
 
-export async function handlePassThrough(settings: ProxySettings, request: Request): Promise<Response> {
+export async function handlePassThrough(
+  settings: ProxySettings,
+  request: ProxyRequest,
+): Promise<ProxyAnswer> {
   const provider = providerOf(request);
   const arm = chooseArm(hashApiKey(request.headers), settings.abSplit);
   const trace = createRequestTrace(settings, request, 'pass-through', arm);
-  const url = new URL(request.url);
   const started = settings.now();
   try {
-    const hasBody = request.method !== 'GET' && request.method !== 'HEAD' && request.body !== null;
+    const body = request.method !== 'GET' && request.method !== 'HEAD' ? request.body() : null;
     const call = await callUpstream({
-      fetch: settings.fetch,
-      url: `${settings.upstreams[provider]}${url.pathname}${url.search}`,
+      transport: settings.upstream,
+      url: `${settings.upstreams[provider]}${request.pathname}${request.search}`,
       method: request.method,
       headers: upstreamRequestHeaders(request.headers),
-      body: hasBody ? request.body : null,
+      body,
       timeoutMs: settings.upstreamTimeoutMs,
       signal: request.signal,
     }).finally(() => trace.addUpstreamTime(settings.now() - started));
     call.settle();
-    const { response } = call;
-    trace.respond(response.status);
-    const body = response.body === null ? null : passThrough(response.body, (outcome) => trace.end(outcome));
-    if (body === null) trace.end();
-    return new Response(body, { status: response.status, headers: clientResponseHeaders(response.headers) });
+    const { answer } = call;
+    trace.respond(answer.status);
+    const source = answer.body;
+    const stream = source === null ? null : passThrough(source, (outcome) => trace.end(outcome));
+    if (stream === null) trace.end();
+    return { status: answer.status, headers: clientResponseHeaders(answer.headers), body: stream };
   } catch (error) {
     return trace.fail(error, provider, new Headers());
   }

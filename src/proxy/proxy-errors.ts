@@ -4,6 +4,7 @@
  * Errors from the upstream are never rewritten: they pass through as they came.
  */
 import { ERROR_TABLE, type ErrorCode, type SelfGcError } from '../core/errors.js';
+import { jsonAnswer, type ProxyAnswer } from './proxy-exchange.js';
 
 export type ProviderName = 'openai' | 'anthropic';
 
@@ -26,15 +27,12 @@ export function providerErrorBody(provider: ProviderName, code: ErrorCode, messa
   return { error: { message, type, param: null, code: null } };
 }
 
-/** A complete error response for a Self-GC error. */
-export function errorResponse(
+/** A complete error answer for a Self-GC error. */
+export function errorAnswer(
   provider: ProviderName,
   error: SelfGcError,
   headers: Record<string, string> = {},
-): Response {
+): ProxyAnswer {
   const body = providerErrorBody(provider, error.code, error.message);
-  return new Response(JSON.stringify(body), {
-    status: ERROR_TABLE[error.code].status,
-    headers: { 'content-type': 'application/json', ...headers },
-  });
+  return jsonAnswer(ERROR_TABLE[error.code].status, body, headers);
 }

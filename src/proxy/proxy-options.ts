@@ -4,8 +4,10 @@
 import type { Governor } from '../core/governor/governor-types.js';
 import type { SidecarStore } from '../core/store.js';
 import type { AbSplit } from './ab-split.js';
+import { fetchTransport, type UpstreamTransport } from './call-upstream.js';
 import { contextWindowOf } from './context-window.js';
 import type { GovernorContext, GovernorFactory } from './governor-pool.js';
+import { nodeTransport } from './node-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
@@ -34,6 +36,7 @@ export interface ProxyOptions {
   recovery?: boolean;
   /** One structured entry per request (no keys, no message content). Default: none. */
   logger?: (entry: ProxyLogEntry) => void;
+  /** Calls the upstream through this `fetch` instead of the default node:http(s) transport. */
   fetch?: typeof fetch;
   /** Clock in milliseconds, with sub-millisecond precision when available. */
   now?: () => number;
@@ -49,7 +52,7 @@ export interface ProxySettings {
   recoveryRounds: number;
   store: SidecarStore | undefined;
   metrics: ProxyMetrics;
-  fetch: typeof fetch;
+  upstream: UpstreamTransport;
   now: () => number;
   log: (entry: ProxyLogEntry) => void;
   /** The governor for a request, or undefined when the proxy governs nothing. */
@@ -78,7 +81,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     recoveryRounds: 3,
     store: options.store,
     metrics: createProxyMetrics(),
-    fetch: options.fetch ?? fetch,
+    upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),
     now: options.now ?? (() => performance.timeOrigin + performance.now()),
     log: (entry) => {
       try {

@@ -3,7 +3,8 @@
  */
 import { type SelfGcError, toSelfGcError } from '../core/errors.js';
 import type { Arm } from './ab-split.js';
-import { errorResponse, type ProviderName } from './proxy-errors.js';
+import { errorAnswer, type ProviderName } from './proxy-errors.js';
+import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import type { ProxySettings } from './proxy-options.js';
 import type { TokenUsage } from './wire-dialect.js';
@@ -20,8 +21,8 @@ export interface RequestTrace {
   respond(status: number): void;
   /** The response is complete (or abandoned): write the log entry. */
   end(outcome?: 'failed' | 'cancelled'): void;
-  /** Count and log a Self-GC error and turn it into a response in the provider's format. */
-  fail(error: unknown, provider: ProviderName, headers: Headers): Response;
+  /** Count and log a Self-GC error and turn it into an answer in the provider's format. */
+  fail(error: unknown, provider: ProviderName, headers: Headers): ProxyAnswer;
 }
 
 /** Status logged when the client went away before an answer (nginx's convention). */
@@ -29,7 +30,7 @@ export const CLIENT_CLOSED_STATUS = 499;
 
 export function createRequestTrace(
   settings: ProxySettings,
-  request: Request,
+  request: ProxyRequest,
   route: string,
   arm: Arm,
 ): RequestTrace {
@@ -37,7 +38,7 @@ export function createRequestTrace(
   const entry: ProxyLogEntry = {
     time: new Date(started).toISOString(),
     method: request.method,
-    path: new URL(request.url).pathname,
+    path: request.pathname,
     route,
     arm,
     status: 0,
@@ -91,14 +92,14 @@ export function createRequestTrace(
       if (request.signal.aborted) {
         trace.respond(CLIENT_CLOSED_STATUS);
         trace.end('cancelled');
-        return new Response(null, { status: CLIENT_CLOSED_STATUS });
+        return { status: CLIENT_CLOSED_STATUS, headers: new Headers(), body: null };
       }
       settings.metrics.count('selfgc_proxy_errors_total', { ...labels, code: selfGcError.code });
       entry.error = selfGcError.code;
-      const response = errorResponse(provider, selfGcError, Object.fromEntries(headers));
-      trace.respond(response.status);
+      const answer = errorAnswer(provider, selfGcError, Object.fromEntries(headers));
+      trace.respond(answer.status);
       trace.end();
-      return response;
+      return answer;
     },
   };
   return trace;

@@ -1,11 +1,15 @@
 /**
- * Bind a proxy (`Request → Response`) to node:http: request bodies are streamed in, answers are
- * streamed out chunk by chunk with backpressure, and a client that disconnects aborts the
- * request (and with it the upstream call).
+ * Bind a proxy to node:http: request bodies are streamed in (or read whole, for the routes that
+ * need them whole), answers are streamed out chunk by chunk with backpressure, and a client that
+ * disconnects aborts the request (and with it the upstream call). A proxy from `createProxy` is
+ * served through its `answer` (no web `Request`/`Response` per request); any other through
+ * `handle`.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SelfGcProxy } from './create-proxy.js';
+import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
+import { readIncomingText } from './read-body-text.js';
 
 export interface ServeOptions {
   /** 0 picks a free port. */
@@ -58,16 +62,20 @@ function bodyStream(req: IncomingMessage): ReadableStream<Uint8Array> {
   });
 }
 
-function toRequest(req: IncomingMessage, base: string, signal: AbortSignal): Request {
+function headersOf(req: IncomingMessage): Headers {
   const headers = new Headers();
   for (let index = 0; index + 1 < req.rawHeaders.length; index += 2) {
     const name = req.rawHeaders[index]!;
     // HTTP/2 pseudo headers and `host` are connection details, not request headers.
     if (!name.startsWith(':')) headers.append(name, req.rawHeaders[index + 1]!);
   }
+  return headers;
+}
+
+function toRequest(req: IncomingMessage, base: string, signal: AbortSignal): Request {
   const method = req.method ?? 'GET';
   const hasBody = method !== 'GET' && method !== 'HEAD';
-  const init: RequestInit & { duplex?: 'half' } = { method, headers, signal };
+  const init: RequestInit & { duplex?: 'half' } = { method, headers: headersOf(req), signal };
   if (hasBody) {
     init.body = bodyStream(req);
     init.duplex = 'half';
@@ -75,19 +83,61 @@ function toRequest(req: IncomingMessage, base: string, signal: AbortSignal): Req
   return new Request(new URL(req.url ?? '/', base), init);
 }
 
-async function writeResponse(response: Response, res: ServerResponse, signal: AbortSignal): Promise<void> {
-  const headers: Record<string, string | string[]> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
+function toProxyRequest(req: IncomingMessage, base: string, signal: AbortSignal): ProxyRequest {
+  const method = req.method ?? 'GET';
+  const { pathname, search } = new URL(req.url ?? '/', base);
+  return {
+    method,
+    pathname,
+    search,
+    headers: headersOf(req),
+    signal,
+    body: () => (method === 'GET' || method === 'HEAD' ? null : bodyStream(req)),
+    text: (limitBytes) => readIncomingText(req, limitBytes),
+  };
+}
+
+function plainHeaders(headers: Headers): Record<string, string | string[]> {
+  const plain: Record<string, string | string[]> = {};
+  headers.forEach((value, name) => {
+    if (name !== 'set-cookie') plain[name] = value;
   });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers['set-cookie'] = cookies;
-  res.writeHead(response.status, headers);
+  const cookies = headers.getSetCookie();
+  if (cookies.length > 0) plain['set-cookie'] = cookies;
+  return plain;
+}
+
+async function writeAnswer(answer: ProxyAnswer, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  const headers = plainHeaders(answer.headers);
+  const { body } = answer;
+  if (typeof body === 'string') {
+    // Whole answers go out in one write, with their length.
+    const bytes = Buffer.from(body, 'utf8');
+    headers['content-length'] = String(bytes.byteLength);
+    res.writeHead(answer.status, headers);
+    return void res.end(bytes);
+  }
+  res.writeHead(answer.status, headers);
+  if (body === null) return void res.end();
+  await writeStream(answer.headers, body, res, signal);
+}
+
+async function writeResponse(response: Response, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  res.writeHead(response.status, plainHeaders(response.headers));
   if (response.body === null) return void res.end();
+  await writeStream(response.headers, response.body, res, signal);
+}
+
+async function writeStream(
+  headers: Headers,
+  body: ReadableStream<Uint8Array>,
+  res: ServerResponse,
+  signal: AbortSignal,
+): Promise<void> {
   // Event streams show their headers at once; other answers send headers with the first bytes
   // (one packet instead of two, which delayed ACKs would otherwise hold up).
-  if ((response.headers.get('content-type') ?? '').includes('text/event-stream')) res.flushHeaders();
-  const reader = response.body.getReader();
+  if ((headers.get('content-type') ?? '').includes('text/event-stream')) res.flushHeaders();
+  const reader = body.getReader();
   const cancel = () => void reader.cancel(signal.reason).catch(() => undefined);
   signal.addEventListener('abort', cancel, { once: true });
   try {
@@ -126,8 +176,11 @@ export async function serveProxy(proxy: SelfGcProxy, options: ServeOptions): Pro
       if (!res.writableFinished) gone.abort(new Error('client disconnected'));
     });
     const answer = (async () => {
-      const request = toRequest(req, base, gone.signal);
-      const response = await proxy.handle(request);
+      if (proxy.answer !== undefined) {
+        const answered = await proxy.answer(toProxyRequest(req, base, gone.signal));
+        return writeAnswer(answered, res, gone.signal);
+      }
+      const response = await proxy.handle(toRequest(req, base, gone.signal));
       await writeResponse(response, res, gone.signal);
     })();
     answer.catch(() => {

@@ -53,14 +53,15 @@ export function conversationStart(messages: readonly Message[]): string {
 
 /**
  * The identity of a governed request. `seed` is request text outside the transcript that also
- * identifies the conversation (Responses `instructions`).
+ * identifies the conversation (Responses `instructions`); `keyHash` is `hashApiKey(headers)`,
+ * when the caller has it already.
  */
 export function deriveSessionIdentity(
   headers: Headers,
   messages: readonly Message[],
   seed = '',
+  keyHash = hashApiKey(headers),
 ): SessionIdentity {
-  const keyHash = hashApiKey(headers);
   const explicit = headers.get(SESSION_HEADER);
   if (explicit !== null && !SESSION_ID_PATTERN.test(explicit)) {
     throw new BadInputError(`${SESSION_HEADER} must be 1 to 200 visible ASCII characters`);

@@ -7,7 +7,7 @@
  * which a client with its own GC tools can follow.
  */
 import type { Governor } from '../core/governor/governor-types.js';
-import { type Message, messageText } from '../core/transcript.js';
+import { type Message, partText } from '../core/transcript.js';
 import {
   isJsonObject,
   type JsonObject,
@@ -50,7 +50,7 @@ const INTERNAL_TOOLS = new Set(RECOVERY_TOOLS.map((tool) => tool.name));
 
 /** Whether a view shows a recovery pointer (every fold and mask replacement names `expand("<id>")`). */
 export function hasRecoveryPointers(view: readonly Message[]): boolean {
-  return view.some((message) => messageText(message).includes('expand("'));
+  return view.some((message) => message.parts.some((part) => partText(part).includes('expand("')));
 }
 
 /** Calls that recovery can answer: every call of the answer is internal (and there is one). */

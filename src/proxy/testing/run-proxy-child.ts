@@ -2,7 +2,7 @@
  * The proxy as a child process, for the crash test and the load script: a store by URL
  * (`sqlite:<file>`, `memory:`, …), one upstream for both providers, the given window. Prints
  * `{"ready":"<url>"}` once listening, then one JSON log line per request (unless `--quiet`), and
- * on SIGTERM its event-loop delay before it exits.
+ * on SIGTERM its event-loop delay and the CPU time it used before it exits.
  *
  *   node --import tsx src/proxy/testing/run-proxy-child.ts --store <store URL> --upstream <url>
  *     [--window 2000] [--port 0] [--quiet]
@@ -51,7 +51,9 @@ async function runMain(): Promise<void> {
       p99: ms(loopDelay.percentile(99)),
       max: ms(loopDelay.max),
     };
-    process.stdout.write(`${JSON.stringify({ eventLoopDelayMs: delay })}\n`);
+    const cpu = process.cpuUsage();
+    const cpuMs = { user: Math.round(cpu.user / 1000), system: Math.round(cpu.system / 1000) };
+    process.stdout.write(`${JSON.stringify({ eventLoopDelayMs: delay, cpuMs })}\n`);
     void served
       .close()
       .then(() => store.close())

@@ -22,10 +22,13 @@ export interface ProxyChildOptions {
   upstreamUrl: string;
   window?: number;
   quiet?: boolean;
+  /** Extra node flags for the child, e.g. `--cpu-prof` (the load script's `--cpu-prof-dir`). */
+  nodeArgs?: readonly string[];
 }
 
 export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild> {
-  const args = ['--import', 'tsx', 'src/proxy/testing/run-proxy-child.ts', '--store', options.storeUrl];
+  const args = [...(options.nodeArgs ?? []), '--import', 'tsx', 'src/proxy/testing/run-proxy-child.ts'];
+  args.push('--store', options.storeUrl);
   args.push('--upstream', options.upstreamUrl, '--window', String(options.window ?? 2000));
   if (options.quiet === true) args.push('--quiet');
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
