@@ -5,6 +5,7 @@
  * message carries the provider's own error message.
  */
 
+import { oneLine } from '../core/compact-text.js';
 import { UpstreamError } from '../core/errors.js';
 import { anthropicWire } from './anthropic-client.js';
 import type {
@@ -65,22 +66,31 @@ export function createLlmClient(options: LlmClientOptions): LlmClient {
       bodyText = await response.text();
     } catch (cause) {
       if (signal.aborted) throw cause;
-      const error = new UpstreamError(oneLine(`${label}: network error: ${describeNetworkError(cause)}`), {
-        cause,
-      });
+      const error = new UpstreamError(
+        oneLine(`${label}: network error: ${describeNetworkError(cause)}`, MESSAGE_LIMIT),
+        {
+          cause,
+        },
+      );
       return { error, retryable: true, retryAfterMs: undefined };
     }
     const body = parseBody(bodyText);
     const status = response.status;
     if (response.ok) {
       if (body !== undefined) return { ...wire.readResponse(body), raw: body };
-      throw new UpstreamError(oneLine(`${label} answered ${status} with a non-JSON body: ${bodyText}`), {
-        status,
-      });
+      throw new UpstreamError(
+        oneLine(`${label} answered ${status} with a non-JSON body: ${bodyText}`, MESSAGE_LIMIT),
+        {
+          status,
+        },
+      );
     }
-    const error = new UpstreamError(oneLine(`${label} answered ${status}: ${errorDetail(body, bodyText)}`), {
-      status,
-    });
+    const error = new UpstreamError(
+      oneLine(`${label} answered ${status}: ${errorDetail(body, bodyText)}`, MESSAGE_LIMIT),
+      {
+        status,
+      },
+    );
     return { error, retryable: isRetryable(response), retryAfterMs: retryAfterMs(response.headers) };
   }
 
@@ -161,11 +171,6 @@ function describeNetworkError(error: unknown): string {
   const cause = error.cause instanceof Error ? error.cause : undefined;
   const code = cause !== undefined && 'code' in cause ? ` ${String(cause.code)}` : '';
   return cause === undefined ? error.message : `${error.message} (${cause.message}${code})`;
-}
-
-function oneLine(text: string): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > MESSAGE_LIMIT ? `${flat.slice(0, MESSAGE_LIMIT - 1)}…` : flat;
 }
 
 function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
