@@ -232,7 +232,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     if (openConversation) openConversation.span.end = index + 1;
     // Only what the agent and the user say counts as use; tool output echoing a path does not.
     if (indexAnchors && (message.role === 'assistant' || message.role === 'user')) {
-      recordReferences(index, message.parts.map(referenceText).join('\n'), created);
+      recordReferences(index, messageReferenceText(message), created);
     }
   };
 
@@ -261,6 +261,14 @@ export function createLedger(options: LedgerOptions): Ledger {
       }
     },
   };
+}
+
+/**
+ * A message's text as the agent meant it: tool-call arguments as their values (decoded from
+ * JSON), so that a quoted string or a script's lines read as written, not escaped.
+ */
+export function messageReferenceText(message: Message): string {
+  return message.parts.map(referenceText).join('\n');
 }
 
 /** The text of a part that counts as a reference to earlier objects. */

@@ -7,10 +7,19 @@ import {
   objectText,
   renderFold,
   renderMask,
+  renderSpanFold,
   renderTombstone,
   spanText,
 } from './render-replacement.js';
 import { CLI_SOURCE, threeRequestSession } from './testing/sample-session.js';
+import {
+  assistantCalls,
+  systemMessage,
+  toolCall,
+  toolMessage,
+  toolResult,
+  userMessage,
+} from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { messageText } from './transcript.js';
 
@@ -128,6 +137,37 @@ describe('renderFold', () => {
     expect(lines[1]).toBe('fixed the parser');
     expect(lines[2]).toMatch(/^anchors: .*ValueError/);
     expect(lines[3]).toBe('(exact messages kept; expand("conversation:user:1") recovers them)');
+  });
+});
+
+describe('fold indexes read tool-call arguments as the agent wrote them', () => {
+  // A script written through a tool call: in the call's JSON its quotes are escaped and its lines
+  // joined by \n, so indexing the raw JSON would list `nimport` and miss "ISSUE REPRODUCED".
+  const script = 'import sys\nprint("ISSUE REPRODUCED")\nsys.exit(1)';
+  const ledger = indexTranscript(
+    [
+      systemMessage('You are a coding agent.'),
+      userMessage('Reproduce the bug.'),
+      assistantCalls([toolCall('call_1', 'bash', { command: `cat > repro_case.py <<EOF\n${script}\nEOF` })]),
+      toolMessage(toolResult('call_1', 'bash', '')),
+      assistantCalls([toolCall('call_2', 'bash', { command: 'python repro_case.py' })]),
+      toolMessage(toolResult('call_2', 'bash', 'ISSUE REPRODUCED', { isError: true })),
+    ],
+    { tokenCounter: approximateTokenCounter },
+  );
+  const request = object(ledger, 'conversation:user:1');
+
+  it('in a span fold', () => {
+    const anchors = renderSpanFold(ledger, request, 4, { maxAnchors: 50 }).split('\n')[1] ?? '';
+    expect(anchors).toContain('ISSUE REPRODUCED');
+    expect(anchors).toContain('repro_case.py');
+    expect(anchors).not.toMatch(/nimport|nsys/);
+  });
+
+  it('in the fold of a whole conversation', () => {
+    const anchors = renderFold(ledger, request, { maxAnchors: 50 }).split('\n')[1] ?? '';
+    expect(anchors).toContain('ISSUE REPRODUCED');
+    expect(anchors).not.toMatch(/nimport|nsys/);
   });
 });
 

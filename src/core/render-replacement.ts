@@ -5,7 +5,7 @@
 import { type Anchor, extractAnchors } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import type { Ledger } from './ledger.js';
-import { type LedgerObject, rankAnchors } from './ledger.js';
+import { type LedgerObject, messageReferenceText, rankAnchors } from './ledger.js';
 import { messageText } from './transcript.js';
 
 /** The text payload of an object, as the model saw it. */
@@ -57,7 +57,7 @@ export function renderSpanFold(
   const anchors = keyAnchorsOf(
     extractAnchors(
       steps
-        .map((message) => messageText(message))
+        .map((message) => messageReferenceText(message))
         .reverse()
         .join('\n'),
     ),
@@ -141,7 +141,12 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
     return lines.join('\n');
   }
   const request = oneLine(objectText(ledger, object), 200);
-  const spanAnchors = extractAnchors(spanText(ledger, object));
+  const spanAnchors = extractAnchors(
+    ledger.messages
+      .slice(object.span.start, object.span.end)
+      .map((message) => messageReferenceText(message))
+      .join('\n'),
+  );
   const anchors = keyAnchorsOf(spanAnchors, options, request);
   const messages = object.span.end - object.span.start;
   return [
