@@ -12,6 +12,7 @@ import type { ChatCompletionMessage, ChatCompletionMessageParam } from 'openai/r
 import { fromOpenAIChat, type OpenAIChatMessage } from '../../src/adapters/index.js';
 import { createGcToolHandler, gcToolsForOpenAIChat } from '../../src/core/gc-tools/index.js';
 import { createGovernor } from '../../src/core/governor/create-governor.js';
+import { createEmbeddedPlanner } from '../../src/core/planners/embedded-planner.js';
 import type { CommitRecord, SidecarStore } from '../../src/core/store.js';
 import { type Message, partText } from '../../src/core/transcript.js';
 import { governOpenAI } from '../../src/integrations/index.js';
@@ -108,7 +109,9 @@ async function converse(
     tokenCounter: createTokenCounter('o200k_base'),
     showIds: true,
     // Fold outputs one by one rather than whole spans of old work at once, so that the agent
-    // sees single files folded and can ask for one back (the window still always holds).
+    // sees single files folded and can ask for one back (the window still always holds): the
+    // planner folds a file even when its anchor index keeps more than a tenth of it.
+    planner: createEmbeddedPlanner({ minFoldShare: 0 }),
     triggers: { deep: false },
   });
   const summary: AgentLoopSummary = {

@@ -25,6 +25,7 @@ const planner = createEmbeddedPlanner({
   recentUseSteps: 4,
   idleFoldSteps: 8,
   idleWithBudget: true,
+  minFoldShare: 0,
 });
 
 /** A planner that only folds outputs (never spans of work): with tiny outputs it has nothing to free. */
@@ -33,6 +34,7 @@ const outputsOnly = createEmbeddedPlanner({
   recentUseSteps: 4,
   idleFoldSteps: 8,
   spanFolds: false,
+  minFoldShare: 0,
 });
 
 function governor(store: SidecarStore, window: number, options: Partial<GovernorOptions> = {}) {

@@ -33,13 +33,14 @@ function inputFor(ledger: Ledger, overrides: Partial<PlannerInput> = {}): Planne
 /**
  * The tuning these tests describe, stated explicitly so that tuning the defaults on the
  * evaluation does not change what the tests mean: keep the 3 latest outputs and those used in
- * the last 4 steps, fold what has been idle for 8 steps.
+ * the last 4 steps, fold what has been idle for 8 steps, whatever share of it a fold frees.
  */
 const TUNING: EmbeddedPlannerOptions = {
   keepRecentOutputs: 3,
   recentUseSteps: 4,
   idleFoldSteps: 8,
   idleWithBudget: true,
+  minFoldShare: 0,
 };
 
 function plan(
@@ -316,7 +317,7 @@ describe('createEmbeddedPlanner', () => {
 describe('planEmbedded: with a budget, just enough', () => {
   it('leaves idle outputs alone while the view is within a finite target, and folds them all without one', () => {
     const ledger = ledgerOf(longSession({ rounds: 14 }));
-    const defaults = { keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8 };
+    const defaults = { keepRecentOutputs: 3, recentUseSteps: 4, idleFoldSteps: 8, minFoldShare: 0 };
     expect(planEmbedded(inputFor(ledger), defaults)).toEqual([]);
     const unbudgeted = planEmbedded(inputFor(ledger, { targetTokens: Number.POSITIVE_INFINITY }), defaults);
     expect(unbudgeted.length).toBeGreaterThan(0);
@@ -326,8 +327,12 @@ describe('planEmbedded: with a budget, just enough', () => {
   it('folds oldest first and stops near the target', () => {
     const ledger = ledgerOf(longSession({ rounds: 14 }));
     const viewTokens = projectView(ledger, {}).tokens;
-    const light = planEmbedded(inputFor(ledger, { targetTokens: Math.floor(viewTokens * 0.9) }), {});
-    const heavy = planEmbedded(inputFor(ledger, { targetTokens: Math.floor(viewTokens * 0.5) }), {});
+    const light = planEmbedded(inputFor(ledger, { targetTokens: Math.floor(viewTokens * 0.9) }), {
+      minFoldShare: 0,
+    });
+    const heavy = planEmbedded(inputFor(ledger, { targetTokens: Math.floor(viewTokens * 0.5) }), {
+      minFoldShare: 0,
+    });
     expect(light.length).toBeGreaterThan(0);
     expect(heavy.length).toBeGreaterThan(light.length);
     // The light plan is the start of the heavy one: the same order, least needed first.
@@ -335,5 +340,56 @@ describe('planEmbedded: with a budget, just enough', () => {
       light.map((operation) => operation.objectId),
     );
     expect(light[0]?.objectId).toBe('function:read_file:1');
+  });
+});
+
+describe('planEmbedded: an output folds alone only when that frees most of it', () => {
+  /** A long output with hardly an anchor: its fold frees nearly all of it. */
+  const bulky = Array.from({ length: 120 }, (_, line) => `step ${line % 7} went fine, moving on`).join('\n');
+
+  it('leaves an output whose anchor index would keep much of it to the span fold of its step', () => {
+    const messages = longSession({ rounds: 14 });
+    // Read 2 becomes bulky output: the only output whose fold frees 90% of it.
+    messages.splice(5, 1, {
+      role: 'tool',
+      parts: [{ type: 'tool-result', callId: 'call_2', name: 'read_file', content: bulky }],
+    });
+    const ledger = ledgerOf(messages);
+    const viewTokens = projectView(ledger, {}).tokens;
+    const operations = planEmbedded(
+      inputFor(ledger, { viewTokens, targetTokens: Math.floor(viewTokens * 0.6) }),
+    );
+    const outputFolds = operations.filter((operation) => operation.objectId.startsWith('function:'));
+    // Read 2 alone, then the span fold of the old steps; a read the span holds is not planned
+    // again (its saving would count twice); the last pass may fold a recent read.
+    expect(outputFolds[0]).toMatchObject({ objectId: 'function:read_file:2', operation: 'fold' });
+    const span = operations.find((operation) => operation.objectId === 'conversation:user:1');
+    for (const operation of outputFolds.slice(1)) {
+      expect(ledger.get(operation.objectId)!.messageIndex).toBeGreaterThanOrEqual(span!.spanEnd!);
+    }
+    expect(operations).toContainEqual(
+      expect.objectContaining({ objectId: 'conversation:user:1', spanEnd: expect.any(Number) }),
+    );
+    // Told otherwise, the reads fold one by one, oldest first, and no span folds.
+    const anyShare = planEmbedded(
+      inputFor(ledger, { viewTokens, targetTokens: Math.floor(viewTokens * 0.6) }),
+      {
+        minFoldShare: 0,
+      },
+    );
+    expect(anyShare[0]?.objectId).toBe('function:read_file:1');
+    expect(anyShare.every((operation) => operation.objectId.startsWith('function:'))).toBe(true);
+  });
+
+  it('still folds outputs one by one when the recent steps are all there is', () => {
+    // Four reads: all within the six steps that span folds keep.
+    const ledger = ledgerOf(longSession({ rounds: 4, lines: 60 }));
+    const viewTokens = projectView(ledger, {}).tokens;
+    const target = Math.floor(viewTokens * 0.6);
+    const operations = planEmbedded(inputFor(ledger, { viewTokens, targetTokens: target }));
+    expect(operations.length).toBeGreaterThan(0);
+    expect(operations.every((operation) => operation.objectId.startsWith('function:read_file:'))).toBe(true);
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'embedded', operations });
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(target);
   });
 });

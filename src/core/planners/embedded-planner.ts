@@ -50,6 +50,14 @@ export interface EmbeddedPlannerOptions {
   keepRecentSteps?: number;
   /** What happens to an output superseded by a later run of the same call (default fold). */
   supersededOperation?: 'fold' | 'prune';
+  /**
+   * An idle output, or one folded under pressure, folds on its own only when its fold frees at
+   * least this share of it (default 0.9); otherwise it stays whole until the span fold of its
+   * step takes it, whose one index serves the whole span. Measured on the dev sessions: folds
+   * that kept half an output as anchors lost the verbatim lines later steps quote, for little
+   * room (see the README's results).
+   */
+  minFoldShare?: number;
 }
 
 /** Per-object evidence the planner decides on. */
@@ -165,6 +173,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const recentUse = options.recentUseSteps ?? 0;
   const minTokens = options.minTokens ?? 60;
   const idleFold = options.idleFoldSteps ?? 0;
+  const minFoldShare = options.minFoldShare ?? 0.9;
   const { ledger, state } = input;
   // Outputs inside a committed fold of their conversation are out of the view already.
   const hidden = (object: LedgerObject) => {
@@ -197,6 +206,19 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     savings.set(object.id, saving);
     projected -= saving - counted;
   };
+  // A planned fold of the output's request, whole or of the span that holds it, frees it already.
+  const coveredByPlan = (object: LedgerObject) => {
+    const conversation = ledger.conversationAt(object.messageIndex);
+    const planned = conversation && operations.find((operation) => operation.objectId === conversation.id);
+    return planned !== undefined && object.messageIndex < (planned.spanEnd ?? conversation!.span.end);
+  };
+  // An output folds (or masks) alone only when that frees most of it.
+  const proposeOutput = (object: LedgerObject, reason: string, minShare = minFoldShare) => {
+    if (coveredByPlan(object)) return;
+    const operation = foldOrMask(ledger, object);
+    if (operation === 'fold' && estimatedSaving(object, operation, ledger) < minShare * object.tokens) return;
+    propose(object, operation, reason);
+  };
 
   // 1. Proven staleness, whatever the pressure: duplicated outputs leave, superseded ones fold
   // (a re-run after a fix supersedes the failure, but its error may still be quoted).
@@ -214,7 +236,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     const { object } = entry;
     if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= keepRecent) continue;
     if (entry.stepsSince >= idleFold && entry.stepsSinceUse >= recentUse) {
-      propose(object, foldOrMask(ledger, object), `idle for ${entry.stepsSinceUse} steps`);
+      proposeOutput(object, `idle for ${entry.stepsSinceUse} steps`);
     }
   }
   if (projected <= input.targetTokens) return operations;
@@ -226,12 +248,12 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
       b.recentRank - a.recentRank ||
       a.object.messageIndex - b.object.messageIndex,
   );
-  const foldOutputs = (minRank: number) => {
+  const foldOutputs = (minRank: number, minShare = minFoldShare) => {
     for (const entry of ranked) {
       if (projected <= input.targetTokens) return;
       const { object } = entry;
       if (object.kind !== 'function' || entry.recentRank <= minRank || object.tokens < minTokens) continue;
-      propose(object, foldOrMask(ledger, object), `pressure: unused for ${entry.stepsSinceUse} steps`);
+      proposeOutput(object, `pressure: unused for ${entry.stepsSinceUse} steps`, minShare);
     }
   };
   foldOutputs(keepRecent);
@@ -242,7 +264,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
       propose(entry.object, 'fold', 'pressure: past request, its work is done');
   }
   // 5. Then the oldest work after each request folds whole (the request stays), keeping the
-  // recent steps; then the recent outputs too.
+  // recent steps.
   const spanFolds = (limit: number, reason: string) => {
     if (options.spanFolds === false) return;
     const counted = new Map<number, number>();
@@ -266,13 +288,14 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     recentStepsStart(ledger, input.protectFrom, options.keepRecentSteps ?? 6),
     'pressure: old work folds, its request stays',
   );
-  foldOutputs(1);
-  // 6. Still over, when allowed: the recent steps fold too, down to the latest turn, before
-  // anything is pruned.
+  // 6. Still over, when allowed: the recent steps fold too, down to the latest turn.
   if (options.foldRecentWork === true)
     spanFolds(input.protectFrom, 'pressure: recent work folds too, its request stays');
+  // 7. Then any output but the latest folds, however little its fold frees, before anything is
+  // pruned: a session of a few steps over large outputs has nothing else to give.
+  foldOutputs(1, 0);
   if (options.pruneLastResort !== true) return operations;
-  // 7. Last resort: prune outputs, oldest first.
+  // 8. Last resort: prune outputs, oldest first.
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     // Tiny outputs stay: their tombstone would be bigger than they are.
@@ -281,7 +304,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
       propose(entry.object, 'prune', 'pressure: oldest output');
     }
   }
-  // 8. Past requests whose summaries still crowd the view leave too, oldest first; the latest
+  // 9. Past requests whose summaries still crowd the view leave too, oldest first; the latest
   // past request keeps its summary.
   const past = evidence.filter((entry) => entry.object.kind === 'conversation');
   for (const entry of past.slice(0, -1)) {
