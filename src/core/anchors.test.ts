@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type Anchor, anchorValues, anchorWeight, extractAnchors } from './anchors.js';
+import { type Anchor, anchorValues, anchorWeight, callExpressions, extractAnchors } from './anchors.js';
 
 function valuesOfKind(textValue: string, kind: Anchor['kind']): string[] {
   return extractAnchors(textValue)
@@ -119,6 +119,34 @@ describe('extractAnchors', () => {
 
   it('returns nothing for empty text', () => {
     expect(extractAnchors('')).toEqual([]);
+  });
+});
+
+describe('callExpressions', () => {
+  it('finds calls with their arguments, one level deep, once each and in order', () => {
+    const code = [
+      'if is_nil(subagent_id) do',
+      '  self.update(kwargs)',
+      '  @decorator(name="x")',
+      '  outer(inner(a), b)',
+      '  is_nil(subagent_id)',
+    ].join('\n');
+    expect(callExpressions(code).map((anchor) => anchor.value)).toEqual([
+      'is_nil(subagent_id)',
+      'self.update(kwargs)',
+      '@decorator(name="x")',
+      'inner(a)',
+    ]);
+    expect(callExpressions(code).every((anchor) => anchor.kind === 'call')).toBe(true);
+  });
+
+  it('skips calls whose arguments run over a line or 40 characters', () => {
+    expect(callExpressions('f(a,\nb)')).toEqual([]);
+    expect(callExpressions(`g(${'x'.repeat(41)})`)).toEqual([]);
+  });
+
+  it('are not anchors: the judge does not count them as needed', () => {
+    expect(anchorValues('call self.update(kwargs) now')).not.toContain('self.update(kwargs)');
   });
 });
 

@@ -5,7 +5,7 @@
  * deterministic judge (what a continuation uses), so "needed" and "kept" mean the same thing.
  */
 
-export type AnchorKind = 'url' | 'path' | 'error' | 'hash' | 'identifier' | 'number' | 'quoted';
+export type AnchorKind = 'url' | 'path' | 'error' | 'hash' | 'identifier' | 'number' | 'quoted' | 'call';
 
 export interface Anchor {
   kind: AnchorKind;
@@ -92,6 +92,22 @@ function isInsideUrl(found: Map<string, Anchor>, value: string): boolean {
   return false;
 }
 
+// A call with its arguments on one level: `name(args)`, `obj.method()`, `@attr(x)`.
+const CALL_PATTERN = /[A-Za-z_@][\w.@]*\([^()\n]{0,40}\)/g;
+
+/**
+ * The call expressions of a text (`is_nil(subagent_id)`, `self.update(kwargs)`), deduplicated,
+ * in order. Not anchors of the judge's: fold indexes list them after the anchors, since an agent
+ * quotes the code it saw when it edits or reports on it.
+ */
+export function callExpressions(textValue: string): Anchor[] {
+  const found = new Map<string, Anchor>();
+  for (const match of textValue.matchAll(CALL_PATTERN)) {
+    if (!found.has(match[0])) found.set(match[0], { kind: 'call', value: match[0] });
+  }
+  return [...found.values()];
+}
+
 /** Anchor values only. */
 export function anchorValues(textValue: string): string[] {
   return extractAnchors(textValue).map((anchor) => anchor.value);
@@ -110,6 +126,7 @@ export function anchorWeight(anchor: Anchor): number {
     case 'identifier':
       return 3;
     case 'quoted':
+    case 'call':
       return 2;
     case 'number':
       return 3;

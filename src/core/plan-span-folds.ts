@@ -56,14 +56,25 @@ export function planSpanFolds(
       const boundary = index + 1;
       if (ledger.messages[boundary]?.role === 'tool') continue;
       spanEnd = boundary;
-      if (projected - (freed - 40 - 4 * autoAnchorBudget(folded)) <= target) break;
+      if (projected - (freed - spanIndexTokens(folded)) <= target) break;
     }
     if (spanEnd === undefined) continue;
     if (planned) planned.spanEnd = spanEnd;
     else operations.push({ objectId: conversation.id, operation: 'fold', spanEnd, reason });
-    projected -= Math.max(0, freed - 40 - 4 * autoAnchorBudget(folded));
+    projected -= Math.max(0, freed - spanIndexTokens(folded));
   }
   return projected;
+}
+
+/**
+ * What a planner counts for the index of a span fold of `folded` tokens: header and pointer, and
+ * five tokens an anchor of its budget. An index may take up to six (call expressions run longer
+ * than names), but most hold fewer anchors than their budget; counting five, span folds reach a
+ * little further than the target, and commits come fewer and deeper (measured on the dev
+ * sessions: cost 0.716 → 0.708 of none at a 32k window, at the same no-impact).
+ */
+export function spanIndexTokens(folded: number): number {
+  return 40 + 5 * autoAnchorBudget(folded);
 }
 
 /** Where the last `steps` assistant steps before `end` begin: work from there on stays whole. */

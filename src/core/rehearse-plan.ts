@@ -101,6 +101,12 @@ export function autoAnchorBudget(tokens: number, cap = Number.POSITIVE_INFINITY)
   return Math.max(8, Math.min(cap, Math.floor(tokens / 12)));
 }
 
+/**
+ * A span fold's index takes at most this many characters an anchor of its budget on average
+ * (about six tokens: call expressions run longer than names).
+ */
+export const SPAN_INDEX_CHARS_PER_ANCHOR = 24;
+
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
 
 function judgeOperation(
@@ -234,11 +240,15 @@ function judgeSpanFold(
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
   const auto = (options.foldAnchors ?? 'auto') === 'auto';
+  const maxAnchors = auto ? autoAnchorBudget(before, options.spanAnchors) : (options.foldAnchors as number);
   const replacement = renderSpanFold(ledger, object, spanEnd, {
     ...(operation.summary ? { summary: operation.summary } : {}),
-    maxAnchors: auto ? autoAnchorBudget(before, options.spanAnchors) : (options.foldAnchors as number),
+    maxAnchors,
     // About four characters a token.
-    maxAnchorChars: 4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
+    maxAnchorChars: Math.min(
+      4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
+      SPAN_INDEX_CHARS_PER_ANCHOR * maxAnchors,
+    ),
   });
   const tokens = ledger.options.tokenCounter.count(replacement);
   const next: ObjectState = {

@@ -144,6 +144,7 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
   // A script written through a tool call: in the call's JSON its quotes are escaped and its lines
   // joined by \n, so indexing the raw JSON would list `nimport` and miss "ISSUE REPRODUCED".
   const script = 'import sys\nprint("ISSUE REPRODUCED")\nsys.exit(1)';
+  // The call expressions of the script come after its anchors.
   const ledger = indexTranscript(
     [
       systemMessage('You are a coding agent.'),
@@ -161,7 +162,9 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
     const anchors = renderSpanFold(ledger, request, 4, { maxAnchors: 50 }).split('\n')[1] ?? '';
     expect(anchors).toContain('ISSUE REPRODUCED');
     expect(anchors).toContain('repro_case.py');
+    expect(anchors).toContain('print("ISSUE REPRODUCED")');
     expect(anchors).not.toMatch(/nimport|nsys/);
+    expect(anchors.indexOf('sys.exit(1)')).toBeGreaterThan(anchors.indexOf('repro_case.py'));
   });
 
   it('in the fold of a whole conversation', () => {

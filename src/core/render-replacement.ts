@@ -2,7 +2,7 @@
  * What the model sees in place of a folded, masked or pruned object. Every replacement names
  * the object id, so the agent (or the proxy) can recover it with `expand(id)`.
  */
-import { type Anchor, extractAnchors } from './anchors.js';
+import { type Anchor, callExpressions, extractAnchors } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import type { Ledger } from './ledger.js';
 import { type LedgerObject, messageReferenceText, rankAnchors } from './ledger.js';
@@ -54,22 +54,26 @@ export function renderSpanFold(
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
   // Latest step first: when the index is full, of two anchors of a kind the more recent stays
   // (later steps quote recent work far more often than old work).
-  const anchors = keyAnchorsOf(
-    extractAnchors(
-      steps
-        .map((message) => messageReferenceText(message))
-        .reverse()
-        .join('\n'),
-    ),
-    options,
-    '',
-  );
+  const stepsText = steps
+    .map((message) => messageReferenceText(message))
+    .reverse()
+    .join('\n');
+  const anchors = keyAnchorsOf(withCalls(extractAnchors(stepsText), stepsText), options, '');
   return [
     `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
     ...(options.summary ? [oneLine(options.summary, 600)] : []),
     ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
     `(exact messages kept; expand("${key}") recovers them)`,
   ].join('\n');
+}
+
+/**
+ * What a fold index may list: the anchors, then the call expressions of the text (agents quote
+ * code they saw when they edit it or report on it; measured on the dev sessions).
+ */
+function withCalls(anchors: readonly Anchor[], textValue: string): Anchor[] {
+  const seen = new Set(anchors.map((anchor) => anchor.value));
+  return [...anchors, ...callExpressions(textValue).filter((anchor) => !seen.has(anchor.value))];
 }
 
 /** A one-line description of the call that produced a function object. */
@@ -131,7 +135,7 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
   if (object.kind === 'function') {
     const head = describeCall(object);
     const status = object.isError ? 'error' : 'ok';
-    const anchors = keyAnchorsOf(object.anchors, options, head);
+    const anchors = keyAnchorsOf(withCalls(object.anchors, objectText(ledger, object)), options, head);
     const lines = [
       `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
       ...(options.summary ? [oneLine(options.summary, 400)] : []),
@@ -141,13 +145,11 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
     return lines.join('\n');
   }
   const request = oneLine(objectText(ledger, object), 200);
-  const spanAnchors = extractAnchors(
-    ledger.messages
-      .slice(object.span.start, object.span.end)
-      .map((message) => messageReferenceText(message))
-      .join('\n'),
-  );
-  const anchors = keyAnchorsOf(spanAnchors, options, request);
+  const spanTextValue = ledger.messages
+    .slice(object.span.start, object.span.end)
+    .map((message) => messageReferenceText(message))
+    .join('\n');
+  const anchors = keyAnchorsOf(withCalls(extractAnchors(spanTextValue), spanTextValue), options, request);
   const messages = object.span.end - object.span.start;
   return [
     `[folded ${object.id}: user asked "${request}"; ${messages} messages followed]`,
