@@ -2,7 +2,13 @@
  * `selfgc proxy`: the governing gateway on a port, until SIGINT or SIGTERM.
  */
 import { memoizeTokenCounter } from '../core/tokens.js';
-import { createGovernorPool, createProxy, jsonLineLogger, serveProxy } from '../proxy/index.js';
+import {
+  createGovernanceWorkers,
+  createGovernorPool,
+  createProxy,
+  jsonLineLogger,
+  serveProxy,
+} from '../proxy/index.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
@@ -24,6 +30,9 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
   --fail-closed              refuse requests (503) when the store is down, instead of serving
                              them ungoverned
   --no-recovery              do not answer expand/search_context transparently
+  --governance-threads N     govern in N worker threads, each with its own store connection,
+                             so commits never hold the proxy's event loop (default 1; 0
+                             governs on the proxy's own thread)
 
 Several instances share sessions through Redis or Postgres: start each with the same --store.
 `;
@@ -38,13 +47,39 @@ export interface ProxyCommandOptions {
   abShare?: number;
   failClosed?: boolean;
   recovery?: boolean;
+  /** Governance worker threads (default 1); 0 governs on the proxy's thread. */
+  governanceThreads?: number;
 }
 
 export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
   const store = await createStoreFromUrl(options.store);
-  const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
+  const threads = options.governanceThreads ?? 1;
+  // The workers open the store by its URL; this thread's connection serves /healthz.
+  const governance =
+    threads === 0
+      ? undefined
+      : createGovernanceWorkers({
+          storeUrl: options.store,
+          tokenizer: 'o200k_base',
+          threads,
+          ...(options.window ? { window: options.window } : {}),
+        });
+  try {
+    await governance?.ready();
+  } catch (error) {
+    await governance?.close();
+    await store.close();
+    throw error;
+  }
   const proxy = createProxy({
-    governor: createGovernorPool({ store, tokenCounter }),
+    ...(governance === undefined
+      ? {
+          governor: createGovernorPool({
+            store,
+            tokenCounter: memoizeTokenCounter(createTokenCounter('o200k_base')),
+          }),
+        }
+      : { governance }),
     store,
     upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
     ...(options.window ? { window: options.window } : {}),
@@ -54,13 +89,16 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
     logger: jsonLineLogger(io.stderr),
   });
   const served = await serveProxy(proxy, { port: options.port, host: options.host });
-  io.stderr(`selfgc proxy listening on ${served.url} (store ${store.kind})\n`);
+  io.stderr(
+    `selfgc proxy listening on ${served.url} (store ${store.kind}, ${threads === 0 ? 'governing on its own thread' : `${threads} governance thread${threads === 1 ? '' : 's'}`})\n`,
+  );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
   await served.close();
+  await governance?.close();
   await store.close();
   io.stderr('selfgc proxy stopped\n');
   return 0;

@@ -39,6 +39,14 @@ function positiveInteger(value: string | undefined, name: string, fallback: numb
   return number;
 }
 
+/** Governance worker threads: 0 governs on the proxy's own thread. */
+function threadCount(value: string): number {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 0 || number > 64)
+    throw new BadInputError(`--governance-threads must be an integer in [0, 64], got "${value}"`);
+  return number;
+}
+
 /** A TCP port, 0 for any free one. */
 function portNumber(value: string | undefined): number {
   if (value === undefined) return 8787;
@@ -183,6 +191,7 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         'ab-share': { type: 'string' },
         'fail-closed': { type: 'boolean' },
         'no-recovery': { type: 'boolean' },
+        'governance-threads': { type: 'string' },
       });
       if (values.help) return showHelp(io, PROXY_HELP);
       const abShare = values['ab-share'] === undefined ? undefined : Number(values['ab-share']);
@@ -202,6 +211,9 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
             : 'https://api.anthropic.com',
         ...(typeof values.window === 'string'
           ? { window: positiveInteger(values.window, '--window', 128000) }
+          : {}),
+        ...(typeof values['governance-threads'] === 'string'
+          ? { governanceThreads: threadCount(values['governance-threads']) }
           : {}),
         store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db',
         ...(abShare === undefined ? {} : { abShare }),

@@ -24,12 +24,15 @@ export interface GovernInput {
   model: string;
   transcript: Message[];
   identity: SessionIdentity;
-  trace: RequestTrace;
+  trace: Pick<RequestTrace, 'arm' | 'entry'>;
   headers: Headers;
   signal: AbortSignal;
 }
 
-export async function governRequest(settings: ProxySettings, input: GovernInput): Promise<GovernedBody> {
+export async function governRequest(
+  settings: Pick<ProxySettings, 'failOpen' | 'metrics' | 'now' | 'governorFor'>,
+  input: GovernInput,
+): Promise<GovernedBody> {
   const { dialect, trace, headers } = input;
   const labels = { arm: trace.arm };
   const ungoverned = dialect.ungovernedReason?.(input.body);

@@ -3,7 +3,6 @@
  * the body, govern it, forward it with the client's headers, and answer with the upstream's
  * answer (streamed through, or after transparent recovery) plus the `x-selfgc-*` headers.
  */
-import { BadInputError, parseJson } from '../core/errors.js';
 import { chooseArm } from './ab-split.js';
 import {
   callUpstream,
@@ -11,26 +10,14 @@ import {
   type UpstreamCall,
   upstreamRequestHeaders,
 } from './call-upstream.js';
-import { governRequest } from './govern-request.js';
+import { prepareUpstream } from './prepare-upstream.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
-import { deriveSessionIdentity, hashApiKey, SESSION_HEADER, sessionLogId } from './session-identity.js';
+import { hashApiKey } from './session-identity.js';
 import { tapEventStream } from './tap-event-stream.js';
-import {
-  type BufferedAnswer,
-  hasRecoveryPointers,
-  hideRecovery,
-  RECOVERY_TOOLS,
-  recoverTransparently,
-} from './transparent-recovery.js';
-import {
-  isJsonObject,
-  type JsonObject,
-  requireModel,
-  type TokenUsage,
-  type WireDialect,
-} from './wire-dialect.js';
+import { type BufferedAnswer, hideRecovery, recoverTransparently } from './transparent-recovery.js';
+import type { JsonObject, TokenUsage, WireDialect } from './wire-dialect.js';
 
 interface Exchange {
   settings: ProxySettings;
@@ -52,41 +39,31 @@ export async function handleGoverned(
   const headers = new Headers({ 'x-selfgc-arm': arm });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
-    const text = await request.text(settings.bodyLimitBytes);
-    const body = parseJson(text, 'request body');
-    if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
-    const model = requireModel(body);
-    const transcript = dialect.readTranscript(body);
-    const seed = dialect.identitySeed?.(body);
-    const identity = deriveSessionIdentity(request.headers, transcript, seed, keyHash);
-    headers.set(SESSION_HEADER, identity.sessionId);
-    trace.entry.session = sessionLogId(identity);
-    trace.entry.stream = body.stream === true;
-    const governed = await governRequest(settings, {
+    const input = {
       dialect,
-      body,
-      model,
-      transcript,
-      identity,
+      text: await request.text(settings.bodyLimitBytes),
+      requestHeaders: request.headers,
+      keyHash,
       trace,
       headers,
       signal: request.signal,
-    });
-    const view = governed.result?.view;
-    const recover =
-      settings.recovery && body.stream !== true && view !== undefined && hasRecoveryPointers(view);
-    if (!recover || governed.governor === undefined || governed.body === undefined) {
-      return await forward(exchange, governed.body === undefined ? text : JSON.stringify(governed.body));
-    }
-    const { governor } = governed;
-    const withTools = dialect.withTools(governed.body, RECOVERY_TOOLS);
+    };
+    const prepared =
+      settings.governance === undefined
+        ? await prepareUpstream({ ...input, settings })
+        : await settings.governance.prepare(
+            { ...input, failOpen: settings.failOpen, recovery: settings.recovery },
+            settings.metrics,
+          );
+    const { recovery, governor } = prepared;
+    if (recovery === undefined || governor === undefined) return await forward(exchange, prepared.body);
     let recoveryCalls = 0;
     const answer = await recoverTransparently({
       dialect,
       governor,
-      sessionId: identity.storeSessionId,
-      body: withTools,
-      first: await sendBuffered(exchange, JSON.stringify(withTools)),
+      sessionId: recovery.sessionId,
+      body: () => JSON.parse(prepared.body) as JsonObject,
+      first: await sendBuffered(exchange, prepared.body),
       send: (next: JsonObject) => sendBuffered(exchange, JSON.stringify(next)),
       maxRounds: settings.recoveryRounds,
       onInternalCall: (tool) => {
@@ -95,7 +72,7 @@ export async function handleGoverned(
       },
     });
     if (recoveryCalls > 0) trace.entry.recoveryCalls = recoveryCalls;
-    return answerBuffered(exchange, hideRecovery(dialect, answer, body));
+    return answerBuffered(exchange, hideRecovery(dialect, answer, recovery.client));
   } catch (error) {
     return trace.fail(error, dialect.provider, headers);
   }

@@ -6,6 +6,11 @@
 export type { AbSplit, Arm } from './ab-split.js';
 export { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
 export { createProxy, type SelfGcProxy } from './create-proxy.js';
+export {
+  createGovernanceWorkers,
+  type GovernanceWorkers,
+  type GovernanceWorkersOptions,
+} from './governance-workers.js';
 export { createGovernorPool, type GovernorContext, type GovernorFactory } from './governor-pool.js';
 export { jsonLineLogger, type ProxyLogEntry } from './proxy-log.js';
 export type { ProxyOptions } from './proxy-options.js';

@@ -160,3 +160,30 @@ export function createProxyMetrics(): ProxyMetrics {
     },
   };
 }
+
+/** One `count` or `observe` call, recorded to be replayed on another thread's metrics. */
+export type MetricOperation =
+  | { kind: 'count'; name: CounterName; labels: Labels; value: number }
+  | { kind: 'observe'; name: HistogramName; labels: Labels; value: number };
+
+/** Metrics that only record the calls (a governance worker's, sent back with each request). */
+export function createMetricsRecorder(): ProxyMetrics & { operations: MetricOperation[] } {
+  const operations: MetricOperation[] = [];
+  return {
+    operations,
+    count(name, labels, value = 1) {
+      operations.push({ kind: 'count', name, labels, value });
+    },
+    observe(name, labels, seconds) {
+      operations.push({ kind: 'observe', name, labels, value: seconds });
+    },
+    render: () => '',
+  };
+}
+
+export function replayMetrics(metrics: ProxyMetrics, operations: readonly MetricOperation[]): void {
+  for (const operation of operations) {
+    if (operation.kind === 'count') metrics.count(operation.name, operation.labels, operation.value);
+    else metrics.observe(operation.name, operation.labels, operation.value);
+  }
+}

@@ -6,6 +6,7 @@ import type { SidecarStore } from '../core/store.js';
 import type { AbSplit } from './ab-split.js';
 import { fetchTransport, type UpstreamTransport } from './call-upstream.js';
 import { contextWindowOf } from './context-window.js';
+import type { GovernanceWorkers } from './governance-workers.js';
 import type { GovernorContext, GovernorFactory } from './governor-pool.js';
 import { nodeTransport } from './node-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
@@ -18,6 +19,11 @@ export interface ProxyOptions {
    * one, every request is forwarded ungoverned (and still measured).
    */
   governor?: Governor | GovernorFactory;
+  /**
+   * Govern in worker threads instead (`createGovernanceWorkers`): each opens the store itself,
+   * so commits never hold the proxy's event loop. Takes the place of `governor`.
+   */
+  governance?: GovernanceWorkers;
   /** The store the governor writes to, probed by `/healthz`. */
   store?: SidecarStore;
   /** Upstream base URLs, without `/v1` (`https://api.openai.com`, `https://api.anthropic.com`). */
@@ -51,6 +57,8 @@ export interface ProxySettings {
   recovery: boolean;
   recoveryRounds: number;
   store: SidecarStore | undefined;
+  /** Governance worker threads, when the proxy governs off its own thread. */
+  governance: GovernanceWorkers | undefined;
   metrics: ProxyMetrics;
   upstream: UpstreamTransport;
   now: () => number;
@@ -80,6 +88,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     recovery: options.recovery ?? true,
     recoveryRounds: 3,
     store: options.store,
+    governance: options.governance,
     metrics: createProxyMetrics(),
     upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),
     now: options.now ?? (() => performance.timeOrigin + performance.now()),

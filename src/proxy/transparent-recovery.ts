@@ -46,6 +46,9 @@ export const RECOVERY_TOOLS: readonly ToolDefinition[] = [
   },
 ];
 
+/** What recovery asks of the governor: the sidecar, by id or by search. */
+export type RecoveryGovernor = Pick<Governor, 'expand' | 'searchContext'>;
+
 const INTERNAL_TOOLS = new Set(RECOVERY_TOOLS.map((tool) => tool.name));
 
 /** Whether a view shows a recovery pointer (every fold and mask replacement names `expand("<id>")`). */
@@ -71,7 +74,7 @@ function argumentOf(call: WireToolCall, field: string): string | undefined {
 
 /** The text result of one internal call, from the session's sidecar. */
 export async function answerInternalCall(
-  governor: Governor,
+  governor: RecoveryGovernor,
   sessionId: string,
   call: WireToolCall,
 ): Promise<string> {
@@ -102,11 +105,11 @@ export interface BufferedAnswer {
 
 export interface RecoveryOptions {
   dialect: WireDialect;
-  governor: Governor;
+  governor: RecoveryGovernor;
   /** The store session id. */
   sessionId: string;
-  /** The request as first sent (with the recovery tools). */
-  body: JsonObject;
+  /** The request as first sent (with the recovery tools); read only when recovery runs. */
+  body: () => JsonObject;
   first: BufferedAnswer;
   send(body: JsonObject): Promise<BufferedAnswer>;
   maxRounds: number;
@@ -127,7 +130,7 @@ export function hideRecovery(
 /** Answer internal calls until the upstream's answer has none; returns that answer. */
 export async function recoverTransparently(options: RecoveryOptions): Promise<BufferedAnswer> {
   let answer = options.first;
-  let body = options.body;
+  let body: JsonObject | undefined;
   for (let round = 1; round <= options.maxRounds; round += 1) {
     if (answer.status !== 200) return answer;
     const calls = internalCallsOf(options.dialect, answer.json);
@@ -140,7 +143,7 @@ export async function recoverTransparently(options: RecoveryOptions): Promise<Bu
         output: await answerInternalCall(options.governor, options.sessionId, call),
       });
     }
-    body = options.dialect.withToolResults(body, answer.json, results);
+    body = options.dialect.withToolResults(body ?? options.body(), answer.json, results);
     // The last round may not call tools again, so the client never receives an internal call.
     if (round === options.maxRounds) body = options.dialect.withoutToolUse(body);
     answer = await options.send(body);

@@ -2,14 +2,19 @@
  * A proxy in front of a scripted upstream, for tests: governed by a real governor over a memory
  * store (unless told otherwise), with its log entries collected.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { SidecarStore } from '../../core/store.js';
 import { createMemoryStore } from '../../stores/memory-store.js';
+import { createSqliteStore } from '../../stores/sqlite-store.js';
 import {
   type ScriptedUpstream,
   type ScriptedUpstreamOptions,
   startScriptedUpstream,
 } from '../../testing/scripted-upstream.js';
 import { createProxy, type SelfGcProxy } from '../create-proxy.js';
+import { createGovernanceWorkers } from '../governance-workers.js';
 import { createGovernorPool } from '../governor-pool.js';
 import type { ProxyLogEntry } from '../proxy-log.js';
 import type { ProxyOptions } from '../proxy-options.js';
@@ -25,6 +30,11 @@ export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'scri
   /** Window for every model (default 2000, small enough that the test conversations must commit). */
   window?: number;
   store?: SidecarStore;
+  /**
+   * Govern in this many worker threads (`createGovernanceWorkers`) over a SQLite file; `store`
+   * is then a second connection to that file, for the test to read.
+   */
+  workers?: number;
   proxy?: Partial<ProxyOptions>;
 }
 
@@ -46,12 +56,36 @@ export interface ProxyFixture {
 }
 
 export async function startProxyFixture(options: ProxyFixtureOptions = {}): Promise<ProxyFixture> {
-  const { governed, window, store: givenStore, proxy: proxyOptions, script, ...upstreamOptions } = options;
+  const {
+    governed,
+    window,
+    store: givenStore,
+    workers,
+    proxy: proxyOptions,
+    script,
+    ...upstreamOptions
+  } = options;
   const upstream = await startScriptedUpstream({ script: script ?? [], ...upstreamOptions });
-  const store = givenStore ?? createMemoryStore();
+  const directory = workers === undefined ? undefined : mkdtempSync(join(tmpdir(), 'selfgc-workers-'));
+  const path = directory === undefined ? undefined : join(directory, 'selfgc.db');
+  const store = givenStore ?? (path === undefined ? createMemoryStore() : createSqliteStore({ path }));
+  const governance =
+    path === undefined
+      ? undefined
+      : createGovernanceWorkers({
+          storeUrl: `sqlite:${path}`,
+          window: window ?? 2000,
+          cache: 'blind',
+          ...(workers === undefined ? {} : { threads: workers }),
+        });
+  await governance?.ready();
   const logs: ProxyLogEntry[] = [];
   const proxy = createProxy({
-    ...(governed === false ? {} : { governor: createGovernorPool({ store, cache: 'blind' }) }),
+    ...(governed === false
+      ? {}
+      : governance === undefined
+        ? { governor: createGovernorPool({ store, cache: 'blind' }) }
+        : { governance }),
     store,
     upstreams: { openai: upstream.url, anthropic: upstream.url },
     window: window ?? 2000,
@@ -75,7 +109,9 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     metrics: async () => parsePrometheus(await (await fetchLocal('/metrics')).text()),
     close: async () => {
       await upstream.close();
+      await governance?.close();
       await store.close();
+      if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
     },
   };
 }

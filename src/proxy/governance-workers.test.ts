@@ -1,0 +1,116 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createGovernanceWorkers } from './governance-workers.js';
+import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
+import { sampleSum } from './testing/parse-prometheus.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
+import { EXPAND_TOOL } from './transparent-recovery.js';
+
+const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+describe('governance in worker threads', () => {
+  it.each(ROUTES)(
+    '%s: the worker governs, commits to the shared store, and the proxy tells it',
+    async (route) => {
+      fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'Reading on.' }) });
+      const response = await fixture.post(route, conversationBody(route, { turns: 8 }));
+      expect(response.status).toBe(200);
+      expect(await response.text()).toContain('Reading on.');
+      const commitId = response.headers.get('x-selfgc-commit');
+      expect(commitId).toMatch(/^c1-/);
+      expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBeLessThan(
+        Number(response.headers.get('x-selfgc-tokens-before')),
+      );
+      expect(response.headers.get('x-selfgc-session')).toMatch(/^auto-[0-9a-f]{32}$/);
+      const forwarded = fixture.upstream.requests[0]?.rawBody ?? '';
+      expect(forwarded).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+      expect(forwarded).toContain(EXPAND_TOOL);
+
+      // The worker wrote through its own connection; this one reads the same file.
+      const session = storeSessionOf(response);
+      const payloads = await fixture.store.listPayloads(session);
+      expect(payloads.length).toBeGreaterThan(0);
+      expect(payloads.every((record) => record.commitId === commitId)).toBe(true);
+      expect(fixture.logs[0]).toMatchObject({
+        status: 200,
+        commit: commitId,
+        governance: expect.stringMatching(/^(committed|fallback)$/),
+      });
+      const samples = await fixture.metrics();
+      expect(sampleSum(samples, 'selfgc_proxy_commits_total')).toBe(1);
+      expect(sampleSum(samples, 'selfgc_proxy_planner_seconds_count')).toBe(1);
+    },
+  );
+
+  it('answers recovery calls from the worker’s sidecar', async () => {
+    fixture = await startProxyFixture({
+      workers: 1,
+      script: (request) =>
+        request.index === 0
+          ? {
+              text: 'Let me look again.',
+              toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerKeys(request.rawBody)[0] } }],
+            }
+          : { text: 'Found it.' },
+    });
+    const response = await fixture.post('chat', conversationBody('chat', { turns: 8 }));
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain('Found it.');
+    expect(text).not.toContain('selfgc_');
+    const [first, second] = fixture.upstream.requests;
+    const key = pointerKeys(first!.rawBody)[0]!;
+    const record = await fixture.store.getPayload(storeSessionOf(response), key);
+    expect(record).toBeDefined();
+    expect(second?.rawBody).toContain('value0_3');
+    expect(fixture.logs[0]).toMatchObject({ status: 200, recoveryCalls: 1 });
+  });
+
+  it('answers a body it cannot read as the provider would, with the same error code', async () => {
+    fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'never' }) });
+    const response = await fixture.post('messages', '{"model": "claude", "messages": [');
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(fixture.upstream.requests).toHaveLength(0);
+    expect(fixture.logs[0]).toMatchObject({ status: 400, error: 'bad-input' });
+  });
+
+  it('keeps every session consistent across several workers, turn after turn', async () => {
+    fixture = await startProxyFixture({ workers: 2, script: () => ({ text: 'ok' }) });
+    const keys = ['sk-a', 'sk-b', 'sk-c', 'sk-d'];
+    const sessions = new Map<string, string>();
+    for (let turn = 6; turn <= 12; turn += 2) {
+      await Promise.all(
+        keys.map(async (apiKey) => {
+          const response = await fixture!.post(
+            'chat',
+            conversationBody('chat', { turns: turn, task: apiKey }),
+            {
+              apiKey,
+            },
+          );
+          expect(response.status).toBe(200);
+          sessions.set(apiKey, storeSessionOf(response, apiKey));
+        }),
+      );
+    }
+    for (const session of sessions.values()) {
+      const commits = await fixture.store.listCommits(session);
+      expect(commits.length).toBeGreaterThan(0);
+      expect(commits.map((commit) => commit.sequence)).toEqual(commits.map((_, index) => index + 1));
+      const stored = await fixture.store.readSession(session);
+      expect(stored?.version).toBeGreaterThanOrEqual(commits.length);
+    }
+  });
+
+  it('reports a worker that cannot open its store', async () => {
+    const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
+    await expect(governance.ready()).rejects.toThrow(/cannot open/);
+    await governance.close();
+  });
+});

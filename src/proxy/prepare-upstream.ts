@@ -1,0 +1,84 @@
+/**
+ * The governance step of a governed request, from the client's body text to the body the
+ * upstream gets: parse and check it, find the session, govern it. It needs no socket, so it runs
+ * on the proxy's own thread or in a governance worker (`governance-workers.ts`) alike; either
+ * way it returns only what the rest of the request needs, so the client's text, its parsed tree
+ * and its transcript are dropped before the upstream wait (a second or more, with hundreds of
+ * requests in flight: kept, they would survive young-generation collections and be copied again
+ * and again).
+ */
+import { BadInputError, parseJson } from '../core/errors.js';
+import { governRequest } from './govern-request.js';
+import type { ProxySettings } from './proxy-options.js';
+import type { RequestTrace } from './request-trace.js';
+import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
+import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
+import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
+
+export interface PrepareInput {
+  settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
+  dialect: WireDialect;
+  /** The client's body, whole. */
+  text: string;
+  /** The client's request headers (the session header is read from them). */
+  requestHeaders: Headers;
+  /** `hashApiKey(requestHeaders)`. */
+  keyHash: string;
+  /** The request's arm and log entry (filled in here). */
+  trace: Pick<RequestTrace, 'arm' | 'entry'>;
+  /** The `x-selfgc-*` headers of the answer (filled in here). */
+  headers: Headers;
+  signal: AbortSignal;
+}
+
+export interface PreparedUpstream {
+  /** The body to send upstream first. */
+  body: string;
+  /** Set when transparent recovery runs: `body` then carries the recovery tools. */
+  recovery?: {
+    /** The store session id. */
+    sessionId: string;
+    /** The client's body without its conversation, to hide the recovery tools from the answer. */
+    client: JsonObject;
+  };
+}
+
+/** What the proxy's thread keeps for recovery: the governor that answers from the sidecar. */
+export interface PreparedRequest extends PreparedUpstream {
+  governor?: RecoveryGovernor;
+}
+
+export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
+  const { settings, dialect, text, trace, headers } = input;
+  const body = parseJson(text, 'request body');
+  if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
+  const model = requireModel(body);
+  const transcript = dialect.readTranscript(body);
+  const seed = dialect.identitySeed?.(body);
+  const identity = deriveSessionIdentity(input.requestHeaders, transcript, seed, input.keyHash);
+  headers.set(SESSION_HEADER, identity.sessionId);
+  trace.entry.session = sessionLogId(identity);
+  trace.entry.stream = body.stream === true;
+  const governed = await governRequest(settings, {
+    dialect,
+    body,
+    model,
+    transcript,
+    identity,
+    trace,
+    headers,
+    signal: input.signal,
+  });
+  if (governed.body === undefined) return { body: text };
+  const view = governed.result?.view;
+  const recover =
+    settings.recovery && body.stream !== true && view !== undefined && hasRecoveryPointers(view);
+  if (!recover || governed.governor === undefined) return { body: JSON.stringify(governed.body) };
+  // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
+  const { messages: _messages, input: _input, ...client } = body;
+  return {
+    body: JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS)),
+    recovery: { sessionId: identity.storeSessionId, client },
+    governor: governed.governor,
+  };
+}
