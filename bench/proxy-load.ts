@@ -7,11 +7,16 @@
  *   node --import tsx bench/proxy-load.ts [--sessions 200] [--turns 30] [--keys 50]
  *     [--window 8000] [--model-ms 1000] [--time-limit-s 300] [--store sqlite|memory]
  *     [--cpu-prof-dir <dir>]   (writes a CPU profile of the proxy process there)
+ *     [--proxy-log]            (the proxy logs each request; prints the time spent inside it)
+ *     [--proxy-node-arg <flag>]  (a node flag for the proxy process, repeatable; diagnostics)
+ *     [--hop-only]             (the proxy governs nothing: what the hop alone adds; checks fail)
+ *     [--threads 1]            (governance worker threads, as `selfgc proxy`; 0: on its own thread)
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { parsePrometheus, sampleSum } from '../src/proxy/testing/parse-prometheus.js';
 import { spawnProxyChild } from '../src/proxy/testing/spawn-proxy-child.js';
@@ -23,6 +28,12 @@ import { auditSidecar } from './proxy-load-verify.js';
 
 const TARGET_P50_MS = 3;
 const TARGET_P99_MS = 25;
+const LOOP_RESOLUTION_MS = 5;
+
+/** An event-loop delay sample in ms: the histogram counts the resolution in, which is no delay. */
+function loopDelayMs(nanoseconds: number): number {
+  return Math.max(0, Math.round(nanoseconds / 1e4 - LOOP_RESOLUTION_MS * 100) / 100);
+}
 
 /**
  * How long the scripted model "thinks" for one turn: between half and one and a half times the
@@ -45,6 +56,10 @@ async function runMain(): Promise<number> {
       'time-limit-s': { type: 'string', default: '300' },
       store: { type: 'string', default: 'sqlite' },
       'cpu-prof-dir': { type: 'string' },
+      'proxy-log': { type: 'boolean', default: false },
+      'hop-only': { type: 'boolean', default: false },
+      threads: { type: 'string', default: '1' },
+      'proxy-node-arg': { type: 'string', multiple: true, default: [] },
     },
   });
   const sessions = planSessions(Number(values.sessions), Number(values.keys));
@@ -65,15 +80,24 @@ async function runMain(): Promise<number> {
     storeUrl: sqlite ? `sqlite:${storePath}` : 'memory:',
     upstreamUrl: upstream.url,
     window: Number(values.window),
-    quiet: true,
-    ...(values['cpu-prof-dir'] === undefined
-      ? {}
-      : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof-dir']}`] }),
+    quiet: !values['proxy-log'],
+    ungoverned: values['hop-only'],
+    threads: Number(values.threads),
+    nodeArgs: [
+      ...values['proxy-node-arg'],
+      ...(values['cpu-prof-dir'] === undefined
+        ? []
+        : ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof-dir']}`]),
+    ],
   });
   try {
     const loadAverage = loadavg()
       .map((value) => value.toFixed(2))
       .join(' ');
+    // This process is the load generator and the upstream: its own delays slow both paths.
+    const ownLoopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS });
+    ownLoopDelay.enable();
+    const ownCpuBefore = process.cpuUsage();
     const started = performance.now();
     const deadline = started + Number(values['time-limit-s']) * 1000;
     const options = { turns, upstreamUrl: upstream.url, proxyUrl: child.url, deadline };
@@ -86,6 +110,8 @@ async function runMain(): Promise<number> {
       }),
     );
     const elapsedSeconds = (performance.now() - started) / 1000;
+    ownLoopDelay.disable();
+    const ownCpu = process.cpuUsage(ownCpuBefore);
     const results = perSession.flat();
     const metrics = parsePrometheus(await (await fetch(`${child.url}/metrics`)).text());
 
@@ -94,6 +120,9 @@ async function runMain(): Promise<number> {
     const exitLine = child.logs.find((line) => line.eventLoopDelayMs !== undefined);
     const loopDelay = exitLine?.eventLoopDelayMs as { p50: number; p99: number; max: number } | undefined;
     const proxyCpu = exitLine?.cpuMs as { user: number; system: number } | undefined;
+    const proxyGc = exitLine?.gcMs as
+      | { count: number; total: number; max: number; kinds: string }
+      | undefined;
     // The memory store dies with the proxy; its sidecar is audited through a SQLite run only.
     const store = sqlite ? createSqliteStore({ path: storePath }) : undefined;
     const audit = store ? await auditSidecar(store, results).finally(() => store.close()) : undefined;
@@ -167,6 +196,31 @@ async function runMain(): Promise<number> {
         'proxy event-loop delay p50 / p99 / max',
         loopDelay ? `${loopDelay.p50} / ${loopDelay.p99} / ${loopDelay.max} ms` : 'n/a',
       ],
+      [
+        'proxy GC pauses (count, total, longest)',
+        proxyGc ? `${proxyGc.count}, ${proxyGc.total} ms, ${proxyGc.max} ms` : 'n/a',
+      ],
+      ['proxy GC pauses by kind', proxyGc?.kinds ?? 'n/a'],
+      ...insideRows(child.logs),
+      [
+        'load generator and upstream CPU (this process)',
+        `${((ownCpu.user + ownCpu.system) / 1000 / elapsedSeconds / 10).toFixed(0)}% of a core`,
+      ],
+      [
+        'load generator event-loop delay p50 / p99 / max',
+        [50, 99, 100]
+          .map((rank) => loopDelayMs(rank === 100 ? ownLoopDelay.max : ownLoopDelay.percentile(rank)))
+          .join(' / ')
+          .concat(' ms'),
+      ],
+      [
+        'governance',
+        values['hop-only']
+          ? 'none (hop only)'
+          : Number(values.threads) === 0
+            ? "on the proxy's thread"
+            : `${values.threads} worker thread(s)`,
+      ],
       ['store', sqlite ? 'sqlite (WAL, synchronous = NORMAL)' : 'memory (sidecar not audited)'],
       ['commits / sidecar records', audit ? `${audit.commits} / ${audit.payloads}` : 'n/a'],
       ['tokens saved', String(sampleSum(metrics, 'selfgc_proxy_tokens_saved_total'))],
@@ -179,6 +233,35 @@ async function runMain(): Promise<number> {
     await upstream.close();
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+/**
+ * With `--proxy-log`: the time each request spent inside the proxy's handler (its latency less
+ * the upstream's), apart for the requests that committed.
+ */
+function insideRows(logs: ReadonlyArray<Record<string, unknown>>): Array<[string, string]> {
+  const entries = logs.filter((line) => typeof line.latencyMs === 'number' && line.route !== 'pass-through');
+  if (entries.length === 0) return [];
+  const inside = (line: Record<string, unknown>) =>
+    (line.latencyMs as number) - ((line.upstreamMs as number | undefined) ?? 0);
+  const row = (label: string, subset: typeof entries): [string, string] => {
+    const stats = summarize(subset.map(inside));
+    return [
+      `inside proxy, ${label} p50 / p90 / p99`,
+      `${stats.p50.toFixed(2)} / ${stats.p90.toFixed(2)} / ${stats.p99.toFixed(2)} ms (${stats.count})`,
+    ];
+  };
+  return [
+    row('all', entries),
+    row(
+      'no commit',
+      entries.filter((line) => line.commit === undefined),
+    ),
+    row(
+      'commit',
+      entries.filter((line) => line.commit !== undefined),
+    ),
+  ];
 }
 
 runMain().then(

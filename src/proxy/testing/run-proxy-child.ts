@@ -5,12 +5,16 @@
  * on SIGTERM its event-loop delay and the CPU time it used before it exits.
  *
  *   node --import tsx src/proxy/testing/run-proxy-child.ts --store <store URL> --upstream <url>
- *     [--window 2000] [--port 0] [--quiet]
+ *     [--window 2000] [--port 0] [--quiet] [--ungoverned] [--threads 1]
+ *
+ * `--ungoverned` forwards every request untouched (the cost of the hop alone, for comparison);
+ * `--threads N` governs in N worker threads (as `selfgc proxy` does), 0 on the proxy's thread.
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createStoreFromUrl } from '../../stores/parse-store-url.js';
 import { createProxy } from '../create-proxy.js';
+import { createGovernanceWorkers } from '../governance-workers.js';
 import { createGovernorPool } from '../governor-pool.js';
 import { jsonLineLogger } from '../proxy-log.js';
 import { serveProxy } from '../serve-proxy.js';
@@ -23,6 +27,8 @@ async function runMain(): Promise<void> {
       window: { type: 'string', default: '2000' },
       port: { type: 'string', default: '0' },
       quiet: { type: 'boolean', default: false },
+      ungoverned: { type: 'boolean', default: false },
+      threads: { type: 'string', default: '1' },
     },
   });
   if (values.store === undefined || values.upstream === undefined) {
@@ -31,21 +37,55 @@ async function runMain(): Promise<void> {
     );
   }
   const store = await createStoreFromUrl(values.store);
+  const threads = Number(values.threads);
+  const window = Number(values.window);
+  const governance =
+    values.ungoverned || threads === 0
+      ? undefined
+      : createGovernanceWorkers({ storeUrl: values.store, window, cache: 'blind', threads });
   const proxy = createProxy({
-    governor: createGovernorPool({ store, cache: 'blind' }),
+    ...(values.ungoverned
+      ? {}
+      : governance === undefined
+        ? { governor: createGovernorPool({ store, cache: 'blind' }) }
+        : { governance }),
     store,
     upstreams: { openai: values.upstream, anthropic: values.upstream },
-    window: Number(values.window),
+    window,
     failOpen: false,
     ...(values.quiet ? {} : { logger: jsonLineLogger((line) => process.stdout.write(line)) }),
   });
+  await governance?.ready();
   const served = await serveProxy(proxy, { port: Number(values.port), host: '127.0.0.1' });
-  const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+  const resolutionMs = 5;
+  const loopDelay = monitorEventLoopDelay({ resolution: resolutionMs });
   loopDelay.enable();
+  // Garbage collection pauses (they stop the event loop too): count, total and longest, in ms,
+  // in all and by kind (minor, major, incremental marking, weak callbacks).
+  const gc = { count: 0, totalMs: 0, maxMs: 0 };
+  const gcKinds: Record<string, { count: number; total: number; max: number }> = {};
+  const kindNames: Record<number, string> = { 1: 'minor', 4: 'major', 8: 'incremental', 16: 'weak' };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gc.count += 1;
+      gc.totalMs += entry.duration;
+      gc.maxMs = Math.max(gc.maxMs, entry.duration);
+      const detail = (entry as { detail?: { kind?: number } }).detail;
+      const kind = kindNames[detail?.kind ?? 0] ?? 'other';
+      const slot = gcKinds[kind] ?? { count: 0, total: 0, max: 0 };
+      gcKinds[kind] = slot;
+      slot.count += 1;
+      slot.total += entry.duration;
+      slot.max = Math.max(slot.max, entry.duration);
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
   process.stdout.write(`${JSON.stringify({ ready: served.url })}\n`);
   process.once('SIGTERM', () => {
-    // How long requests waited for this process's event loop, in ms, for the load script.
-    const ms = (value: number) => Math.round(value / 1e4) / 100;
+    // How long requests waited for this process's event loop, in ms, for the load script. The
+    // histogram records the time between samples, the resolution included (an idle loop reads
+    // 5.1 ms at a resolution of 5): the delay is what goes beyond it.
+    const ms = (value: number) => Math.max(0, Math.round(value / 1e4 - resolutionMs * 100) / 100);
     const delay = {
       p50: ms(loopDelay.percentile(50)),
       p99: ms(loopDelay.percentile(99)),
@@ -53,9 +93,21 @@ async function runMain(): Promise<void> {
     };
     const cpu = process.cpuUsage();
     const cpuMs = { user: Math.round(cpu.user / 1000), system: Math.round(cpu.system / 1000) };
-    process.stdout.write(`${JSON.stringify({ eventLoopDelayMs: delay, cpuMs })}\n`);
+    const gcMs = {
+      count: gc.count,
+      total: Math.round(gc.totalMs),
+      max: Math.round(gc.maxMs * 100) / 100,
+      kinds: Object.entries(gcKinds)
+        .map(
+          ([kind, slot]) =>
+            `${kind} ${slot.count}× ${Math.round(slot.total)} ms (max ${Math.round(slot.max)})`,
+        )
+        .join(', '),
+    };
+    process.stdout.write(`${JSON.stringify({ eventLoopDelayMs: delay, cpuMs, gcMs })}\n`);
     void served
       .close()
+      .then(() => governance?.close())
       .then(() => store.close())
       .then(() => process.exit(0));
   });

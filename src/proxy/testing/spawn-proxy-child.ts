@@ -22,6 +22,10 @@ export interface ProxyChildOptions {
   upstreamUrl: string;
   window?: number;
   quiet?: boolean;
+  /** Forward every request untouched (no governor). */
+  ungoverned?: boolean;
+  /** Governance worker threads; 0 governs on the proxy's thread. Default 1. */
+  threads?: number;
   /** Extra node flags for the child, e.g. `--cpu-prof` (the load script's `--cpu-prof-dir`). */
   nodeArgs?: readonly string[];
 }
@@ -31,6 +35,8 @@ export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild>
   args.push('--store', options.storeUrl);
   args.push('--upstream', options.upstreamUrl, '--window', String(options.window ?? 2000));
   if (options.quiet === true) args.push('--quiet');
+  if (options.ungoverned === true) args.push('--ungoverned');
+  if (options.threads !== undefined) args.push('--threads', String(options.threads));
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const logs: Array<Record<string, unknown>> = [];
