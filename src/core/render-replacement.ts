@@ -6,7 +6,7 @@ import { type Anchor, callExpressions, extractAnchors } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import type { Ledger } from './ledger.js';
 import { type LedgerObject, messageReferenceText, rankAnchors } from './ledger.js';
-import { messageText } from './transcript.js';
+import { type Message, messageText } from './transcript.js';
 
 /** The text payload of an object, as the model saw it. */
 export function objectText(ledger: Ledger, object: LedgerObject): string {
@@ -54,11 +54,7 @@ export function renderSpanFold(
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
   // Latest step first: when the index is full, of two anchors of a kind the more recent stays
   // (later steps quote recent work far more often than old work).
-  const stepsText = steps
-    .map((message) => messageReferenceText(message))
-    .reverse()
-    .join('\n');
-  const anchors = keyAnchorsOf(withCalls(extractAnchors(stepsText), stepsText), options, '');
+  const anchors = keyAnchorsOf(indexEntriesOf([...steps].reverse()), options, '');
   return [
     `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
     ...(options.summary ? [oneLine(options.summary, 600)] : []),
@@ -68,12 +64,50 @@ export function renderSpanFold(
 }
 
 /**
- * What a fold index may list: the anchors, then the call expressions of the text (agents quote
- * code they saw when they edit it or report on it; measured on the dev sessions).
+ * What a fold index may list, kept per message and per output: rehearsal renders the same spans
+ * again and again as a plan deepens, and a session's messages do not change.
  */
-function withCalls(anchors: readonly Anchor[], textValue: string): Anchor[] {
-  const seen = new Set(anchors.map((anchor) => anchor.value));
-  return [...anchors, ...callExpressions(textValue).filter((anchor) => !seen.has(anchor.value))];
+interface IndexEntries {
+  anchors: readonly Anchor[];
+  calls: readonly Anchor[];
+}
+const entriesByMessage = new WeakMap<Message, IndexEntries>();
+const callsByObject = new WeakMap<LedgerObject, readonly Anchor[]>();
+
+function messageEntries(message: Message): IndexEntries {
+  let entries = entriesByMessage.get(message);
+  if (!entries) {
+    const textValue = messageReferenceText(message);
+    entries = { anchors: extractAnchors(textValue), calls: callExpressions(textValue) };
+    entriesByMessage.set(message, entries);
+  }
+  return entries;
+}
+
+/**
+ * The entries of a fold index over `messages`, in their order: the anchors, then the call
+ * expressions (agents quote code they saw when they edit it or report on it; measured on the dev
+ * sessions), each once.
+ */
+function indexEntriesOf(messages: readonly Message[]): Anchor[] {
+  const entries = messages.map(messageEntries);
+  return distinct([...entries.flatMap((entry) => entry.anchors), ...entries.flatMap((entry) => entry.calls)]);
+}
+
+/** An output's anchors, then its call expressions. */
+function outputEntries(ledger: Ledger, object: LedgerObject): Anchor[] {
+  let calls = callsByObject.get(object);
+  if (!calls) {
+    calls = callExpressions(objectText(ledger, object));
+    callsByObject.set(object, calls);
+  }
+  return distinct([...object.anchors, ...calls]);
+}
+
+function distinct(anchors: readonly Anchor[]): Anchor[] {
+  const byValue = new Map<string, Anchor>();
+  for (const anchor of anchors) if (!byValue.has(anchor.value)) byValue.set(anchor.value, anchor);
+  return [...byValue.values()];
 }
 
 /** A one-line description of the call that produced a function object. */
@@ -135,7 +169,7 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
   if (object.kind === 'function') {
     const head = describeCall(object);
     const status = object.isError ? 'error' : 'ok';
-    const anchors = keyAnchorsOf(withCalls(object.anchors, objectText(ledger, object)), options, head);
+    const anchors = keyAnchorsOf(outputEntries(ledger, object), options, head);
     const lines = [
       `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
       ...(options.summary ? [oneLine(options.summary, 400)] : []),
@@ -145,11 +179,11 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
     return lines.join('\n');
   }
   const request = oneLine(objectText(ledger, object), 200);
-  const spanTextValue = ledger.messages
-    .slice(object.span.start, object.span.end)
-    .map((message) => messageReferenceText(message))
-    .join('\n');
-  const anchors = keyAnchorsOf(withCalls(extractAnchors(spanTextValue), spanTextValue), options, request);
+  const anchors = keyAnchorsOf(
+    indexEntriesOf(ledger.messages.slice(object.span.start, object.span.end)),
+    options,
+    request,
+  );
   const messages = object.span.end - object.span.start;
   return [
     `[folded ${object.id}: user asked "${request}"; ${messages} messages followed]`,
