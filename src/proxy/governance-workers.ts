@@ -12,13 +12,11 @@ import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
 import type { Arm } from './ab-split.js';
-import type { PreparedRequest, PreparedUpstream } from './prepare-upstream.js';
+import type { PreparedRequest, PreparedUpstream, PrepareInput } from './prepare-upstream.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { type MetricOperation, type ProxyMetrics, replayMetrics } from './proxy-metrics.js';
-import type { RequestTrace } from './request-trace.js';
 import { SESSION_HEADER } from './session-identity.js';
 import type { RecoveryGovernor } from './transparent-recovery.js';
-import type { WireDialect } from './wire-dialect.js';
 
 export interface GovernanceWorkerOptions {
   /** The store every worker opens (`sqlite:…`, `redis://…`, `postgres://…`). */
@@ -36,18 +34,9 @@ export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {
   threads?: number;
 }
 
-/** What the proxy's thread hands over for one request. */
-export interface GovernanceInput {
-  dialect: WireDialect;
-  text: string;
-  requestHeaders: Headers;
-  keyHash: string;
-  trace: Pick<RequestTrace, 'arm' | 'entry'>;
-  headers: Headers;
-  signal: AbortSignal;
-  failOpen: boolean;
-  recovery: boolean;
-}
+/** What the proxy's thread hands over for one request: `prepareUpstream`'s input, settings by value. */
+export type GovernanceInput = Omit<PrepareInput, 'settings'> &
+  Pick<PrepareInput['settings'], 'failOpen' | 'recovery'>;
 
 export interface GovernanceWorkers {
   /** Settles once every worker has opened its store (rejects when one could not). */
