@@ -73,7 +73,7 @@ export function planSpanFolds(
  * little further than the target, and commits come fewer and deeper (measured on the dev
  * sessions: cost 0.716 → 0.708 of none at a 32k window, at the same no-impact).
  */
-export function spanIndexTokens(folded: number): number {
+function spanIndexTokens(folded: number): number {
   return 40 + 5 * autoAnchorBudget(folded);
 }
 

@@ -201,7 +201,6 @@ describe('planEmbedded: pressure', () => {
   it('reaches the target, least-needed first, and never touches pins or the latest turn', () => {
     const ledger = ledgerOf(longSession({ rounds: 30, requestEvery: 10 }));
     const viewTokens = projectView(ledger, {}).tokens;
-    // Not lower: the index of the whole work (its names and calls) takes a third of this session.
     const target = Math.floor(viewTokens * 0.4);
     const operations = plan(ledger, {
       viewTokens,
@@ -375,9 +374,7 @@ describe('planEmbedded: an output folds alone only when that frees most of it', 
     // Told otherwise, the reads fold one by one, oldest first, and no span folds.
     const anyShare = planEmbedded(
       inputFor(ledger, { viewTokens, targetTokens: Math.floor(viewTokens * 0.6) }),
-      {
-        minFoldShare: 0,
-      },
+      { minFoldShare: 0 },
     );
     expect(anyShare[0]?.objectId).toBe('function:read_file:1');
     expect(anyShare.every((operation) => operation.objectId.startsWith('function:'))).toBe(true);
