@@ -282,6 +282,34 @@ describe('createGovernor: cache rule', () => {
     expect(await store.listCommits('s')).toEqual([]);
   });
 
+  it('weighs a commit the window does not force yet only until the window would force one', async () => {
+    const messages = longSession({ rounds: 30 });
+    const total = transcriptTokens(messages);
+    const project = (share: number) =>
+      governor(createMemoryStore(), Math.ceil(total / share), { provider: 'anthropic' }).project(
+        's',
+        messages,
+      );
+    // Room for several more calls: the saving over them pays for breaking the cache.
+    const roomy = await project(0.75);
+    expect(roomy.decision.trigger).toBe('pressure');
+    expect(roomy.decision.outcome).toBe('committed');
+    // The next output or two reach the window, which forces a commit then: committing now would
+    // save on those calls only, less than the break costs. (Counting the 30 calls made so far,
+    // the saving would be over ten times larger and the commit would go ahead.)
+    const near = await project(0.97);
+    expect(near.decision.trigger).toBe('pressure');
+    expect(near.decision.outcome).toBe('deferred');
+    const { saving, breakCost } = near.decision.cache!;
+    expect(saving).toBeLessThan(breakCost);
+    expect((saving * 30) / 2).toBeGreaterThan(breakCost);
+    expect(near.view).toEqual(messages);
+    // Over the window the commit is forced, whatever it costs.
+    const over = await project(1.05);
+    expect(over.decision.trigger).toBe('overflow');
+    expect(over.viewTokens).toBeLessThan(total / 1.05);
+  });
+
   it('batches: a plan that frees less than minBatch of the window waits, unless blind', async () => {
     const messages = longSession({ rounds: 30 });
     const window = Math.ceil(transcriptTokens(messages) / 0.8);

@@ -173,7 +173,12 @@ export function createGovernor(options: GovernorOptions): Governor {
             tokensBefore: rehearsal.tokensBefore,
             tokensAfter: rehearsal.tokensAfter,
             cachedPrefixTokens: prefixTokens(ledger, view, rehearsal.earliestEdit),
-            futureCalls: expectedFutureCalls(ledger),
+            futureCalls: expectedFutureCalls(
+              ledger,
+              view.tokens,
+              options.window,
+              trigger.trigger === 'overflow',
+            ),
             gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
             cacheWarm: isCacheWarm(messages, snapshot.state, now(), pricing.ttlMs),
           },
@@ -399,11 +404,23 @@ function prefixTokens(ledger: Ledger, view: View, end: number | undefined): numb
   return total;
 }
 
-/** Calls still to come: as many as have been made so far, within reason (the session is half done). */
-function expectedFutureCalls(ledger: Ledger): number {
+/**
+ * Calls still to come that a commit saves on: as many as have been made so far, within reason
+ * (the session is half done). A commit the window does not force yet saves only until the
+ * window would force one anyway, at the transcript's average growth per call; that horizon
+ * counts twice, since a deep commit now also puts the next one further off. Measured on the dev
+ * sessions at a 32k window: 24 fewer commits (139 of 163) at the same cost and no-impact; on the
+ * bundled sample (sessions of 16 calls) the commits at a session's end that never paid back
+ * went away (cost 1.016 → 0.963 of none).
+ */
+function expectedFutureCalls(ledger: Ledger, viewTokens: number, window: number, forced: boolean): number {
   let calls = 0;
   for (const message of ledger.messages) if (message.role === 'assistant') calls += 1;
-  return Math.min(40, Math.max(4, calls));
+  const expected = Math.min(40, Math.max(4, calls));
+  if (forced) return expected;
+  const growth = Math.max(1, ledger.totalTokens / Math.max(1, calls));
+  const untilForced = Math.max(1, Math.ceil((window - viewTokens) / growth));
+  return Math.min(expected, 2 * untilForced);
 }
 
 function lastTimestamp(messages: readonly Message[]): number | undefined {
