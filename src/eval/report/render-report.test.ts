@@ -127,9 +127,10 @@ describe('renderReport', () => {
     hostile.inputs = [`${evil}.jsonl`];
     hostile.cutMode[0]!.strategy = `cut${evil}`;
     hostile.sessionMode[1]!.strategy = `session${evil}`;
-    hostile.sessionMode[4]!.timelines[0]!.session = evil;
-    hostile.sessionMode[4]!.timelines[0]!.viewTokens.push(...Array.from({ length: 100 }, () => 1000));
-    hostile.sessionMode[4]!.timelines[0]!.transcriptTokens.push(...Array.from({ length: 100 }, () => 1000));
+    const timeline = hostile.sessionMode.find((result) => result.strategy === 'selfgc')!.timelines[0]!;
+    timeline.session = evil;
+    timeline.viewTokens.push(...Array.from({ length: 100 }, () => 1000));
+    timeline.transcriptTokens.push(...Array.from({ length: 100 }, () => 1000));
     const rendered = renderReport(hostile);
     expect(rendered).not.toContain('<script');
     expect(rendered).toContain('data-session="&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"');

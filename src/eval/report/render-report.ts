@@ -248,7 +248,8 @@ function renderSessionMode(results: SessionModeResult[], styles: Styles): string
 ${renderTimelines(results, styles)}`;
 }
 
-const COST: PlotArea = { width: 760, height: 300, left: 60, right: 20, top: 24, bottom: 46 };
+// Room below the bars for strategy names set at a slant (`last-5-observations+sticky` is long).
+const COST: PlotArea = { width: 760, height: 400, left: 60, right: 20, top: 24, bottom: 146 };
 
 function renderCostChart(results: SessionModeResult[], styles: Styles): string {
   const area = COST;
@@ -272,7 +273,7 @@ function renderCostChart(results: SessionModeResult[], styles: Styles): string {
     return `<g><rect data-bar="${name}" data-value="${value}" x="${coordinate(centre - barWidth / 2)}" y="${coordinate(barTop)}" width="${coordinate(barWidth)}" height="${coordinate(y(0) - barTop)}" fill="${style.colour}" stroke="#222" stroke-width="1" stroke-dasharray="${style.dash}">
 <title>${name}: cost ${value.toFixed(3)}× none</title></rect>
 <text class="bar-value" x="${coordinate(centre)}" y="${coordinate(labelY - 6)}" text-anchor="middle">${value.toFixed(2)}×</text>
-<text class="tick" x="${coordinate(centre)}" y="${area.height - area.bottom + 16}" text-anchor="middle">${name}</text></g>`;
+<text class="tick" data-bar-label="${name}" transform="translate(${coordinate(centre + 4)} ${area.height - area.bottom + 12}) rotate(-40)" text-anchor="end">${name}</text></g>`;
   });
   const axes = renderAxes(
     area,

@@ -22,6 +22,24 @@ function parsePoints(points: string | null): Array<[number, number]> {
     .map((pair) => pair.split(',').map(Number) as [number, number]);
 }
 
+type Outline = Array<[number, number]>;
+
+/** Whether two convex outlines are apart: some edge's normal separates their projections. */
+function separated(first: Outline, second: Outline): boolean {
+  for (const outline of [first, second]) {
+    for (let index = 0; index < outline.length; index += 1) {
+      const [x1, y1] = outline[index]!;
+      const [x2, y2] = outline[(index + 1) % outline.length]!;
+      const normal: [number, number] = [y1 - y2, x2 - x1];
+      const project = (points: Outline) => points.map(([x, y]) => x * normal[0] + y * normal[1]);
+      const a = project(first);
+      const b = project(second);
+      if (Math.max(...a) < Math.min(...b) || Math.max(...b) < Math.min(...a)) return true;
+    }
+  }
+  return false;
+}
+
 /** Overwritten on every run, so the latest report can be looked at without piling up files. */
 const SCREENSHOT = join(tmpdir(), 'selfgc-report-screenshots', 'report.png');
 
@@ -126,6 +144,37 @@ describe.skipIf(!available && !process.env.CI)(
       }
     });
 
+    it('names every cost bar legibly: labels inside the chart, none over another', async () => {
+      const svgBox = (await page.locator('svg[data-chart="cost"]').boundingBox())!;
+      const labels = page.locator('svg[data-chart="cost"] [data-bar-label]');
+      expect(await labels.allTextContents()).toEqual(summary.sessionMode.map((result) => result.strategy));
+      // Each label's outline on screen: its text box carried through its own transform (the
+      // names may be set at a slant, where screen-aligned boxes would overlap at the corners).
+      const outlines = await labels.evaluateAll((nodes) =>
+        nodes.map((node) => {
+          const text = node as SVGTextElement;
+          const box = text.getBBox();
+          const m = text.getScreenCTM()!;
+          const at = (x: number, y: number): [number, number] => [
+            m.a * x + m.c * y + m.e,
+            m.b * x + m.d * y + m.f,
+          ];
+          const right = box.x + box.width;
+          const bottom = box.y + box.height;
+          return [at(box.x, box.y), at(right, box.y), at(right, bottom), at(box.x, bottom)];
+        }),
+      );
+      for (const outline of outlines) {
+        for (const [x, y] of outline) {
+          expect(x).toBeGreaterThanOrEqual(svgBox.x);
+          expect(x).toBeLessThanOrEqual(svgBox.x + svgBox.width);
+          expect(y).toBeLessThanOrEqual(svgBox.y + svgBox.height);
+        }
+      }
+      for (let index = 1; index < outlines.length; index += 1)
+        expect(separated(outlines[index - 1]!, outlines[index]!)).toBe(true);
+    });
+
     it('draws one timeline per session, the longest first, for selfgc', async () => {
       const selfgc = summary.sessionMode.find((result) => result.strategy === 'selfgc')!;
       const longest = [...selfgc.timelines]
@@ -147,6 +196,14 @@ describe.skipIf(!available && !process.env.CI)(
         expect(await timeline.locator('[data-commit]').count()).toBe(expected.commitCalls.length);
         expect(await timeline.locator('[data-series="window"]').count()).toBe(1);
       }
+    });
+
+    it('fits the page width: no table or chart makes the page scroll sideways', async () => {
+      const { scrollWidth, clientWidth } = await page.evaluate(() => ({
+        scrollWidth: document.documentElement.scrollWidth,
+        clientWidth: document.documentElement.clientWidth,
+      }));
+      expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
     });
 
     it('loads without console errors or failed requests and leaves a screenshot', async () => {

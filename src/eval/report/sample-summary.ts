@@ -201,6 +201,25 @@ const SESSION_POLICIES: SessionPolicy[] = [
     strict: 0.83,
     recoverable: 0.87,
   },
+  // The cache-friendly forms: names as long as the real report's, edits only when the window forces them.
+  {
+    strategy: 'oldest-turn+sticky',
+    trigger: 1,
+    cooldown: 1,
+    remove: (view) => view - 0.5 * WINDOW,
+    cachedAfterCommit: 0.04,
+    strict: 0.55,
+    recoverable: 0.55,
+  },
+  {
+    strategy: 'last-5-observations+sticky',
+    trigger: 1,
+    cooldown: 1,
+    remove: (view) => 0.35 * view,
+    cachedAfterCommit: 0.1,
+    strict: 0.66,
+    recoverable: 0.66,
+  },
   {
     strategy: 'selfgc',
     trigger: 0.8,

@@ -159,7 +159,7 @@ h1{font-size:24px;margin:0 0 12px}h2{font-size:19px;margin:36px 0 10px;border-bo
 table.results{border-collapse:collapse;width:100%;margin:8px 0 16px;font-variant-numeric:tabular-nums}
 .results caption{text-align:left;color:var(--muted);padding-bottom:6px}.results th,.results td{padding:5px 10px;border-bottom:1px solid var(--rule);text-align:right;white-space:nowrap}
 .results th[scope=row],.results thead th:first-child{text-align:left}.results thead th{font-weight:600;border-bottom:2px solid #c9c9d0;white-space:normal}
-.ci,.muted{color:var(--muted);font-size:12px}.swatch{vertical-align:middle;margin-right:6px}
+.ci,.muted{color:var(--muted);font-size:12px}[data-table=session-mode] .ci{display:block}.swatch{vertical-align:middle;margin-right:6px}
 figure{margin:12px 0 20px}figcaption{color:var(--muted);font-size:13px;margin-top:4px}
 svg[data-chart]{display:block;width:100%;height:auto;font-size:12px}svg[data-chart=tradeoff],svg[data-chart=cost]{max-width:820px}
 .grid{stroke:#ececf0}.axis{stroke:#8a8a90}.tick-mark{stroke:#8a8a90}.tick{fill:#55555a;font-size:11px}.axis-title{fill:#333;font-size:12px}
