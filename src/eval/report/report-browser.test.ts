@@ -24,6 +24,12 @@ function parsePoints(points: string | null): Array<[number, number]> {
 
 type Outline = Array<[number, number]>;
 
+/** What the outline of an SVG text element needs of it (the tests are typed without the DOM library). */
+interface SvgText {
+  getBBox(): { x: number; y: number; width: number; height: number };
+  getScreenCTM(): { a: number; b: number; c: number; d: number; e: number; f: number } | null;
+}
+
 /** Whether two convex outlines are apart: some edge's normal separates their projections. */
 function separated(first: Outline, second: Outline): boolean {
   for (const outline of [first, second]) {
@@ -152,7 +158,7 @@ describe.skipIf(!available && !process.env.CI)(
       // names may be set at a slant, where screen-aligned boxes would overlap at the corners).
       const outlines = await labels.evaluateAll((nodes) =>
         nodes.map((node) => {
-          const text = node as SVGTextElement;
+          const text = node as unknown as SvgText;
           const box = text.getBBox();
           const m = text.getScreenCTM()!;
           const at = (x: number, y: number): [number, number] => [
@@ -199,10 +205,10 @@ describe.skipIf(!available && !process.env.CI)(
     });
 
     it('fits the page width: no table or chart makes the page scroll sideways', async () => {
-      const { scrollWidth, clientWidth } = await page.evaluate(() => ({
-        scrollWidth: document.documentElement.scrollWidth,
-        clientWidth: document.documentElement.clientWidth,
-      }));
+      const { scrollWidth, clientWidth } = await page.locator('html').evaluate((root) => {
+        const { scrollWidth, clientWidth } = root as unknown as { scrollWidth: number; clientWidth: number };
+        return { scrollWidth, clientWidth };
+      });
       expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
     });
 
