@@ -16,7 +16,10 @@ export interface TriggerBookkeeping {
   lastCommitAt: number;
   /** Governance runs in a row that freed nothing; opens the circuit breaker. */
   fruitlessRuns: number;
-  /** Milliseconds of the last model call seen (for the cache TTL clock). */
+  /**
+   * Milliseconds of the model call at the last governance run (for the cache TTL clock; the
+   * governor also keeps the time of every call it sees in memory, and the later one counts).
+   */
   lastCallTime?: number;
 }
 

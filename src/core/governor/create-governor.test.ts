@@ -385,6 +385,33 @@ describe('createGovernor: cache rule', () => {
     expect(later.decision.cache?.breakCost).toBe(0);
   });
 
+  it('keeps the cache clock on every call, not only on the calls that govern', async () => {
+    const messages = longSession({ rounds: 30 });
+    const window = Math.ceil(transcriptTokens(messages) / 0.8);
+    let clock = NOW;
+    const gc = governor(createMemoryStore(), window, { provider: 'anthropic', now: () => clock });
+    // Governance runs once at the start (on request), then ten minutes of calls a minute apart
+    // stay under the threshold: none of them governs.
+    await gc.project('s', messages.slice(0, 6), { force: true });
+    for (let call = 1; call <= 10; call += 1) {
+      clock += 60_000;
+      const below = await gc.project('s', messages.slice(0, 6 + call * 4));
+      expect(below.decision.trigger).toBe('none');
+    }
+    // The cache is warm (the last call was a minute ago): breaking it has its price.
+    clock += 60_000;
+    const warm = await gc.project('s', messages);
+    expect(warm.decision.trigger).toBe('pressure');
+    expect(warm.decision.cache?.breakCost).toBeGreaterThan(0);
+    // After a pause longer than the cache's five minutes, it is cold: breaking it costs nothing.
+    const paused = governor(createMemoryStore(), window, { provider: 'anthropic', now: () => clock });
+    await paused.project('s', messages.slice(0, 46));
+    clock += 6 * 60_000;
+    const cold = await paused.project('s', messages);
+    expect(cold.decision.trigger).toBe('pressure');
+    expect(cold.decision.cache?.breakCost).toBe(0);
+  });
+
   it('reads the cache clock from message timestamps when present', async () => {
     const store = createMemoryStore();
     const stamp = (messages: Message[], at: number): Message[] => [

@@ -58,6 +58,8 @@ export function createGovernor(options: GovernorOptions): Governor {
   const embedded = createEmbeddedPlanner();
   const planner: Planner = options.planner ?? embedded;
   const ledgerFor = createLedgerCache(options);
+  // Time of the latest call per session (the most recent thousand sessions).
+  const lastCalls = new Map<string, number>();
   const now = options.now ?? Date.now;
   const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
   const blind = options.cache === 'blind';
@@ -114,6 +116,12 @@ export function createGovernor(options: GovernorOptions): Governor {
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
       const ledger = ledgerFor(sessionId, messages);
+      // The cache clock: every call refreshes the provider's cache, not only those that govern.
+      const callTime = lastTimestamp(messages) ?? now();
+      const previousCall = lastCalls.get(sessionId);
+      lastCalls.delete(sessionId);
+      lastCalls.set(sessionId, callTime);
+      if (lastCalls.size > 1000) lastCalls.delete(lastCalls.keys().next().value!);
       let snapshot = await readSessionState(options.store, sessionId);
       const warnings: Warning[] = [];
       let view = projectView(ledger, snapshot.state.objects, project);
@@ -180,7 +188,7 @@ export function createGovernor(options: GovernorOptions): Governor {
               trigger.trigger === 'overflow',
             ),
             gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
-            cacheWarm: isCacheWarm(messages, snapshot.state, now(), pricing.ttlMs),
+            cacheWarm: isCacheWarm(snapshot.state, previousCall, callTime, pricing.ttlMs),
           },
           pricing,
         );
@@ -207,7 +215,7 @@ export function createGovernor(options: GovernorOptions): Governor {
           snapshot = await readSessionState(options.store, sessionId);
         }
         view = projectView(ledger, snapshot.state.objects, project);
-        snapshot = await recordRun(sessionId, snapshot, ledger, freed > 0 && worthIt, messages, now());
+        snapshot = await recordRun(sessionId, snapshot, ledger, freed > 0 && worthIt, callTime);
       }
       // Hard guarantee: the view fits. The planner did not get there: reduce deterministically;
       // and when the latest turn alone is too big, fold its largest outputs (recoverable with
@@ -373,8 +381,7 @@ export function createGovernor(options: GovernorOptions): Governor {
     snapshot: { version: number; state: SessionState },
     ledger: Ledger,
     committed: boolean,
-    messages: readonly Message[],
-    time: number,
+    callTime: number,
   ) {
     const state: SessionState = {
       ...snapshot.state,
@@ -382,7 +389,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         ...snapshot.state.triggers,
         lastRunAt: ledger.messages.length,
         fruitlessRuns: committed ? 0 : snapshot.state.triggers.fruitlessRuns + 1,
-        lastCallTime: lastTimestamp(messages) ?? time,
+        lastCallTime: callTime,
       },
     };
     const written = await options.store.writeState(sessionId, state, snapshot.version);
@@ -433,15 +440,21 @@ function lastTimestamp(messages: readonly Message[]): number | undefined {
   return undefined;
 }
 
-/** The cache is warm when the previous call was within the TTL (from timestamps when present). */
+/**
+ * The cache is warm when the previous call was within the TTL. `previous`: the latest call this
+ * governor saw for the session, or the one the state recorded at its last governance run (another
+ * instance may have served calls since; the later of the two counts).
+ */
 function isCacheWarm(
-  messages: readonly Message[],
   state: SessionState,
-  time: number,
+  previous: number | undefined,
+  current: number,
   ttlMs: number,
 ): boolean {
-  const previous = state.triggers.lastCallTime;
-  if (previous === undefined) return true;
-  const current = lastTimestamp(messages) ?? time;
-  return current - previous < ttlMs;
+  const latest = Math.max(
+    previous ?? Number.NEGATIVE_INFINITY,
+    state.triggers.lastCallTime ?? Number.NEGATIVE_INFINITY,
+  );
+  if (latest === Number.NEGATIVE_INFINITY) return true;
+  return current - latest < ttlMs;
 }
