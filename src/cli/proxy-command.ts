@@ -52,8 +52,12 @@ export interface ProxyCommandOptions {
 }
 
 export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
-  const store = await createStoreFromUrl(options.store);
   const threads = options.governanceThreads ?? 1;
+  // Governing on this thread, its store takes the commits: checkpoints go to a thread of their own.
+  const store = await createStoreFromUrl(
+    options.store,
+    threads === 0 ? { sqliteCheckpoints: 'background' } : {},
+  );
   // The workers open the store by its URL; this thread's connection serves /healthz.
   const governance =
     threads === 0

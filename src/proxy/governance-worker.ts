@@ -25,7 +25,8 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
 );
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerOptions) {
-  const store = await createStoreFromUrl(options.storeUrl);
+  // A commit's writes are on its request's path: checkpoints go to a thread of their own.
+  const store = await createStoreFromUrl(options.storeUrl, { sqliteCheckpoints: 'background' });
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),

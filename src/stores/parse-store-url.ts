@@ -55,7 +55,13 @@ async function loadDriver<T>(driver: string, load: () => Promise<T>): Promise<T>
   }
 }
 
-export async function createStoreFromUrl(url: string): Promise<SidecarStore> {
+/** Options for the store a URL names, where that kind of store has them. */
+export interface StoreUrlOptions {
+  /** SQLite: where WAL checkpoints run (see `SqliteStoreOptions.checkpoints`). */
+  sqliteCheckpoints?: 'inline' | 'background';
+}
+
+export async function createStoreFromUrl(url: string, options: StoreUrlOptions = {}): Promise<SidecarStore> {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   switch (scheme) {
     case 'memory': {
@@ -67,7 +73,10 @@ export async function createStoreFromUrl(url: string): Promise<SidecarStore> {
     }
     case 'sqlite': {
       const { createSqliteStore } = await import('./sqlite-store.js');
-      return createSqliteStore({ path: sqlitePath(url.slice('sqlite:'.length)) });
+      return createSqliteStore({
+        path: sqlitePath(url.slice('sqlite:'.length)),
+        ...(options.sqliteCheckpoints === undefined ? {} : { checkpoints: options.sqliteCheckpoints }),
+      });
     }
     case 'redis':
     case 'rediss': {

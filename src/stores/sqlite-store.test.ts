@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -113,6 +113,51 @@ describe('sqlite store files', () => {
     const output = execFileSync(process.execPath, ['-e', script, path, session], { encoding: 'utf8' });
     expect(output).toBe('wal 1');
     await store.close();
+  });
+
+  it('checkpoints on a thread of its own with background checkpoints, and loses nothing', async () => {
+    // About 600 WAL pages: under SQLite's own threshold (1,000), so only a background
+    // checkpoint copies them into the database file before the store closes.
+    const write = async (store: ReturnType<typeof createSqliteStore>, session: string) => {
+      const text = 'x'.repeat(4_000);
+      for (let batch = 0; batch < 20; batch += 1) {
+        const records = Array.from({ length: 10 }, (_, index) =>
+          payloadRecord(session, `function:bash:${batch * 10 + index}`, {
+            payload: `${batch} ${index} ${text}`,
+          }),
+        );
+        await store.putPayloads(records);
+      }
+    };
+    const fileSize = (path: string) => statSync(path).size;
+    const settle = async (path: string) => {
+      for (let round = 0; round < 40 && fileSize(path) < 1_000_000; round += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return fileSize(path);
+    };
+
+    const inlinePath = nextPath();
+    const inline = createSqliteStore({ path: inlinePath });
+    await write(inline, newSessionId());
+    // The premise: these pages are still in the WAL when nothing checkpoints in the background.
+    expect(fileSize(inlinePath)).toBeLessThan(1_000_000);
+    await inline.close();
+
+    const path = nextPath();
+    const session = newSessionId();
+    const store = createSqliteStore({ path, checkpoints: 'background' });
+    await write(store, session);
+    expect(await settle(path)).toBeGreaterThan(1_000_000);
+    await store.putPayloads([
+      payloadRecord(session, 'function:bash:999', { searchText: 'after checkpoint' }),
+    ]);
+    await store.close();
+
+    const reopened = createSqliteStore({ path });
+    expect(await reopened.listPayloads(session)).toHaveLength(201);
+    expect((await reopened.searchPayloads(session, 'checkpoint'))[0]?.objectId).toBe('function:bash:999');
+    await reopened.close();
   });
 
   it('refuses a file written with a newer schema version', async () => {

@@ -12,6 +12,7 @@ import {
 import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } from './payload-row.js';
 import { checkCommitWritable, checkPayloadsWritable, decodeCommit, encodeJson } from './record-codec.js';
 import { parseSearchQuery } from './search-query.js';
+import { BACKGROUND_WAL_LIMIT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
 
@@ -22,6 +23,12 @@ export interface SqliteStoreOptions {
    * `:memory:` gives a private database that is gone on `close()`.
    */
   path: string;
+  /**
+   * `background`: WAL checkpoints run on a thread of their own (`sqlite-checkpointer.ts`), so no
+   * write waits for one; for a server's request path. Default `inline`: SQLite's own, inside the
+   * write that passes 1,000 WAL pages.
+   */
+  checkpoints?: 'inline' | 'background';
 }
 
 // `seq` is AUTOINCREMENT so a deleted payload's rowid is never reused by the FTS index.
@@ -69,7 +76,7 @@ function prepareSchema(db: Database.Database, path: string): void {
   }).immediate();
 }
 
-function openDatabase(path: string): Database.Database {
+function openDatabase(path: string, walLimitPages: number | undefined): Database.Database {
   let db: Database.Database;
   try {
     db = new Database(path);
@@ -84,6 +91,7 @@ function openDatabase(path: string): Database.Database {
     // before it, so the view can only fall back to an earlier, consistent commit. FULL would add
     // an fsync to every write on the proxy's request path.
     db.pragma('synchronous = NORMAL');
+    if (walLimitPages !== undefined) db.pragma(`wal_autocheckpoint = ${walLimitPages}`);
     prepareSchema(db, path);
     return db;
   } catch (error) {
@@ -96,7 +104,9 @@ function openDatabase(path: string): Database.Database {
 
 /** A sidecar store in one SQLite file (better-sqlite3): the default, embedded store. */
 export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
-  const db = openDatabase(options.path);
+  const background = options.checkpoints === 'background' && options.path !== ':memory:';
+  const db = openDatabase(options.path, background ? BACKGROUND_WAL_LIMIT_PAGES : undefined);
+  const checkpointer: Checkpointer | undefined = background ? startCheckpointer(options.path) : undefined;
   const insertPayload = db.prepare(
     `INSERT INTO selfgc_payloads (${PAYLOAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (session_id, object_id) DO NOTHING`,
@@ -254,7 +264,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
       }),
 
     close: () =>
-      withStoreErrors('sqlite close', () => {
+      withStoreErrors('sqlite close', async () => {
+        await checkpointer?.close();
         if (db.open) db.close();
       }),
   };

@@ -36,8 +36,11 @@ async function runMain(): Promise<void> {
       'usage: run-proxy-child --store <store URL> --upstream <url> [--window N] [--port N] [--quiet]',
     );
   }
-  const store = await createStoreFromUrl(values.store);
   const threads = Number(values.threads);
+  const store = await createStoreFromUrl(
+    values.store,
+    threads === 0 && !values.ungoverned ? { sqliteCheckpoints: 'background' } : {},
+  );
   const window = Number(values.window);
   const governance =
     values.ungoverned || threads === 0
