@@ -54,7 +54,7 @@ export interface TransportRequest {
   url: string;
   method: string;
   headers: Headers;
-  body: string | ReadableStream<Uint8Array> | null;
+  body: string | Uint8Array | ReadableStream<Uint8Array> | null;
   /** Aborts the call, including an answer still being read. */
   signal: AbortSignal;
 }

@@ -12,7 +12,12 @@ import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { contextWindowOf } from './context-window.js';
-import type { GovernanceWorkerOptions, WorkerReply, WorkerRequest } from './governance-workers.js';
+import {
+  type GovernanceWorkerOptions,
+  transferOf,
+  type WorkerReply,
+  type WorkerRequest,
+} from './governance-workers.js';
 import { createGovernorPool } from './governor-pool.js';
 import { prepareUpstream } from './prepare-upstream.js';
 import type { ProxyLogEntry } from './proxy-log.js';
@@ -38,7 +43,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     pool({ provider, model, window: options.window ?? contextWindowOf(model) });
   const aborts = new Map<number, AbortController>();
 
-  const reply = (message: WorkerReply) => port.postMessage(message);
+  const reply = (message: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
   const failure = (id: number, error: unknown): WorkerReply => {
     const { code, message } = toSelfGcError(error);
     return { id, ok: false, error: { code, message } };
@@ -85,7 +90,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
           governorFor,
         },
         dialect,
-        text: message.text,
+        bytes: message.bytes,
         requestHeaders: new Headers(message.requestHeaders),
         keyHash: message.keyHash,
         trace: { arm: message.arm, entry },
@@ -93,7 +98,8 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         signal: controller.signal,
       });
       const { governor: _governor, ...value } = prepared;
-      reply({ id: message.id, ok: true, value, ...side() });
+      // The body goes back moved, not copied: the client's own bytes when it is unchanged.
+      reply({ id: message.id, ok: true, value, ...side() }, transferOf(value.body));
     } catch (error) {
       reply({ ...failure(message.id, error), ...side() });
     } finally {

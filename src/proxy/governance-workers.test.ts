@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createGovernanceWorkers } from './governance-workers.js';
+import { createGovernanceWorkers, transferOf } from './governance-workers.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
@@ -78,6 +78,42 @@ describe('governance in worker threads', () => {
     expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
     expect(fixture.upstream.requests).toHaveLength(0);
     expect(fixture.logs[0]).toMatchObject({ status: 400, error: 'bad-input' });
+  });
+
+  it('hands a body it leaves as it is back, and upstream gets the client’s bytes as they came', async () => {
+    fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'as sent' }) });
+    // Server-side history is not governed; the spacing and escapes are the client's own.
+    const body = '{ "model": "gpt-x",\n  "previous_response_id": "resp_1", "input": "caf\\u00e9 — é€😀" }';
+    const response = await fixture.post('responses', body);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-governance')).toBe('server-state');
+    expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
+  });
+
+  it('answers a body that is not UTF-8 with a 400, decoded in the worker', async () => {
+    fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'never' }) });
+    const bytes = Buffer.concat([
+      Buffer.from('{"model":"gpt-x","messages":[{"role":"user","content":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}]}'),
+    ]);
+    const response = await fixture.fetch('/v1/chat/completions', {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-a', 'content-type': 'application/json' },
+      body: bytes,
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('not valid UTF-8');
+    expect(fixture.upstream.requests).toHaveLength(0);
+  });
+
+  it('moves only buffers a body spans whole: a slice of the shared pool is copied', () => {
+    const own = new TextEncoder().encode('{"model":"x"}');
+    expect(transferOf(own)).toEqual([own.buffer]);
+    const pooled = Buffer.from('{"model":"x"}');
+    expect(pooled.byteLength).toBeLessThan(pooled.buffer.byteLength);
+    expect(transferOf(pooled)).toEqual([]);
+    expect(transferOf(own.subarray(1))).toEqual([]);
   });
 
   it('keeps every session consistent across several workers, turn after turn', async () => {

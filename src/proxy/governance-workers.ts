@@ -51,7 +51,8 @@ export type WorkerRequest =
       type: 'prepare';
       id: number;
       route: string;
-      text: string;
+      /** The client's body, moved to the worker (transferred, not copied). */
+      bytes: Uint8Array;
       /** Only the session header: the key arrives hashed. */
       requestHeaders: Array<[string, string]>;
       keyHash: string;
@@ -69,6 +70,17 @@ export type WorkerReply = (
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: { code: ErrorCode; message: string } }
 ) & { entry?: Partial<ProxyLogEntry>; headers?: Array<[string, string]>; metrics?: MetricOperation[] };
+
+/**
+ * The buffer to move with a message instead of copying it: only one the bytes span whole, so
+ * that a view into memory shared with anything else (Node's buffer pool) is copied, never taken.
+ */
+export function transferOf(bytes: Uint8Array): ArrayBuffer[] {
+  const { buffer } = bytes;
+  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength
+    ? [buffer]
+    : [];
+}
 
 /**
  * The worker's module next to this one: `.js` when built; `.ts` when this runs from source under
@@ -118,13 +130,16 @@ function startWorker(options: GovernanceWorkerOptions) {
   );
   worker.on('exit', (code) => failAll(new SelfGcError('internal', `governance worker exited (${code})`)));
   let nextId = 1;
-  const call = async (message: WorkerRequest | ((id: number) => WorkerRequest)): Promise<WorkerReply> => {
+  const call = async (
+    message: WorkerRequest | ((id: number) => WorkerRequest),
+    transfer: ArrayBuffer[] = [],
+  ): Promise<WorkerReply> => {
     await ready;
     const request = typeof message === 'function' ? message(nextId++) : message;
     if (exited !== undefined) throw exited;
     return new Promise((resolve) => {
       pending.set(request.id, { resolve });
-      worker.postMessage(request);
+      worker.postMessage(request, transfer);
     });
   };
   return { worker, ready, call, exited: () => exited };
@@ -197,14 +212,14 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
             type: 'prepare',
             id,
             route: input.dialect.route,
-            text: input.text,
+            bytes: input.bytes,
             requestHeaders: session === null ? [] : [[SESSION_HEADER, session]],
             keyHash: input.keyHash,
             arm: input.trace.arm,
             failOpen: input.failOpen,
             recovery: input.recovery,
           };
-        });
+        }, transferOf(input.bytes));
       } finally {
         input.signal.removeEventListener('abort', onAbort);
       }

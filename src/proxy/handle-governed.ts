@@ -13,6 +13,7 @@ import {
 import { prepareUpstream } from './prepare-upstream.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
+import { decodeBodyText } from './read-body-bytes.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
 import { hashApiKey } from './session-identity.js';
 import { tapEventStream } from './tap-event-stream.js';
@@ -41,7 +42,7 @@ export async function handleGoverned(
   try {
     const input = {
       dialect,
-      text: await request.text(settings.bodyLimitBytes),
+      bytes: await request.bytes(settings.bodyLimitBytes),
       requestHeaders: request.headers,
       keyHash,
       trace,
@@ -62,7 +63,7 @@ export async function handleGoverned(
       dialect,
       governor,
       sessionId: recovery.sessionId,
-      body: () => JSON.parse(prepared.body) as JsonObject,
+      body: () => JSON.parse(decodeBodyText(prepared.body)) as JsonObject,
       first: await sendBuffered(exchange, prepared.body),
       send: (next: JsonObject) => sendBuffered(exchange, JSON.stringify(next)),
       maxRounds: settings.recoveryRounds,
@@ -84,7 +85,10 @@ function upstreamUrl(exchange: Exchange): string {
 }
 
 /** One upstream call; its time is counted once the answer is read (or the call failed). */
-async function send(exchange: Exchange, body: string): Promise<{ call: UpstreamCall; started: number }> {
+async function send(
+  exchange: Exchange,
+  body: string | Uint8Array,
+): Promise<{ call: UpstreamCall; started: number }> {
   const { settings, request, trace } = exchange;
   const headers = upstreamRequestHeaders(request.headers);
   headers.set('content-type', 'application/json');
@@ -106,7 +110,7 @@ async function send(exchange: Exchange, body: string): Promise<{ call: UpstreamC
   }
 }
 
-async function sendBuffered(exchange: Exchange, body: string): Promise<BufferedAnswer> {
+async function sendBuffered(exchange: Exchange, body: string | Uint8Array): Promise<BufferedAnswer> {
   return readAnswer(exchange, await send(exchange, body));
 }
 
@@ -148,7 +152,7 @@ function answerBuffered(exchange: Exchange, answer: BufferedAnswer): ProxyAnswer
 }
 
 /** Forward once; event streams go through chunk by chunk, everything else is read first. */
-async function forward(exchange: Exchange, body: string): Promise<ProxyAnswer> {
+async function forward(exchange: Exchange, body: Uint8Array): Promise<ProxyAnswer> {
   const sent = await send(exchange, body);
   const { answer } = sent.call;
   const isStream = (answer.headers.get('content-type') ?? '').includes('text/event-stream');

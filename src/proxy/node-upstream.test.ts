@@ -78,6 +78,15 @@ describe.each(TRANSPORTS)('%s transport', (_name, transport) => {
     expect(seen[0]?.headers['content-length']).toBe(String(Buffer.byteLength('{"q":"é"}')));
   });
 
+  it('sends a body given as bytes as they are, with their length', async () => {
+    const { url, seen } = await serve((res) => res.end('ok'));
+    const bytes = new TextEncoder().encode('{ "q": "é€😀" }');
+    const answer = await transport(request(`${url}/v1/messages`, { body: bytes }));
+    expect(await answer.text()).toBe('ok');
+    expect(seen[0]).toMatchObject({ method: 'POST', body: '{ "q": "é€😀" }' });
+    expect(seen[0]?.headers['content-length']).toBe(String(bytes.byteLength));
+  });
+
   it.each([
     ['gzip', gzipSync],
     ['deflate', deflateSync],

@@ -138,7 +138,8 @@ export const nodeTransport: UpstreamTransport = (request: TransportRequest) =>
     headers['accept-encoding'] ??= url.protocol === 'https:' ? 'br, gzip, deflate' : 'gzip, deflate';
     const { body } = request;
     // Encoded once: its length and the bytes sent come from the same pass over the text.
-    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : undefined;
+    const bytes =
+      typeof body === 'string' ? Buffer.from(body, 'utf8') : body instanceof Uint8Array ? body : undefined;
     if (bytes !== undefined) headers['content-length'] = String(bytes.byteLength);
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const outgoing = send(
@@ -154,6 +155,6 @@ export const nodeTransport: UpstreamTransport = (request: TransportRequest) =>
     // Errors after the answer arrived also surface on the answer's body.
     outgoing.on('error', reject);
     if (bytes !== undefined) outgoing.end(bytes);
-    else if (body === null || typeof body === 'string') outgoing.end();
+    else if (body === null || typeof body === 'string' || body instanceof Uint8Array) outgoing.end();
     else sendStream(body, outgoing);
   });

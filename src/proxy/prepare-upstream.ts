@@ -1,15 +1,17 @@
 /**
- * The governance step of a governed request, from the client's body text to the body the
- * upstream gets: parse and check it, find the session, govern it. It needs no socket, so it runs
- * on the proxy's own thread or in a governance worker (`governance-workers.ts`) alike; either
- * way it returns only what the rest of the request needs, so the client's text, its parsed tree
- * and its transcript are dropped before the upstream wait (a second or more, with hundreds of
- * requests in flight: kept, they would survive young-generation collections and be copied again
- * and again).
+ * The governance step of a governed request, from the client's body bytes to the bytes the
+ * upstream gets: decode, parse and check them, find the session, govern it. It needs no socket,
+ * so it runs on the proxy's own thread or in a governance worker (`governance-workers.ts`)
+ * alike; either way it returns only what the rest of the request needs, as bytes, so no text, no
+ * parsed tree and no transcript of the request stays on a JavaScript heap through the upstream
+ * wait (a second or more, with hundreds of requests in flight: kept, they would survive
+ * young-generation collections and be copied again and again). A body governance leaves as it
+ * is goes upstream as the client's own bytes.
  */
 import { BadInputError, parseJson } from '../core/errors.js';
 import { governRequest } from './govern-request.js';
 import type { ProxySettings } from './proxy-options.js';
+import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
@@ -19,7 +21,7 @@ export interface PrepareInput {
   settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
   dialect: WireDialect;
   /** The client's body, whole. */
-  text: string;
+  bytes: Uint8Array;
   /** The client's request headers (the session header is read from them). */
   requestHeaders: Headers;
   /** `hashApiKey(requestHeaders)`. */
@@ -32,8 +34,8 @@ export interface PrepareInput {
 }
 
 export interface PreparedUpstream {
-  /** The body to send upstream first. */
-  body: string;
+  /** The body to send upstream first: the client's own bytes when governance left it as it is. */
+  body: Uint8Array;
   /** Set when transparent recovery runs: `body` then carries the recovery tools. */
   recovery?: {
     /** The store session id. */
@@ -49,8 +51,8 @@ export interface PreparedRequest extends PreparedUpstream {
 }
 
 export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
-  const { settings, dialect, text, trace, headers } = input;
-  const body = parseJson(text, 'request body');
+  const { settings, dialect, trace, headers } = input;
+  const body = parseJson(decodeBodyText(input.bytes), 'request body');
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
   const model = requireModel(body);
   const transcript = dialect.readTranscript(body);
@@ -69,15 +71,17 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     headers,
     signal: input.signal,
   });
-  if (governed.body === undefined) return { body: text };
+  if (governed.body === undefined) return { body: input.bytes };
   const view = governed.result?.view;
   const recover =
     settings.recovery && body.stream !== true && view !== undefined && hasRecoveryPointers(view);
-  if (!recover || governed.governor === undefined) return { body: JSON.stringify(governed.body) };
+  if (!recover || governed.governor === undefined) {
+    return { body: encodeBodyText(JSON.stringify(governed.body)) };
+  }
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
   return {
-    body: JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS)),
+    body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
     recovery: { sessionId: identity.storeSessionId, client },
     governor: governed.governor,
   };

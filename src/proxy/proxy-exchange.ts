@@ -4,7 +4,7 @@
  * types; `serveProxy` builds these straight from node:http, which spares each request the web
  * objects and streams (a large share of the proxy's CPU time per request otherwise).
  */
-import { readBodyText } from './read-body-text.js';
+import { readBodyBytes } from './read-body-bytes.js';
 
 export interface ProxyRequest {
   method: string;
@@ -17,8 +17,8 @@ export interface ProxyRequest {
   signal: AbortSignal;
   /** The body as a stream (for routes that pass it on), or null when there is none. */
   body(): ReadableStream<Uint8Array> | null;
-  /** The whole body as UTF-8 text; refused with `payload-too-large` past `limitBytes`. */
-  text(limitBytes: number): Promise<string>;
+  /** The whole body; refused with `payload-too-large` past `limitBytes`. */
+  bytes(limitBytes: number): Promise<Uint8Array>;
 }
 
 export interface ProxyAnswer {
@@ -37,7 +37,7 @@ export function requestFromWeb(request: Request): ProxyRequest {
     headers: request.headers,
     signal: request.signal,
     body: () => request.body,
-    text: (limitBytes) => readBodyText(request, limitBytes),
+    bytes: (limitBytes) => readBodyBytes(request, limitBytes),
   };
 }
 

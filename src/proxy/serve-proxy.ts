@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { SelfGcProxy } from './create-proxy.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
-import { readIncomingText } from './read-body-text.js';
+import { readIncomingBytes } from './read-body-bytes.js';
 
 export interface ServeOptions {
   /** 0 picks a free port. */
@@ -93,7 +93,7 @@ function toProxyRequest(req: IncomingMessage, base: string, signal: AbortSignal)
     headers: headersOf(req),
     signal,
     body: () => (method === 'GET' || method === 'HEAD' ? null : bodyStream(req)),
-    text: (limitBytes) => readIncomingText(req, limitBytes),
+    bytes: (limitBytes) => readIncomingBytes(req, limitBytes),
   };
 }
 

@@ -41,7 +41,7 @@ parentPort.on('message', () => {
 });
 `;
 
-export function startCheckpointer(path: string, intervalMs = 200): Checkpointer {
+export function startCheckpointer(path: string, intervalMs = 1_000): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(CHECKPOINTER_SOURCE, { eval: true, workerData: { path, driver, intervalMs } });
   // Never the reason a process stays up; a failed thread leaves the checkpoints to the writers.

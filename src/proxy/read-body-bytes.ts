@@ -1,6 +1,8 @@
 /**
- * Read a request body as UTF-8 text, refusing it as soon as it passes the limit (the rest is
- * never buffered): from a web `Request`, or straight from node:http.
+ * Read a request body whole, as bytes, refusing it as soon as it passes the limit (the rest is
+ * never buffered): from a web `Request`, or straight from node:http. The bytes own their memory
+ * (never a slice of Node's shared buffer pool), so they can be handed to a worker thread without
+ * a copy, and go upstream as they are when governance leaves them unchanged.
  */
 import type { IncomingMessage } from 'node:http';
 import { BadInputError, SelfGcError } from '../core/errors.js';
@@ -13,18 +15,39 @@ function declaredLength(value: string | null | undefined): number {
   return Number(value ?? Number.NaN);
 }
 
-function decodeUtf8(chunks: readonly Uint8Array[]): string {
+/** The chunks in one buffer of their own. */
+function joinChunks(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A body as UTF-8 text; a `BadInputError` when it is not valid UTF-8. */
+export function decodeBodyText(bytes: Uint8Array): string {
   try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+    return utf8.decode(bytes);
   } catch (error) {
     throw new BadInputError('request body is not valid UTF-8', { cause: error });
   }
 }
 
-export async function readBodyText(request: Request, limitBytes: number): Promise<string> {
+const encoder = new TextEncoder();
+
+/** Text as UTF-8 bytes that own their memory (see above). */
+export function encodeBodyText(text: string): Uint8Array {
+  return encoder.encode(text);
+}
+
+export async function readBodyBytes(request: Request, limitBytes: number): Promise<Uint8Array> {
   const declared = declaredLength(request.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > limitBytes) throw tooLarge(limitBytes);
-  if (request.body === null) return '';
+  if (request.body === null) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
@@ -38,14 +61,14 @@ export async function readBodyText(request: Request, limitBytes: number): Promis
     }
     chunks.push(value);
   }
-  return decodeUtf8(chunks);
+  return joinChunks(chunks, total);
 }
 
 /**
  * The same from node:http. A body refused for its size is drained unread, so the answer can
  * still go out; an upload cut short (the client left) rejects.
  */
-export function readIncomingText(incoming: IncomingMessage, limitBytes: number): Promise<string> {
+export function readIncomingBytes(incoming: IncomingMessage, limitBytes: number): Promise<Uint8Array> {
   const declared = declaredLength(incoming.headers['content-length']);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -68,11 +91,7 @@ export function readIncomingText(incoming: IncomingMessage, limitBytes: number):
     };
     const onEnd = () => {
       stop();
-      try {
-        resolve(decodeUtf8(chunks));
-      } catch (error) {
-        reject(error);
-      }
+      resolve(joinChunks(chunks, total));
     };
     const onClose = () => {
       stop();
