@@ -13,7 +13,7 @@
  *     [--threads 1]            (governance worker threads, as `selfgc proxy`; 0: on its own thread)
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -114,6 +114,10 @@ async function runMain(): Promise<number> {
     const ownCpu = process.cpuUsage(ownCpuBefore);
     const results = perSession.flat();
     const metrics = parsePrometheus(await (await fetch(`${child.url}/metrics`)).text());
+    const loadAverageAtEnd = loadavg()
+      .map((value) => value.toFixed(2))
+      .join(' ');
+    const threads = threadCpuMs(child.process.pid);
 
     child.process.kill('SIGTERM');
     await child.exited;
@@ -171,7 +175,7 @@ async function runMain(): Promise<number> {
     const overheadCount = sampleSum(metrics, 'selfgc_proxy_overhead_seconds_count');
     const overheadMean = (sampleSum(metrics, 'selfgc_proxy_overhead_seconds_sum') / overheadCount) * 1000;
     const rows: Array<[string, string]> = [
-      ['load average at start', loadAverage],
+      ['load average at start / end', `${loadAverage} / ${loadAverageAtEnd}`],
       ['sessions × turns', `${sessions.length} × ${turns} (${values.keys} keys, model time ${modelMs} ms)`],
       ['wall time', `${elapsedSeconds.toFixed(1)} s`],
       [
@@ -191,6 +195,12 @@ async function runMain(): Promise<number> {
         proxyCpu
           ? `${((proxyCpu.user + proxyCpu.system) / results.length).toFixed(2)} ms (${proxyCpu.user} + ${proxyCpu.system} ms in all)`
           : 'n/a',
+      ],
+      [
+        'proxy CPU by thread (main; others, largest first)',
+        threads === undefined
+          ? 'n/a'
+          : `${threads.main} ms; ${threads.others.map((ms) => `${ms}`).join(', ')} ms`,
       ],
       [
         'proxy event-loop delay p50 / p99 / max',
@@ -232,6 +242,32 @@ async function runMain(): Promise<number> {
     child.process.kill('SIGKILL');
     await upstream.close();
     rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/**
+ * CPU time of each thread of the proxy process so far (Linux `/proc`; undefined elsewhere): its
+ * main thread, then the rest, largest first — the governance worker, V8's garbage-collection
+ * helpers, the SQLite checkpointer — which share the machine's cores with it.
+ */
+function threadCpuMs(pid: number | undefined): { main: number; others: number[] } | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const ticks = (task: string) => {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime and stime, in clock ticks of 10 ms.
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    };
+    const tasks = readdirSync(`/proc/${pid}/task`);
+    const others = tasks
+      .filter((task) => task !== String(pid))
+      .map(ticks)
+      .filter((ms) => ms >= 50)
+      .sort((left, right) => right - left);
+    return { main: ticks(String(pid)), others };
+  } catch {
+    return undefined;
   }
 }
 
