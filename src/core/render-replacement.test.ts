@@ -103,6 +103,16 @@ describe('keyAnchorsOf', () => {
     ]);
   });
 
+  it('skips a value that an anchor already taken contains', () => {
+    const nested = [
+      { kind: 'path' as const, value: 'django/forms/forms.py' },
+      { kind: 'path' as const, value: 'forms.py' },
+      { kind: 'identifier' as const, value: 'forms.Form' },
+      { kind: 'identifier' as const, value: 'Form' },
+    ];
+    expect(keyAnchorsOf(nested, { maxAnchors: 3 }, '')).toEqual(['django/forms/forms.py', 'forms.Form']);
+  });
+
   it('puts preferred anchors first, only if the object holds them', () => {
     expect(
       keyAnchorsOf(anchors, { preferredAnchors: ['a quoted value', 'absent'], maxAnchors: 2 }, ''),
@@ -165,6 +175,22 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
     expect(anchors).toContain('print("ISSUE REPRODUCED")');
     expect(anchors).not.toMatch(/nimport|nsys/);
     expect(anchors.indexOf('sys.exit(1)')).toBeGreaterThan(anchors.indexOf('repro_case.py'));
+  });
+
+  it('in a span fold, not what the request, which stays, already says', () => {
+    const header = renderSpanFold(ledger, request, 4, { maxAnchors: 50 });
+    const asked = indexTranscript(
+      [
+        systemMessage('You are a coding agent.'),
+        userMessage('Reproduce the bug with repro_case.py.'),
+        ...ledger.messages.slice(2),
+      ],
+      { tokenCounter: approximateTokenCounter },
+    );
+    const folded = renderSpanFold(asked, object(asked, 'conversation:user:1'), 4, { maxAnchors: 50 });
+    expect(header.split('\n')[1]).toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
+    expect(folded.split('\n')[1]).not.toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
+    expect(folded).toContain('ISSUE REPRODUCED');
   });
 
   it('in the fold of a whole conversation', () => {

@@ -52,9 +52,14 @@ export function renderSpanFold(
   const key = sidecarKey(object.id, spanEnd);
   const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
-  // Latest step first: when the index is full, of two anchors of a kind the more recent stays
-  // (later steps quote recent work far more often than old work).
-  const anchors = keyAnchorsOf(indexEntriesOf([...steps].reverse()), options, '');
+  // Each step in turn, latest first: one step's long listing does not fill the index alone, and
+  // when the index is full the more recent steps are the better served (later steps quote recent
+  // work far more often than old work). The request stays in the view: its anchors are not repeated.
+  const anchors = chooseAnchors(
+    interleavedEntries([...steps].reverse()),
+    options,
+    objectText(ledger, object),
+  );
   return [
     `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
     ...(options.summary ? [oneLine(options.summary, 600)] : []),
@@ -92,6 +97,22 @@ function messageEntries(message: Message): IndexEntries {
 function indexEntriesOf(messages: readonly Message[]): Anchor[] {
   const entries = messages.map(messageEntries);
   return distinct([...entries.flatMap((entry) => entry.anchors), ...entries.flatMap((entry) => entry.calls)]);
+}
+
+/**
+ * The entries of a span fold's index: each message's entries ranked by weight, taken a round at a
+ * time (the best of every message, then the second best, ...), each value once.
+ */
+function interleavedEntries(messages: readonly Message[]): Anchor[] {
+  const lists = messages.map((message) => {
+    const entries = messageEntries(message);
+    return rankAnchors([...entries.anchors, ...entries.calls]);
+  });
+  const longest = Math.max(0, ...lists.map((list) => list.length));
+  const ordered: Anchor[] = [];
+  for (let round = 0; round < longest; round += 1)
+    for (const list of lists) if (round < list.length) ordered.push(list[round]!);
+  return distinct(ordered);
 }
 
 /** An output's anchors, then its call expressions. */
@@ -143,25 +164,38 @@ export interface FoldOptions {
 
 /** Pick the key anchors of an object: preferred ones first, then by weight. */
 export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, exclude: string): string[] {
+  return chooseAnchors(rankAnchors(anchors), options, exclude);
+}
+
+/**
+ * Take anchors in the given order (preferred ones first) up to the index's budget. A value that
+ * `exclude` or an anchor already taken contains is visible through it and takes no room: an
+ * index that lists `django/forms/forms.py` need not list `forms.py` (measured on the dev
+ * sessions: see the README's results).
+ */
+function chooseAnchors(ordered: readonly Anchor[], options: FoldOptions, exclude: string): string[] {
   const limit = options.maxAnchors ?? 12;
   const maxChars = options.maxAnchorChars ?? Number.POSITIVE_INFINITY;
-  const chosen = new Set<string>();
+  const chosen: string[] = [];
+  // The values taken so far, one per line, to find a value inside one of them.
+  let taken = '';
   let chars = 0;
   const take = (value: string) => {
-    if (chosen.has(value) || exclude.includes(value) || chars + value.length + 2 > maxChars) return;
-    chosen.add(value);
+    if (chars + value.length + 2 > maxChars || exclude.includes(value) || taken.includes(value)) return;
+    chosen.push(value);
+    taken += `${value}\n`;
     chars += value.length + 2;
   };
-  const present = new Set(anchors.map((anchor) => anchor.value));
+  const present = new Set(ordered.map((anchor) => anchor.value));
   for (const value of options.preferredAnchors ?? []) {
-    if (chosen.size >= limit) break;
+    if (chosen.length >= limit) break;
     if (present.has(value)) take(value);
   }
-  for (const anchor of rankAnchors(anchors)) {
-    if (chosen.size >= limit) break;
+  for (const anchor of ordered) {
+    if (chosen.length >= limit) break;
     if (!options.omitAnchors?.has(anchor.value)) take(anchor.value);
   }
-  return [...chosen];
+  return chosen;
 }
 
 /** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */

@@ -83,7 +83,7 @@ describe('span folds: the work after a request', () => {
     expect(deeper.tokensAfter).toBeLessThan(first.tokensAfter);
   });
 
-  it('keeps the anchors of the latest steps when its index is full', () => {
+  it('gives every folded step its best anchor, and the latest steps more, when its index is full', () => {
     const ledger = ledgerOf();
     const rehearsal = rehearsePlan(
       ledger,
@@ -93,9 +93,11 @@ describe('span folds: the work after a request', () => {
     );
     const state = rehearsal.stateAfter['conversation:user:1'];
     expect(state?.spanEnd).toBe(26);
-    // Of the handlers the twelve folded reads define, the index has room for the latest only.
-    expect(state?.replacement).toContain('handler_12_0');
-    expect(state?.replacement).not.toContain('handler_1_0');
+    // Each of the twelve folded reads keeps the first handler it defines; the index has room for
+    // the second handlers of the latest reads only.
+    for (let round = 1; round <= 12; round += 1) expect(state?.replacement).toContain(`handler_${round}_0`);
+    expect(state?.replacement).toContain('handler_12_1');
+    expect(state?.replacement).not.toContain('handler_1_1');
   });
 
   it('keeps the exact messages in the sidecar under the span key, and expand brings them back', async () => {
