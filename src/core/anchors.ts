@@ -5,7 +5,17 @@
  * deterministic judge (what a continuation uses), so "needed" and "kept" mean the same thing.
  */
 
-export type AnchorKind = 'url' | 'path' | 'error' | 'hash' | 'identifier' | 'number' | 'quoted' | 'call';
+/** `call` and `line` are entries of fold indexes only: the extractor (and the judge) never gives them. */
+export type AnchorKind =
+  | 'url'
+  | 'path'
+  | 'error'
+  | 'hash'
+  | 'identifier'
+  | 'number'
+  | 'quoted'
+  | 'call'
+  | 'line';
 
 export interface Anchor {
   kind: AnchorKind;
@@ -128,6 +138,8 @@ export function anchorWeight(anchor: Anchor): number {
     case 'quoted':
     case 'call':
       return 2;
+    case 'line':
+      return 1;
     case 'number':
       return 3;
   }

@@ -5,7 +5,8 @@
  */
 import type { Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
-import { autoAnchorBudget } from './rehearse-plan.js';
+import { autoAnchorBudget, SPAN_INDEX_CHARS_PER_ANCHOR } from './rehearse-plan.js';
+import { indexEntryChars } from './render-replacement.js';
 
 /** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
 export function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
@@ -49,32 +50,32 @@ export function planSpanFolds(
     }
     let freed = 0;
     let folded = 0;
+    let entryChars = 0;
     let spanEnd: number | undefined;
     for (let index = from; index < end; index += 1) {
       freed += messageViewTokens(ledger, state, index) - (counted.get(index) ?? 0);
       folded += ledger.messageTokens[index] ?? 0;
+      entryChars += indexEntryChars(ledger.messages[index]!);
       const boundary = index + 1;
       if (ledger.messages[boundary]?.role === 'tool') continue;
       spanEnd = boundary;
-      if (projected - (freed - spanIndexTokens(folded)) <= target) break;
+      if (projected - (freed - spanIndexTokens(folded, entryChars)) <= target) break;
     }
     if (spanEnd === undefined) continue;
     if (planned) planned.spanEnd = spanEnd;
     else operations.push({ objectId: conversation.id, operation: 'fold', spanEnd, reason });
-    projected -= Math.max(0, freed - spanIndexTokens(folded));
+    projected -= Math.max(0, freed - spanIndexTokens(folded, entryChars));
   }
   return projected;
 }
 
 /**
- * What a planner counts for the index of a span fold of `folded` tokens: header and pointer, and
- * five tokens an anchor of its budget. An index may take up to six (call expressions run longer
- * than names), but most hold fewer anchors than their budget; counting five, span folds reach a
- * little further than the target, and commits come fewer and deeper (measured on the dev
- * sessions: cost 0.716 → 0.708 of none at a 32k window, at the same no-impact).
+ * What a planner counts for the index of folded messages of `folded` tokens whose index entries
+ * take `entryChars` characters: header and pointer, and the entries its budget has room for, at
+ * about four characters a token.
  */
-function spanIndexTokens(folded: number): number {
-  return 40 + 5 * autoAnchorBudget(folded);
+export function spanIndexTokens(folded: number, entryChars: number): number {
+  return 40 + Math.ceil(Math.min(entryChars, SPAN_INDEX_CHARS_PER_ANCHOR * autoAnchorBudget(folded)) / 4);
 }
 
 /** Where the last `steps` assistant steps before `end` begin: work from there on stays whole. */

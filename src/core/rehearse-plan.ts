@@ -42,11 +42,14 @@ export interface RehearseOptions {
   project?: ProjectOptions;
   /** Commit id stamped on the new states (the commit path fills it in). */
   commitId?: string;
-  /** With `foldAnchors: 'auto'`, the most anchors a span fold keeps (default: no cap). */
+  /**
+   * With `foldAnchors: 'auto'`, a cap on the budget of the index of folded messages (a span, or a
+   * whole conversation), counted in anchors of about six tokens (default: no cap).
+   */
   spanAnchors?: number;
   /**
-   * And the most tokens its anchor index may take, about (default: no cap; the governor sets a
-   * fifth of the window).
+   * And the most tokens such an index may take, about (default: no cap; the governor sets a fifth
+   * of the window).
    */
   spanAnchorTokens?: number;
 }
@@ -102,8 +105,8 @@ export function autoAnchorBudget(tokens: number, cap = Number.POSITIVE_INFINITY)
 }
 
 /**
- * A span fold's index takes at most this many characters an anchor of its budget on average
- * (about six tokens: call expressions run longer than names).
+ * A span fold's index takes at most this many characters an anchor of its budget (about six
+ * tokens; anchors are shorter, lines of code and call expressions longer).
  */
 export const SPAN_INDEX_CHARS_PER_ANCHOR = 24;
 
@@ -180,9 +183,14 @@ function judgeOperation(
       const auto = (options.foldAnchors ?? 'auto') === 'auto';
       const replacement = renderFold(ledger, object, {
         ...(operation.summary ? { summary: operation.summary } : {}),
-        maxAnchors: auto ? autoAnchorBudget(liveTokens(ledger, object)) : (options.foldAnchors as number),
-        // A folded conversation takes its own messages with it: only outputs may omit what was said.
-        ...(auto && object.kind === 'function' ? { omitAnchors: ledger.spokenAnchors } : {}),
+        ...(object.kind === 'conversation'
+          ? messagesIndexBudget(liveTokens(ledger, object), options)
+          : {
+              maxAnchors: auto ? autoAnchorBudget(object.tokens) : (options.foldAnchors as number),
+              // A folded conversation takes its own messages with it: only outputs may omit what
+              // was said.
+              ...(auto ? { omitAnchors: ledger.spokenAnchors } : {}),
+            }),
       });
       return accept({ operation: 'fold', replacement, commitId });
     }
@@ -239,16 +247,9 @@ function judgeSpanFold(
   let before = 0;
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
-  const auto = (options.foldAnchors ?? 'auto') === 'auto';
-  const maxAnchors = auto ? autoAnchorBudget(before, options.spanAnchors) : (options.foldAnchors as number);
   const replacement = renderSpanFold(ledger, object, spanEnd, {
     ...(operation.summary ? { summary: operation.summary } : {}),
-    maxAnchors,
-    // About four characters a token.
-    maxAnchorChars: Math.min(
-      4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
-      SPAN_INDEX_CHARS_PER_ANCHOR * maxAnchors,
-    ),
+    ...messagesIndexBudget(before, options),
   });
   const tokens = ledger.options.tokenCounter.count(replacement);
   const next: ObjectState = {
@@ -264,6 +265,24 @@ function judgeSpanFold(
     state: next,
     tokensBefore: before,
     tokensAfter: tokens + MESSAGE_OVERHEAD_TOKENS,
+  };
+}
+
+/**
+ * The budget of the index of folded messages (a span, or a whole conversation) of `tokens`
+ * tokens. The automatic budget is one of characters, since a line of code takes the room of a few
+ * names, and at most `spanAnchorTokens`.
+ */
+function messagesIndexBudget(tokens: number, options: RehearseOptions) {
+  const auto = (options.foldAnchors ?? 'auto') === 'auto';
+  const budget = auto ? autoAnchorBudget(tokens, options.spanAnchors) : (options.foldAnchors as number);
+  return {
+    maxAnchors: auto ? Number.POSITIVE_INFINITY : budget,
+    // About four characters a token.
+    maxAnchorChars: Math.min(
+      4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
+      SPAN_INDEX_CHARS_PER_ANCHOR * budget,
+    ),
   };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
 import {
+  codeLines,
   describeCall,
   isMaskable,
   keyAnchorsOf,
@@ -197,6 +198,71 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
     const anchors = renderFold(ledger, request, { maxAnchors: 50 }).split('\n')[1] ?? '';
     expect(anchors).toContain('ISSUE REPRODUCED');
     expect(anchors).not.toMatch(/nimport|nsys/);
+  });
+});
+
+describe('codeLines', () => {
+  it("keeps short lines that look like code, without a listing's line numbers, each once", () => {
+    const listing = [
+      '   250→    def has_key(self, key, version=None):',
+      '   251→        return cursor.fetchone() is not None',
+      '252\t        return cursor.fetchone() is not None',
+      '253:        pass',
+      'All tests passed and nothing else to say',
+      `        x = ${'y'.repeat(90)}`,
+      'if ok:',
+    ].join('\n');
+    expect(codeLines(listing).map((line) => line.value)).toEqual([
+      'def has_key(self, key, version=None):',
+      'return cursor.fetchone() is not None',
+    ]);
+  });
+});
+
+describe('fold indexes keep short lines of code after the anchors', () => {
+  const source = [
+    'class DatabaseCache:',
+    ...Array.from({ length: 30 }, (_, index) => `    value_${index} = compute_${index}(key)`),
+    '    def has_key(self, key):',
+    '        return cursor.fetchone() is not None',
+  ].join('\n');
+  const ledger = indexTranscript(
+    [
+      systemMessage('You are a coding agent.'),
+      userMessage('Fix the cache.'),
+      assistantCalls(
+        [toolCall('call_1', 'bash', { command: 'cat -n cache/db.py' })],
+        'Looking at the file: it has = signs (and colons: here) in prose.',
+      ),
+      toolMessage(toolResult('call_1', 'bash', source)),
+      assistantCalls([toolCall('call_2', 'bash', { command: 'python -m pytest' })]),
+      toolMessage(toolResult('call_2', 'bash', '1 passed')),
+    ],
+    { tokenCounter: approximateTokenCounter },
+  );
+  const request = object(ledger, 'conversation:user:1');
+
+  it("in a span fold, from what tools returned, not from the agent's prose", () => {
+    const folded = renderSpanFold(ledger, request, 4, {
+      maxAnchors: Number.POSITIVE_INFINITY,
+      maxAnchorChars: 4000,
+    });
+    expect(folded).toContain('return cursor.fetchone() is not None');
+    expect(folded).toContain('value_3 = compute_3(key)');
+    expect(folded).not.toContain('it has = signs');
+    // Anchors come first: with little room, the names stay and the lines go.
+    const small = renderSpanFold(ledger, request, 4, {
+      maxAnchors: Number.POSITIVE_INFINITY,
+      maxAnchorChars: 400,
+    });
+    expect(small).toContain('cache/db.py');
+    expect(small).not.toContain('return cursor.fetchone() is not None');
+  });
+
+  it('in the fold of a whole conversation', () => {
+    expect(renderFold(ledger, request, { maxAnchors: 200 })).toContain(
+      'return cursor.fetchone() is not None',
+    );
   });
 });
 

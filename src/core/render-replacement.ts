@@ -52,14 +52,8 @@ export function renderSpanFold(
   const key = sidecarKey(object.id, spanEnd);
   const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
-  // Each step in turn, latest first: one step's long listing does not fill the index alone, and
-  // when the index is full the more recent steps are the better served (later steps quote recent
-  // work far more often than old work). The request stays in the view: its anchors are not repeated.
-  const anchors = chooseAnchors(
-    interleavedEntries([...steps].reverse()),
-    options,
-    objectText(ledger, object),
-  );
+  // The request stays in the view: what it says is not repeated.
+  const anchors = chooseAnchors(interleavedEntries(steps), options, objectText(ledger, object));
   return [
     `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
     ...(options.summary ? [oneLine(options.summary, 600)] : []),
@@ -73,7 +67,10 @@ export function renderSpanFold(
  * again and again as a plan deepens, and a session's messages do not change.
  */
 interface IndexEntries {
+  /** Anchors, ranked by weight. */
   anchors: readonly Anchor[];
+  /** Short lines of code, in order. */
+  lines: readonly Anchor[];
   calls: readonly Anchor[];
 }
 const entriesByMessage = new WeakMap<Message, IndexEntries>();
@@ -83,36 +80,74 @@ function messageEntries(message: Message): IndexEntries {
   let entries = entriesByMessage.get(message);
   if (!entries) {
     const textValue = messageReferenceText(message);
-    entries = { anchors: extractAnchors(textValue), calls: callExpressions(textValue) };
+    // Lines of code come from what tools returned and what the agent passed to them, not from
+    // its prose.
+    const code =
+      message.role === 'assistant'
+        ? messageReferenceText({ ...message, parts: message.parts.filter((part) => part.type !== 'text') })
+        : textValue;
+    entries = {
+      anchors: rankAnchors(extractAnchors(textValue)),
+      lines: codeLines(code),
+      calls: callExpressions(textValue),
+    };
     entriesByMessage.set(message, entries);
   }
   return entries;
 }
 
 /**
- * The entries of a fold index over `messages`, in their order: the anchors, then the call
- * expressions (agents quote code they saw when they edit it or report on it; measured on the dev
- * sessions), each once.
+ * The characters the index entries of a message take (with their separators): about what an
+ * index over it would hold if its budget had room for all of them.
  */
-function indexEntriesOf(messages: readonly Message[]): Anchor[] {
-  const entries = messages.map(messageEntries);
-  return distinct([...entries.flatMap((entry) => entry.anchors), ...entries.flatMap((entry) => entry.calls)]);
+export function indexEntryChars(message: Message): number {
+  const entries = messageEntries(message);
+  let chars = 0;
+  for (const list of [entries.anchors, entries.lines, entries.calls])
+    for (const entry of list) chars += entry.value.length + 2;
+  return chars;
 }
 
 /**
- * The entries of a span fold's index: each message's entries ranked by weight, taken a round at a
- * time (the best of every message, then the second best, ...), each value once.
+ * The entries of the index of folded messages: first the anchors, then the short lines of code,
+ * then the call expressions; within each, a round at a time over the messages, latest first (the
+ * best of every message, then the second best, ...), so that one long listing does not fill the
+ * index alone and, when it is full, the more recent messages are the better served (later steps
+ * quote recent work far more often than old work). Lines keep the code an agent quotes when it
+ * edits what it read (measured on the dev sessions: see the README's results).
  */
 function interleavedEntries(messages: readonly Message[]): Anchor[] {
-  const lists = messages.map((message) => {
-    const entries = messageEntries(message);
-    return rankAnchors([...entries.anchors, ...entries.calls]);
-  });
+  const entries = [...messages].reverse().map(messageEntries);
+  return distinct([
+    ...roundRobin(entries.map((entry) => entry.anchors)),
+    ...roundRobin(entries.map((entry) => entry.lines)),
+    ...roundRobin(entries.map((entry) => entry.calls)),
+  ]);
+}
+
+function roundRobin(lists: ReadonlyArray<readonly Anchor[]>): Anchor[] {
   const longest = Math.max(0, ...lists.map((list) => list.length));
   const ordered: Anchor[] = [];
   for (let round = 0; round < longest; round += 1)
     for (const list of lists) if (round < list.length) ordered.push(list[round]!);
-  return distinct(ordered);
+  return ordered;
+}
+
+// A line number that a listing puts before each line (`cat -n`, `grep -n`, Claude Code's Read).
+const LINE_NUMBER = /^\s*\d+(?:→|\t|:|-)\s?/;
+
+/**
+ * The short lines of a text that look like code: 10 to 80 characters once trimmed (and rid of a
+ * listing's line number), with a letter and one of `=`, `(` or `:`. Each once, in order.
+ */
+export function codeLines(textValue: string): Anchor[] {
+  const lines = new Map<string, Anchor>();
+  for (const raw of textValue.split('\n')) {
+    const line = raw.replace(LINE_NUMBER, '').trim();
+    if (line.length < 10 || line.length > 80 || lines.has(line)) continue;
+    if (/[A-Za-z_]/.test(line) && /[=(:]/.test(line)) lines.set(line, { kind: 'line', value: line });
+  }
+  return [...lines.values()];
 }
 
 /** An output's anchors, then its call expressions. */
@@ -177,13 +212,13 @@ function chooseAnchors(ordered: readonly Anchor[], options: FoldOptions, exclude
   const limit = options.maxAnchors ?? 12;
   const maxChars = options.maxAnchorChars ?? Number.POSITIVE_INFINITY;
   const chosen: string[] = [];
-  // The values taken so far, one per line, to find a value inside one of them.
-  let taken = '';
+  const shown = createShownTexts();
+  shown.add(exclude);
   let chars = 0;
   const take = (value: string) => {
-    if (chars + value.length + 2 > maxChars || exclude.includes(value) || taken.includes(value)) return;
+    if (chars + value.length + 2 > maxChars || shown.contains(value)) return;
     chosen.push(value);
-    taken += `${value}\n`;
+    shown.add(value);
     chars += value.length + 2;
   };
   const present = new Set(ordered.map((anchor) => anchor.value));
@@ -196,6 +231,34 @@ function chooseAnchors(ordered: readonly Anchor[], options: FoldOptions, exclude
     if (!options.omitAnchors?.has(anchor.value)) take(anchor.value);
   }
   return chosen;
+}
+
+const WORD = /[A-Za-z0-9_]+/g;
+
+/**
+ * Texts shown so far, to tell whether a value is visible inside one of them. A value is looked
+ * for only in the texts that hold its longest word as a whole word, so a name inside a longer
+ * name (`handler_1` in `handler_1_0`) counts as not shown; a value without a word never is.
+ * Linear in what is added and looked up, where searching one joined text was quadratic.
+ */
+function createShownTexts() {
+  const texts: string[] = [];
+  const byWord = new Map<string, number[]>();
+  return {
+    add(textValue: string) {
+      const index = texts.push(textValue) - 1;
+      for (const word of new Set(textValue.match(WORD))) {
+        const holders = byWord.get(word);
+        if (holders) holders.push(index);
+        else byWord.set(word, [index]);
+      }
+    },
+    contains(value: string): boolean {
+      let longest = '';
+      for (const word of value.match(WORD) ?? []) if (word.length > longest.length) longest = word;
+      return (byWord.get(longest) ?? []).some((index) => texts[index]!.includes(value));
+    },
+  };
 }
 
 /** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */
@@ -213,8 +276,8 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
     return lines.join('\n');
   }
   const request = oneLine(objectText(ledger, object), 200);
-  const anchors = keyAnchorsOf(
-    indexEntriesOf(ledger.messages.slice(object.span.start, object.span.end)),
+  const anchors = chooseAnchors(
+    interleavedEntries(ledger.messages.slice(object.span.start, object.span.end)),
     options,
     request,
   );

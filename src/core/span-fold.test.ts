@@ -89,7 +89,8 @@ describe('span folds: the work after a request', () => {
       ledger,
       {},
       { planner: 'test', operations: [spanFold(latestTurnStart(ledger))] },
-      { spanAnchors: 40 },
+      // An index of 720 characters.
+      { spanAnchors: 30 },
     );
     const state = rehearsal.stateAfter['conversation:user:1'];
     expect(state?.spanEnd).toBe(26);

@@ -77,7 +77,8 @@ describe('createStateCache', () => {
 
 describe('two proxy instances on one SQLite file', () => {
   const messages = longSession({ rounds: 30 });
-  const grown = longSession({ rounds: 45 });
+  // Past soft pressure again after the first commit.
+  const grown = longSession({ rounds: 50 });
   const window = Math.ceil(
     indexTranscript(messages, { tokenCounter: approximateTokenCounter }).totalTokens / 0.8,
   );

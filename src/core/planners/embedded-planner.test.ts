@@ -201,7 +201,9 @@ describe('planEmbedded: pressure', () => {
   it('reaches the target, least-needed first, and never touches pins or the latest turn', () => {
     const ledger = ledgerOf(longSession({ rounds: 30, requestEvery: 10 }));
     const viewTokens = projectView(ledger, {}).tokens;
-    const target = Math.floor(viewTokens * 0.4);
+    // Not lower: the indexes of the whole work (its names, lines of code and calls) take half of
+    // this session.
+    const target = Math.floor(viewTokens * 0.6);
     const operations = plan(ledger, {
       viewTokens,
       targetTokens: target,
@@ -242,17 +244,21 @@ describe('planEmbedded: pressure', () => {
   it('keeps the recent steps whole unless told to fold the recent work too', () => {
     const ledger = ledgerOf(longSession({ rounds: 30 }));
     const viewTokens = projectView(ledger, {}).tokens;
-    // Not lower: the index of the whole work (its names and calls) takes a third of this session.
-    const target = Math.floor(viewTokens * 0.4);
+    // Not lower: the index of the whole work (its names, lines of code and calls) takes half of
+    // this session.
+    const target = Math.floor(viewTokens * 0.55);
     const recent = recentStepsStart(ledger, latestTurnStart(ledger), 6);
-    const kept = plan(ledger, { viewTokens, targetTokens: target }, { keepRecentSteps: 6 });
+    // Idle outputs stay, and an output folds alone only when that frees 90% of it: span folds do
+    // the work.
+    const spans: EmbeddedPlannerOptions = {
+      keepRecentSteps: 6,
+      idleFoldSteps: Number.POSITIVE_INFINITY,
+      minFoldShare: 0.9,
+    };
+    const kept = plan(ledger, { viewTokens, targetTokens: target }, spans);
     const keptSpan = kept.find((operation) => operation.objectId === 'conversation:user:1');
     expect(keptSpan?.spanEnd).toBeLessThanOrEqual(recent + 1);
-    const operations = plan(
-      ledger,
-      { viewTokens, targetTokens: target },
-      { keepRecentSteps: 6, foldRecentWork: true },
-    );
+    const operations = plan(ledger, { viewTokens, targetTokens: target }, { ...spans, foldRecentWork: true });
     expect(operations.filter((operation) => operation.operation === 'prune')).toEqual([]);
     const span = operations.find((operation) => operation.objectId === 'conversation:user:1');
     // Past the six steps kept otherwise, up to the latest turn.

@@ -8,9 +8,9 @@
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
 import { assistantStepsAfter, spanTokens } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
-import { planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
+import { planSpanFolds, recentStepsStart, spanIndexTokens } from '../plan-span-folds.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
-import { isMaskable, objectText } from '../render-replacement.js';
+import { indexEntryChars, isMaskable, objectText } from '../render-replacement.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
 export interface EmbeddedPlannerOptions {
@@ -133,10 +133,16 @@ function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'pru
 
 /**
  * About the tokens of a fold's anchor index: for an output, the anchors it holds that nobody
- * wrote elsewhere, up to its budget (about a token per four characters); otherwise four tokens
- * an anchor of the budget.
+ * wrote elsewhere, up to its budget (about a token per four characters); for a conversation, as
+ * for a span fold; otherwise four tokens an anchor of the budget.
  */
 function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): number {
+  if (object.kind === 'conversation') {
+    let entryChars = 0;
+    for (let index = object.span.start; index < object.span.end; index += 1)
+      entryChars += indexEntryChars(ledger.messages[index]!);
+    return spanIndexTokens(size, entryChars) - 40;
+  }
   const budget = autoAnchorBudget(size);
   if (object.kind !== 'function' || object.anchors.length === 0) return 4 * budget;
   let tokens = 0;

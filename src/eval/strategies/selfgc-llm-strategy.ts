@@ -7,7 +7,7 @@ import { createEmbeddedPlanner } from '../../core/planners/embedded-planner.js';
 import type { RehearseOptions } from '../../core/rehearse-plan.js';
 import type { Warning } from '../../core/transcript.js';
 import { createLlmPlanner, type LlmPlannerOptions } from '../../llm/llm-planner.js';
-import { applyPlan, CUT_PLANNER_OPTIONS, cutPlannerInput } from './selfgc-strategies.js';
+import { applyPlan, CUT_PLANNER_OPTIONS, cutPlannerInput, cutRehearseOptions } from './selfgc-strategies.js';
 import type { Strategy } from './strategy.js';
 
 export interface SelfGcLlmStrategyOptions extends LlmPlannerOptions {
@@ -24,7 +24,7 @@ export function createSelfGcLlmStrategy(options: SelfGcLlmStrategyOptions, name 
     name,
     async run(input) {
       const result = await planner.plan(cutPlannerInput(input));
-      const output = applyPlan(input.ledger, result.plan, { foldAnchors: foldAnchors ?? 'auto' });
+      const output = applyPlan(input.ledger, result.plan, cutRehearseOptions(input, foldAnchors));
       return { ...output, warnings: result.warnings ?? [] };
     },
   };

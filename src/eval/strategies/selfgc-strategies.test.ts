@@ -54,6 +54,19 @@ describe('selfgc', () => {
     }
   });
 
+  it('under a budget, gives no span fold an index of more than half of it', () => {
+    const ledger = ledgerOf(longSession({ rounds: 40 }).slice(0, -1));
+    for (const keep of [0.5, 0.3, 0.2]) {
+      const budget = ledger.totalTokens * keep;
+      const spans = Object.values(selfgc.run({ ledger, keep }).state ?? {}).filter(
+        (entry) => entry.spanEnd !== undefined,
+      );
+      expect(spans.length, `keep ${keep}`).toBeGreaterThan(0);
+      // The header and the recovery pointer come on top of the index.
+      for (const entry of spans) expect(entry.tokens, `keep ${keep}`).toBeLessThanOrEqual(budget / 2 + 60);
+    }
+  });
+
   it('is deterministic and takes a custom name', () => {
     const ledger = ledgerOf(threeRequestSession());
     expect(selfgc.run({ ledger, keep: 0.4 })).toEqual(createSelfGcStrategy().run({ ledger, keep: 0.4 }));

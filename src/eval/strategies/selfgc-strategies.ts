@@ -37,6 +37,22 @@ export function cutPlannerInput(input: StrategyInput): PlannerInput {
   };
 }
 
+/**
+ * How a plan is rehearsed in cut mode. Under a budget a span fold's index takes at most half of
+ * it, as the governor bounds one by a fifth of the window against a target of two fifths.
+ */
+export function cutRehearseOptions(
+  input: StrategyInput,
+  foldAnchors: RehearseOptions['foldAnchors'] = 'auto',
+): RehearseOptions {
+  return {
+    foldAnchors,
+    ...(input.keep === 'auto'
+      ? {}
+      : { spanAnchorTokens: Math.floor((input.ledger.totalTokens * input.keep) / 2) }),
+  };
+}
+
 export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
   foldAnchors?: RehearseOptions['foldAnchors'];
 }
@@ -55,7 +71,7 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       return applyPlan(
         input.ledger,
         { planner: 'embedded', operations },
-        { foldAnchors: options.foldAnchors ?? 'auto' },
+        cutRehearseOptions(input, options.foldAnchors),
       );
     },
   };
