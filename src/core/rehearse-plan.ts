@@ -241,9 +241,11 @@ function judgeSpanFold(
     if (pinned) return { reason: 'pinned', detail: `the work after ${object.id} holds pinned ${pinned.id}` };
   }
   const current = state[object.id];
-  if (current && (current.operation === 'prune' || (current.spanEnd ?? object.span.end) >= spanEnd)) {
-    return { reason: 'no-op', detail: `${object.id} is already folded that far` };
-  }
+  const alreadyFolded = { reason: 'no-op' as const, detail: `${object.id} is already folded that far` };
+  // The same span again is a change only with a smaller index (the fallback's tighter budget).
+  const again = current?.operation === 'fold' && current.spanEnd === spanEnd;
+  if (current && !again && (current.operation === 'prune' || (current.spanEnd ?? object.span.end) >= spanEnd))
+    return alreadyFolded;
   let before = 0;
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
@@ -252,6 +254,8 @@ function judgeSpanFold(
     ...messagesIndexBudget(before, options),
   });
   const tokens = ledger.options.tokenCounter.count(replacement);
+  const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
+  if (again && tokens >= shown) return alreadyFolded;
   const next: ObjectState = {
     operation: 'fold',
     replacement,
@@ -263,7 +267,7 @@ function judgeSpanFold(
   return {
     operation: { ...operation, spanEnd },
     state: next,
-    tokensBefore: before,
+    tokensBefore: again ? shown + MESSAGE_OVERHEAD_TOKENS : before,
     tokensAfter: tokens + MESSAGE_OVERHEAD_TOKENS,
   };
 }

@@ -83,6 +83,22 @@ describe('span folds: the work after a request', () => {
     expect(deeper.tokensAfter).toBeLessThan(first.tokensAfter);
   });
 
+  it('folds the same span again only to give it a smaller index', () => {
+    const ledger = ledgerOf();
+    const first = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(16)] });
+    const same = rehearsePlan(ledger, first.stateAfter, { planner: 'test', operations: [spanFold(16)] });
+    expect(same.rejected[0]?.reason).toBe('no-op');
+    const tighter = rehearsePlan(
+      ledger,
+      first.stateAfter,
+      { planner: 'test', operations: [spanFold(16)] },
+      { spanAnchorTokens: 30 },
+    );
+    expect(tighter.rejected).toEqual([]);
+    expect(tighter.stateAfter['conversation:user:1']?.spanEnd).toBe(16);
+    expect(tighter.tokensAfter).toBeLessThan(first.tokensAfter);
+  });
+
   it('gives every folded step its best anchor, and the latest steps more, when its index is full', () => {
     const ledger = ledgerOf();
     const rehearsal = rehearsePlan(

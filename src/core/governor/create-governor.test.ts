@@ -159,6 +159,35 @@ describe('createGovernor: pressure', () => {
     expect(await gc.expand('s', 'function:read_file:11')).toBe(huge);
   });
 
+  it('shares a fifth of the window among the indexes of folded work when pinned requests keep them all', async () => {
+    // Six requests that state a rule (pinned: they stay, and so do the indexes of their work).
+    const messages: Message[] = [userMessage('Review every handler module under src/handlers.')];
+    for (let batch = 0; batch < 6; batch += 1) {
+      messages.push(userMessage(`Batch ${batch + 1}: always report the line of each problem.`));
+      for (let round = 1; round <= 4; round += 1) {
+        const index = batch * 4 + round;
+        messages.push(
+          ...toolRound(
+            `call_${index}`,
+            'read_file',
+            { path: `src/handlers/module_${index}.py` },
+            moduleSource(index, 20),
+          ),
+        );
+      }
+    }
+    messages.push(assistantMessage('Reviewed all modules.'));
+    const window = Math.floor(transcriptTokens(messages) * 0.3);
+    const result = await governor(createMemoryStore(), window).project('s', messages);
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.warnings.map((warning) => warning.code)).not.toContain('over-window');
+    const folds =
+      result.commit?.operations.filter((entry) => entry.objectId.startsWith('conversation:')) ?? [];
+    expect(folds).toHaveLength(6);
+    // Each index takes a sixth of the fifth of the window (with its header and pointer).
+    for (const fold of folds) expect(fold.tokensAfter).toBeLessThanOrEqual(window / 5 / 6 + 60);
+  });
+
   it('warns when even that cannot fit the window', async () => {
     const store = createMemoryStore();
     const messages = [...longSession({ rounds: 3 }), userMessage(moduleSource(999, 400))];

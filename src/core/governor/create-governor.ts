@@ -328,7 +328,34 @@ export function createGovernor(options: GovernorOptions): Governor {
       operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
       rehearsal = rehearsePlan(ledger, state, { planner, operations }, rehearse);
     }
-    return rehearsal;
+    return rehearsal.tokensAfter > options.window ? tighten(ledger, state, rehearsal) : rehearsal;
+  }
+
+  /**
+   * Still over the window when nothing else is left to fold or prune (requests that state rules
+   * are pinned, each keeping the index of its folded work): the folded work of every request is
+   * folded again, its indexes sharing the fifth of the window that bounds one of them.
+   */
+  function tighten(ledger: Ledger, state: SessionState['objects'], rehearsal: Rehearsal): Rehearsal {
+    const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
+    if (spans.length < 2) return rehearsal;
+    const folded = new Set(spans.map(([id]) => id));
+    const operations = [
+      ...rehearsal.plan.operations.filter((operation) => !folded.has(operation.objectId)),
+      ...spans.map(([objectId, entry]) => ({
+        objectId,
+        operation: 'fold' as const,
+        spanEnd: entry.spanEnd!,
+        reason: 'fallback: the indexes of folded work share a fifth of the window',
+      })),
+    ];
+    const tightened = rehearsePlan(
+      ledger,
+      state,
+      { planner: rehearsal.plan.planner, operations },
+      { ...rehearse, spanAnchorTokens: Math.floor(rehearse.spanAnchorTokens / spans.length) },
+    );
+    return tightened.tokensAfter < rehearsal.tokensAfter ? tightened : rehearsal;
   }
 
   async function fitWindow(
