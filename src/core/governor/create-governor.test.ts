@@ -188,15 +188,28 @@ describe('createGovernor: pressure', () => {
     for (const fold of folds) expect(fold.tokensAfter).toBeLessThanOrEqual(window / 5 / 6 + 60);
   });
 
+  it('shrinks the index of the folded work when a long latest step leaves no room for it', async () => {
+    const base = longSession({ rounds: 20 }).slice(0, -1);
+    const thought = assistantMessage(`Plan: ${moduleSource(77, 60)}`);
+    const messages = [...base, thought];
+    const window = transcriptTokens([...base.slice(0, 2), thought]) + 300;
+    const result = await governor(createMemoryStore(), window).project('s', messages);
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.warnings.map((warning) => warning.code)).not.toContain('over-window');
+    // The work before the latest step is one span fold, with what index the window leaves room for.
+    expect(result.view.at(-1)).toEqual(thought);
+    expect(JSON.stringify(result.view)).toContain('expand(\\"conversation:user:1@');
+  });
+
   it('warns when even that cannot fit the window', async () => {
     const store = createMemoryStore();
     const messages = [...longSession({ rounds: 3 }), userMessage(moduleSource(999, 400))];
     const window = Math.floor(transcriptTokens(messages.slice(-1)) / 2);
     const result = await governor(store, window).project('s', messages);
     expect(result.viewTokens).toBeGreaterThan(window);
-    expect(result.warnings.find((warning) => warning.code === 'over-window')?.message).toContain(
-      `${window}-token window`,
-    );
+    const warning = result.warnings.find((entry) => entry.code === 'over-window')?.message;
+    expect(warning).toContain(`${window}-token window`);
+    expect(warning).toContain(`the latest turn alone is ${transcriptTokens(messages.slice(-1))} tokens`);
     // The request itself is never edited.
     expect(result.view.at(-1)).toEqual(messages.at(-1));
   });
