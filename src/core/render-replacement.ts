@@ -116,21 +116,19 @@ export function indexEntryChars(message: Message): number {
  * quote recent work far more often than old work). Lines keep the code an agent quotes when it
  * edits what it read (measured on the dev sessions: see the README's results).
  */
-function interleavedEntries(messages: readonly Message[]): Anchor[] {
+function* interleavedEntries(messages: readonly Message[]): Generator<Anchor> {
+  // Lazily: an index is usually full long before the last round (repeats are skipped where the
+  // entries are taken).
   const entries = [...messages].reverse().map(messageEntries);
-  return distinct([
-    ...roundRobin(entries.map((entry) => entry.anchors)),
-    ...roundRobin(entries.map((entry) => entry.lines)),
-    ...roundRobin(entries.map((entry) => entry.calls)),
-  ]);
+  yield* roundRobin(entries.map((entry) => entry.anchors));
+  yield* roundRobin(entries.map((entry) => entry.lines));
+  yield* roundRobin(entries.map((entry) => entry.calls));
 }
 
-function roundRobin(lists: ReadonlyArray<readonly Anchor[]>): Anchor[] {
+function* roundRobin(lists: ReadonlyArray<readonly Anchor[]>): Generator<Anchor> {
   const longest = Math.max(0, ...lists.map((list) => list.length));
-  const ordered: Anchor[] = [];
   for (let round = 0; round < longest; round += 1)
-    for (const list of lists) if (round < list.length) ordered.push(list[round]!);
-  return ordered;
+    for (const list of lists) if (round < list.length) yield list[round]!;
 }
 
 // A line number that a listing puts before each line (`cat -n`, `grep -n`, Claude Code's Read).
@@ -208,9 +206,11 @@ export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, e
  * index that lists `django/forms/forms.py` need not list `forms.py` (measured on the dev
  * sessions: see the README's results).
  */
-function chooseAnchors(ordered: readonly Anchor[], options: FoldOptions, exclude: string): string[] {
+function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude: string): string[] {
   const limit = options.maxAnchors ?? 12;
   const maxChars = options.maxAnchorChars ?? Number.POSITIVE_INFINITY;
+  const preferred = options.preferredAnchors ?? [];
+  const ordered = preferred.length > 0 ? [...entries] : entries;
   const chosen: string[] = [];
   const shown = createShownTexts();
   shown.add(exclude);
@@ -221,13 +221,16 @@ function chooseAnchors(ordered: readonly Anchor[], options: FoldOptions, exclude
     shown.add(value);
     chars += value.length + 2;
   };
-  const present = new Set(ordered.map((anchor) => anchor.value));
-  for (const value of options.preferredAnchors ?? []) {
-    if (chosen.length >= limit) break;
-    if (present.has(value)) take(value);
+  if (preferred.length > 0) {
+    const present = new Set([...ordered].map((anchor) => anchor.value));
+    for (const value of preferred) {
+      if (chosen.length >= limit) break;
+      if (present.has(value)) take(value);
+    }
   }
   for (const anchor of ordered) {
-    if (chosen.length >= limit) break;
+    // Full: not even the shortest entry (two characters and a separator) would fit.
+    if (chosen.length >= limit || maxChars - chars < 4) break;
     if (!options.omitAnchors?.has(anchor.value)) take(anchor.value);
   }
   return chosen;
