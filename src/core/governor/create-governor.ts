@@ -4,7 +4,7 @@
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
 import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
-import type { PlannedOperation } from '../operations.js';
+import type { ObjectState, PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
@@ -337,13 +337,13 @@ export function createGovernor(options: GovernorOptions): Governor {
     // more), since what an index holds under a bound is known only once it is rendered.
     let bound = rehearse.spanAnchorTokens;
     for (let pass = 0; pass < 4 && rehearsal.tokensAfter > options.window; pass += 1) {
-      const spans = Object.values(rehearsal.stateAfter).filter((entry) => entry.spanEnd !== undefined);
+      const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
       if (spans.length === 0) break;
-      const indexTokens = spans.reduce((sum, entry) => sum + (entry.tokens ?? 0), 0);
+      const indexTokens = spans.reduce((sum, [, entry]) => sum + (entry.tokens ?? 0), 0);
       const kept = 1 - (rehearsal.tokensAfter - options.window) / Math.max(1, indexTokens);
       const shared = Math.min(bound, rehearse.spanAnchorTokens / spans.length);
       bound = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
-      const tightened = tighten(ledger, state, rehearsal, bound);
+      const tightened = tighten(ledger, state, rehearsal, spans, bound);
       if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
       rehearsal = tightened;
     }
@@ -351,8 +351,8 @@ export function createGovernor(options: GovernorOptions): Governor {
   }
 
   /**
-   * Fold the work of every request folded in `rehearsal` again, its index bounded by `bound`
-   * tokens: for when nothing else is left to fold or prune and the view is still over the window
+   * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, each index
+   * bounded by `bound` tokens: for when nothing else is left to fold or prune and the view is still over the window
    * (requests that state rules are pinned, each keeping the index of its work; a latest step that
    * fills most of the window). Measured on the dev sessions at a 16k window: over-window calls
    * 6 → 0.
@@ -361,9 +361,9 @@ export function createGovernor(options: GovernorOptions): Governor {
     ledger: Ledger,
     state: SessionState['objects'],
     rehearsal: Rehearsal,
+    spans: ReadonlyArray<[string, ObjectState]>,
     bound: number,
   ): Rehearsal {
-    const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
     const folded = new Set(spans.map(([id]) => id));
     const operations = [
       ...rehearsal.plan.operations.filter((operation) => !folded.has(operation.objectId)),
