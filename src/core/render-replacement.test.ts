@@ -237,6 +237,13 @@ describe('fold indexes keep short lines of code after the anchors', () => {
       toolMessage(toolResult('call_1', 'bash', source)),
       assistantCalls([toolCall('call_2', 'bash', { command: 'python -m pytest' })]),
       toolMessage(toolResult('call_2', 'bash', '1 passed')),
+      assistantCalls(
+        [toolCall('call_3', 'bash', { command: 'grep -rn solve sympy/solvers' })],
+        'Now I search the package for the solver:\n\n```bash\nls -R sympy | grep diophantine\n```',
+      ),
+      toolMessage(
+        toolResult('call_3', 'bash', 'sympy/solvers/diophantine.py\nnothing else matched the pattern here'),
+      ),
     ],
     { tokenCounter: approximateTokenCounter },
   );
@@ -257,6 +264,20 @@ describe('fold indexes keep short lines of code after the anchors', () => {
     });
     expect(small).toContain('cache/db.py');
     expect(small).not.toContain('return cursor.fetchone() is not None');
+  });
+
+  it("in a span fold, the agent's own commands, passed to tools or fenced in its text, whatever they look like", () => {
+    const folded = renderSpanFold(ledger, request, 8, {
+      maxAnchors: Number.POSITIVE_INFINITY,
+      maxAnchorChars: 4000,
+    });
+    expect(folded).toContain('ls -R sympy | grep diophantine');
+    expect(folded).toContain('grep -rn solve sympy/solvers');
+    expect(folded).toContain('python -m pytest');
+    // Prose stays out, and so do lines of output that do not look like code.
+    expect(folded).not.toContain('Now I search the package');
+    expect(folded).toContain('sympy/solvers/diophantine.py');
+    expect(folded).not.toContain('nothing else matched');
   });
 
   it('in the fold of a whole conversation', () => {

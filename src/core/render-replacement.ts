@@ -80,15 +80,9 @@ function messageEntries(message: Message): IndexEntries {
   let entries = entriesByMessage.get(message);
   if (!entries) {
     const textValue = messageReferenceText(message);
-    // Lines of code come from what tools returned and what the agent passed to them, not from
-    // its prose.
-    const code =
-      message.role === 'assistant'
-        ? messageReferenceText({ ...message, parts: message.parts.filter((part) => part.type !== 'text') })
-        : textValue;
     entries = {
       anchors: rankAnchors(extractAnchors(textValue)),
-      lines: codeLines(code),
+      lines: message.role === 'assistant' ? agentLines(message, textValue) : codeLines(textValue),
       calls: callExpressions(textValue),
     };
     entriesByMessage.set(message, entries);
@@ -139,11 +133,33 @@ const LINE_NUMBER = /^\s*\d+(?:→|\t|:|-)\s?/;
  * listing's line number), with a letter and one of `=`, `(` or `:`. Each once, in order.
  */
 export function codeLines(textValue: string): Anchor[] {
+  return shortLines(textValue, (line) => /[=(:]/.test(line));
+}
+
+const FENCED_CODE = /```[^\n]*\n([\s\S]*?)```/g;
+
+/**
+ * The short lines of what the agent ran or wrote: its tool-call arguments and the fenced code in
+ * its text (an agent that acts through a shell block, as mini-swe-agent's do, writes its command
+ * there), any line with a letter, since agents quote their own commands again (`ls -R sympy |
+ * grep diophantine`). Its prose is not code.
+ */
+function agentLines(message: Message, textValue: string): Anchor[] {
+  const calls = messageReferenceText({
+    ...message,
+    parts: message.parts.filter((part) => part.type !== 'text'),
+  });
+  const fenced = [...textValue.matchAll(FENCED_CODE)].map((match) => match[1]!);
+  return shortLines([calls, ...fenced].join('\n'), () => true);
+}
+
+/** Lines of 10 to 80 characters once trimmed (and rid of a listing's line number), with a letter, that pass `test`; each once, in order. */
+function shortLines(textValue: string, test: (line: string) => boolean): Anchor[] {
   const lines = new Map<string, Anchor>();
   for (const raw of textValue.split('\n')) {
     const line = raw.replace(LINE_NUMBER, '').trim();
     if (line.length < 10 || line.length > 80 || lines.has(line)) continue;
-    if (/[A-Za-z_]/.test(line) && /[=(:]/.test(line)) lines.set(line, { kind: 'line', value: line });
+    if (/[A-Za-z_]/.test(line) && test(line)) lines.set(line, { kind: 'line', value: line });
   }
   return [...lines.values()];
 }
