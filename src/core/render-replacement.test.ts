@@ -202,7 +202,7 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
 });
 
 describe('codeLines', () => {
-  it("keeps short lines that look like code, without a listing's line numbers, each once", () => {
+  it("keeps short lines that look like code in any language, without a listing's line numbers, each once", () => {
     const listing = [
       '   250→    def has_key(self, key, version=None):',
       '   251→        return cursor.fetchone() is not None',
@@ -211,10 +211,15 @@ describe('codeLines', () => {
       'All tests passed and nothing else to say',
       `        x = ${'y'.repeat(90)}`,
       'if ok:',
+      '    if existing_count > 0 do',
+      '  @sha ~r/\\A[0-9a-f]{40}\\z/',
+      '| name | value | notes |',
     ].join('\n');
     expect(codeLines(listing).map((line) => line.value)).toEqual([
       'def has_key(self, key, version=None):',
       'return cursor.fetchone() is not None',
+      'if existing_count > 0 do',
+      '@sha ~r/\\A[0-9a-f]{40}\\z/',
     ]);
   });
 });

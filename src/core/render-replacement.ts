@@ -129,11 +129,20 @@ function* roundRobin(lists: ReadonlyArray<readonly Anchor[]>): Generator<Anchor>
 const LINE_NUMBER = /^\s*\d+(?:→|\t|:|-)\s?/;
 
 /**
+ * What marks a line as code: an assignment, a call or a colon, and also the brackets, braces,
+ * tags and sigils of languages that need none of those (`if existing_count > 0 do`,
+ * `@sha ~r/\A[0-9a-f]{40}\z/`, `<span>`). Not `|`: a table row is not code. Measured on the
+ * dev sessions against `=`, `(` and `:` alone: matched no-impact +0.1 at 20% and 30% prune,
+ * -0.2 at 50%; session mode unchanged.
+ */
+const CODE_MARK = /[=(:{}[\]<>@~]/;
+
+/**
  * The short lines of a text that look like code: 10 to 80 characters once trimmed (and rid of a
- * listing's line number), with a letter and one of `=`, `(` or `:`. Each once, in order.
+ * listing's line number), with a letter and a mark of code. Each once, in order.
  */
 export function codeLines(textValue: string): Anchor[] {
-  return shortLines(textValue, (line) => /[=(:]/.test(line));
+  return shortLines(textValue, (line) => CODE_MARK.test(line));
 }
 
 const FENCED_CODE = /```[^\n]*\n([\s\S]*?)```/g;
