@@ -162,7 +162,10 @@ function agentLines(message: Message, textValue: string): Anchor[] {
   return shortLines([calls, ...fenced].join('\n'), () => true);
 }
 
-/** Lines of 10 to 80 characters once trimmed (and rid of a listing's line number), with a letter, that pass `test`; each once, in order. */
+/**
+ * Lines of 10 to 80 characters once trimmed (and rid of a listing's line number), with a letter,
+ * that pass `test`; each once, in order.
+ */
 function shortLines(textValue: string, test: (line: string) => boolean): Anchor[] {
   const lines = new Map<string, Anchor>();
   for (const raw of textValue.split('\n')) {

@@ -77,7 +77,7 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       let rehearsal = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
       // The planner estimates what each fold's index keeps; rehearsal renders it. While the
       // measured view is over the budget, plan again on what was measured, as the governor's
-      // deep reduction does (measured on the dev sessions: keep 0.9 reached its budget at 807 of
+      // deep reduction does (measured on the dev sessions: keep 0.9 reached its budget at 777 of
       // 1,020 cuts in one round, at 1,004 in three).
       for (
         let round = 0;
