@@ -87,3 +87,15 @@ export interface AcceptedOperation {
   tokensBefore: number;
   tokensAfter: number;
 }
+
+/**
+ * The operations of a plan that deepens: `more` appended, each taking the place of an earlier
+ * operation on the same object (a span fold that goes further, a fold that becomes a prune).
+ */
+export function supersedeOperations(
+  operations: readonly PlannedOperation[],
+  more: readonly PlannedOperation[],
+): PlannedOperation[] {
+  const replaced = new Set(more.map((operation) => operation.objectId));
+  return [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
+}

@@ -4,7 +4,7 @@
 import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
 import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
-import type { ObjectState, PlannedOperation } from '../operations.js';
+import { type ObjectState, type PlannedOperation, supersedeOperations } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
@@ -328,8 +328,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
       if (more.length === 0 && keep > 0) continue;
       if (more.length === 0) break;
-      const replaced = new Set(more.map((operation) => operation.objectId));
-      operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
+      operations = supersedeOperations(operations, more);
       rehearsal = rehearsePlan(ledger, state, { planner, operations }, rehearse);
     }
     // Still over: the indexes of folded work share the fifth of the window that bounds one, and

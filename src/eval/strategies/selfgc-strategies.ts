@@ -4,7 +4,12 @@
  * planner input and the harness (`cutPlannerInput`, `applyPlan`).
  */
 import type { Ledger } from '../../core/ledger.js';
-import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
+import {
+  type Plan,
+  type PlannedOperation,
+  supersedeOperations,
+  type ViewState,
+} from '../../core/operations.js';
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
 import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
@@ -89,8 +94,7 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
           plannerOptions,
         );
         if (more.length === 0) break;
-        const replaced = new Set(more.map((operation) => operation.objectId));
-        operations = [...operations.filter((operation) => !replaced.has(operation.objectId)), ...more];
+        operations = supersedeOperations(operations, more);
         rehearsal = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
       }
       const view = projectView(input.ledger, rehearsal.stateAfter);
