@@ -363,16 +363,15 @@ export function createGovernor(options: GovernorOptions): Governor {
     spans: ReadonlyArray<[string, ObjectState]>,
     bound: number,
   ): Rehearsal {
-    const folded = new Set(spans.map(([id]) => id));
-    const operations = [
-      ...rehearsal.plan.operations.filter((operation) => !folded.has(operation.objectId)),
-      ...spans.map(([objectId, entry]) => ({
+    const operations = supersedeOperations(
+      rehearsal.plan.operations,
+      spans.map(([objectId, entry]) => ({
         objectId,
         operation: 'fold' as const,
         spanEnd: entry.spanEnd!,
         reason: 'fallback: the indexes of folded work shrink to fit the window',
       })),
-    ];
+    );
     return rehearsePlan(
       ledger,
       state,
