@@ -7,7 +7,7 @@ import { objectPayload } from './object-payload.js';
 import type { PlannedOperation } from './operations.js';
 import { projectView } from './project-view.js';
 import { type RehearseOptions, rehearsePlan } from './rehearse-plan.js';
-import { readSessionState } from './session-state.js';
+import { payloadKey, readSessionState } from './session-state.js';
 import type { SidecarStore } from './store.js';
 import { threeRequestSession } from './testing/sample-session.js';
 import { approximateTokenCounter } from './tokens.js';
@@ -117,7 +117,13 @@ describe('commitRehearsal', () => {
     expect(stored.state.objects['function:bash:5']).toEqual({
       ...rehearsal.stateAfter['function:bash:5'],
       commitId: outcome.record.commitId,
+      binding: { end: ledger.get('function:bash:5')!.messageIndex + 1, link: expect.any(String) },
     });
+    // The state is bound to the content it was made from, and so is its payload.
+    const binding = stored.state.objects['function:bash:5']!.binding!;
+    expect(binding.link).toBe(ledger.chain[binding.end - 1]);
+    expect(stored.state.payloads).toEqual({ 'function:bash:5': binding });
+    expect(stored.state.head).toEqual({ end: ledger.messages.length, link: ledger.chain.at(-1) });
     expect(projectView(ledger, stored.state.objects).tokens).toBe(rehearsal.tokensAfter);
   });
 
@@ -130,11 +136,13 @@ describe('commitRehearsal', () => {
       operation('conversation:user:2', 'prune'),
     ]);
     if (outcome.status !== 'committed') throw new Error(outcome.status);
-    expect(log).toEqual(['putPayloads:conversation:user:2', `writeCommit:${outcome.record.commitId}`]);
-    const record = await store.getPayload(SESSION, 'conversation:user:2');
+    const key = payloadKey('conversation:user:2', outcome.state.payloads['conversation:user:2']!);
+    expect(key).toMatch(/^conversation:user:2#[0-9a-f]{16}$/);
+    expect(log).toEqual([`putPayloads:${key}`, `writeCommit:${outcome.record.commitId}`]);
+    const record = await store.getPayload(SESSION, key);
     expect(record).toMatchObject({
       sessionId: SESSION,
-      objectId: 'conversation:user:2',
+      objectId: key,
       operation: 'prune',
       commitId: outcome.record.commitId,
       createdAt: NOW,

@@ -7,10 +7,11 @@ import { BadInputError, NotFoundError } from './errors.js';
 import { hashText } from './hash.js';
 import type { Ledger } from './ledger.js';
 import { objectPayload, payloadSearchText } from './object-payload.js';
-import type { ObjectState } from './operations.js';
+import type { ContentBinding, ObjectState } from './operations.js';
+import { bindingAt, coveredEnd } from './reconcile-state.js';
 import type { Rehearsal } from './rehearse-plan.js';
 import { sidecarKey } from './render-replacement.js';
-import { readSessionState, type SessionState } from './session-state.js';
+import { payloadKey, readSessionState, type SessionState } from './session-state.js';
 import {
   type CommitRecord,
   type CommittedOperation,
@@ -59,6 +60,7 @@ export async function commitRehearsal(
   const payloads: SidecarRecord[] = [];
   const operations: CommittedOperation[] = [];
   const objects: Record<string, ObjectState> = { ...snapshot.state.objects };
+  const bound: Record<string, ContentBinding> = { ...snapshot.state.payloads };
   for (const entry of rehearsal.accepted) {
     const object = ledger.get(entry.operation.objectId)!;
     operations.push({
@@ -73,12 +75,17 @@ export async function commitRehearsal(
       delete objects[object.id];
       continue;
     }
-    objects[object.id] = { ...entry.state, commitId };
+    // The state and its payload are bound to the content they were made from: the sidecar key
+    // names that content, so another conversation's object of the same id never shares it.
+    const binding = bindingAt(ledger, coveredEnd(ledger, object.id, entry.state)!);
+    objects[object.id] = { ...entry.state, commitId, binding };
+    // A span fold is shown under its own key: a deeper one later holds more messages.
+    const key = sidecarKey(object.id, entry.state.spanEnd);
+    bound[key] = binding;
     payloads.push({
       schemaVersion: STORE_SCHEMA_VERSION,
       sessionId: context.sessionId,
-      // A span fold is stored under its own key: a deeper one later holds more messages.
-      objectId: sidecarKey(object.id, entry.state.spanEnd),
+      objectId: payloadKey(key, binding),
       operation: entry.state.operation,
       payload: JSON.stringify(objectPayload(ledger, object, entry.state.spanEnd)),
       searchText: payloadSearchText(ledger, object, entry.state.spanEnd),
@@ -102,6 +109,8 @@ export async function commitRehearsal(
   const state: SessionState = {
     ...snapshot.state,
     objects,
+    payloads: bound,
+    head: bindingAt(ledger, ledger.messages.length),
     sequence: record.sequence,
     triggers: { ...snapshot.state.triggers, lastCommitAt: ledger.messages.length },
   };

@@ -15,7 +15,7 @@ import { objectPayload, parseObjectPayload } from './object-payload.js';
 import type { OperationKind, Plan, ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
-import { readSessionState } from './session-state.js';
+import { payloadKey, readSessionState } from './session-state.js';
 import type { SidecarStore } from './store.js';
 import { gcTranscriptArbitrary } from './testing/gc-transcript-arbitrary.js';
 import { approximateTokenCounter } from './tokens.js';
@@ -179,8 +179,8 @@ describe('fold, mask and expand round-trip byte for byte', () => {
           snapshot,
           rehearsal,
         );
-        expect(outcome.status).toBe('committed');
-        const record = await store.getPayload('s', object.id);
+        if (outcome.status !== 'committed') throw new Error(outcome.status);
+        const record = await store.getPayload('s', payloadKey(object.id, outcome.state.payloads[object.id]!));
         expect(record?.payload).toBe(JSON.stringify(objectPayload(ledger, object)));
         const payload = parseObjectPayload(record?.payload ?? '', 'sidecar');
         if (payload.kind === 'function')

@@ -4,6 +4,7 @@
  * transcript prefix, so indexing the same prefix again — or appending to it — gives the same ids.
  */
 import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
+import { chainLink, messageDigest } from './content-hash.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
 import { type Message, type Part, partText, type ToolResultPart } from './transcript.js';
 
@@ -65,6 +66,11 @@ export interface Ledger {
   readonly messageTokens: readonly number[];
   /** Objects by message index (the payload message). */
   readonly objectsByMessage: ReadonlyMap<number, readonly LedgerObject[]>;
+  /**
+   * The content chain (see `content-hash.ts`): entry `i` binds messages `0..i`, so stored state
+   * that names an index can be checked against the transcript a client sends now.
+   */
+  readonly chain: readonly string[];
   /** Sum of `messageTokens`. */
   readonly totalTokens: number;
   /**
@@ -75,8 +81,17 @@ export interface Ledger {
   get(id: string): LedgerObject | undefined;
   /** The conversation object whose span holds message `index`, if any. */
   conversationAt(index: number): LedgerObject | undefined;
-  /** Index the given messages as the continuation of the transcript. */
-  append(messages: readonly Message[]): void;
+  /**
+   * Index the given messages as the continuation of the transcript. `chain`, when the caller
+   * computed it already, holds their chain links.
+   */
+  append(messages: readonly Message[], chain?: readonly string[]): void;
+  /**
+   * Take the caller's message objects in place of the indexed ones for the prefix they share.
+   * The caller guarantees the same content (equal chain links); what may differ is what content
+   * digests leave out, such as cache breakpoints, and the view must carry the caller's own.
+   */
+  adoptMessages(messages: readonly Message[]): void;
   readonly options: LedgerOptions;
 }
 
@@ -128,6 +143,7 @@ export function createLedger(options: LedgerOptions): Ledger {
   const messages: Message[] = [];
   const objects: LedgerObject[] = [];
   const messageTokens: number[] = [];
+  const chain: string[] = [];
   const byId = new Map<string, LedgerObject>();
   const objectsByMessage = new Map<number, LedgerObject[]>();
   const anchorIndex = new Map<string, LedgerObject[]>();
@@ -240,6 +256,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     messages,
     objects,
     messageTokens,
+    chain,
     objectsByMessage,
     options,
     spokenAnchors,
@@ -248,17 +265,22 @@ export function createLedger(options: LedgerOptions): Ledger {
     },
     get: (id) => byId.get(id),
     conversationAt: (index) => conversationOfMessage[index],
-    append(newMessages) {
-      for (const message of newMessages) {
+    append(newMessages, links) {
+      newMessages.forEach((message, offset) => {
         const index = messages.length;
         messages.push(message);
+        chain.push(links?.[offset] ?? chainLink(chain[index - 1] ?? '', messageDigest(message)));
         // Each part is counted once: the message's tokens and its objects' come from the same counts.
         const partCounts = message.parts.map((part) => partTokens(options.tokenCounter, part));
         const tokens = MESSAGE_OVERHEAD_TOKENS + partCounts.reduce((sum, count) => sum + count, 0);
         messageTokens.push(tokens);
         totalTokens += tokens;
         indexMessage(message, index, partCounts);
-      }
+      });
+    },
+    adoptMessages(incoming) {
+      const shared = Math.min(incoming.length, messages.length);
+      for (let index = 0; index < shared; index += 1) messages[index] = incoming[index]!;
     },
   };
 }

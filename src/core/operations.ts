@@ -37,6 +37,18 @@ export interface Plan {
   operations: PlannedOperation[];
 }
 
+/**
+ * Where committed state is bound in the transcript: the last message it covers and the content
+ * chain's link there (`Ledger.chain`). The state holds for a transcript only while that link
+ * is the same, that is while every message up to `end` is the same content.
+ */
+export interface ContentBinding {
+  /** Exclusive end of the messages the state covers. */
+  end: number;
+  /** `Ledger.chain[end - 1]` when the state was committed. */
+  link: string;
+}
+
 /** The committed state of one object that is not live. Absent from the map means live. */
 export interface ObjectState {
   operation: RemovingOperation;
@@ -55,6 +67,11 @@ export interface ObjectState {
   keepRequest?: boolean;
   /** For a span fold: the first message after the folded work. */
   spanEnd?: number;
+  /**
+   * The content this state was committed for. Every stored state has one (the commit sets it);
+   * states a rehearsal proposes do not yet.
+   */
+  binding?: ContentBinding;
 }
 
 /** Committed object states by object id: together with the ledger, this determines the view. */

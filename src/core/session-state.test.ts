@@ -11,6 +11,7 @@ describe('readSessionState', () => {
     expect(emptySessionState()).toEqual({
       schemaVersion: SESSION_STATE_VERSION,
       objects: {},
+      payloads: {},
       sequence: 0,
       triggers: { lastRunAt: 0, lastCommitAt: 0, fruitlessRuns: 0 },
     });
@@ -27,9 +28,40 @@ describe('readSessionState', () => {
     const store = createMemoryStore();
     await store.writeState('future', { ...emptySessionState(), schemaVersion: SESSION_STATE_VERSION + 1 }, 0);
     await expect(readSessionState(store, 'future')).rejects.toThrow(StoreError);
-    await expect(readSessionState(store, 'future')).rejects.toThrow(/schema version 2 is not 1/);
+    await expect(readSessionState(store, 'future')).rejects.toThrow(/schema version 3 is not 2/);
     await store.writeState('null', null, 0);
     await expect(readSessionState(store, 'null')).rejects.toThrow(StoreError);
     expect(STORE_SCHEMA_VERSION).toBe(1);
+  });
+
+  it('migrates version 1 by dropping object states it cannot check against content', async () => {
+    const store = createMemoryStore();
+    const v1 = {
+      schemaVersion: 1,
+      objects: { 'function:bash:3': { operation: 'fold', replacement: '[folded]', commitId: 'c1-x' } },
+      sequence: 4,
+      triggers: { lastRunAt: 30, lastCommitAt: 28, fruitlessRuns: 2, lastCallTime: 5 },
+    };
+    await store.writeState('old', v1, 0);
+    expect(await readSessionState(store, 'old')).toEqual({
+      version: 1,
+      state: {
+        ...emptySessionState(),
+        sequence: 4,
+        triggers: { lastRunAt: 0, lastCommitAt: 0, fruitlessRuns: 0, lastCallTime: 5 },
+      },
+    });
+  });
+
+  it('refuses a malformed state with the path of what is wrong', async () => {
+    const store = createMemoryStore();
+    const unbound = {
+      ...emptySessionState(),
+      objects: { 'function:bash:3': { operation: 'fold', replacement: '[folded]', commitId: 'c1-x' } },
+    };
+    await store.writeState('unbound', unbound, 0);
+    await expect(readSessionState(store, 'unbound')).rejects.toThrow(
+      /session unbound: malformed state at objects\.function:bash:3\.binding/,
+    );
   });
 });

@@ -1,12 +1,17 @@
 /**
  * A session's governance state as the store keeps it: the committed object states (which,
- * with the ledger, determine the view) and the governor's trigger bookkeeping.
+ * with the ledger, determine the view), the payloads they put in the sidecar, and the governor's
+ * trigger bookkeeping. State is bound to content (`ContentBinding`): it is parsed on read,
+ * migrated from older versions by code, and checked against each transcript before use
+ * (`reconcile-state.ts`).
  */
+import { z } from 'zod';
 import { StoreError } from './errors.js';
-import type { ViewState } from './operations.js';
+import type { ContentBinding, ViewState } from './operations.js';
 import type { SidecarStore } from './store.js';
 
-export const SESSION_STATE_VERSION = 1;
+/** Version 2 bound every state to the content it was committed for. */
+export const SESSION_STATE_VERSION = 2;
 
 /** Trigger bookkeeping carried from call to call (see `governor/`). */
 export interface TriggerBookkeeping {
@@ -25,8 +30,17 @@ export interface TriggerBookkeeping {
 
 export interface SessionState {
   schemaVersion: number;
-  /** Committed object states: absent means live. */
+  /** Committed object states: absent means live. Each carries its `binding`. */
   objects: ViewState;
+  /**
+   * Every payload this conversation put in the sidecar, by the key its recovery pointer shows
+   * (`function:read_file:12`, `conversation:user:1@57`), with the content it was taken from.
+   * The sidecar key itself is `payloadKey(key, binding)`: other content under the same id never
+   * shares a record.
+   */
+  payloads: Readonly<Record<string, ContentBinding>>;
+  /** The transcript at the last governance run, to tell an append from a divergence. */
+  head?: ContentBinding;
   /** Commits written so far; the next commit's sequence is this plus one. */
   sequence: number;
   triggers: TriggerBookkeeping;
@@ -36,23 +50,108 @@ export function emptySessionState(): SessionState {
   return {
     schemaVersion: SESSION_STATE_VERSION,
     objects: {},
+    payloads: {},
     sequence: 0,
     triggers: { lastRunAt: 0, lastCommitAt: 0, fruitlessRuns: 0 },
   };
 }
 
-/** The stored state of a session (or an empty one at version 0), with its schema checked. */
+/** The sidecar key of a payload: the key the view shows, and the content it was taken from. */
+export function payloadKey(key: string, binding: ContentBinding): string {
+  return `${key}#${binding.link.slice(0, 16)}`;
+}
+
+/** The sidecar key behind a recovery key of `state`, or undefined when the state offers none. */
+export function sidecarKeyOf(state: SessionState, key: string): string | undefined {
+  const binding = state.payloads[key];
+  return binding === undefined ? undefined : payloadKey(key, binding);
+}
+
+/** The recovery key a sidecar key was stored for (`function:bash:3#…` → `function:bash:3`). */
+export function recoveryKeyOf(sidecarKey: string): string {
+  const mark = sidecarKey.lastIndexOf('#');
+  return mark < 0 ? sidecarKey : sidecarKey.slice(0, mark);
+}
+
+const bindingSchema = z.object({ end: z.number().int().nonnegative(), link: z.string().min(1) });
+
+const objectStateSchema = z.object({
+  operation: z.enum(['fold', 'mask', 'prune']),
+  replacement: z.string(),
+  commitId: z.string(),
+  tokens: z.number().optional(),
+  dropShell: z.boolean().optional(),
+  keepRequest: z.boolean().optional(),
+  spanEnd: z.number().int().optional(),
+  binding: bindingSchema,
+});
+
+const triggersSchema = z.object({
+  lastRunAt: z.number(),
+  lastCommitAt: z.number(),
+  fruitlessRuns: z.number(),
+  lastCallTime: z.number().optional(),
+});
+
+const stateSchema = z.object({
+  schemaVersion: z.literal(SESSION_STATE_VERSION),
+  objects: z.record(z.string(), objectStateSchema),
+  payloads: z.record(z.string(), bindingSchema),
+  head: bindingSchema.optional(),
+  sequence: z.number().int().nonnegative(),
+  triggers: triggersSchema,
+});
+
+/** Version 1: object states without bindings, payloads keyed by object id alone. */
+const stateV1Schema = z.object({
+  schemaVersion: z.literal(1),
+  sequence: z.number().int().nonnegative(),
+  triggers: triggersSchema,
+});
+
+/**
+ * Version 1 state cannot be checked against content, so its object states are dropped: the
+ * view shows those objects whole again, and the planner folds them anew under version 2 keys.
+ * The commit sequence goes on.
+ */
+function migrateV1(state: z.infer<typeof stateV1Schema>): SessionState {
+  return {
+    ...emptySessionState(),
+    sequence: state.sequence,
+    triggers: {
+      lastRunAt: 0,
+      lastCommitAt: 0,
+      fruitlessRuns: 0,
+      ...(state.triggers.lastCallTime === undefined ? {} : { lastCallTime: state.triggers.lastCallTime }),
+    },
+  };
+}
+
+/** A stored state parsed, migrated to the current version, or a `StoreError` that says why not. */
+export function parseSessionState(value: unknown, where: string): SessionState {
+  const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
+  if (version === 1) {
+    const old = stateV1Schema.safeParse(value);
+    if (old.success) return migrateV1(old.data);
+    throw new StoreError(`${where}: state of schema version 1 is malformed: ${old.error.issues[0]?.message}`);
+  }
+  if (version !== SESSION_STATE_VERSION) {
+    throw new StoreError(`${where}: state schema version ${String(version)} is not ${SESSION_STATE_VERSION}`);
+  }
+  const parsed = stateSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new StoreError(`${where}: malformed state at ${issue?.path.join('.') ?? ''}: ${issue?.message}`);
+  }
+  return parsed.data as SessionState;
+}
+
+/** The stored state of a session (or an empty one at version 0), parsed and migrated. */
 export async function readSessionState(
   store: SidecarStore,
   sessionId: string,
 ): Promise<{ version: number; state: SessionState }> {
   const snapshot = await store.readSession(sessionId);
   if (!snapshot) return { version: 0, state: emptySessionState() };
-  const state = snapshot.state as Partial<SessionState> | null;
-  if (!state || state.schemaVersion !== SESSION_STATE_VERSION) {
-    throw new StoreError(
-      `session ${sessionId}: state schema version ${String(state?.schemaVersion)} is not ${SESSION_STATE_VERSION}`,
-    );
-  }
-  return { version: snapshot.version, state: state as SessionState };
+  return { version: snapshot.version, state: parseSessionState(snapshot.state, `session ${sessionId}`) };
 }

@@ -6,7 +6,7 @@ import { parseObjectPayload } from './object-payload.js';
 import type { PlannedOperation } from './operations.js';
 import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
-import { emptySessionState } from './session-state.js';
+import { emptySessionState, payloadKey } from './session-state.js';
 import { longSession } from './testing/long-session.js';
 import { approximateTokenCounter } from './tokens.js';
 
@@ -127,8 +127,10 @@ describe('span folds: the work after a request', () => {
       { version: 0, state: emptySessionState() },
       rehearsal,
     );
-    expect(outcome.status).toBe('committed');
-    const record = await store.getPayload('s', 'conversation:user:1@10');
+    if (outcome.status !== 'committed') throw new Error(outcome.status);
+    const binding = outcome.state.payloads['conversation:user:1@10']!;
+    expect(binding).toEqual({ end: 10, link: ledger.chain[9] });
+    const record = await store.getPayload('s', payloadKey('conversation:user:1@10', binding));
     const payload = parseObjectPayload(record!.payload, 'test');
     expect(payload.kind === 'conversation' && payload.messages).toEqual(ledger.messages.slice(1, 10));
     const expanded = rehearsePlan(ledger, rehearsal.stateAfter, {

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { indexTranscript } from '../core/ledger.js';
 import { parseObjectPayload } from '../core/object-payload.js';
 import { sidecarKey } from '../core/render-replacement.js';
+import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
 import type { SidecarStore } from '../core/store.js';
 import { longSession } from '../core/testing/long-session.js';
 import { approximateTokenCounter } from '../core/tokens.js';
@@ -155,7 +156,8 @@ describe('replaySession with the governor', () => {
     expect(Object.keys(last.recoverable).length).toBeGreaterThan(0);
     for (const record of records) {
       for (const [id, indexes] of Object.entries(record.recoverable)) {
-        const stored = await store.getPayload('replay', id);
+        const { state } = await readSessionState(store, 'replay');
+        const stored = await store.getPayload('replay', sidecarKeyOf(state, id) ?? id);
         expect(stored, id).toBeDefined();
         const payload = parseObjectPayload(stored!.payload, id);
         expect(indexes.length).toBeGreaterThan(0);

@@ -75,6 +75,11 @@ export async function governRequest(
     governance: result.decision.outcome,
     ...(result.warnings.length > 0 ? { warnings: result.warnings.map((warning) => warning.code) } : {}),
   });
+  if (result.divergence) {
+    settings.metrics.count('selfgc_proxy_divergences_total', labels);
+    trace.entry.divergedAt = result.divergence.at;
+    trace.entry.droppedStates = result.divergence.dropped.length;
+  }
   if (result.commits.length > 0) {
     // Usually one; a window rescue after the planner's commit makes two.
     const ids = result.commits.map((commit) => commit.commitId).join(', ');

@@ -64,8 +64,8 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         const governor = pool({ provider: 'openai', model: '', window: options.window ?? 0 });
         const value =
           message.type === 'expand'
-            ? await governor.expand(message.sessionId, message.objectId)
-            : await governor.searchContext(message.sessionId, message.query, message.limit);
+            ? await governor.expand(message.sessionId, message.objectId, message.scope)
+            : await governor.searchContext(message.sessionId, message.query, message.limit, message.scope);
         reply({ id: message.id, ok: true, value });
       } catch (error) {
         reply(failure(message.id, error));

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
 import { createGovernanceWorkers, transferOf } from './governance-workers.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
@@ -65,7 +66,8 @@ describe('governance in worker threads', () => {
     expect(text).not.toContain('selfgc_');
     const [first, second] = fixture.upstream.requests;
     const key = pointerKeys(first!.rawBody)[0]!;
-    const record = await fixture.store.getPayload(storeSessionOf(response), key);
+    const { state } = await readSessionState(fixture.store, storeSessionOf(response));
+    const record = await fixture.store.getPayload(storeSessionOf(response), sidecarKeyOf(state, key) ?? key);
     expect(record).toBeDefined();
     expect(second?.rawBody).toContain('value0_3');
     expect(fixture.logs[0]).toMatchObject({ status: 200, recoveryCalls: 1 });

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
+import type { RecoveryScope } from '../core/governor/governor-types.js';
 import type { Arm } from './ab-split.js';
 import type { PreparedRequest, PreparedUpstream, PrepareInput } from './prepare-upstream.js';
 import type { ProxyLogEntry } from './proxy-log.js';
@@ -61,8 +62,8 @@ export type WorkerRequest =
       recovery: boolean;
     }
   | { type: 'abort'; id: number }
-  | { type: 'expand'; id: number; sessionId: string; objectId: string }
-  | { type: 'search'; id: number; sessionId: string; query: string; limit?: number }
+  | { type: 'expand'; id: number; sessionId: string; objectId: string; scope: RecoveryScope }
+  | { type: 'search'; id: number; sessionId: string; query: string; limit?: number; scope: RecoveryScope }
   | { type: 'close'; id: number };
 
 /** A worker's answer; `prepare` answers carry the log fields, headers and metrics it set. */
@@ -172,9 +173,9 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
     return workerAt(slot);
   };
 
-  const recoveryGovernor = (started: StartedWorker): RecoveryGovernor => ({
+  const recoveryGovernor = (started: StartedWorker, scope: RecoveryScope): RecoveryGovernor => ({
     expand: async (sessionId, objectId) =>
-      resultOf(await started.call((id) => ({ type: 'expand', id, sessionId, objectId }))) as
+      resultOf(await started.call((id) => ({ type: 'expand', id, sessionId, objectId, scope }))) as
         | string
         | undefined,
     searchContext: async (sessionId, query, limit) =>
@@ -184,6 +185,7 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
           id,
           sessionId,
           query,
+          scope,
           ...(limit === undefined ? {} : { limit }),
         })),
       ) as Awaited<ReturnType<RecoveryGovernor['searchContext']>>,
@@ -229,7 +231,7 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
       const prepared = resultOf(reply) as PreparedUpstream;
       return prepared.recovery === undefined
         ? prepared
-        : { ...prepared, governor: recoveryGovernor(started) };
+        : { ...prepared, governor: recoveryGovernor(started, prepared.recovery.scope) };
     },
     async close() {
       closed = true;

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../core/errors.js';
+import { recoveryKeyOf } from '../core/session-state.js';
 import type { SidecarStore } from '../core/store.js';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { estimateInputTokens } from '../testing/scripted-reply.js';
@@ -102,7 +103,9 @@ describe('governed routes', () => {
     // sends the committed view as it is.
     let reused: { response: Response; rawBody: string; keptBefore: string[] } | undefined;
     for (let turns = 9; turns <= 12 && reused === undefined; turns += 1) {
-      const keptBefore = (await fixture.store.listPayloads(session)).map((record) => record.objectId);
+      const keptBefore = (await fixture.store.listPayloads(session)).map((record) =>
+        recoveryKeyOf(record.objectId),
+      );
       const response = await fixture.post('chat', conversationBody('chat', { turns }));
       expect(response.status).toBe(200);
       expect(response.headers.get('x-selfgc-session')).toBe(first.headers.get('x-selfgc-session'));

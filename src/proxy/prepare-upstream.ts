@@ -9,6 +9,7 @@
  * is goes upstream as the client's own bytes.
  */
 import { BadInputError, parseJson } from '../core/errors.js';
+import type { RecoveryScope } from '../core/governor/governor-types.js';
 import { governRequest } from './govern-request.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
@@ -16,6 +17,17 @@ import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
+
+/**
+ * Recovery for one view: the same session id may hold other content (an edited history,
+ * another conversation), and the proxy answers only from what this view's pointers name.
+ */
+export function scopeRecovery(governor: RecoveryGovernor, scope: RecoveryScope): RecoveryGovernor {
+  return {
+    expand: (sessionId, key) => governor.expand(sessionId, key, scope),
+    searchContext: (sessionId, query, limit) => governor.searchContext(sessionId, query, limit, scope),
+  };
+}
 
 export interface PrepareInput {
   settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
@@ -42,6 +54,8 @@ export interface PreparedUpstream {
     sessionId: string;
     /** The client's body without its conversation, to hide the recovery tools from the answer. */
     client: JsonObject;
+    /** What this view can recover (`ProjectResult.recoverable`): recovery answers for it alone. */
+    scope: RecoveryScope;
   };
 }
 
@@ -80,9 +94,10 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   }
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
+  const scope = governed.result?.recoverable ?? {};
   return {
     body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
-    recovery: { sessionId: identity.storeSessionId, client },
-    governor: governed.governor,
+    recovery: { sessionId: identity.storeSessionId, client, scope },
+    governor: scopeRecovery(governed.governor, scope),
   };
 }

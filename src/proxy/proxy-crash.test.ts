@@ -10,6 +10,7 @@ import { parseObjectPayload, payloadText } from '../core/object-payload.js';
 import type { ViewState } from '../core/operations.js';
 import { projectView } from '../core/project-view.js';
 import { sidecarKey } from '../core/render-replacement.js';
+import { recoveryKeyOf } from '../core/session-state.js';
 import type { CommitRecord, SidecarRecord } from '../core/store.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
@@ -78,7 +79,7 @@ function expectExactPayload(record: SidecarRecord): void {
  * every payload is a committed state's or an earlier, shallower span fold of a committed request.
  */
 function expectStatesMatchPayloads(states: ViewState, payloads: readonly SidecarRecord[]): void {
-  const keys = payloads.map((record) => record.objectId);
+  const keys = payloads.map((record) => recoveryKeyOf(record.objectId));
   for (const [objectId, state] of Object.entries(states))
     expect(keys).toContain(sidecarKey(objectId, state.spanEnd));
   for (const key of keys) {

@@ -31,6 +31,10 @@ export interface ProxyLogEntry {
   recoveryCalls?: number;
   /** Codes of the governor's warnings (never their messages, which may quote content). */
   warnings?: string[];
+  /** Where the history parted from the one governed before, when it did. */
+  divergedAt?: number;
+  /** How many committed object states stopped applying there. */
+  droppedStates?: number;
   /** How a stream ended, when it did not complete. */
   outcome?: string;
   error?: ErrorCode;

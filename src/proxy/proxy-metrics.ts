@@ -42,6 +42,11 @@ export const METRICS = {
     help: 'Governed requests served ungoverned because governance failed.',
     seeded: true,
   },
+  selfgc_proxy_divergences_total: {
+    type: 'counter',
+    help: 'Governed requests whose history was not an append to the one governed before (edited, truncated, or another conversation under the same session id): state past the divergence stopped applying.',
+    seeded: true,
+  },
   selfgc_proxy_recovery_calls_total: {
     type: 'counter',
     help: 'Internal expand/search_context calls answered by the proxy, by tool.',

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGovernor } from '../core/governor/create-governor.js';
+import { recoveryKeyOf } from '../core/session-state.js';
 import type { ScriptedRequest } from '../testing/scripted-reply.js';
 import { hashApiKey } from './session-identity.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
@@ -95,7 +96,7 @@ describe('transparent recovery', () => {
     const records = await fixture.store.listPayloads(storeSessionOf(response));
     const flat = (text: string) => text.replace(/\s+/g, ' ');
     for (const hit of hits) {
-      const record = records.find((candidate) => candidate.objectId === hit?.[1]);
+      const record = records.find((candidate) => recoveryKeyOf(candidate.objectId) === hit?.[1]);
       expect(record, hit?.[0]).toBeDefined();
       expect(record!.searchText).toMatch(/\bvalue1\b|\b30\b/);
       const snippet = hit![2]!.replace(/^…|…$/g, '');
@@ -103,7 +104,9 @@ describe('transparent recovery', () => {
       expect(snippet).toMatch(/\bvalue1\b|\b30\b/);
     }
     // The best hit holds the very identifier searched for.
-    expect(records.find((record) => record.objectId === hits[0]?.[1])?.searchText).toContain('value1_30');
+    expect(records.find((record) => recoveryKeyOf(record.objectId) === hits[0]?.[1])?.searchText).toContain(
+      'value1_30',
+    );
   });
 
   it('stops after three rounds and forbids tools on the last call', async () => {

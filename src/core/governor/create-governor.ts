@@ -1,15 +1,17 @@
 /**
  * The governor: trigger → fork → plan → rehearse → (cache rule) → commit → view.
  */
-import { type CommitOutcome, commitRehearsal } from '../commit-plan.js';
-import { countMessageTokens, indexTranscript, type Ledger } from '../ledger.js';
+import { commitRehearsal } from '../commit-plan.js';
+import { commonPrefixLength, transcriptChain } from '../content-hash.js';
+import { countMessageTokens, createLedger, type Ledger } from '../ledger.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
 import { type ObjectState, type PlannedOperation, supersedeOperations } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
-import { latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
-import { readSessionState, type SessionState } from '../session-state.js';
+import { bindingAt, reconcileState } from '../reconcile-state.js';
+import { latestTurnStart, type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
+import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
@@ -25,33 +27,64 @@ import type {
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
 
-/** Ledgers kept in memory between calls, so each call indexes only what was appended. */
+/** Ledgers kept in memory, most recently used last. */
+const CACHED_LEDGERS = 1000;
+
+/**
+ * Ledgers kept in memory between calls, so each call indexes only what was appended. A cached
+ * ledger is reused only when the new transcript continues it message for message (by the
+ * content chain); anything else — an edit, a truncation, another conversation under the same id
+ * — is indexed from scratch, and the index where the two parted is reported.
+ */
 function createLedgerCache(options: GovernorOptions) {
   const ledgers = new Map<string, Ledger>();
   const ledgerOptions = {
     tokenCounter: options.tokenCounter ?? approximateTokenCounter,
     pin: createPinRule(options.pins),
   };
-  return (sessionId: string, messages: readonly Message[]): Ledger => {
+  return (sessionId: string, messages: readonly Message[]): { ledger: Ledger; divergedAt?: number } => {
+    const chain = transcriptChain(messages);
     const cached = ledgers.get(sessionId);
-    const known = cached?.messages.length ?? 0;
-    // Same object or same JSON at the seam: the new transcript continues the cached one.
-    const continues =
-      cached !== undefined &&
-      known <= messages.length &&
-      (known === 0 ||
-        cached.messages[known - 1] === messages[known - 1] ||
-        JSON.stringify(cached.messages[known - 1]) === JSON.stringify(messages[known - 1]));
-    if (cached && continues) {
-      if (messages.length > known) cached.append(messages.slice(known));
-      return cached;
+    ledgers.delete(sessionId);
+    let divergedAt: number | undefined;
+    if (cached) {
+      const shared = commonPrefixLength(cached.chain, chain);
+      if (shared === cached.messages.length) {
+        // The view carries the client's own message objects (cache breakpoints move each turn).
+        cached.adoptMessages(messages);
+        cached.append(messages.slice(shared), chain.slice(shared));
+        ledgers.set(sessionId, cached);
+        return { ledger: cached };
+      }
+      divergedAt = shared;
     }
-    const ledger = indexTranscript(messages, ledgerOptions);
+    const ledger = createLedger(ledgerOptions);
+    ledger.append(messages, chain);
     ledgers.set(sessionId, ledger);
-    if (ledgers.size > 1000) ledgers.delete(ledgers.keys().next().value!);
-    return ledger;
+    if (ledgers.size > CACHED_LEDGERS) ledgers.delete(ledgers.keys().next().value!);
+    return divergedAt === undefined ? { ledger } : { ledger, divergedAt };
   };
 }
+
+/**
+ * The least room a view is given when the request's other parts (tool definitions, the output
+ * reserve) take nearly all the window: below this no view is useful, and `over-window` says so.
+ */
+const MIN_VIEW_TOKENS = 1_024;
+
+/** The numbers one call governs by: the room for the view and what follows from it. */
+interface CallLimits {
+  /** Tokens the view may take: the window less what the request needs besides its messages. */
+  window: number;
+  /** The share of `window` a commit aims for. */
+  target: number;
+  /** A commit that frees less than this waits for more, unless the view overflows. */
+  minBatch: number;
+  rehearse: RehearseOptions & { spanAnchorTokens: number };
+}
+
+type Snapshot = { version: number; state: SessionState };
+type Divergence = NonNullable<ProjectResult['divergence']>;
 
 export function createGovernor(options: GovernorOptions): Governor {
   // The fallback below does the last resort, with span folds before prunes.
@@ -65,21 +98,24 @@ export function createGovernor(options: GovernorOptions): Governor {
   const blind = options.cache === 'blind';
   const softPressure = options.triggers?.softPressure ?? 0.7;
   const targetShare = options.triggers?.target ?? 0.4;
-  const minBatch = Math.floor(options.window * (options.triggers?.minBatch ?? 0.05));
   const project = { showIds: options.showIds === true };
-  // A span fold's anchor index is bounded by its size: up to a fifth of the window (measured
-  // on the dev sessions: a tenth lost the names long sessions quote later; a quarter or a third
-  // cost more cache writes and overflowed the window; see the README's results).
-  const rehearse = {
-    project,
-    spanAnchorTokens: Math.max(200, Math.floor(options.window / 5)),
+  const limitsFor = (reservedTokens = 0): CallLimits => {
+    const window = Math.max(Math.min(MIN_VIEW_TOKENS, options.window), options.window - reservedTokens);
+    return {
+      window,
+      target: Math.floor(window * targetShare),
+      minBatch: Math.floor(window * (options.triggers?.minBatch ?? 0.05)),
+      // A span fold's anchor index is bounded by its size: up to a fifth of the window (a tenth
+      // lost the names long sessions quote later; a quarter or a third cost more cache writes).
+      rehearse: { project, spanAnchorTokens: Math.max(200, Math.floor(window / 5)) },
+    };
   };
 
   const runPlanner = async (
     ledger: Ledger,
     state: SessionState,
     viewTokens: number,
-    target: number,
+    limits: CallLimits,
     signal?: AbortSignal,
   ) => {
     const input = {
@@ -87,8 +123,8 @@ export function createGovernor(options: GovernorOptions): Governor {
       state: state.objects,
       protectFrom: latestTurnStart(ledger),
       viewTokens,
-      targetTokens: target,
-      window: options.window,
+      targetTokens: limits.target,
+      window: limits.window,
       ...(signal ? { signal } : {}),
     };
     const warnings: Warning[] = [];
@@ -108,29 +144,69 @@ export function createGovernor(options: GovernorOptions): Governor {
   const commit = (
     sessionId: string,
     ledger: Ledger,
-    snapshot: { version: number; state: SessionState },
+    snapshot: Snapshot,
     rehearsal: Rehearsal,
     trigger: string,
   ) => commitRehearsal({ store: options.store, sessionId, now, trigger }, ledger, snapshot, rehearsal);
 
+  /** The cache clock: every call refreshes the provider's cache, not only those that govern. */
+  const noteCall = (sessionId: string, messages: readonly Message[]) => {
+    const callTime = lastTimestamp(messages) ?? now();
+    const previousCall = lastCalls.get(sessionId);
+    lastCalls.delete(sessionId);
+    lastCalls.set(sessionId, callTime);
+    if (lastCalls.size > 1000) lastCalls.delete(lastCalls.keys().next().value!);
+    return { callTime, previousCall };
+  };
+
+  /**
+   * The stored state that holds for this transcript. A divergence is said in a warning and the
+   * reconciled state is written back at once, so it is found (and counted) once.
+   */
+  const readReconciled = async (
+    sessionId: string,
+    ledger: Ledger,
+    divergedAt: number | undefined,
+    warnings: Warning[],
+  ): Promise<{ snapshot: Snapshot; divergence?: Divergence }> => {
+    const stored = await readSessionState(options.store, sessionId);
+    const reconciliation = reconcileState(ledger, stored.state, divergedAt);
+    if (reconciliation.divergedAt === undefined) return { snapshot: stored };
+    const divergence = { at: reconciliation.divergedAt, dropped: reconciliation.dropped };
+    warnings.push({
+      code: 'transcript-diverged',
+      messageIndex: divergence.at,
+      message: `the transcript differs from the one governed before at message ${divergence.at}; ${divergence.dropped.length} object states made for the other content no longer apply`,
+    });
+    const written = await options.store.writeState(sessionId, reconciliation.state, stored.version);
+    const snapshot =
+      written.status === 'written'
+        ? { version: written.version, state: reconciliation.state }
+        : { version: stored.version, state: reconciliation.state };
+    return { snapshot, divergence };
+  };
+
+  /** Sidecar keys of what this state's view can recover, by the key the view shows. */
+  const recoverableOf = (state: SessionState): Record<string, string> =>
+    Object.fromEntries(
+      Object.entries(state.payloads).map(([key, binding]) => [key, payloadKey(key, binding)]),
+    );
+
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
-      const ledger = ledgerFor(sessionId, messages);
-      // The cache clock: every call refreshes the provider's cache, not only those that govern.
-      const callTime = lastTimestamp(messages) ?? now();
-      const previousCall = lastCalls.get(sessionId);
-      lastCalls.delete(sessionId);
-      lastCalls.set(sessionId, callTime);
-      if (lastCalls.size > 1000) lastCalls.delete(lastCalls.keys().next().value!);
-      let snapshot = await readSessionState(options.store, sessionId);
+      const limits = limitsFor(callOptions.reservedTokens);
+      const { ledger, divergedAt } = ledgerFor(sessionId, messages);
+      const { callTime, previousCall } = noteCall(sessionId, messages);
       const warnings: Warning[] = [];
+      const reconciled = await readReconciled(sessionId, ledger, divergedAt, warnings);
+      let snapshot = reconciled.snapshot;
       let view = projectView(ledger, snapshot.state.objects, project);
       const transcriptTokens = ledger.totalTokens;
       const trigger = chooseTrigger({
         ledger,
         state: snapshot.state,
         viewTokens: view.tokens,
-        window: options.window,
+        window: limits.window,
         softPressure,
         options: options.triggers ?? {},
         force: callOptions.force === true,
@@ -141,145 +217,72 @@ export function createGovernor(options: GovernorOptions): Governor {
       };
       const commits: CommitRecord[] = [];
       if (!trigger.skip && trigger.trigger !== 'none') {
-        const target = Math.floor(options.window * targetShare);
-        const { result, warnings: planWarnings } = await runPlanner(
+        const governed = await governOnce({
+          sessionId,
           ledger,
-          snapshot.state,
-          view.tokens,
-          target,
-          callOptions.signal,
-        );
-        warnings.push(...planWarnings, ...(result.warnings ?? []));
-        let rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, rehearse);
-        let deepened = false;
-        if (
-          rehearsal.tokensAfter > options.window ||
-          (options.triggers?.deep !== false && rehearsal.tokensAfter > target)
-        ) {
-          // The planner alone cannot fit the window: one deep commit (planner and fallback
-          // together, down to the target) breaks the cache once instead of twice.
-          const plannerLeft = rehearsal.tokensAfter;
-          rehearsal = deepen(
-            ledger,
-            snapshot.state.objects,
-            rehearsal,
-            `${result.plan.planner}+fallback`,
-            target,
-            3,
-          );
-          deepened = rehearsal.tokensAfter < plannerLeft;
-          if (deepened) {
-            warnings.push({
-              code: 'fallback-reduction',
-              message: `the ${result.plan.planner} planner left ${plannerLeft} tokens; the fallback reduction took the view to ${rehearsal.tokensAfter}`,
-            });
-          }
-        }
-        const overflow = rehearsal.tokensAfter > options.window || trigger.trigger === 'overflow';
-        const economics = weighCommit(
-          {
-            tokensBefore: rehearsal.tokensBefore,
-            tokensAfter: rehearsal.tokensAfter,
-            cachedPrefixTokens: prefixTokens(ledger, view, rehearsal.earliestEdit),
-            futureCalls: expectedFutureCalls(
-              ledger,
-              view.tokens,
-              options.window,
-              trigger.trigger === 'overflow',
-            ),
-            gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
-            cacheWarm: isCacheWarm(snapshot.state, previousCall, callTime, pricing.ttlMs),
-          },
-          pricing,
-        );
-        const freed = rehearsal.tokensBefore - rehearsal.tokensAfter;
-        // Small edits wait until together they are worth breaking the cache for.
-        const batchReady = blind || overflow || freed >= minBatch;
-        const worthIt = freed > 0 && batchReady && (blind || overflow || economics.worthIt);
-        decision = {
+          limits,
+          snapshot,
+          view,
           trigger: trigger.trigger,
-          outcome:
-            freed <= 0 ? 'nothing-to-free' : worthIt ? (deepened ? 'fallback' : 'committed') : 'deferred',
-          cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost },
-        };
-        let outcome: CommitOutcome | undefined;
-        if (worthIt) outcome = await commit(sessionId, ledger, snapshot, rehearsal, trigger.trigger);
-        if (outcome?.status === 'committed' || outcome?.status === 'duplicate') {
-          snapshot = { version: outcome.version, state: outcome.state };
-          if (outcome.status === 'committed') commits.push(outcome.record);
-        } else if (outcome?.status === 'conflict') {
-          warnings.push({
-            code: 'commit-conflict',
-            message: 'another writer committed first; using its state',
-          });
-          snapshot = await readSessionState(options.store, sessionId);
-        }
-        view = projectView(ledger, snapshot.state.objects, project);
-        snapshot = await recordRun(sessionId, snapshot, ledger, freed > 0 && worthIt, callTime);
-      }
-      // Hard guarantee: the view fits. The planner did not get there: reduce deterministically;
-      // and when the latest turn alone is too big, fold its largest outputs (recoverable with
-      // expand) rather than send a request the provider would refuse.
-      const rescues = [
-        {
-          run: fitWindow,
-          code: 'fallback-reduction',
-          say: (before: number, committed: CommitRecord) =>
-            `planner left ${before} tokens, over the ${options.window}-token window; the fallback reduction committed ${committed.commitId}`,
-        },
-        {
-          run: foldLatestTurn,
-          code: 'latest-turn-folded',
-          say: (before: number, committed: CommitRecord) =>
-            `the view needed ${before} tokens with the latest turn whole, more than the ${options.window}-token window; the latest turn's largest outputs folded (${committed.operations.map((entry) => entry.objectId).join(', ')}), expand recovers them`,
-        },
-      ];
-      for (const rescue of rescues) {
-        if (view.tokens <= options.window) break;
-        const before = view.tokens;
-        const outcome = await rescue.run(sessionId, ledger, snapshot);
-        if (!outcome) continue;
-        commits.push(outcome.record);
-        snapshot = { version: outcome.version, state: outcome.state };
-        view = projectView(ledger, snapshot.state.objects, project);
-        decision = { ...decision, outcome: 'fallback' };
-        warnings.push({ code: rescue.code, message: rescue.say(before, outcome.record) });
-      }
-      if (view.tokens > options.window) {
-        let latestTurn = 0;
-        for (let index = latestTurnStart(ledger); index < ledger.messages.length; index += 1)
-          latestTurn += ledger.messageTokens[index] ?? 0;
-        warnings.push({
-          code: 'over-window',
-          message: `the view needs ${view.tokens} tokens after every reduction, more than the ${options.window}-token window; the latest turn alone is ${latestTurn} tokens`,
+          cacheWarm: isCacheWarm(snapshot.state, previousCall, callTime, pricing.ttlMs),
+          warnings,
+          ...(callOptions.signal ? { signal: callOptions.signal } : {}),
         });
+        decision = governed.decision;
+        commits.push(...governed.commits);
+        view = projectView(ledger, governed.snapshot.state.objects, project);
+        snapshot = await recordRun(
+          sessionId,
+          governed.snapshot,
+          ledger,
+          governed.commits.length > 0,
+          callTime,
+        );
       }
+      const fitted = await fitTheWindow(sessionId, ledger, limits, snapshot, view, warnings);
+      if (fitted.commits.length > 0) decision = { ...decision, outcome: 'fallback' };
+      commits.push(...fitted.commits);
       return {
-        view: view.items.map((item) => item.message),
+        view: fitted.view.items.map((item) => item.message),
         transcriptTokens,
-        viewTokens: view.tokens,
+        viewTokens: fitted.view.tokens,
         ...(commits.length > 0 ? { commit: commits[commits.length - 1]! } : {}),
         commits,
         decision,
         warnings,
+        recoverable: recoverableOf(fitted.snapshot.state),
+        ...(reconciled.divergence ? { divergence: reconciled.divergence } : {}),
       };
     },
-    async expand(sessionId, objectId) {
-      const record = await options.store.getPayload(sessionId, objectId);
+    async expand(sessionId, key, scope) {
+      const sidecarKey = scope
+        ? scope[key]
+        : recoverableOf((await readSessionState(options.store, sessionId)).state)[key];
+      if (sidecarKey === undefined) return undefined;
+      const record = await options.store.getPayload(sessionId, sidecarKey);
       return record
-        ? payloadText(parseObjectPayload(record.payload, `sidecar ${sessionId}/${objectId}`))
+        ? payloadText(parseObjectPayload(record.payload, `sidecar ${sessionId}/${key}`))
         : undefined;
     },
-    async searchContext(sessionId, query, limit = 5) {
-      const hits = await options.store.searchPayloads(sessionId, query, { limit });
-      return hits.map((hit) => ({ objectId: hit.objectId, snippet: hit.snippet }));
+    async searchContext(sessionId, query, limit = 5, scope) {
+      const recoverable = scope ?? recoverableOf((await readSessionState(options.store, sessionId)).state);
+      const shownAs = new Map(Object.entries(recoverable).map(([key, sidecarKey]) => [sidecarKey, key]));
+      // The sidecar may hold other content under this session id: only this conversation's counts.
+      const hits = await options.store.searchPayloads(sessionId, query, { limit: limit * 4 });
+      return hits
+        .flatMap((hit) => {
+          const key = shownAs.get(hit.objectId);
+          return key === undefined ? [] : [{ objectId: key, snippet: hit.snippet }];
+        })
+        .slice(0, limit);
     },
     async applyAgentPlan(sessionId, messages, plan): Promise<AgentPlanResult> {
-      const ledger = ledgerFor(sessionId, messages);
-      const snapshot = await readSessionState(options.store, sessionId);
-      const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, rehearse);
-      const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'request');
+      const limits = limitsFor();
+      const { ledger, divergedAt } = ledgerFor(sessionId, messages);
       const warnings: Warning[] = [];
+      const { snapshot } = await readReconciled(sessionId, ledger, divergedAt, warnings);
+      const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, limits.rehearse);
+      const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'request');
       if (outcome.status === 'conflict')
         warnings.push({ code: 'commit-conflict', message: 'another writer committed first; try again' });
       if (outcome.status === 'duplicate')
@@ -303,6 +306,142 @@ export function createGovernor(options: GovernorOptions): Governor {
   };
 
   /**
+   * One governance run: plan, rehearse, go deeper with the fallback when the planner alone
+   * leaves the view over the target, weigh the cache, and commit when it pays.
+   */
+  async function governOnce(run: {
+    sessionId: string;
+    ledger: Ledger;
+    limits: CallLimits;
+    snapshot: Snapshot;
+    view: View;
+    trigger: GovernanceDecision['trigger'];
+    cacheWarm: boolean;
+    warnings: Warning[];
+    signal?: AbortSignal;
+  }): Promise<{ snapshot: Snapshot; decision: GovernanceDecision; commits: CommitRecord[] }> {
+    const { ledger, limits, warnings } = run;
+    let snapshot = run.snapshot;
+    const { result, warnings: planWarnings } = await runPlanner(
+      ledger,
+      snapshot.state,
+      run.view.tokens,
+      limits,
+      run.signal,
+    );
+    warnings.push(...planWarnings, ...(result.warnings ?? []));
+    let rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, limits.rehearse);
+    let deepened = false;
+    if (
+      rehearsal.tokensAfter > limits.window ||
+      (options.triggers?.deep !== false && rehearsal.tokensAfter > limits.target)
+    ) {
+      // The planner alone cannot fit the window: one deep commit (planner and fallback
+      // together, down to the target) breaks the cache once instead of twice.
+      const plannerLeft = rehearsal.tokensAfter;
+      rehearsal = deepen(
+        ledger,
+        limits,
+        snapshot.state.objects,
+        rehearsal,
+        `${result.plan.planner}+fallback`,
+        3,
+      );
+      deepened = rehearsal.tokensAfter < plannerLeft;
+      if (deepened) {
+        warnings.push({
+          code: 'fallback-reduction',
+          message: `the ${result.plan.planner} planner left ${plannerLeft} tokens; the fallback reduction took the view to ${rehearsal.tokensAfter}`,
+        });
+      }
+    }
+    const overflow = rehearsal.tokensAfter > limits.window || run.trigger === 'overflow';
+    const economics = weighCommit(
+      {
+        tokensBefore: rehearsal.tokensBefore,
+        tokensAfter: rehearsal.tokensAfter,
+        cachedPrefixTokens: prefixTokens(ledger, run.view, rehearsal.earliestEdit),
+        futureCalls: expectedFutureCalls(ledger, run.view.tokens, limits.window, run.trigger === 'overflow'),
+        gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
+        cacheWarm: run.cacheWarm,
+      },
+      pricing,
+    );
+    const freed = rehearsal.tokensBefore - rehearsal.tokensAfter;
+    // Small edits wait until together they are worth breaking the cache for.
+    const batchReady = blind || overflow || freed >= limits.minBatch;
+    const worthIt = freed > 0 && batchReady && (blind || overflow || economics.worthIt);
+    const decision: GovernanceDecision = {
+      trigger: run.trigger,
+      outcome: freed <= 0 ? 'nothing-to-free' : worthIt ? (deepened ? 'fallback' : 'committed') : 'deferred',
+      cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost },
+    };
+    const commits: CommitRecord[] = [];
+    if (!worthIt) return { snapshot, decision, commits };
+    const outcome = await commit(run.sessionId, ledger, snapshot, rehearsal, run.trigger);
+    if (outcome.status === 'committed' || outcome.status === 'duplicate') {
+      snapshot = { version: outcome.version, state: outcome.state };
+      if (outcome.status === 'committed') commits.push(outcome.record);
+    } else if (outcome.status === 'conflict') {
+      warnings.push({ code: 'commit-conflict', message: 'another writer committed first; using its state' });
+      snapshot = (await readReconciled(run.sessionId, ledger, undefined, warnings)).snapshot;
+    }
+    return { snapshot, decision, commits };
+  }
+
+  /**
+   * Hard guarantee: the view fits. When the planner did not get there, reduce deterministically;
+   * when the latest turn alone is too big, fold its largest outputs (recoverable with expand)
+   * rather than send a request the provider would refuse.
+   */
+  async function fitTheWindow(
+    sessionId: string,
+    ledger: Ledger,
+    limits: CallLimits,
+    start: Snapshot,
+    startView: View,
+    warnings: Warning[],
+  ): Promise<{ snapshot: Snapshot; view: View; commits: CommitRecord[] }> {
+    let snapshot = start;
+    let view = startView;
+    const commits: CommitRecord[] = [];
+    const rescues = [
+      {
+        run: fitWindow,
+        code: 'fallback-reduction',
+        say: (before: number, committed: CommitRecord) =>
+          `planner left ${before} tokens, over the ${limits.window}-token window; the fallback reduction committed ${committed.commitId}`,
+      },
+      {
+        run: foldLatestTurn,
+        code: 'latest-turn-folded',
+        say: (before: number, committed: CommitRecord) =>
+          `the view needed ${before} tokens with the latest turn whole, more than the ${limits.window}-token window; the latest turn's largest outputs folded (${committed.operations.map((entry) => entry.objectId).join(', ')}), expand recovers them`,
+      },
+    ];
+    for (const rescue of rescues) {
+      if (view.tokens <= limits.window) break;
+      const before = view.tokens;
+      const outcome = await rescue.run(sessionId, ledger, limits, snapshot);
+      if (!outcome) continue;
+      commits.push(outcome.record);
+      snapshot = { version: outcome.version, state: outcome.state };
+      view = projectView(ledger, snapshot.state.objects, project);
+      warnings.push({ code: rescue.code, message: rescue.say(before, outcome.record) });
+    }
+    if (view.tokens > limits.window) {
+      let latestTurn = 0;
+      for (let index = latestTurnStart(ledger); index < ledger.messages.length; index += 1)
+        latestTurn += ledger.messageTokens[index] ?? 0;
+      warnings.push({
+        code: 'over-window',
+        message: `the view needs ${view.tokens} tokens after every reduction, more than the ${limits.window}-token window; the latest turn alone is ${latestTurn} tokens`,
+      });
+    }
+    return { snapshot, view, commits };
+  }
+
+  /**
    * Go on from a rehearsal with the fallback, down to the target, in one plan: the fallback
    * estimates, rehearsal measures, so it plans again on what was measured (a few rounds). The
    * first rounds keep the last `keepSteps` steps whole; later ones may take everything before the
@@ -313,36 +452,38 @@ export function createGovernor(options: GovernorOptions): Governor {
    */
   function deepen(
     ledger: Ledger,
+    limits: CallLimits,
     state: SessionState['objects'],
     first: Rehearsal,
     planner: string,
-    target: number,
     keepSteps: number,
   ): Rehearsal {
+    const { target, window } = limits;
     let rehearsal = first;
     let operations = first.plan.operations;
     for (let round = 0; round < 6 && rehearsal.tokensAfter > target; round += 1) {
       const keep = round < 2 ? keepSteps : 0;
       let more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep, false);
-      if (more.length === 0 && rehearsal.tokensAfter > options.window)
+      if (more.length === 0 && rehearsal.tokensAfter > window)
         more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
       if (more.length === 0 && keep > 0) continue;
       if (more.length === 0) break;
       operations = supersedeOperations(operations, more);
-      rehearsal = rehearsePlan(ledger, state, { planner, operations }, rehearse);
+      rehearsal = rehearsePlan(ledger, state, { planner, operations }, limits.rehearse);
     }
     // Still over: the indexes of folded work share the fifth of the window that bounds one, and
     // each pass takes from that bound the share of the indexes the overflow needs (and a tenth
     // more), since what an index holds under a bound is known only once it is rendered.
-    let bound = rehearse.spanAnchorTokens;
-    for (let pass = 0; pass < 4 && rehearsal.tokensAfter > options.window; pass += 1) {
+    const fullBound = limits.rehearse.spanAnchorTokens;
+    let bound = fullBound;
+    for (let pass = 0; pass < 4 && rehearsal.tokensAfter > window; pass += 1) {
       const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
       if (spans.length === 0) break;
       const indexTokens = spans.reduce((sum, [, entry]) => sum + (entry.tokens ?? 0), 0);
-      const kept = 1 - (rehearsal.tokensAfter - options.window) / Math.max(1, indexTokens);
-      const shared = Math.min(bound, rehearse.spanAnchorTokens / spans.length);
+      const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
+      const shared = Math.min(bound, fullBound / spans.length);
       bound = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
-      const tightened = tighten(ledger, state, rehearsal, spans, bound);
+      const tightened = tighten(ledger, limits, state, rehearsal, spans, bound);
       if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
       rehearsal = tightened;
     }
@@ -351,13 +492,13 @@ export function createGovernor(options: GovernorOptions): Governor {
 
   /**
    * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, each index
-   * bounded by `bound` tokens: for when nothing else is left to fold or prune and the view is still over the window
-   * (requests that state rules are pinned, each keeping the index of its work; a latest step that
-   * fills most of the window). Measured on the dev sessions at a 16k window: over-window calls
-   * 6 → 0.
+   * bounded by `bound` tokens: for when nothing else is left to fold or prune and the view is
+   * still over the window (requests that state rules are pinned, each keeping the index of its
+   * work; a latest step that fills most of the window).
    */
   function tighten(
     ledger: Ledger,
+    limits: CallLimits,
     state: SessionState['objects'],
     rehearsal: Rehearsal,
     spans: ReadonlyArray<[string, ObjectState]>,
@@ -376,18 +517,14 @@ export function createGovernor(options: GovernorOptions): Governor {
       ledger,
       state,
       { planner: rehearsal.plan.planner, operations },
-      { ...rehearse, spanAnchorTokens: bound },
+      { ...limits.rehearse, spanAnchorTokens: bound },
     );
   }
 
-  async function fitWindow(
-    sessionId: string,
-    ledger: Ledger,
-    snapshot: { version: number; state: SessionState },
-  ) {
+  async function fitWindow(sessionId: string, ledger: Ledger, limits: CallLimits, snapshot: Snapshot) {
     const state = snapshot.state.objects;
-    const start = rehearsePlan(ledger, state, { planner: 'fallback', operations: [] }, rehearse);
-    const rehearsal = deepen(ledger, state, start, 'fallback', Math.floor(options.window * targetShare), 0);
+    const start = rehearsePlan(ledger, state, { planner: 'fallback', operations: [] }, limits.rehearse);
+    const rehearsal = deepen(ledger, limits, state, start, 'fallback', 0);
     if (rehearsal.accepted.length === 0) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;
@@ -397,17 +534,13 @@ export function createGovernor(options: GovernorOptions): Governor {
    * Last resort when the latest turn alone is over the window: fold its outputs, largest first,
    * until the view fits (or nothing is left to fold).
    */
-  async function foldLatestTurn(
-    sessionId: string,
-    ledger: Ledger,
-    snapshot: { version: number; state: SessionState },
-  ) {
+  async function foldLatestTurn(sessionId: string, ledger: Ledger, limits: CallLimits, snapshot: Snapshot) {
     const state = snapshot.state.objects;
     const from = latestTurnStart(ledger);
     const outputs = ledger.objects
       .filter((object) => object.kind === 'function' && object.messageIndex >= from && !state[object.id])
       .sort((a, b) => b.tokens - a.tokens);
-    const allowLatest = { ...rehearse, protectFrom: ledger.messages.length };
+    const allowLatest = { ...limits.rehearse, protectFrom: ledger.messages.length };
     const operations: PlannedOperation[] = [];
     let rehearsal: Rehearsal | undefined;
     for (const object of outputs) {
@@ -418,7 +551,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         reason: 'the latest turn alone is over the window',
       });
       rehearsal = rehearsePlan(ledger, state, { planner: 'fallback', operations }, allowLatest);
-      if (rehearsal.tokensAfter <= options.window) break;
+      if (rehearsal.tokensAfter <= limits.window) break;
     }
     if (!rehearsal || rehearsal.accepted.length === 0) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
@@ -427,13 +560,14 @@ export function createGovernor(options: GovernorOptions): Governor {
 
   async function recordRun(
     sessionId: string,
-    snapshot: { version: number; state: SessionState },
+    snapshot: Snapshot,
     ledger: Ledger,
     committed: boolean,
     callTime: number,
   ) {
     const state: SessionState = {
       ...snapshot.state,
+      ...(ledger.messages.length > 0 ? { head: bindingAt(ledger, ledger.messages.length) } : {}),
       triggers: {
         ...snapshot.state.triggers,
         lastRunAt: ledger.messages.length,

@@ -82,7 +82,35 @@ export interface ProjectResult {
   /** Why governance did or did not run, for logs and headers. */
   decision: GovernanceDecision;
   warnings: Warning[];
+  /**
+   * What the view can recover: the key each recovery pointer shows (`function:read_file:12`,
+   * `conversation:user:1@57`) → its sidecar key. Pass it as `scope` to `expand` and
+   * `searchContext` to recover for exactly this view, whatever the session's stored state has
+   * become since.
+   */
+  recoverable: Readonly<Record<string, string>>;
+  /**
+   * Set when the transcript is not an append to the one governed before (an edit, a
+   * truncation, another conversation under the same session id): where they part, and the
+   * object states that stopped applying.
+   */
+  divergence?: { at: number; dropped: string[] };
 }
+
+/** Options of one `project` call. */
+export interface ProjectCallOptions {
+  signal?: AbortSignal;
+  /** Govern even when no trigger fired. */
+  force?: boolean;
+  /**
+   * Tokens the request needs besides its messages — tool definitions, the output reserve — so
+   * the view must fit in `window − reservedTokens` (default 0).
+   */
+  reservedTokens?: number;
+}
+
+/** Recovery keys → sidecar keys (`ProjectResult.recoverable`). */
+export type RecoveryScope = Readonly<Record<string, string>>;
 
 export interface GovernanceDecision {
   /** The trigger that fired, or `none`. */
@@ -108,15 +136,20 @@ export interface Governor {
   project(
     sessionId: string,
     messages: readonly Message[],
-    options?: { signal?: AbortSignal; force?: boolean },
+    options?: ProjectCallOptions,
   ): Promise<ProjectResult>;
-  /** The exact payload of an object, as stored in the sidecar. */
-  expand(sessionId: string, objectId: string): Promise<string | undefined>;
-  /** Full-text search over the session's sidecar. */
+  /**
+   * The exact payload behind a recovery pointer (`function:read_file:12`,
+   * `conversation:user:1@57`), as stored in the sidecar: for the view `scope` describes, or for
+   * the session's stored state when there is no scope. Undefined when that view cannot recover it.
+   */
+  expand(sessionId: string, key: string, scope?: RecoveryScope): Promise<string | undefined>;
+  /** Full-text search over what the view `scope` (or the stored state) can recover. */
   searchContext(
     sessionId: string,
     query: string,
     limit?: number,
+    scope?: RecoveryScope,
   ): Promise<Array<{ objectId: string; snippet: string }>>;
   /**
    * Rehearse and commit a plan the agent proposed through its GC tools, against the transcript

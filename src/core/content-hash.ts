@@ -1,0 +1,81 @@
+/**
+ * Content binding: a digest of each canonical message and a hash chain over the transcript, so
+ * that stored state can be checked against what a client sends now. Two transcripts agree on
+ * message `i` exactly when their chains agree at `i`: same content in the same order from the
+ * start.
+ *
+ * Prompt-cache breakpoints (Anthropic `cache_control`) are left out of a message's digest:
+ * clients move them from turn to turn without changing what the model reads.
+ */
+import { createHash } from 'node:crypto';
+import type { Message } from './transcript.js';
+
+/** Hex digits of a chain link kept: 128 bits, far from any collision a session could meet. */
+const LINK_HEX = 32;
+
+const IGNORED_KEYS = new Set(['cache_control']);
+
+/** Provider extras without the keys that do not change content. */
+function contentExtras(extras: Record<string, unknown> | undefined): string {
+  if (extras === undefined) return '';
+  let ignored = false;
+  for (const key of IGNORED_KEYS) if (key in extras) ignored = true;
+  if (!ignored) return JSON.stringify(extras);
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(extras)) if (!IGNORED_KEYS.has(key)) kept[key] = value;
+  return JSON.stringify(kept);
+}
+
+/**
+ * The digest of one message's content: role, every part (any part type, whole), and provider
+ * extras, without cache breakpoints.
+ */
+export function messageDigest(message: Message): string {
+  const hash = createHash('sha256');
+  hash.update(message.role);
+  hash.update('\u0000');
+  for (const part of message.parts) {
+    const { providerData, ...rest } = part as { providerData?: Record<string, unknown> };
+    hash.update(JSON.stringify(rest));
+    hash.update('\u0001');
+    hash.update(contentExtras(providerData));
+    hash.update('\u0002');
+  }
+  hash.update(contentExtras(message.providerData));
+  return hash.digest('hex').slice(0, LINK_HEX);
+}
+
+/** The chain link after `previous` (the empty string before the first message). */
+export function chainLink(previous: string, digest: string): string {
+  return createHash('sha256')
+    .update(previous)
+    .update('\u0000')
+    .update(digest)
+    .digest('hex')
+    .slice(0, LINK_HEX);
+}
+
+/** The chain over `messages`: entry `i` binds messages `0..i`. */
+export function transcriptChain(messages: readonly Message[], previous = ''): string[] {
+  const chain: string[] = [];
+  let link = previous;
+  for (const message of messages) {
+    link = chainLink(link, messageDigest(message));
+    chain.push(link);
+  }
+  return chain;
+}
+
+/** How many leading entries two chains share: the index of the first message that differs. */
+export function commonPrefixLength(left: readonly string[], right: readonly string[]): number {
+  const length = Math.min(left.length, right.length);
+  // Links bind the whole prefix, so the shared part is found by bisection.
+  let low = 0;
+  let high = length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (left[middle] === right[middle]) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}

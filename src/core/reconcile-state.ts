@@ -1,0 +1,91 @@
+/**
+ * Reconciliation: stored state checked against the transcript a client sends now. A pure
+ * append keeps everything. A divergence — an edited or elided message, a truncated history,
+ * another conversation under the same session id — invalidates every state bound past it:
+ * those objects are live again in this view, their payloads are no longer offered for recovery
+ * (the sidecar keeps them, under keys no new content can take), and the trigger bookkeeping
+ * goes back to where the transcripts still agree.
+ */
+import type { Ledger } from './ledger.js';
+import type { ContentBinding, ObjectState, ViewState } from './operations.js';
+import type { SessionState } from './session-state.js';
+
+export interface Reconciliation {
+  /** The state that holds for this transcript. */
+  state: SessionState;
+  /** Ids of object states that no longer hold. */
+  dropped: string[];
+  /**
+   * Where the transcript stopped agreeing with the one of the last governance run, when it
+   * did (`undefined` for a pure append). A lower bound when only the stored state was known.
+   */
+  divergedAt?: number;
+}
+
+/** Whether the transcript holds the content `binding` was made for. */
+export function holds(ledger: Ledger, binding: ContentBinding | undefined): boolean {
+  return binding !== undefined && binding.end > 0 && ledger.chain[binding.end - 1] === binding.link;
+}
+
+/** The binding of the transcript's first `end` messages. */
+export function bindingAt(ledger: Ledger, end: number): ContentBinding {
+  return { end, link: ledger.chain[end - 1] ?? '' };
+}
+
+/**
+ * The messages a state of `objectId` covers, in this ledger: a span fold up to its end, a whole
+ * conversation its span, anything else its payload message. Undefined when no such object.
+ */
+export function coveredEnd(ledger: Ledger, objectId: string, entry: ObjectState): number | undefined {
+  const object = ledger.get(objectId);
+  if (!object) return undefined;
+  if (entry.spanEnd !== undefined) return entry.spanEnd;
+  return object.kind === 'conversation' ? object.span.end : object.messageIndex + 1;
+}
+
+function stateHolds(ledger: Ledger, objectId: string, entry: ObjectState): boolean {
+  return coveredEnd(ledger, objectId, entry) === entry.binding?.end && holds(ledger, entry.binding);
+}
+
+/**
+ * The state of `state` that holds for `ledger`. `knownDivergence`: where the caller saw this
+ * transcript part from the previous one it indexed (an in-memory ledger), if it did.
+ */
+export function reconcileState(
+  ledger: Ledger,
+  state: SessionState,
+  knownDivergence?: number,
+): Reconciliation {
+  const objects: Record<string, ObjectState> = {};
+  const dropped: string[] = [];
+  for (const [id, entry] of Object.entries(state.objects)) {
+    if (stateHolds(ledger, id, entry)) objects[id] = entry;
+    else dropped.push(id);
+  }
+  const payloads: Record<string, ContentBinding> = {};
+  let agreed = 0;
+  let payloadDropped = false;
+  for (const [key, binding] of Object.entries(state.payloads)) {
+    if (holds(ledger, binding)) {
+      payloads[key] = binding;
+      agreed = Math.max(agreed, binding.end);
+    } else payloadDropped = true;
+  }
+  const headHolds = state.head === undefined || holds(ledger, state.head);
+  if (headHolds && dropped.length === 0 && !payloadDropped) return { state, dropped };
+  const divergedAt = knownDivergence ?? agreed;
+  const clamp = (value: number) => Math.min(value, divergedAt);
+  const reconciled: SessionState = {
+    ...state,
+    objects: objects as ViewState,
+    payloads,
+    triggers: {
+      ...state.triggers,
+      lastRunAt: clamp(state.triggers.lastRunAt),
+      lastCommitAt: clamp(state.triggers.lastCommitAt),
+      fruitlessRuns: 0,
+    },
+  };
+  delete reconciled.head;
+  return { state: reconciled, dropped, divergedAt };
+}

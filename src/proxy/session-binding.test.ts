@@ -1,0 +1,86 @@
+/**
+ * Two runs of one prompt through the proxy land in the same derived session (same key, same
+ * system prompt, same task) while the files they read differ: the second run is never shown,
+ * nor recovers, the first run's content, and the divergence is counted.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ScriptedRequest } from '../testing/scripted-reply.js';
+import { conversationBody, type WireRoute } from './testing/agent-conversation.js';
+import { sampleSum } from './testing/parse-prometheus.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { pointerKeys } from './testing/recovery-pointers.js';
+import { EXPAND_TOOL } from './transparent-recovery.js';
+
+const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+/**
+ * A model that, once `following` is set, asks for the first recovery pointer it is shown, then
+ * answers when the proxy brings the expand's result back.
+ */
+function pointerFollower() {
+  let expanding = false;
+  const state = { following: false };
+  const script = (request: ScriptedRequest) => {
+    const [key] = pointerKeys(request.rawBody);
+    if (!state.following || expanding || key === undefined) {
+      expanding = false;
+      return { text: 'ok' };
+    }
+    expanding = true;
+    return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }] };
+  };
+  return { state, script };
+}
+
+describe('session state bound to content, through the proxy', () => {
+  const cases = [
+    ...ROUTES.map((route) => ({ route, workers: undefined })),
+    // Governed in a worker thread over SQLite: recovery crosses the thread with its scope.
+    { route: 'chat' as const, workers: 1 },
+  ];
+  it.each(cases)(
+    '$route (workers: $workers): a second run of the same prompt sees only its own files',
+    async ({ route, workers }) => {
+      const model = pointerFollower();
+      fixture = await startProxyFixture({
+        window: 2_500,
+        script: model.script,
+        ...(workers === undefined ? {} : { workers }),
+      });
+      const session = async (marker: string, turns: number) => {
+        const response = await fixture!.post(
+          route,
+          conversationBody(route, { turns, marker, stream: false }),
+        );
+        expect(response.status).toBe(200);
+        await response.text();
+        return response.headers.get('x-selfgc-session');
+      };
+      // Run A, call by call: the governor folds its early reads.
+      let sessionA: string | null = null;
+      for (let turns = 2; turns <= 10; turns += 1) sessionA = await session('run-A', turns);
+      expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
+      const sentByA = fixture.upstream.requests.length;
+      // Run B: the same prompt in the same directory, the files changed in between. Its recovery
+      // pointers are followed by the scripted model, so recovered content is checked too.
+      model.state.following = true;
+      let sessionB: string | null = null;
+      for (let turns = 2; turns <= 10; turns += 1) sessionB = await session('run-B', turns);
+      expect(sessionB).toBe(sessionA);
+      const sentByB = fixture.upstream.requests.slice(sentByA);
+      for (const request of sentByB) expect(request.rawBody).not.toContain('run-A');
+      expect(sentByB.some((request) => request.rawBody.includes('run-B'))).toBe(true);
+      // The model did follow pointers in run B, and what came back was run B's own.
+      expect(sentByB.some((request) => request.rawBody.includes(`"${EXPAND_TOOL}"`))).toBe(true);
+      expect(fixture.logs.slice(-9).some((entry) => (entry.recoveryCalls ?? 0) > 0)).toBe(true);
+      const samples = await fixture.metrics();
+      expect(sampleSum(samples, 'selfgc_proxy_divergences_total', { arm: 'governed' })).toBeGreaterThan(0);
+      expect(fixture.logs.some((entry) => entry.divergedAt !== undefined)).toBe(true);
+    },
+  );
+});
