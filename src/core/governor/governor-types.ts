@@ -108,7 +108,7 @@ export interface Governor {
   project(
     sessionId: string,
     messages: readonly Message[],
-    options?: { signal?: AbortSignal; force?: boolean },
+    options?: { signal?: AbortSignal; force?: boolean; reservedTokens?: number },
   ): Promise<ProjectResult>;
   /** The exact payload of an object, as stored in the sidecar. */
   expand(sessionId: string, objectId: string): Promise<string | undefined>;
