@@ -9,6 +9,7 @@
  * is goes upstream as the client's own bytes.
  */
 import { BadInputError, parseJson } from '../core/errors.js';
+import { CLIENT_SESSION_HEADERS } from './client-session-id.js';
 import { governRequest } from './govern-request.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
@@ -17,12 +18,15 @@ import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-i
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
+/** The request headers governance reads (and a governance worker receives): never the key. */
+export const GOVERNANCE_HEADERS: readonly string[] = [SESSION_HEADER, ...CLIENT_SESSION_HEADERS];
+
 export interface PrepareInput {
   settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
   dialect: WireDialect;
   /** The client's body, whole. */
   bytes: Uint8Array;
-  /** The client's request headers (the session header is read from them). */
+  /** The client's request headers (session ids are read from them). */
   requestHeaders: Headers;
   /** `hashApiKey(requestHeaders)`. */
   keyHash: string;
@@ -56,10 +60,16 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
   const model = requireModel(body);
   const transcript = dialect.readTranscript(body);
-  const seed = dialect.identitySeed?.(body);
-  const identity = deriveSessionIdentity(input.requestHeaders, transcript, seed, input.keyHash);
+  const identity = deriveSessionIdentity({
+    headers: input.requestHeaders,
+    body,
+    messages: transcript,
+    seed: dialect.identitySeed?.(body) ?? '',
+    keyHash: input.keyHash,
+  });
   headers.set(SESSION_HEADER, identity.sessionId);
   trace.entry.session = sessionLogId(identity);
+  trace.entry.sessionSource = identity.source;
   trace.entry.stream = body.stream === true;
   const governed = await governRequest(settings, {
     dialect,

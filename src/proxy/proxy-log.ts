@@ -20,6 +20,8 @@ export interface ProxyLogEntry {
   upstreamMs?: number;
   /** Hash of the namespaced session id. */
   session?: string;
+  /** Where the session id came from: `explicit`, `cc`, `codex`, `opencode`, `pck` or `auto`. */
+  sessionSource?: string;
   stream?: boolean;
   tokensBefore?: number;
   tokensAfter?: number;
