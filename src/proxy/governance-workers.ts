@@ -29,6 +29,8 @@ export interface GovernanceWorkerOptions {
   storeUrl: string;
   /** Context window for every model. Default: each model's real window. */
   window?: number;
+  /** Output tokens to keep free when a request names none (see `ProxyOptions.reserveOutput`). */
+  reserveOutput?: number;
   /** The governor's cache rule (see `GovernorOptions.cache`). */
   cache?: 'blind';
   /** Count tokens with this BPE encoding. Default: the approximate counter. */

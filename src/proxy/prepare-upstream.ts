@@ -10,8 +10,8 @@
  */
 import { BadInputError, parseJson } from '../core/errors.js';
 import { CLIENT_SESSION_HEADERS } from './client-session-id.js';
-import { governRequest } from './govern-request.js';
-import type { ProxySettings } from './proxy-options.js';
+import { LONG_CONTEXT_HEADER } from './context-window.js';
+import { type GovernSettings, governRequest } from './govern-request.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
@@ -19,14 +19,18 @@ import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './tr
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
 /** The request headers governance reads (and a governance worker receives): never the key. */
-export const GOVERNANCE_HEADERS: readonly string[] = [SESSION_HEADER, ...CLIENT_SESSION_HEADERS];
+export const GOVERNANCE_HEADERS: readonly string[] = [
+  SESSION_HEADER,
+  ...CLIENT_SESSION_HEADERS,
+  LONG_CONTEXT_HEADER,
+];
 
 export interface PrepareInput {
-  settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
+  settings: GovernSettings & { recovery: boolean };
   dialect: WireDialect;
   /** The client's body, whole. */
   bytes: Uint8Array;
-  /** The client's request headers (session ids are read from them). */
+  /** The client's request headers (session ids and the long-context beta are read from them). */
   requestHeaders: Headers;
   /** `hashApiKey(requestHeaders)`. */
   keyHash: string;
@@ -78,7 +82,10 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     transcript,
     identity,
     trace,
+    requestHeaders: input.requestHeaders,
     headers,
+    // Recovery tools go into non-streaming requests whose view has pointers: keep room for them.
+    proxyTools: settings.recovery && body.stream !== true ? RECOVERY_TOOLS : [],
     signal: input.signal,
   });
   if (governed.body === undefined) return { body: input.bytes };
