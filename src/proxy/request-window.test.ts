@@ -214,7 +214,7 @@ describe('sessions follow the ids clients send', () => {
     expect(fixture?.logs.map((entry) => entry.sessionSource)).toEqual(['cc', 'cc']);
   });
 
-  it("takes Codex's thread id, forwarded to the worker with no other header", async () => {
+  it("takes Codex's thread id in a governance worker, from the headers forwarded to it", async () => {
     await serve({ workers: 1, window: 2_000 });
     const thread = '019ee74f-22b5-7043-b5fc-697ca0fbd5a6';
     const request = codexRequest({ thread, session: '019ee74f-0000-7000-8000-000000000000' });
