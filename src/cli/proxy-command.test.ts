@@ -46,6 +46,8 @@ describe('selfgc proxy', () => {
       upstream.url,
       '--window',
       '4000',
+      '--reserve-output',
+      '900',
       '--store',
       store,
     ]);
@@ -57,6 +59,8 @@ describe('selfgc proxy', () => {
     });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-selfgc-session')).toBeTruthy();
+    // The request names no max_tokens: the configured reserve is kept free.
+    expect(response.headers.get('x-selfgc-output-reserve')).toBe('900');
     const body = (await response.json()) as { choices: Array<{ message: { content: string } }> };
     expect(body.choices[0]?.message.content).toContain('hello there');
     expect(upstream.requests[0]?.headers.authorization).toBe('Bearer sk-test-secret');

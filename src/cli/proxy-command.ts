@@ -23,7 +23,15 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
   --host H                   address to bind (default 127.0.0.1)
   --upstream-openai URL      OpenAI-compatible upstream (default https://api.openai.com)
   --upstream-anthropic URL   Anthropic upstream (default https://api.anthropic.com)
-  --window N                 context window for every model (default: each model's real window)
+  --window N                 the model's context window, for every model: the whole request —
+                             system, messages, tool definitions and the output reserve — is kept
+                             inside it (default: each known model's own, e.g. 200,000 for Claude
+                             Sonnet 4.5, 1,000,000 for Opus 4.6/4.7 and Sonnet 4.6 or with the
+                             context-1m beta, 272,000 for GPT-5.x as Codex uses it; 128,000 for
+                             models it does not know)
+  --reserve-output N         output tokens to keep free when a request names no limit
+                             (max_tokens, max_completion_tokens, max_output_tokens); default
+                             16,384, at most a quarter of the window
   --store URL                sqlite:./selfgc.db (default), redis://..., postgres://..., memory:
   --ab-share F               govern only this share (0..1) of accounts, by hash of the API key;
                              the rest is the control arm, forwarded as is but measured
@@ -34,6 +42,11 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              so commits never hold the proxy's event loop (default 1; 0
                              governs on the proxy's own thread)
 
+Sessions: the x-selfgc-session header; else the id the client sends for its conversation
+(Claude Code, Codex, opencode, prompt_cache_key); else a hash of the conversation's start.
+Response headers: x-selfgc-session, x-selfgc-tokens-before and -after (the prompt: messages, tool
+definitions, instructions), x-selfgc-output-reserve, x-selfgc-warnings (codes), x-selfgc-commit.
+
 Several instances share sessions through Redis or Postgres: start each with the same --store.
 `;
 
@@ -43,6 +56,8 @@ export interface ProxyCommandOptions {
   upstreamOpenai: string;
   upstreamAnthropic: string;
   window?: number;
+  /** Output tokens to keep free when a request names none. */
+  reserveOutput?: number;
   store: string;
   abShare?: number;
   failClosed?: boolean;
@@ -67,6 +82,7 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
           tokenizer: 'o200k_base',
           threads,
           ...(options.window ? { window: options.window } : {}),
+          ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
         });
   try {
     await governance?.ready();
@@ -75,18 +91,17 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
     await store.close();
     throw error;
   }
+  // The governor and the proxy count with one counter, so messages and tools add up.
+  const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
   const proxy = createProxy({
     ...(governance === undefined
-      ? {
-          governor: createGovernorPool({
-            store,
-            tokenCounter: memoizeTokenCounter(createTokenCounter('o200k_base')),
-          }),
-        }
+      ? { governor: createGovernorPool({ store, tokenCounter }) }
       : { governance }),
     store,
+    tokenCounter,
     upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
     ...(options.window ? { window: options.window } : {}),
+    ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
     ...(options.abShare === undefined ? {} : { abSplit: { share: options.abShare } }),
     failOpen: options.failClosed !== true,
     recovery: options.recovery !== false,

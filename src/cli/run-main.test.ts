@@ -150,3 +150,12 @@ describe('selfgc eval', () => {
     expect(out()).toContain('Usage: selfgc eval');
   });
 });
+
+describe('selfgc proxy', () => {
+  it('refuses a --reserve-output that is not a positive integer before it starts', async () => {
+    const { io } = captureIo();
+    await expect(runCommand(['proxy', '--reserve-output', 'lots'], io)).rejects.toThrow(
+      '--reserve-output must be a positive integer, got "lots"',
+    );
+  });
+});

@@ -187,6 +187,7 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         'upstream-openai': { type: 'string' },
         'upstream-anthropic': { type: 'string' },
         window: { type: 'string' },
+        'reserve-output': { type: 'string' },
         store: { type: 'string' },
         'ab-share': { type: 'string' },
         'fail-closed': { type: 'boolean' },
@@ -211,6 +212,9 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
             : 'https://api.anthropic.com',
         ...(typeof values.window === 'string'
           ? { window: positiveInteger(values.window, '--window', 128000) }
+          : {}),
+        ...(typeof values['reserve-output'] === 'string'
+          ? { reserveOutput: positiveInteger(values['reserve-output'], '--reserve-output', 16384) }
           : {}),
         ...(typeof values['governance-threads'] === 'string'
           ? { governanceThreads: threadCount(values['governance-threads']) }

@@ -6,9 +6,11 @@ import {
   toAnthropicMessages,
 } from '../adapters/index.js';
 import {
+  fieldTexts,
   isJsonObject,
   type JsonObject,
   numberOf,
+  positiveIntegerOf,
   presentToolNames,
   replaceFields,
   requireArray,
@@ -43,6 +45,13 @@ export const anthropicMessagesDialect: WireDialect = {
   writeTranscript(body, view) {
     const { system, messages } = toAnthropicMessages([...view]);
     return replaceFields(body, { system, messages });
+  },
+  promptBesideTranscript(body) {
+    // `system` is part of the transcript; a thinking budget is part of `max_tokens`.
+    return fieldTexts(body.tools, body.output_format);
+  },
+  outputLimit(body) {
+    return positiveIntegerOf(body.max_tokens);
   },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;

@@ -1,9 +1,11 @@
 /** OpenAI Chat Completions (`POST /v1/chat/completions`) as a governed route. */
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
 import {
+  fieldTexts,
   isJsonObject,
   type JsonObject,
   numberOf,
+  positiveIntegerOf,
   presentToolNames,
   replaceFields,
   requireArray,
@@ -28,6 +30,13 @@ export const chatDialect: WireDialect = {
   },
   writeTranscript(body, view) {
     return replaceFields(body, { messages: toOpenAIChat([...view]).messages });
+  },
+  promptBesideTranscript(body) {
+    return fieldTexts(body.tools, body.functions, body.response_format);
+  },
+  outputLimit(body) {
+    // `max_tokens` is the older name; reasoning models take only `max_completion_tokens`.
+    return positiveIntegerOf(body.max_completion_tokens) ?? positiveIntegerOf(body.max_tokens);
   },
   usageOf(payload) {
     const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;

@@ -1,30 +1,80 @@
 /**
- * Each model's real context window, the proxy's default when `window` is not configured.
- * Prefixes are matched longest first; unknown models get a conservative 128k.
+ * Each model's context window, the proxy's default when `window` is not configured: the whole
+ * request (system, messages, tool definitions and the output reserve) is kept inside it.
+ * A model name is matched by its longest known prefix, after any provider prefix
+ * (`anthropic/…`, `us.anthropic.…`); unknown models get a conservative 128k.
  */
-const WINDOWS: ReadonlyArray<readonly [prefix: string, tokens: number]> = [
-  ['claude-opus-4', 200_000],
-  ['claude-sonnet-4', 200_000],
-  ['claude-3', 200_000],
-  ['claude', 200_000],
-  ['gpt-5', 400_000],
-  ['gpt-4.1', 1_047_576],
-  ['gpt-4o', 128_000],
-  ['gpt-4-turbo', 128_000],
-  ['gpt-4', 8_192],
-  ['gpt-3.5-turbo', 16_385],
-  ['o4-mini', 200_000],
-  ['o3', 200_000],
-  ['o1', 200_000],
-  ['codex-mini', 200_000],
-];
+
+interface ModelWindow {
+  tokens: number;
+  /** The window with Anthropic's `context-1m` beta (`anthropic-beta: context-1m-2025-08-07`). */
+  longContext?: number;
+}
+
+/** The request header that opts an Anthropic request into the long context. */
+export const LONG_CONTEXT_HEADER = 'anthropic-beta';
+
+const LONG_CONTEXT_BETA = /(^|,)\s*context-1m-/;
+
+const MILLION = 1_000_000;
+
+/**
+ * Sources: Anthropic's models overview and model pages (Opus 4.6 / 4.7 and Sonnet 4.6 have a 1M
+ * window; Sonnet 4 and 4.5 200k, 1M with the beta; Opus 4.5, 4.1, 4 and Haiku 4.5 200k); OpenAI's
+ * model pages; Codex's model catalog (`codex-rs`): the GPT-5 family's 400k context is 272k of
+ * input plus 128k of output, and Codex sends every GPT-5.x with a 272k window, also 5.4 and 5.5
+ * whose API takes about 1M at twice the input price past 272k (set `window` to use it).
+ */
+const WINDOWS: ReadonlyMap<string, ModelWindow> = new Map([
+  ['claude', { tokens: 200_000 }],
+  ['claude-3', { tokens: 200_000 }],
+  ['claude-haiku-4-5', { tokens: 200_000 }],
+  ['claude-opus-4', { tokens: 200_000 }],
+  ['claude-opus-4-1', { tokens: 200_000 }],
+  ['claude-opus-4-5', { tokens: 200_000 }],
+  ['claude-opus-4-6', { tokens: MILLION }],
+  ['claude-opus-4-7', { tokens: MILLION }],
+  ['claude-sonnet-4', { tokens: 200_000, longContext: MILLION }],
+  ['claude-sonnet-4-5', { tokens: 200_000, longContext: MILLION }],
+  ['claude-sonnet-4-6', { tokens: MILLION }],
+  ['gpt-5', { tokens: 272_000 }],
+  ['gpt-5-chat', { tokens: 128_000 }],
+  ['gpt-5.1-chat', { tokens: 128_000 }],
+  ['gpt-5.3-codex-spark', { tokens: 128_000 }],
+  ['gpt-4.1', { tokens: 1_047_576 }],
+  ['gpt-4o', { tokens: 128_000 }],
+  ['gpt-4-turbo', { tokens: 128_000 }],
+  ['gpt-4', { tokens: 8_192 }],
+  ['gpt-3.5-turbo', { tokens: 16_385 }],
+  ['gpt-oss', { tokens: 131_072 }],
+  ['o1', { tokens: 200_000 }],
+  ['o1-mini', { tokens: 128_000 }],
+  ['o1-preview', { tokens: 128_000 }],
+  ['o3', { tokens: 200_000 }],
+  ['o4-mini', { tokens: 200_000 }],
+  ['codex-mini', { tokens: 200_000 }],
+]);
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 
-export function contextWindowOf(model: string): number {
-  let best: readonly [string, number] | undefined;
-  for (const entry of WINDOWS) {
-    if (model.startsWith(entry[0]) && (best === undefined || entry[0].length > best[0].length)) best = entry;
+/** `anthropic/claude-…`, `us.anthropic.claude-…-v1:0` and `claude-…` all name one model. */
+function bareModelName(model: string): string {
+  const name = model.toLowerCase();
+  return name.slice(name.lastIndexOf('/') + 1).replace(/^([a-z0-9-]+\.)*anthropic\./, '');
+}
+
+/**
+ * The context window of `model`; `requestHeaders` tell whether an Anthropic request asked for the
+ * long context.
+ */
+export function contextWindowOf(model: string, requestHeaders?: Headers): number {
+  const name = bareModelName(model);
+  let best: string | undefined;
+  for (const prefix of WINDOWS.keys()) {
+    if (name.startsWith(prefix) && (best === undefined || prefix.length > best.length)) best = prefix;
   }
-  return best?.[1] ?? DEFAULT_CONTEXT_WINDOW;
+  const entry = best === undefined ? undefined : WINDOWS.get(best);
+  if (entry === undefined) return DEFAULT_CONTEXT_WINDOW;
+  const beta = requestHeaders?.get(LONG_CONTEXT_HEADER) ?? '';
+  return entry.longContext !== undefined && LONG_CONTEXT_BETA.test(beta) ? entry.longContext : entry.tokens;
 }

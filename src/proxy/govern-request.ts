@@ -1,14 +1,20 @@
 /**
- * The governance step of a governed request: ask the governor for the view of the session and
- * put it in the body, or, when that fails, serve the request ungoverned (fail open) or refuse it.
+ * The governance step of a governed request: ask the governor for the view of the session that
+ * fits the window with what the request needs beyond its messages (tool definitions,
+ * instructions, the output reserve) and put it in the body, or, when that fails, serve the
+ * request ungoverned (fail open) or refuse it.
  */
 import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
 import type { Message } from '../core/transcript.js';
 import type { ProxySettings } from './proxy-options.js';
+import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
 import type { SessionIdentity } from './session-identity.js';
-import type { JsonObject, WireDialect } from './wire-dialect.js';
+import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
+
+/** The proxy's own warning: the reserve alone fills the window, so no view can fit. */
+export const RESERVE_OVER_WINDOW = 'reserve-over-window';
 
 export interface GovernedBody {
   /** The body to send, or undefined to send the client's bytes unchanged. */
@@ -25,20 +31,28 @@ export interface GovernInput {
   transcript: Message[];
   identity: SessionIdentity;
   trace: Pick<RequestTrace, 'arm' | 'entry'>;
+  /** The client's request headers (the window may depend on them). */
+  requestHeaders: Headers;
+  /** The `x-selfgc-*` headers of the answer (filled in here). */
   headers: Headers;
+  /** Tools the proxy may add to the body after governance (recovery). */
+  proxyTools: readonly ToolDefinition[];
   signal: AbortSignal;
 }
 
-export async function governRequest(
-  settings: Pick<ProxySettings, 'failOpen' | 'metrics' | 'now' | 'governorFor'>,
-  input: GovernInput,
-): Promise<GovernedBody> {
+export type GovernSettings = Pick<
+  ProxySettings,
+  'failOpen' | 'metrics' | 'now' | 'governorFor' | 'windowFor' | 'tokenCounter' | 'reserveOutput'
+>;
+
+export async function governRequest(settings: GovernSettings, input: GovernInput): Promise<GovernedBody> {
   const { dialect, trace, headers } = input;
   const labels = { arm: trace.arm };
   const ungoverned = dialect.ungovernedReason?.(input.body);
+  const window = settings.windowFor(input.model, input.requestHeaders);
   const governor =
     trace.arm === 'governed' && ungoverned === undefined
-      ? settings.governorFor({ provider: dialect.provider, model: input.model })
+      ? settings.governorFor({ provider: dialect.provider, model: input.model, window })
       : undefined;
   if (governor === undefined) {
     headers.set('x-selfgc-governance', ungoverned ?? 'off');
@@ -47,9 +61,19 @@ export async function governRequest(
   }
   const started = settings.now();
   let result: ProjectResult;
+  let reserve: RequestReserve;
   try {
+    reserve = reserveOf({
+      dialect,
+      body: input.body,
+      window,
+      tokenCounter: settings.tokenCounter,
+      ...(settings.reserveOutput === undefined ? {} : { reserveOutput: settings.reserveOutput }),
+      proxyTools: input.proxyTools,
+    });
     result = await governor.project(input.identity.storeSessionId, input.transcript, {
       signal: input.signal,
+      reservedTokens: reserve.total,
     });
   } catch (error) {
     const selfGcError = toSelfGcError(error);
@@ -66,14 +90,22 @@ export async function governRequest(
   const saved = Math.max(0, result.transcriptTokens - result.viewTokens);
   settings.metrics.count('selfgc_proxy_transcript_tokens_total', labels, result.transcriptTokens);
   settings.metrics.count('selfgc_proxy_tokens_saved_total', labels, saved);
-  headers.set('x-selfgc-tokens-before', String(result.transcriptTokens));
-  headers.set('x-selfgc-tokens-after', String(result.viewTokens));
+  // The prompt as a whole, before and after: messages plus what the client sends beside them.
+  const tokensBefore = result.transcriptTokens + reserve.promptTokens;
+  const tokensAfter = result.viewTokens + reserve.promptTokens;
+  headers.set('x-selfgc-tokens-before', String(tokensBefore));
+  headers.set('x-selfgc-tokens-after', String(tokensAfter));
+  headers.set('x-selfgc-output-reserve', String(reserve.outputTokens));
   headers.set('x-selfgc-governance', result.decision.outcome);
+  const warnings = new Set(result.warnings.map((warning) => warning.code));
+  if (reserve.total >= window) warnings.add(RESERVE_OVER_WINDOW);
+  if (warnings.size > 0) headers.set('x-selfgc-warnings', [...warnings].join(','));
   Object.assign(trace.entry, {
-    tokensBefore: result.transcriptTokens,
-    tokensAfter: result.viewTokens,
+    tokensBefore,
+    tokensAfter,
+    outputReserve: reserve.outputTokens,
     governance: result.decision.outcome,
-    ...(result.warnings.length > 0 ? { warnings: result.warnings.map((warning) => warning.code) } : {}),
+    ...(warnings.size > 0 ? { warnings: [...warnings] } : {}),
   });
   if (result.divergence) {
     settings.metrics.count('selfgc_proxy_divergences_total', labels);

@@ -6,7 +6,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { toSelfGcError } from '../core/errors.js';
-import { memoizeTokenCounter } from '../core/tokens.js';
+import { approximateTokenCounter, memoizeTokenCounter } from '../core/tokens.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
@@ -32,15 +32,18 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerOptions) {
   // A commit's writes are on its request's path: checkpoints go to a thread of their own.
   const store = await createStoreFromUrl(options.storeUrl, { sqliteCheckpoints: 'background' });
+  // One counter for the governor and for what a request carries beside its messages.
+  const tokenCounter =
+    options.tokenizer === undefined
+      ? approximateTokenCounter
+      : memoizeTokenCounter(createTokenCounter(options.tokenizer));
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),
-    ...(options.tokenizer === undefined
-      ? {}
-      : { tokenCounter: memoizeTokenCounter(createTokenCounter(options.tokenizer)) }),
+    tokenCounter,
   });
-  const governorFor = ({ provider, model }: { provider: 'openai' | 'anthropic'; model: string }) =>
-    pool({ provider, model, window: options.window ?? contextWindowOf(model) });
+  const windowFor = (model: string, requestHeaders: Headers) =>
+    options.window ?? contextWindowOf(model, requestHeaders);
   const aborts = new Map<number, AbortController>();
 
   const reply = (message: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
@@ -87,7 +90,10 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
           recovery: message.recovery,
           metrics,
           now: () => performance.timeOrigin + performance.now(),
-          governorFor,
+          governorFor: pool,
+          windowFor,
+          tokenCounter,
+          reserveOutput: options.reserveOutput,
         },
         dialect,
         bytes: message.bytes,

@@ -4,7 +4,7 @@
  * them. The proxy's thread only reads and writes sockets, so a commit (rehearsal and sidecar
  * writes, several milliseconds) no longer holds every other session's bytes in its queue.
  *
- * Requests of one API key (and session header) always go to the same worker, so its ledger
+ * Requests of one API key (and session id header) always go to the same worker, so its ledger
  * cache serves them; the store stays the source of truth, as for several proxy instances. Pass
  * the result as the proxy's `governance` and close it after the server.
  */
@@ -13,7 +13,13 @@ import { Worker } from 'node:worker_threads';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
 import type { Arm } from './ab-split.js';
-import type { PreparedRequest, PreparedUpstream, PrepareInput } from './prepare-upstream.js';
+import { clientSessionHint } from './client-session-id.js';
+import {
+  GOVERNANCE_HEADERS,
+  type PreparedRequest,
+  type PreparedUpstream,
+  type PrepareInput,
+} from './prepare-upstream.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { type MetricOperation, type ProxyMetrics, replayMetrics } from './proxy-metrics.js';
 import { SESSION_HEADER } from './session-identity.js';
@@ -24,6 +30,8 @@ export interface GovernanceWorkerOptions {
   storeUrl: string;
   /** Context window for every model. Default: each model's real window. */
   window?: number;
+  /** Output tokens to keep free when a request names none (see `ProxyOptions.reserveOutput`). */
+  reserveOutput?: number;
   /** The governor's cache rule (see `GovernorOptions.cache`). */
   cache?: 'blind';
   /** Count tokens with this BPE encoding. Default: the approximate counter. */
@@ -54,7 +62,7 @@ export type WorkerRequest =
       route: string;
       /** The client's body, moved to the worker (transferred, not copied). */
       bytes: Uint8Array;
-      /** Only the session header: the key arrives hashed. */
+      /** Only the headers governance reads (`GOVERNANCE_HEADERS`): the key arrives hashed. */
       requestHeaders: Array<[string, string]>;
       keyHash: string;
       arm: Arm;
@@ -198,8 +206,13 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
       await Promise.all(workers.map((started) => started.ready));
     },
     async prepare(input, metrics) {
-      const session = input.requestHeaders.get(SESSION_HEADER);
-      const started = workerFor(`${input.keyHash}\0${session ?? ''}`);
+      const session = input.requestHeaders.get(SESSION_HEADER) ?? clientSessionHint(input.requestHeaders);
+      const started = workerFor(`${input.keyHash}\0${session}`);
+      const requestHeaders: Array<[string, string]> = [];
+      for (const name of GOVERNANCE_HEADERS) {
+        const value = input.requestHeaders.get(name);
+        if (value !== null) requestHeaders.push([name, value]);
+      }
       let requestId = 0;
       const onAbort = () => {
         if (requestId !== 0)
@@ -215,7 +228,7 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
             id,
             route: input.dialect.route,
             bytes: input.bytes,
-            requestHeaders: session === null ? [] : [[SESSION_HEADER, session]],
+            requestHeaders,
             keyHash: input.keyHash,
             arm: input.trace.arm,
             failOpen: input.failOpen,

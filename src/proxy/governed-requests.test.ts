@@ -90,7 +90,8 @@ describe('governed routes', () => {
   );
 
   it('carries a session across turns: later turns reuse the committed view', async () => {
-    fixture = await startProxyFixture({ script: answer });
+    // Room for a turn to arrive without a commit once the output reserve is set aside.
+    fixture = await startProxyFixture({ script: answer, window: 4_000 });
     const first = await fixture.post('chat', conversationBody('chat', { turns: 8 }));
     expect(first.headers.get('x-selfgc-commit')).toBeTruthy();
     const session = storeSessionOf(first);

@@ -10,8 +10,9 @@
  */
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
-import { governRequest } from './govern-request.js';
-import type { ProxySettings } from './proxy-options.js';
+import { CLIENT_SESSION_HEADERS } from './client-session-id.js';
+import { LONG_CONTEXT_HEADER } from './context-window.js';
+import { type GovernSettings, governRequest } from './govern-request.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
@@ -29,12 +30,19 @@ export function scopeRecovery(governor: RecoveryGovernor, scope: RecoveryScope):
   };
 }
 
+/** The request headers governance reads (and a governance worker receives): never the key. */
+export const GOVERNANCE_HEADERS: readonly string[] = [
+  SESSION_HEADER,
+  ...CLIENT_SESSION_HEADERS,
+  LONG_CONTEXT_HEADER,
+];
+
 export interface PrepareInput {
-  settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
+  settings: GovernSettings & { recovery: boolean };
   dialect: WireDialect;
   /** The client's body, whole. */
   bytes: Uint8Array;
-  /** The client's request headers (the session header is read from them). */
+  /** The client's request headers (session ids and the long-context beta are read from them). */
   requestHeaders: Headers;
   /** `hashApiKey(requestHeaders)`. */
   keyHash: string;
@@ -70,10 +78,16 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
   const model = requireModel(body);
   const transcript = dialect.readTranscript(body);
-  const seed = dialect.identitySeed?.(body);
-  const identity = deriveSessionIdentity(input.requestHeaders, transcript, seed, input.keyHash);
+  const identity = deriveSessionIdentity({
+    headers: input.requestHeaders,
+    body,
+    messages: transcript,
+    seed: dialect.identitySeed?.(body) ?? '',
+    keyHash: input.keyHash,
+  });
   headers.set(SESSION_HEADER, identity.sessionId);
   trace.entry.session = sessionLogId(identity);
+  trace.entry.sessionSource = identity.source;
   trace.entry.stream = body.stream === true;
   const governed = await governRequest(settings, {
     dialect,
@@ -82,7 +96,10 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     transcript,
     identity,
     trace,
+    requestHeaders: input.requestHeaders,
     headers,
+    // Recovery tools go into non-streaming requests whose view has pointers: keep room for them.
+    proxyTools: settings.recovery && body.stream !== true ? RECOVERY_TOOLS : [],
     signal: input.signal,
   });
   if (governed.body === undefined) return { body: input.bytes };

@@ -20,16 +20,22 @@ export interface ProxyLogEntry {
   upstreamMs?: number;
   /** Hash of the namespaced session id. */
   session?: string;
+  /** Where the session id came from: `explicit`, `cc`, `codex`, `opencode`, `pck` or `auto`. */
+  sessionSource?: string;
   stream?: boolean;
+  /** Prompt tokens of the request (messages, tool definitions, instructions) before governance. */
   tokensBefore?: number;
+  /** The same, as sent upstream (without the proxy's recovery tools). */
   tokensAfter?: number;
+  /** Output tokens the window kept free: the request's limit, or the configured reserve. */
+  outputReserve?: number;
   commit?: string;
   /** What the governor did: `committed`, `deferred`, …, `fail-open`, `off`. */
   governance?: string;
   inputTokens?: number;
   cachedTokens?: number;
   recoveryCalls?: number;
-  /** Codes of the governor's warnings (never their messages, which may quote content). */
+  /** Codes of the governor's and the proxy's warnings (never messages, which may quote content). */
   warnings?: string[];
   /** Where the history parted from the one governed before, when it did. */
   divergedAt?: number;

@@ -3,6 +3,7 @@
  */
 import type { Governor } from '../core/governor/governor-types.js';
 import type { SidecarStore } from '../core/store.js';
+import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
 import type { AbSplit } from './ab-split.js';
 import { fetchTransport, type UpstreamTransport } from './call-upstream.js';
 import { contextWindowOf } from './context-window.js';
@@ -28,8 +29,22 @@ export interface ProxyOptions {
   store?: SidecarStore;
   /** Upstream base URLs, without `/v1` (`https://api.openai.com`, `https://api.anthropic.com`). */
   upstreams: Record<ProviderName, string>;
-  /** Context window for every model, or per model. Default: each model's real window. */
-  window?: number | ((model: string) => number);
+  /**
+   * The model's context window, for every model or per model (and request headers: Anthropic's
+   * long-context beta). The whole request — system, messages, tool definitions and the output
+   * reserve — is kept inside it. Default: each model's real window (`contextWindowOf`).
+   */
+  window?: number | ((model: string, requestHeaders: Headers) => number);
+  /**
+   * Counts what a request needs beyond its messages (tool definitions, instructions): give it the
+   * governor's counter. Default: characters / 4, the governor's default.
+   */
+  tokenCounter?: TokenCounter;
+  /**
+   * Output tokens to keep free when a request names no output limit (`max_tokens`,
+   * `max_completion_tokens`, `max_output_tokens`). Default: 16,384, at most a quarter of the window.
+   */
+  reserveOutput?: number;
   /** Largest governed request body, in bytes. Default 32 MiB. */
   bodyLimitBytes?: number;
   /** Time until the upstream answers (headers; the whole body when buffered). Default 10 minutes. */
@@ -63,8 +78,14 @@ export interface ProxySettings {
   upstream: UpstreamTransport;
   now: () => number;
   log: (entry: ProxyLogEntry) => void;
+  /** Counts the prompt a request carries besides its messages. */
+  tokenCounter: TokenCounter;
+  /** Output tokens to keep free when a request names none; undefined for the default. */
+  reserveOutput: number | undefined;
+  /** The window a request of `model` is kept inside. */
+  windowFor(model: string, requestHeaders: Headers): number;
   /** The governor for a request, or undefined when the proxy governs nothing. */
-  governorFor(context: Omit<GovernorContext, 'window'>): Governor | undefined;
+  governorFor(context: GovernorContext): Governor | undefined;
 }
 
 function trimBase(url: string): string {
@@ -73,8 +94,6 @@ function trimBase(url: string): string {
 
 export function resolveProxySettings(options: ProxyOptions): ProxySettings {
   const { governor, window } = options;
-  const windowOf = (model: string) =>
-    typeof window === 'number' ? window : window === undefined ? contextWindowOf(model) : window(model);
   const logger = options.logger;
   return {
     upstreams: {
@@ -99,10 +118,15 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
         // A failing logger must not fail the request.
       }
     },
+    tokenCounter: options.tokenCounter ?? approximateTokenCounter,
+    reserveOutput: options.reserveOutput,
+    windowFor(model, requestHeaders) {
+      if (typeof window === 'number') return window;
+      return window === undefined ? contextWindowOf(model, requestHeaders) : window(model, requestHeaders);
+    },
     governorFor(context) {
       if (governor === undefined) return undefined;
-      if (typeof governor !== 'function') return governor;
-      return governor({ ...context, window: windowOf(context.model) });
+      return typeof governor === 'function' ? governor(context) : governor;
     },
   };
 }

@@ -6,9 +6,11 @@
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
 import {
+  fieldTexts,
   isJsonObject,
   type JsonObject,
   numberOf,
+  positiveIntegerOf,
   presentToolNames,
   replaceFields,
   requireModel,
@@ -41,6 +43,13 @@ export const responsesDialect: WireDialect = {
   },
   identitySeed(body) {
     return typeof body.instructions === 'string' ? body.instructions : '';
+  },
+  promptBesideTranscript(body) {
+    const format = isJsonObject(body.text) ? body.text.format : undefined;
+    return fieldTexts(body.instructions, body.tools, format);
+  },
+  outputLimit(body) {
+    return positiveIntegerOf(body.max_output_tokens);
   },
   ungovernedReason(body) {
     if (body.previous_response_id !== undefined && body.previous_response_id !== null) return 'server-state';

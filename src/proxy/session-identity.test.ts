@@ -1,7 +1,12 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
 import { type Message, text } from '../core/transcript.js';
 import { conversationStart, deriveSessionIdentity, hashApiKey, SESSION_HEADER } from './session-identity.js';
+import type { JsonObject } from './wire-dialect.js';
+
+const identify = (headers: Headers, messages: Message[], seed = '', body: JsonObject = {}) =>
+  deriveSessionIdentity({ headers, body, messages, seed });
 
 const system: Message = { role: 'system', parts: [text('You are an agent.')] };
 const task: Message = { role: 'user', parts: [text('Fix the bug in src/app.ts')] };
@@ -13,47 +18,75 @@ const bearer = (key: string, extra: Record<string, string> = {}) =>
 
 describe('deriveSessionIdentity', () => {
   it('keeps one session for every turn of a conversation', () => {
-    const first = deriveSessionIdentity(bearer('sk-a'), [system, task]);
-    const third = deriveSessionIdentity(bearer('sk-a'), [system, task, reply, later]);
+    const first = identify(bearer('sk-a'), [system, task]);
+    const third = identify(bearer('sk-a'), [system, task, reply, later]);
     expect(third).toEqual(first);
     expect(conversationStart([system, task, reply, later])).toBe(conversationStart([system, task]));
   });
 
   it('tells conversations apart by system prompt, task and instructions seed', () => {
-    const base = deriveSessionIdentity(bearer('sk-a'), [system, task]).sessionId;
+    const base = identify(bearer('sk-a'), [system, task]).sessionId;
     const otherTask = { role: 'user', parts: [text('Another task')] } satisfies Message;
-    expect(deriveSessionIdentity(bearer('sk-a'), [system, otherTask]).sessionId).not.toBe(base);
-    expect(deriveSessionIdentity(bearer('sk-a'), [task]).sessionId).not.toBe(
-      deriveSessionIdentity(bearer('sk-a'), [system, task]).sessionId,
+    expect(identify(bearer('sk-a'), [system, otherTask]).sessionId).not.toBe(base);
+    expect(identify(bearer('sk-a'), [task]).sessionId).not.toBe(
+      identify(bearer('sk-a'), [system, task]).sessionId,
     );
-    expect(deriveSessionIdentity(bearer('sk-a'), [system, task], 'be brief').sessionId).not.toBe(base);
+    expect(identify(bearer('sk-a'), [system, task], 'be brief').sessionId).not.toBe(base);
   });
 
   it('namespaces every session, explicit or derived, by a hash of the key', () => {
     const explicit = { [SESSION_HEADER]: 'shared-name' };
-    const a = deriveSessionIdentity(bearer('sk-a', explicit), [task]);
-    const b = deriveSessionIdentity(bearer('sk-b', explicit), [task]);
+    const a = identify(bearer('sk-a', explicit), [task]);
+    const b = identify(bearer('sk-b', explicit), [task]);
     expect(a.sessionId).toBe('shared-name');
     expect(b.sessionId).toBe('shared-name');
     expect(a.storeSessionId).not.toBe(b.storeSessionId);
     expect(a.storeSessionId).toBe(`${a.keyHash}:shared-name`);
-    expect(deriveSessionIdentity(bearer('sk-a'), [task]).sessionId).not.toBe(
-      deriveSessionIdentity(bearer('sk-b'), [task]).sessionId,
-    );
+    expect(identify(bearer('sk-a'), [task]).sessionId).not.toBe(identify(bearer('sk-b'), [task]).sessionId);
   });
 
   it('hashes the key the same way whichever header carries it, and never shows it', () => {
     const key = 'sk-secret-123';
     expect(hashApiKey(new Headers({ 'x-api-key': key }))).toBe(hashApiKey(bearer(key)));
-    const identity = deriveSessionIdentity(bearer(key), [task]);
+    const identity = identify(bearer(key), [task]);
     expect(JSON.stringify(identity)).not.toContain(key);
   });
 
   it('refuses an explicit session id that is empty, too long or not visible ASCII', () => {
     for (const value of ['a'.repeat(201), 'has space', 'é']) {
-      expect(() => deriveSessionIdentity(bearer('k', { [SESSION_HEADER]: value }), [task])).toThrow(
-        BadInputError,
-      );
+      expect(() => identify(bearer('k', { [SESSION_HEADER]: value }), [task])).toThrow(BadInputError);
     }
+  });
+
+  it('keeps the hash of earlier versions for a request without a client id or an end user', () => {
+    const headers = bearer('sk-a');
+    const keyHash = hashApiKey(headers);
+    const before = createHash('sha256')
+      .update(`${keyHash}\0be brief\0${conversationStart([system, task])}`, 'utf8')
+      .digest('hex')
+      .slice(0, 32);
+    expect(identify(headers, [system, task], 'be brief')).toMatchObject({
+      sessionId: `auto-${before}`,
+      source: 'auto',
+    });
+  });
+
+  it('tells apart end users that open a conversation alike, without merging the conversations of one user', () => {
+    const alice = identify(bearer('sk-a'), [system, task], '', { user: 'alice' }).sessionId;
+    const bob = identify(bearer('sk-a'), [system, task], '', { user: 'bob' }).sessionId;
+    const aliceOther = identify(bearer('sk-a'), [system, later], '', { user: 'alice' }).sessionId;
+    expect(new Set([alice, bob, aliceOther]).size).toBe(3);
+    expect(identify(bearer('sk-a'), [system, task], '', { safety_identifier: 'alice' }).sessionId).toBe(
+      alice,
+    );
+  });
+
+  it('takes the explicit header over the id the client sends, and that id over the hash', () => {
+    const claude = { 'x-claude-code-session-id': '0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31' };
+    const fromClient = identify(bearer('sk-a', claude), [task]);
+    expect(fromClient).toMatchObject({ sessionId: 'cc:0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31', source: 'cc' });
+    expect(fromClient.storeSessionId).toBe(`${fromClient.keyHash}:cc:0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31`);
+    const explicit = identify(bearer('sk-a', { ...claude, [SESSION_HEADER]: 'mine' }), [task]);
+    expect(explicit).toMatchObject({ sessionId: 'mine', source: 'explicit' });
   });
 });

@@ -1,11 +1,16 @@
 /**
- * Who a governed request belongs to. Sessions are namespaced by a hash of the API key, so a key
- * that guesses (or is sent) another key's session id reaches a different store session and sees
- * nothing. The API key itself is only ever hashed here; it is never stored or logged.
+ * Who a governed request belongs to. The session id is, in this order: the explicit
+ * `x-selfgc-session` header; the id the client already sends for its conversation
+ * (`client-session-id.ts`: Claude Code, Codex, opencode, `prompt_cache_key`); a hash of the start
+ * of the conversation. Sessions are namespaced by a hash of the API key, so a key that guesses
+ * (or is sent) another key's session id reaches a different store session and sees nothing. The
+ * API key itself is only ever hashed here; it is never stored or logged.
  */
 import { createHash } from 'node:crypto';
 import { BadInputError } from '../core/errors.js';
 import { type Message, messageText } from '../core/transcript.js';
+import { endUserOf, findClientSessionId } from './client-session-id.js';
+import type { JsonObject } from './wire-dialect.js';
 
 /** The header a client may set to name its session explicitly. */
 export const SESSION_HEADER = 'x-selfgc-session';
@@ -15,8 +20,10 @@ const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,200}$/;
 export interface SessionIdentity {
   /** Hash of the API key (of the empty string when the request has none). */
   keyHash: string;
-  /** The client's session id: the header's value, or one derived from the conversation start. */
+  /** The header's value, the client's own id (`cc:…`, `codex:…`), or `auto-<hash>`. */
   sessionId: string;
+  /** Where the id came from: `explicit`, a client source (`cc`, `codex`, `opencode`, `pck`), or `auto`. */
+  source: string;
   /** What the store sees: `${keyHash}:${sessionId}`. */
   storeSessionId: string;
 }
@@ -51,24 +58,44 @@ export function conversationStart(messages: readonly Message[]): string {
   return start.join('\0');
 }
 
+export interface IdentityInput {
+  headers: Headers;
+  /** The parsed request body (client session fields are read from it). */
+  body: JsonObject;
+  messages: readonly Message[];
+  /** Request text outside the transcript that also identifies a conversation (Responses `instructions`). */
+  seed?: string;
+  /** `hashApiKey(headers)`, when the caller has it already. */
+  keyHash?: string;
+}
+
 /**
- * The identity of a governed request. `seed` is request text outside the transcript that also
- * identifies the conversation (Responses `instructions`); `keyHash` is `hashApiKey(headers)`,
- * when the caller has it already.
+ * The identity of a governed request. Only a malformed explicit header is refused; a malformed
+ * client id falls through to the next source.
  */
-export function deriveSessionIdentity(
-  headers: Headers,
-  messages: readonly Message[],
-  seed = '',
-  keyHash = hashApiKey(headers),
-): SessionIdentity {
+export function deriveSessionIdentity(input: IdentityInput): SessionIdentity {
+  const { headers, body, messages, seed = '' } = input;
+  const keyHash = input.keyHash ?? hashApiKey(headers);
+  const identity = (sessionId: string, source: string): SessionIdentity => ({
+    keyHash,
+    sessionId,
+    source,
+    storeSessionId: `${keyHash}:${sessionId}`,
+  });
   const explicit = headers.get(SESSION_HEADER);
-  if (explicit !== null && !SESSION_ID_PATTERN.test(explicit)) {
-    throw new BadInputError(`${SESSION_HEADER} must be 1 to 200 visible ASCII characters`);
+  if (explicit !== null) {
+    if (!SESSION_ID_PATTERN.test(explicit)) {
+      throw new BadInputError(`${SESSION_HEADER} must be 1 to 200 visible ASCII characters`);
+    }
+    return identity(explicit, 'explicit');
   }
-  const sessionId =
-    explicit ?? `auto-${sha256(`${keyHash}\0${seed}\0${conversationStart(messages)}`).slice(0, 32)}`;
-  return { keyHash, sessionId, storeSessionId: `${keyHash}:${sessionId}` };
+  const client = findClientSessionId(headers, body);
+  if (client !== undefined) return identity(client.sessionId, client.source);
+  // Without an end user the hash is the one earlier versions derived, so their sessions carry on.
+  const endUser = endUserOf(body);
+  const start = `${endUser === '' ? '' : `${endUser}\0`}${conversationStart(messages)}`;
+  const hash = sha256(`${keyHash}\0${seed}\0${start}`).slice(0, 32);
+  return identity(`auto-${hash}`, 'auto');
 }
 
 /** A hash of the store session id, safe for logs. */

@@ -46,6 +46,13 @@ export interface WireDialect {
   writeTranscript(body: JsonObject, view: readonly Message[]): JsonObject;
   /** Text of the request outside the transcript that identifies a conversation (instructions). */
   identitySeed?(body: JsonObject): string;
+  /**
+   * What the model reads besides the transcript, as texts to count: tool definitions (as JSON),
+   * Responses `instructions`, output schemas.
+   */
+  promptBesideTranscript(body: JsonObject): string[];
+  /** The request's output limit (`max_tokens` and the like), or undefined when it names none. */
+  outputLimit(body: JsonObject): number | undefined;
   /** Why a request cannot be governed (its history lives upstream), or undefined. */
   ungovernedReason?(body: JsonObject): string | undefined;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
@@ -87,6 +94,22 @@ export function requireArray(body: JsonObject, field: string): unknown[] {
 /** A number, or undefined when the value is not one. */
 export function numberOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/** A positive integer, or undefined when the value is not one (the upstream judges the rest). */
+export function positiveIntegerOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
+}
+
+/** Texts to count for the given request fields: strings as they are, anything else as JSON. */
+export function fieldTexts(...values: unknown[]): string[] {
+  const texts: string[] = [];
+  for (const value of values) {
+    if (value === undefined || value === null) continue;
+    if (Array.isArray(value) && value.length === 0) continue;
+    texts.push(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+  return texts;
 }
 
 /** Names of tools a body already has, by a name reader for its tool shape. */
