@@ -257,7 +257,10 @@ describe('governOpenAI on an oversized session', () => {
     expect(await other.chat.completions.stream(chat).finalContent()).toBe('answer');
     expect(events).toHaveLength(1);
     expect(upstream.requests[0]!.rawBody.length).toBeLessThan(fullSize / 10);
-    // Other methods and the original client are untouched.
+    // Other methods and the original client are untouched: a resource's other methods still
+    // reach the upstream through the governed client (here a GET the scripted upstream lacks).
+    await expect(refusing.chat.completions.retrieve('chatcmpl_1')).rejects.toMatchObject({ status: 404 });
+    await expect(refusing.responses.cancel('resp_1')).rejects.toMatchObject({ status: 404 });
     const models = await refusing.models.list();
     expect(models.data.map((model) => model.id)).toEqual(['scripted-model']);
     upstream.enqueue({ text: 'as written' });
