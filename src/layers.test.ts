@@ -20,7 +20,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   eval: ['core', 'tokenizers', 'stores', 'adapters', 'llm'],
   proxy: ['core', 'tokenizers', 'stores', 'adapters', 'llm'],
   integrations: ['core', 'tokenizers', 'stores', 'adapters', 'llm'],
-  cli: ['core', 'tokenizers', 'stores', 'adapters', 'llm', 'eval', 'proxy', 'integrations'],
+  mcp: ['core', 'stores'],
+  cli: ['core', 'tokenizers', 'stores', 'adapters', 'llm', 'eval', 'proxy', 'integrations', 'mcp'],
 };
 /** Tests may use real implementations as fixtures (a memory store, a real tokenizer, adapters). */
 const TEST_ONLY = ['testing', 'stores', 'tokenizers', 'adapters'];

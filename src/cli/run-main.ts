@@ -3,6 +3,7 @@
  * and wires concrete parts together. Every error becomes one line and an exit code from
  * `ERROR_TABLE`; a stack trace is printed only with SELFGC_DEBUG=1.
  */
+import type { Readable } from 'node:stream';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
 import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
@@ -10,6 +11,7 @@ import type { CliIo } from './cli-io.js';
 import { EVAL_HELP, evalCommand } from './eval-command.js';
 import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
 import { JUDGE_FLAGS, LLM_FLAGS, readJudgeSample, readLlmEndpoint } from './llm-flags.js';
+import { MCP_HELP, mcpCommand, storeSessionOf } from './mcp-command.js';
 import { PROXY_HELP, proxyCommand } from './proxy-command.js';
 import { REPLAY_HELP, replayCommand } from './replay-command.js';
 
@@ -22,6 +24,7 @@ Commands:
   replay <files...>    write the view of one strategy at each cut or call, as JSON lines
   inspect <file>       print the ledger (objects, tokens, anchors, states) of a session
   proxy                run the OpenAI/Anthropic-compatible governing proxy
+  mcp                  serve a session's removed content to an agent over MCP (stdio)
 
 Run "selfgc <command> --help" for the options of a command.
 `;
@@ -81,8 +84,8 @@ function parse(args: string[], options: NonNullable<ParseArgsConfig['options']>)
   }
 }
 
-/** Run one command line; returns the exit code. */
-export async function runCommand(argv: string[], io: CliIo): Promise<number> {
+/** Run one command line; returns the exit code. `stdin` is read only by `mcp`. */
+export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     io.stdout(MAIN_HELP);
@@ -225,6 +228,31 @@ export async function runCommand(argv: string[], io: CliIo): Promise<number> {
         recovery: values['no-recovery'] !== true,
       });
     }
+    case 'mcp': {
+      const { values, positionals } = parse(rest, {
+        store: { type: 'string' },
+        session: { type: 'string' },
+        'key-hash': { type: 'string' },
+        'api-key-env': { type: 'string' },
+      });
+      if (values.help) return showHelp(io, MCP_HELP);
+      if (positionals.length > 0)
+        throw new BadInputError('mcp takes no positional arguments (see selfgc mcp --help)');
+      if (stdin === undefined) throw new BadInputError('mcp needs a stdin to read from');
+      const sessionId = storeSessionOf(
+        {
+          ...(typeof values.session === 'string' ? { session: values.session } : {}),
+          ...(typeof values['key-hash'] === 'string' ? { keyHash: values['key-hash'] } : {}),
+          ...(typeof values['api-key-env'] === 'string' ? { apiKeyEnv: values['api-key-env'] } : {}),
+        },
+        io.env ?? {},
+      );
+      return mcpCommand(
+        io,
+        { store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db', sessionId },
+        stdin,
+      );
+    }
     default:
       throw new BadInputError(`unknown command "${command}" (run selfgc --help)`);
   }
@@ -259,7 +287,7 @@ export async function runMain(argv = process.argv.slice(2)): Promise<void> {
     env: process.env,
   };
   try {
-    process.exitCode = await runCommand(argv, io);
+    process.exitCode = await runCommand(argv, io, process.stdin);
   } catch (error) {
     const normalised = toSelfGcError(error);
     process.stderr.write(`selfgc: ${normalised.message}\n`);

@@ -5,8 +5,15 @@
 export { createSelfGcMiddleware, type SelfGcMiddlewareOptions } from './ai-sdk-middleware.js';
 export {
   type AnthropicMessagesClient,
+  type AnthropicRequest,
   type GovernAnthropicOptions,
   governAnthropic,
 } from './anthropic-client.js';
 export type { GovernEvent, GovernOptions } from './govern-request.js';
-export { type GovernOpenAIOptions, governOpenAI, type OpenAIChatClient } from './openai-client.js';
+export {
+  type GovernOpenAIOptions,
+  governOpenAI,
+  type OpenAIChatClient,
+  type OpenAIRequest,
+} from './openai-client.js';
+export { UngovernedCallError } from './ungoverned-call-error.js';

@@ -78,6 +78,7 @@ const ROUTES: Record<string, Route> = {
   'POST /v1/responses': 'responses',
   'POST /v1/messages': 'messages',
   'POST /v1/messages/count_tokens': 'count-tokens',
+  'POST /v1/responses/input_tokens': 'count-tokens',
   'GET /v1/models': 'models',
 };
 
@@ -137,8 +138,14 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
         200,
         dialect === 'anthropic' ? anthropicModelList(models) : openaiModelList(models),
       );
-    if (route === 'count-tokens')
-      return sendJson(res, 200, { input_tokens: estimateInputTokens(parsed.value) });
+    if (route === 'count-tokens') {
+      const count = { input_tokens: estimateInputTokens(parsed.value) };
+      return sendJson(
+        res,
+        200,
+        dialect === 'anthropic' ? count : { object: 'response.input_tokens', ...count },
+      );
+    }
 
     const reply = await nextReply(request);
     if (reply.delayMs !== undefined) await pause(reply.delayMs, signal);
