@@ -1,5 +1,6 @@
 /** OpenAI Chat Completions (`POST /v1/chat/completions`) as a governed route. */
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import { mergeChatStreams } from './chat-stream-merger.js';
 import {
   isJsonObject,
   type JsonObject,
@@ -59,6 +60,22 @@ export const chatDialect: WireDialect = {
         : [];
     });
   },
+  keepToolCalls(answer, keep) {
+    const message = onlyMessage(answer);
+    if (message === undefined || !Array.isArray(message.tool_calls)) return answer;
+    const toolCalls = message.tool_calls.filter(
+      (call) =>
+        !(isJsonObject(call) && isJsonObject(call.function) && typeof call.function.name === 'string') ||
+        keep(call.function.name),
+    );
+    const [choice] = answer.choices as JsonObject[];
+    const finished = toolCalls.length === 0 && choice?.finish_reason === 'tool_calls';
+    const kept = replaceFields(message, { tool_calls: toolCalls.length > 0 ? toolCalls : undefined });
+    return {
+      ...answer,
+      choices: [{ ...choice, message: kept, ...(finished ? { finish_reason: 'stop' } : {}) }],
+    };
+  },
   withToolResults(body, answer, results) {
     const message = onlyMessage(answer) ?? {};
     const assistant = { role: 'assistant', content: message.content ?? null, tool_calls: message.tool_calls };
@@ -72,4 +89,5 @@ export const chatDialect: WireDialect = {
   withoutToolUse(body) {
     return { ...body, tool_choice: 'none' };
   },
+  mergeStreams: mergeChatStreams,
 };

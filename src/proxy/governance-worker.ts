@@ -39,8 +39,9 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
       ? {}
       : { tokenCounter: memoizeTokenCounter(createTokenCounter(options.tokenizer)) }),
   });
+  const windowOf = (model: string) => options.window ?? contextWindowOf(model);
   const governorFor = ({ provider, model }: { provider: 'openai' | 'anthropic'; model: string }) =>
-    pool({ provider, model, window: options.window ?? contextWindowOf(model) });
+    pool({ provider, model, window: windowOf(model) });
   const aborts = new Map<number, AbortController>();
 
   const reply = (message: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
@@ -88,6 +89,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
           metrics,
           now: () => performance.timeOrigin + performance.now(),
           governorFor,
+          windowOf,
         },
         dialect,
         bytes: message.bytes,

@@ -12,13 +12,14 @@ import { BadInputError, parseJson } from '../core/errors.js';
 import { governRequest } from './govern-request.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
+import type { RecoveryWindow } from './recovery-budget.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
 export interface PrepareInput {
-  settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor'>;
+  settings: Pick<ProxySettings, 'failOpen' | 'recovery' | 'metrics' | 'now' | 'governorFor' | 'windowOf'>;
   dialect: WireDialect;
   /** The client's body, whole. */
   bytes: Uint8Array;
@@ -42,6 +43,8 @@ export interface PreparedUpstream {
     sessionId: string;
     /** The client's body without its conversation, to hide the recovery tools from the answer. */
     client: JsonObject;
+    /** The window the view was governed for, and the view's tokens: the room recovery has. */
+    window: RecoveryWindow;
   };
 }
 
@@ -72,17 +75,17 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     signal: input.signal,
   });
   if (governed.body === undefined) return { body: input.bytes };
-  const view = governed.result?.view;
-  const recover =
-    settings.recovery && body.stream !== true && view !== undefined && hasRecoveryPointers(view);
-  if (!recover || governed.governor === undefined) {
+  const { result, governor } = governed;
+  const recover = settings.recovery && result !== undefined && hasRecoveryPointers(result.view);
+  if (!recover || governor === undefined) {
     return { body: encodeBodyText(JSON.stringify(governed.body)) };
   }
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
+  const window = { windowTokens: settings.windowOf(model), viewTokens: result.viewTokens };
   return {
     body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
-    recovery: { sessionId: identity.storeSessionId, client },
-    governor: governed.governor,
+    recovery: { sessionId: identity.storeSessionId, client, window },
+    governor,
   };
 }

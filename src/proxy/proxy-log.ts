@@ -29,6 +29,8 @@ export interface ProxyLogEntry {
   inputTokens?: number;
   cachedTokens?: number;
   recoveryCalls?: number;
+  /** Tokens transparent recovery added to the last request sent upstream, beyond the view. */
+  recoveredTokens?: number;
   /** Codes of the governor's warnings (never their messages, which may quote content). */
   warnings?: string[];
   /** How a stream ended, when it did not complete. */

@@ -3,6 +3,7 @@
  */
 import type { Governor } from '../core/governor/governor-types.js';
 import type { SidecarStore } from '../core/store.js';
+import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
 import type { AbSplit } from './ab-split.js';
 import { fetchTransport, type UpstreamTransport } from './call-upstream.js';
 import { contextWindowOf } from './context-window.js';
@@ -38,8 +39,13 @@ export interface ProxyOptions {
   failOpen?: boolean;
   /** Govern only a share of accounts; the rest form the control arm. Default: all governed. */
   abSplit?: AbSplit;
-  /** Transparent expand/search_context for non-streaming requests. Default true. */
+  /** Transparent expand/search_context, streamed or not. Default true. */
   recovery?: boolean;
+  /**
+   * Counts what transparent recovery adds to a request (pages of recovered content, the window
+   * check after each round): give it the governor's counter. Default: characters / 4.
+   */
+  tokenCounter?: TokenCounter;
   /** One structured entry per request (no keys, no message content). Default: none. */
   logger?: (entry: ProxyLogEntry) => void;
   /** Calls the upstream through this `fetch` instead of the default node:http(s) transport. */
@@ -56,6 +62,7 @@ export interface ProxySettings {
   abSplit: AbSplit | undefined;
   recovery: boolean;
   recoveryRounds: number;
+  tokenCounter: TokenCounter;
   store: SidecarStore | undefined;
   /** Governance worker threads, when the proxy governs off its own thread. */
   governance: GovernanceWorkers | undefined;
@@ -65,6 +72,8 @@ export interface ProxySettings {
   log: (entry: ProxyLogEntry) => void;
   /** The governor for a request, or undefined when the proxy governs nothing. */
   governorFor(context: Omit<GovernorContext, 'window'>): Governor | undefined;
+  /** The context window a model's requests are governed for. */
+  windowOf(model: string): number;
 }
 
 function trimBase(url: string): string {
@@ -87,6 +96,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     abSplit: options.abSplit,
     recovery: options.recovery ?? true,
     recoveryRounds: 3,
+    tokenCounter: options.tokenCounter ?? approximateTokenCounter,
     store: options.store,
     governance: options.governance,
     metrics: createProxyMetrics(),
@@ -104,5 +114,6 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
       if (typeof governor !== 'function') return governor;
       return governor({ ...context, window: windowOf(context.model) });
     },
+    windowOf,
   };
 }
