@@ -66,17 +66,18 @@ export function createRecoveryBudget(
   };
 }
 
-/** Whether a cut at `end` would split a surrogate pair. */
-function splitsPair(text: string, end: number): boolean {
-  const code = text.charCodeAt(end - 1);
-  return end < text.length && code >= 0xd800 && code <= 0xdbff;
+/** The size of a piece from `offset`, shortened by one when it would end inside a surrogate pair. */
+function wholeCharacters(text: string, offset: number, size: number): number {
+  const code = text.charCodeAt(offset + size - 1);
+  const splits = offset + size < text.length && code >= 0xd800 && code <= 0xdbff;
+  return splits ? size - 1 : size;
 }
 
 /**
  * The longest piece of `text` from `offset` that fits `budget` tokens, ending at a line break
- * when one falls in its second half; `end` is where the next page starts. A few counts of
- * shrinking candidates, never of the whole text (a span can be hundreds of thousands of
- * characters).
+ * when one falls in its second half; `end` is where the next page starts (`offset` itself when
+ * not even one character fits). A few counts of shrinking candidates, never of the whole text
+ * (a span can be hundreds of thousands of characters).
  */
 export function cutPage(
   text: string,
@@ -85,23 +86,26 @@ export function cutPage(
   counter: TokenCounter,
 ): { page: string; end: number } {
   const rest = text.length - offset;
+  const lead = text.charCodeAt(offset);
+  // The first character alone: the least a page can hold.
+  const first = Math.min(rest, lead >= 0xd800 && lead <= 0xdbff ? 2 : 1);
   let fits = 0;
-  let size = Math.min(rest, budget * 4);
-  for (let attempt = 0; attempt < 6 && size > fits; attempt += 1) {
+  let size = wholeCharacters(text, offset, Math.min(rest, budget * 4));
+  for (let attempt = 0; attempt < 8 && size > fits && size >= first; attempt += 1) {
     const tokens = counter.count(text.slice(offset, offset + size));
     if (tokens <= budget) {
       fits = size;
       if (size === rest || tokens >= budget * 0.9) break;
       size = Math.min(rest, Math.floor((size * budget * 0.95) / Math.max(1, tokens)));
     } else {
-      size = Math.floor((size * budget * 0.95) / tokens);
+      size = size === first ? 0 : Math.max(first, Math.floor((size * budget * 0.95) / tokens));
     }
+    size = wholeCharacters(text, offset, size);
   }
   let end = offset + fits;
   if (end < text.length) {
     const lineEnd = text.lastIndexOf('\n', end - 1);
     if (lineEnd + 1 > offset + fits / 2) end = lineEnd + 1;
-    else if (splitsPair(text, end)) end -= 1;
   }
   return { page: text.slice(offset, end), end };
 }
