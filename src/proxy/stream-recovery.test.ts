@@ -5,7 +5,7 @@ import { type ServedProxy, serveProxy } from './serve-proxy.js';
 import { hashApiKey } from './session-identity.js';
 import { conversationBody, type WireRoute } from './testing/agent-conversation.js';
 import { type ProxyFixture, type ProxyFixtureOptions, startProxyFixture } from './testing/proxy-fixture.js';
-import { expandKeys, pointerKeys } from './testing/recovery-pointers.js';
+import { expandKeys, lastToolResult, pointerKeys } from './testing/recovery-pointers.js';
 import { type Accumulated, streamWithSdk } from './testing/sdk-stream.js';
 import { streamGrammarProblems } from './testing/stream-grammar.js';
 import { EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
@@ -143,6 +143,23 @@ describe('transparent recovery of streamed answers', () => {
       expect(second).not.toContain('_scripted0000_1');
     },
   );
+
+  it('recovers the same way when governance runs in a worker thread', async () => {
+    const url = await serve({
+      workers: 1,
+      script: (request) =>
+        isRecoveryRound(request)
+          ? { text: 'Found it.' }
+          : { text: 'Looking. ', toolCalls: expandOf(request) },
+    });
+    const result = await streamWithSdk('responses', url, agentBody('responses'));
+    expect(result.text).toBe('Looking. Found it.');
+    expectCoherent('responses', result);
+    expect(lastToolResult(fixture!.upstream.requests[1]?.body)).toMatch(/computeValue/);
+    await until(() => fixture!.logs.length === 1);
+    expect(fixture!.logs[0]).toMatchObject({ recoveryCalls: 1 });
+    expect(fixture!.logs[0]?.recoveredTokens).toBeGreaterThan(0);
+  });
 
   it('stops after three rounds, forbids tools on the last call, and drops a proxy call made anyway', async () => {
     const url = await serve({
