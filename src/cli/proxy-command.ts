@@ -75,15 +75,13 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
     await store.close();
     throw error;
   }
+  // Recovery counts what it appends with the governor's counter, so pages fit the same window.
+  const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
   const proxy = createProxy({
     ...(governance === undefined
-      ? {
-          governor: createGovernorPool({
-            store,
-            tokenCounter: memoizeTokenCounter(createTokenCounter('o200k_base')),
-          }),
-        }
+      ? { governor: createGovernorPool({ store, tokenCounter }) }
       : { governance }),
+    tokenCounter,
     store,
     upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
     ...(options.window ? { window: options.window } : {}),
