@@ -30,6 +30,10 @@ export const chatDialect: WireDialect = {
   writeTranscript(body, view) {
     return replaceFields(body, { messages: toOpenAIChat([...view]).messages });
   },
+  recoverable(body) {
+    // With several choices, each could call the proxy's tools differently: not one answer to continue.
+    return body.n === undefined || body.n === null || body.n === 1;
+  },
   usageOf(payload) {
     const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;
     if (usage === undefined) return undefined;

@@ -76,7 +76,11 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
-  const recover = settings.recovery && result !== undefined && hasRecoveryPointers(result.view);
+  const recover =
+    settings.recovery &&
+    result !== undefined &&
+    dialect.recoverable?.(body) !== false &&
+    hasRecoveryPointers(result.view);
   if (!recover || governor === undefined) {
     return { body: encodeBodyText(JSON.stringify(governed.body)) };
   }

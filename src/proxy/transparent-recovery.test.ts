@@ -195,11 +195,20 @@ describe('transparent recovery', () => {
     },
   );
 
-  it('adds no tools when turned off', async () => {
+  it('adds no tools when turned off, nor to a chat request for several choices', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }), proxy: { recovery: false } });
     await fixture.post('messages', conversationBody('messages', { turns: TURNS }));
     expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
     expect(fixture.upstream.requests[0]?.rawBody).not.toContain(EXPAND_TOOL);
+    await fixture.close();
+    fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
+    await fixture.post('chat', { ...conversationBody('chat', { turns: TURNS }), n: 2 });
+    await fixture.post('chat', { ...conversationBody('chat', { turns: TURNS }), n: 1 });
+    expect(fixture.upstream.requests.map((request) => request.rawBody.includes(EXPAND_TOOL))).toEqual([
+      false,
+      true,
+    ]);
+    expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
   });
 
   it.each([false, true])(

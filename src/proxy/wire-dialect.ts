@@ -49,6 +49,8 @@ export interface WireDialect {
   identitySeed?(body: JsonObject): string;
   /** Why a request cannot be governed (its history lives upstream), or undefined. */
   ungovernedReason?(body: JsonObject): string | undefined;
+  /** Whether the proxy can answer its own tools in the answers to this request (default yes). */
+  recoverable?(body: JsonObject): boolean;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
   usageOf(payload: unknown): Partial<TokenUsage> | undefined;
   /** The body with `tools` added after the client's own (names already present are skipped). */
