@@ -91,14 +91,14 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
     await store.close();
     throw error;
   }
-  // The governor and the proxy count with one counter, so messages and tools add up.
+  // The governor and the proxy count with one counter, so messages, tools and recovered pages add up.
   const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
   const proxy = createProxy({
     ...(governance === undefined
       ? { governor: createGovernorPool({ store, tokenCounter }) }
       : { governance }),
-    store,
     tokenCounter,
+    store,
     upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
     ...(options.window ? { window: options.window } : {}),
     ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),

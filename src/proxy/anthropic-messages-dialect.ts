@@ -5,6 +5,7 @@ import {
   fromAnthropicMessages,
   toAnthropicMessages,
 } from '../adapters/index.js';
+import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -72,6 +73,13 @@ export const anthropicMessagesDialect: WireDialect = {
       return [{ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) }];
     });
   },
+  keepToolCalls(answer, keep) {
+    const content = contentBlocks(answer).filter(
+      (block) => block.type !== 'tool_use' || typeof block.name !== 'string' || keep(block.name),
+    );
+    const finished = answer.stop_reason === 'tool_use' && !content.some((block) => block.type === 'tool_use');
+    return { ...answer, content, ...(finished ? { stop_reason: 'end_turn' } : {}) };
+  },
   withToolResults(body, answer, results) {
     const assistant = { role: 'assistant', content: contentBlocks(answer) };
     const toolResults = {
@@ -87,4 +95,5 @@ export const anthropicMessagesDialect: WireDialect = {
   withoutToolUse(body) {
     return { ...body, tool_choice: { type: 'none' } };
   },
+  mergeStreams: mergeAnthropicStreams,
 };

@@ -1,5 +1,6 @@
 /** OpenAI Chat Completions (`POST /v1/chat/completions`) as a governed route. */
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import { mergeChatStreams } from './chat-stream-merger.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -38,6 +39,10 @@ export const chatDialect: WireDialect = {
     // `max_tokens` is the older name; reasoning models take only `max_completion_tokens`.
     return positiveIntegerOf(body.max_completion_tokens) ?? positiveIntegerOf(body.max_tokens);
   },
+  recoverable(body) {
+    // With several choices, each could call the proxy's tools differently: not one answer to continue.
+    return body.n === undefined || body.n === null || body.n === 1;
+  },
   usageOf(payload) {
     const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;
     if (usage === undefined) return undefined;
@@ -68,6 +73,22 @@ export const chatDialect: WireDialect = {
         : [];
     });
   },
+  keepToolCalls(answer, keep) {
+    const message = onlyMessage(answer);
+    if (message === undefined || !Array.isArray(message.tool_calls)) return answer;
+    const toolCalls = message.tool_calls.filter(
+      (call) =>
+        !(isJsonObject(call) && isJsonObject(call.function) && typeof call.function.name === 'string') ||
+        keep(call.function.name),
+    );
+    const [choice] = answer.choices as JsonObject[];
+    const finished = toolCalls.length === 0 && choice?.finish_reason === 'tool_calls';
+    const kept = replaceFields(message, { tool_calls: toolCalls.length > 0 ? toolCalls : undefined });
+    return {
+      ...answer,
+      choices: [{ ...choice, message: kept, ...(finished ? { finish_reason: 'stop' } : {}) }],
+    };
+  },
   withToolResults(body, answer, results) {
     const message = onlyMessage(answer) ?? {};
     const assistant = { role: 'assistant', content: message.content ?? null, tool_calls: message.tool_calls };
@@ -81,4 +102,5 @@ export const chatDialect: WireDialect = {
   withoutToolUse(body) {
     return { ...body, tool_choice: 'none' };
   },
+  mergeStreams: mergeChatStreams,
 };

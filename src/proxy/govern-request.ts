@@ -22,6 +22,8 @@ export interface GovernedBody {
   /** The governor and its answer, when governance ran. */
   governor?: Governor;
   result?: ProjectResult;
+  /** Tokens the view may take: the window less what the request needs beside its messages. */
+  viewRoom?: number;
 }
 
 export interface GovernInput {
@@ -119,5 +121,6 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     headers.set('x-selfgc-commit', ids);
     trace.entry.commit = ids;
   }
-  return { body: dialect.writeTranscript(input.body, result.view), governor, result };
+  const viewRoom = Math.max(0, window - reserve.total);
+  return { body: dialect.writeTranscript(input.body, result.view), governor, result, viewRoom };
 }

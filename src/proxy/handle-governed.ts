@@ -16,8 +16,16 @@ import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText } from './read-body-bytes.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
 import { hashApiKey } from './session-identity.js';
+import type { StreamMerger } from './stream-merger.js';
+import { streamRecovery } from './stream-recovery.js';
 import { tapEventStream } from './tap-event-stream.js';
-import { type BufferedAnswer, hideRecovery, recoverTransparently } from './transparent-recovery.js';
+import {
+  type BufferedAnswer,
+  createRecovery,
+  isRecoveryTool,
+  type Recovery,
+  recoverTransparently,
+} from './transparent-recovery.js';
 import type { JsonObject, TokenUsage, WireDialect } from './wire-dialect.js';
 
 interface Exchange {
@@ -56,24 +64,33 @@ export async function handleGoverned(
             { ...input, failOpen: settings.failOpen, recovery: settings.recovery },
             settings.metrics,
           );
-    const { recovery, governor } = prepared;
-    if (recovery === undefined || governor === undefined) return await forward(exchange, prepared.body);
-    let recoveryCalls = 0;
-    const answer = await recoverTransparently({
+    const { recovery: recovered, governor } = prepared;
+    if (recovered === undefined || governor === undefined) return await forward(exchange, prepared.body);
+    const recovery = createRecovery({
       dialect,
       governor,
-      sessionId: recovery.sessionId,
+      sessionId: recovered.sessionId,
       body: () => JSON.parse(decodeBodyText(prepared.body)) as JsonObject,
-      first: await sendBuffered(exchange, prepared.body),
-      send: (next: JsonObject) => sendBuffered(exchange, JSON.stringify(next)),
+      client: recovered.client,
+      window: recovered.window,
+      counter: settings.tokenCounter,
       maxRounds: settings.recoveryRounds,
       onInternalCall: (tool) => {
-        recoveryCalls += 1;
+        trace.entry.recoveryCalls = (trace.entry.recoveryCalls ?? 0) + 1;
         settings.metrics.count('selfgc_proxy_recovery_calls_total', { arm, tool });
       },
     });
-    if (recoveryCalls > 0) trace.entry.recoveryCalls = recoveryCalls;
-    return answerBuffered(exchange, hideRecovery(dialect, answer, recovery.client));
+    const sent = await send(exchange, prepared.body);
+    if (eventStreamOf(sent.call) !== null) {
+      const merger = dialect.mergeStreams({ isInternal: isRecoveryTool, client: recovered.client });
+      return answerStreamed(exchange, sent, { recovery, merger, viewTokens: recovered.window.viewTokens });
+    }
+    const first = await readAnswer(exchange, sent);
+    const answer = await recoverTransparently(recovery, first, (next) =>
+      sendBuffered(exchange, JSON.stringify(next)),
+    );
+    noteRecoveredTokens(exchange, recovery, recovered.window.viewTokens);
+    return answerBuffered(exchange, answer);
   } catch (error) {
     return trace.fail(error, dialect.provider, headers);
   }
@@ -84,10 +101,23 @@ function upstreamUrl(exchange: Exchange): string {
   return `${exchange.settings.upstreams[exchange.dialect.provider]}${pathname}${search}`;
 }
 
+/**
+ * The tokens of the conversation last sent upstream, when recovery appended to it: in the log,
+ * and in `x-selfgc-tokens-after` while the answer's headers are not sent yet (buffered answers).
+ */
+function noteRecoveredTokens(exchange: Exchange, recovery: Recovery, viewTokens: number): void {
+  const sent = recovery.sentTokens();
+  if (sent === undefined) return;
+  exchange.headers.set('x-selfgc-tokens-after', String(sent));
+  exchange.trace.entry.tokensAfter = sent;
+  exchange.trace.entry.recoveredTokens = sent - viewTokens;
+}
+
 /** One upstream call; its time is counted once the answer is read (or the call failed). */
 async function send(
   exchange: Exchange,
   body: string | Uint8Array,
+  signal: AbortSignal = exchange.request.signal,
 ): Promise<{ call: UpstreamCall; started: number }> {
   const { settings, request, trace } = exchange;
   const headers = upstreamRequestHeaders(request.headers);
@@ -101,7 +131,7 @@ async function send(
       headers,
       body,
       timeoutMs: settings.upstreamTimeoutMs,
-      signal: request.signal,
+      signal,
     });
     return { call, started };
   } catch (error) {
@@ -151,12 +181,48 @@ function answerBuffered(exchange: Exchange, answer: BufferedAnswer): ProxyAnswer
   };
 }
 
+/** The body of an answer that is an event stream, or null. */
+function eventStreamOf(call: UpstreamCall): ReadableStream<Uint8Array> | null {
+  const isStream = (call.answer.headers.get('content-type') ?? '').includes('text/event-stream');
+  return isStream ? call.answer.body : null;
+}
+
+/** A streamed answer with transparent recovery: the rounds merged into one client stream. */
+function answerStreamed(
+  exchange: Exchange,
+  sent: { call: UpstreamCall; started: number },
+  parts: { recovery: Recovery; merger: StreamMerger; viewTokens: number },
+): ProxyAnswer {
+  const { dialect, settings, trace, request } = exchange;
+  const { answer } = sent.call;
+  sent.call.settle();
+  trace.addUpstreamTime(settings.now() - sent.started);
+  const stream = streamRecovery({
+    dialect,
+    recovery: parts.recovery,
+    merger: parts.merger,
+    first: eventStreamOf(sent.call)!,
+    async send(body, signal) {
+      const next = await send(exchange, JSON.stringify(body), AbortSignal.any([request.signal, signal]));
+      next.call.settle();
+      trace.addUpstreamTime(settings.now() - next.started);
+      return next.call.answer;
+    },
+    onUsage: (usage) => trace.addUsage(usage),
+    onEnd(outcome) {
+      noteRecoveredTokens(exchange, parts.recovery, parts.viewTokens);
+      trace.end(outcome === 'complete' ? undefined : outcome);
+    },
+  });
+  trace.respond(answer.status);
+  return { status: answer.status, headers: answerHeaders(exchange, answer.headers), body: stream };
+}
+
 /** Forward once; event streams go through chunk by chunk, everything else is read first. */
 async function forward(exchange: Exchange, body: Uint8Array): Promise<ProxyAnswer> {
   const sent = await send(exchange, body);
   const { answer } = sent.call;
-  const isStream = (answer.headers.get('content-type') ?? '').includes('text/event-stream');
-  const source = isStream ? answer.body : null;
+  const source = eventStreamOf(sent.call);
   if (source === null) return answerBuffered(exchange, await readAnswer(exchange, sent));
   sent.call.settle();
   const { dialect, settings, trace } = exchange;

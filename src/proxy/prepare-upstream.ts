@@ -14,6 +14,7 @@ import { CLIENT_SESSION_HEADERS } from './client-session-id.js';
 import { LONG_CONTEXT_HEADER } from './context-window.js';
 import { type GovernSettings, governRequest } from './govern-request.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
+import type { RecoveryWindow } from './recovery-budget.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
@@ -64,6 +65,8 @@ export interface PreparedUpstream {
     client: JsonObject;
     /** What this view can recover (`ProjectResult.recoverable`): recovery answers for it alone. */
     scope: RecoveryScope;
+    /** The room the view was governed for, and the view's tokens: the room recovery has. */
+    window: RecoveryWindow;
   };
 }
 
@@ -98,23 +101,28 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     trace,
     requestHeaders: input.requestHeaders,
     headers,
-    // Recovery tools go into non-streaming requests whose view has pointers: keep room for them.
-    proxyTools: settings.recovery && body.stream !== true ? RECOVERY_TOOLS : [],
+    // Recovery tools go into requests whose view has pointers, streamed or not: keep room for them.
+    proxyTools: settings.recovery ? RECOVERY_TOOLS : [],
     signal: input.signal,
   });
   if (governed.body === undefined) return { body: input.bytes };
-  const view = governed.result?.view;
+  const { result, governor } = governed;
   const recover =
-    settings.recovery && body.stream !== true && view !== undefined && hasRecoveryPointers(view);
-  if (!recover || governed.governor === undefined) {
+    settings.recovery &&
+    result !== undefined &&
+    dialect.recoverable?.(body) !== false &&
+    hasRecoveryPointers(result.view);
+  if (!recover || governor === undefined) {
     return { body: encodeBodyText(JSON.stringify(governed.body)) };
   }
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
-  const scope = governed.result?.recoverable ?? {};
+  const scope = result.recoverable;
+  // Recovery appends messages: it has the room the view was given, less what the view takes.
+  const window = { windowTokens: governed.viewRoom ?? result.viewTokens, viewTokens: result.viewTokens };
   return {
     body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
-    recovery: { sessionId: identity.storeSessionId, client, scope },
-    governor: scopeRecovery(governed.governor, scope),
+    recovery: { sessionId: identity.storeSessionId, client, scope, window },
+    governor: scopeRecovery(governor, scope),
   };
 }

@@ -35,6 +35,8 @@ export interface ProxyLogEntry {
   inputTokens?: number;
   cachedTokens?: number;
   recoveryCalls?: number;
+  /** Tokens transparent recovery added to the last request sent upstream, beyond the view. */
+  recoveredTokens?: number;
   /** Codes of the governor's and the proxy's warnings (never messages, which may quote content). */
   warnings?: string[];
   /** Where the history parted from the one governed before, when it did. */

@@ -36,8 +36,9 @@ export interface ProxyOptions {
    */
   window?: number | ((model: string, requestHeaders: Headers) => number);
   /**
-   * Counts what a request needs beyond its messages (tool definitions, instructions): give it the
-   * governor's counter. Default: characters / 4, the governor's default.
+   * Counts what a request needs beyond its messages (tool definitions, instructions) and what
+   * transparent recovery adds to it (pages of recovered content, the window check after each
+   * round): give it the governor's counter. Default: characters / 4, the governor's default.
    */
   tokenCounter?: TokenCounter;
   /**
@@ -53,7 +54,7 @@ export interface ProxyOptions {
   failOpen?: boolean;
   /** Govern only a share of accounts; the rest form the control arm. Default: all governed. */
   abSplit?: AbSplit;
-  /** Transparent expand/search_context for non-streaming requests. Default true. */
+  /** Transparent expand/search_context, streamed or not. Default true. */
   recovery?: boolean;
   /** One structured entry per request (no keys, no message content). Default: none. */
   logger?: (entry: ProxyLogEntry) => void;
@@ -78,7 +79,7 @@ export interface ProxySettings {
   upstream: UpstreamTransport;
   now: () => number;
   log: (entry: ProxyLogEntry) => void;
-  /** Counts the prompt a request carries besides its messages. */
+  /** Counts the prompt a request carries besides its messages, and what recovery adds. */
   tokenCounter: TokenCounter;
   /** Output tokens to keep free when a request names none; undefined for the default. */
   reserveOutput: number | undefined;

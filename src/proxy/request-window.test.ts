@@ -59,11 +59,17 @@ async function serve(options: ProxyFixtureOptions & { reserves?: number[] }) {
   const { reserves = [], ...rest } = options;
   const script = () => ({ text: 'Reading on.' });
   if (rest.workers !== undefined) {
-    fixture = await startProxyFixture({ script, ...rest });
+    fixture = await startProxyFixture({ script, reserveOutput: 'default', ...rest });
   } else {
     const store = createMemoryStore();
     const governor = reservingPool(store, reserves);
-    fixture = await startProxyFixture({ script, store, ...rest, proxy: { governor, ...rest.proxy } });
+    fixture = await startProxyFixture({
+      script,
+      store,
+      reserveOutput: 'default',
+      ...rest,
+      proxy: { governor, ...rest.proxy },
+    });
   }
   served = await serveProxy(fixture.proxy, { port: 0 });
   return { fixture, served, reserves };
@@ -142,13 +148,14 @@ describe('the window bounds the whole request', () => {
     const response = await post('chat', body);
     expect(response.status).toBe(200);
     await response.text();
-    // A quarter of a window this small; streamed, so no recovery tools to make room for.
+    // A quarter of a window this small, and room for the recovery tools (streams recover too).
+    const recoveryTools = countJson(chatDialect.withTools({}, RECOVERY_TOOLS).tools);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('2000');
-    expect(reserves).toEqual([2_000]);
+    expect(reserves).toEqual([2_000 + recoveryTools]);
     const sentMessages = chatDialect
       .readTranscript(lastUpstreamBody())
       .reduce((sum, message) => sum + countMessageTokens(counter, message), 0);
-    expect(sentMessages + 2_000).toBeLessThanOrEqual(window);
+    expect(sentMessages + recoveryTools + 2_000).toBeLessThanOrEqual(window);
 
     await served?.close();
     await fixture?.close();
@@ -156,7 +163,7 @@ describe('the window bounds the whole request', () => {
     const again = await post('chat', body);
     await again.text();
     expect(again.headers.get('x-selfgc-output-reserve')).toBe('1500');
-    expect(configured.reserves).toEqual([1_500]);
+    expect(configured.reserves).toEqual([1_500 + recoveryTools]);
   });
 
   it('says so in x-selfgc-warnings (codes only) when the reserve alone fills the window', async () => {

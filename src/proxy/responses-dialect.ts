@@ -5,6 +5,7 @@
  */
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
+import { hideResponseTools, mergeResponsesStreams } from './responses-stream-merger.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -93,6 +94,15 @@ export const responsesDialect: WireDialect = {
       ];
     });
   },
+  keepToolCalls(answer, keep) {
+    if (!Array.isArray(answer.output)) return answer;
+    const output = answer.output.filter(
+      (item) =>
+        !(isJsonObject(item) && item.type === 'function_call' && typeof item.name === 'string') ||
+        keep(item.name),
+    );
+    return { ...answer, output };
+  },
   withToolResults(body, answer, results) {
     // Reasoning items must stay with the calls they led to; assistant text items are kept too.
     const items = outputItems(answer).filter((item) => item.type !== 'message' || item.role === 'assistant');
@@ -104,15 +114,10 @@ export const responsesDialect: WireDialect = {
     return { ...body, input: [...inputItems(body), ...items, ...outputs] };
   },
   hideAddedTools(answer, client, added) {
-    const tools = Array.isArray(answer.tools)
-      ? answer.tools.filter(
-          (tool) => !(isJsonObject(tool) && typeof tool.name === 'string' && added.has(tool.name)),
-        )
-      : answer.tools;
-    const toolChoice = 'tool_choice' in answer ? { tool_choice: client.tool_choice ?? 'auto' } : {};
-    return replaceFields(answer, { tools, ...toolChoice });
+    return hideResponseTools(answer, client, (name) => added.has(name));
   },
   withoutToolUse(body) {
     return { ...body, tool_choice: 'none' };
   },
+  mergeStreams: mergeResponsesStreams,
 };

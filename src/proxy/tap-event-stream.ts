@@ -3,16 +3,22 @@
  * on the side (for usage numbers). Backpressure and cancellation go through to the source.
  */
 
-/** Splits text into server-sent events and hands each event's data to `onData`. */
-export function createSseReader(onData: (data: string) => void): { push(text: string): void } {
+/** Splits text into server-sent events and hands each event's data (and name, if any) to `onData`. */
+export function createSseReader(onData: (data: string, event: string | undefined) => void): {
+  push(text: string): void;
+} {
   let pending = '';
   let data: string[] = [];
+  let event: string | undefined;
   const line = (value: string) => {
     if (value === '') {
-      if (data.length > 0) onData(data.join('\n'));
+      if (data.length > 0) onData(data.join('\n'), event);
       data = [];
+      event = undefined;
     } else if (value.startsWith('data:')) {
       data.push(value.slice(value.startsWith('data: ') ? 6 : 5));
+    } else if (value.startsWith('event:')) {
+      event = value.slice(value.startsWith('event: ') ? 7 : 6);
     }
   };
   return {

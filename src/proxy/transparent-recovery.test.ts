@@ -1,21 +1,55 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createGovernor } from '../core/governor/create-governor.js';
+import { countMessageTokens } from '../core/ledger.js';
 import { recoveryKeyOf } from '../core/session-state.js';
+import { approximateTokenCounter } from '../core/tokens.js';
 import type { ScriptedRequest } from '../testing/scripted-reply.js';
+import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
+import { chatDialect } from './chat-dialect.js';
+import { responsesDialect } from './responses-dialect.js';
 import { hashApiKey } from './session-identity.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
-import { expandKeys, filesOutOf, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
+import {
+  type ExpandPage,
+  expandKeys,
+  filesOutOf,
+  lastToolResult,
+  pointerKeys,
+  readExpandPage,
+  storeSessionOf,
+} from './testing/recovery-pointers.js';
 import { answerInternalCall, EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
+import type { WireDialect } from './wire-dialect.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
 const TURNS = 8;
+/** The proxy fixture's window. */
+const WINDOW = 2000;
+const DIALECTS: Record<WireRoute, WireDialect> = {
+  chat: chatDialect,
+  responses: responsesDialect,
+  messages: anthropicMessagesDialect,
+};
 let fixture: ProxyFixture | undefined;
 afterEach(async () => {
   await fixture?.close();
   fixture = undefined;
 });
+
+/** Requests after the first of a recovery carry the scripted model's own call ids in their history. */
+function isRecoveryRound(request: ScriptedRequest): boolean {
+  return request.rawBody.includes('_scripted0');
+}
+
+async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 /** The first recovery pointer the upstream was shown: any key, an output's or a span's. */
 function pointerIn(request: ScriptedRequest): string {
@@ -30,6 +64,13 @@ function filesIn(request: ScriptedRequest | undefined): number[] {
   return Array.from({ length: TURNS }, (_, turn) => turn).filter((turn) =>
     raw.includes(JSON.stringify(fileContent(turn)).slice(1, -1)),
   );
+}
+
+/** The conversation's tokens in a request body, counted as the governor counts a view. */
+function measured(route: WireRoute, body: unknown): number {
+  return DIALECTS[route]
+    .readTranscript(body as Record<string, unknown>)
+    .reduce((sum, message) => sum + countMessageTokens(approximateTokenCounter, message), 0);
 }
 
 describe('transparent recovery', () => {
@@ -56,20 +97,28 @@ describe('transparent recovery', () => {
       expect(fixture.upstream.requests).toHaveLength(2);
       expect(first?.rawBody).toContain(EXPAND_TOOL);
       // The model asked for the first pointer it was shown, whatever it names (an output or the
-      // work after a request): the answer is the sidecar's exact text, and with it the files
-      // that pointer held come back into the model's view, and only those.
+      // work after a request): the answer is the sidecar's exact text from its start, whole or
+      // the first page of it, and with it come back into the model's view the files that page
+      // holds, and only those.
       const key = pointerIn(first!);
       const expanded = (await expandKeys(fixture.store, storeSessionOf(response), [key])).get(key);
       expect(expanded).toBeDefined();
-      expect(second?.rawBody).toContain(JSON.stringify(expanded).slice(1, -1));
+      const page = readExpandPage(lastToolResult(second?.body) ?? '');
+      expect(page.start).toBe(0);
+      expect(page.total).toBe(expanded!.length);
+      expect(page.text).toBe(expanded!.slice(0, page.end));
       const recovered = filesIn(second).filter((turn) => !filesIn(first).includes(turn));
-      expect(recovered.length).toBeGreaterThan(0);
-      const heldByKey = filesOutOf(first!.rawBody, TURNS).filter((turn) =>
-        expanded!.includes(fileContent(turn)),
+      const heldByPage = filesOutOf(first!.rawBody, TURNS).filter((turn) =>
+        page.text.includes(fileContent(turn)),
       );
-      expect(recovered).toEqual(heldByKey);
+      expect(recovered).toEqual(heldByPage);
+      // The request after the expand stays in the window, and the headers say what it carried:
+      // the view's tokens plus what recovery appended, counted as the governor counts.
+      expect(measured(route, second?.body)).toBeLessThanOrEqual(WINDOW);
       expect(fixture.logs).toHaveLength(1);
-      expect(fixture.logs[0]).toMatchObject({ status: 200, recoveryCalls: 1 });
+      const recoveredTokens = measured(route, second?.body) - measured(route, first?.body);
+      expect(fixture.logs[0]).toMatchObject({ status: 200, recoveryCalls: 1, recoveredTokens });
+      expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBe(fixture.logs[0]?.tokensAfter);
       const samples = await fixture.metrics();
       expect(sampleSum(samples, 'selfgc_proxy_recovery_calls_total', { tool: EXPAND_TOOL })).toBe(1);
       expect(sampleSum(samples, 'selfgc_proxy_upstream_seconds_count')).toBe(2);
@@ -113,37 +162,99 @@ describe('transparent recovery', () => {
     fixture = await startProxyFixture({
       script: (request) => ({ toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] }),
     });
-    await fixture.post('chat', conversationBody('chat', { turns: TURNS }));
+    const response = await fixture.post('chat', conversationBody('chat', { turns: TURNS }));
     const bodies = fixture.upstream.requests.map((request) => request.body as Record<string, unknown>);
     expect(bodies).toHaveLength(4);
     expect(bodies.map((body) => body.tool_choice)).toEqual([undefined, undefined, undefined, 'none']);
+    // The first page filled the room: the later calls are told so, and every request fits.
+    expect(lastToolResult(bodies[2])).toMatch(/^\[selfgc: no room left in the context window/);
+    for (const body of bodies) expect(measured('chat', body)).toBeLessThanOrEqual(WINDOW);
+    // The scripted model ignores tool_choice: its last call does not reach the client.
+    const answer = (await response.json()) as { choices: Array<{ message: object }> };
+    expect(answer.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant' } });
+    expect(answer.choices[0]?.message).not.toHaveProperty('tool_calls');
   });
 
-  it('leaves answers that also call client tools to the client', async () => {
-    fixture = await startProxyFixture({
-      script: (request) => ({
-        toolCalls: [
-          { name: EXPAND_TOOL, arguments: { id: pointerIn(request) } },
-          { name: 'read_file', arguments: { path: 'src/x.ts' } },
-        ],
-      }),
-    });
-    const response = await fixture.post('responses', conversationBody('responses', { turns: TURNS }));
-    expect(await response.text()).toContain('read_file');
-    expect(fixture.upstream.requests).toHaveLength(1);
-  });
+  it.each(ROUTES)(
+    '%s: a turn calling a proxy tool and a client tool gives the client only its own call',
+    async (route) => {
+      const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
+      fixture = await startProxyFixture({
+        script: (request) =>
+          request.index === 0
+            ? { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }, readFile] }
+            : { text: 'Reading it again.', toolCalls: [readFile] },
+      });
+      const response = await fixture.post(route, conversationBody(route, { turns: TURNS }));
+      const text = await response.text();
+      expect(text).toContain('read_file');
+      expect(text).toContain('_scripted0001_0');
+      expect(text).not.toContain('selfgc_');
+      expect(fixture.upstream.requests).toHaveLength(2);
+      // The proxy's call went upstream with its result; the client call of that turn did not.
+      const second = fixture.upstream.requests[1]!.rawBody;
+      expect(second).toContain('_scripted0000_0');
+      expect(second).not.toContain('_scripted0000_1');
+    },
+  );
 
-  it('adds no tools when turned off, and none to streaming requests', async () => {
-    fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
-    await (await fixture.post('chat', conversationBody('chat', { turns: TURNS, stream: true }))).text();
-    expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
-    expect(fixture.upstream.requests[0]?.rawBody).not.toContain(EXPAND_TOOL);
-    await fixture.close();
+  it('adds no tools when turned off, nor to a chat request for several choices', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }), proxy: { recovery: false } });
     await fixture.post('messages', conversationBody('messages', { turns: TURNS }));
     expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
     expect(fixture.upstream.requests[0]?.rawBody).not.toContain(EXPAND_TOOL);
+    await fixture.close();
+    fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
+    await fixture.post('chat', { ...conversationBody('chat', { turns: TURNS }), n: 2 });
+    await fixture.post('chat', { ...conversationBody('chat', { turns: TURNS }), n: 1 });
+    expect(fixture.upstream.requests.map((request) => request.rawBody.includes(EXPAND_TOOL))).toEqual([
+      false,
+      true,
+    ]);
+    expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
   });
+
+  it.each([false, true])(
+    'pages a payload larger than the room over later requests, each inside the window (streamed: %s)',
+    async (stream) => {
+      const window = 6000;
+      let offset = 0;
+      fixture = await startProxyFixture({
+        window,
+        script: (request) =>
+          isRecoveryRound(request)
+            ? { text: 'noted' }
+            : { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request), offset } }] },
+      });
+      const pages: ExpandPage[] = [];
+      let session = '';
+      for (let turn = 0; turn < 6 && (turn === 0 || pages.at(-1)?.next !== undefined); turn += 1) {
+        const sent = fixture.upstream.requests.length;
+        const response = await fixture.post(
+          'messages',
+          conversationBody('messages', { turns: TURNS, stream }),
+        );
+        await response.text();
+        session = storeSessionOf(response);
+        const [question, recovery] = fixture.upstream.requests.slice(sent);
+        const page = readExpandPage(lastToolResult(recovery?.body) ?? '');
+        expect(page.start).toBe(offset);
+        pages.push(page);
+        offset = page.next ?? page.end;
+        expect(measured('messages', question?.body)).toBeLessThanOrEqual(window);
+        expect(measured('messages', recovery?.body)).toBeLessThanOrEqual(window);
+        await until(() => fixture!.logs.length === turn + 1);
+        const recoveredTokens = measured('messages', recovery?.body) - measured('messages', question?.body);
+        expect(fixture.logs[turn]?.recoveredTokens).toBe(recoveredTokens);
+      }
+      // More than one page, each ending where the next starts, together the exact payload.
+      expect(pages.length).toBeGreaterThan(1);
+      expect(pages.at(-1)?.next).toBeUndefined();
+      const key = pointerIn(fixture.upstream.requests[0]!);
+      const expanded = (await expandKeys(fixture.store, session, [key])).get(key);
+      expect(pages.map((page) => page.text).join('')).toBe(expanded);
+    },
+  );
 
   it("never answers from another key's sidecar", async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
@@ -157,8 +268,9 @@ describe('transparent recovery', () => {
     const call = { id: 'c1', name: EXPAND_TOOL, arguments: JSON.stringify({ id }) };
     const namespaced = (key: string) =>
       `${hashApiKey(new Headers({ authorization: `Bearer ${key}` }))}:same-name`;
-    expect(await answerInternalCall(governor, namespaced('sk-a'), call)).toContain('computeValue');
-    expect(await answerInternalCall(governor, namespaced('sk-b'), call)).toBe(
+    const room = { tokens: 100_000, counter: approximateTokenCounter };
+    expect(await answerInternalCall(governor, namespaced('sk-a'), call, room)).toContain('computeValue');
+    expect(await answerInternalCall(governor, namespaced('sk-b'), call, room)).toBe(
       `No object ${id} is kept for this conversation.`,
     );
   });

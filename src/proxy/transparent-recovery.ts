@@ -1,13 +1,25 @@
 /**
  * Transparent recovery: when the view holds folded or masked objects, the model gets two extra
- * tools, `selfgc_expand` and `selfgc_search_context`. When an answer calls only those, the proxy
+ * tools, `selfgc_expand` and `selfgc_search_context`. When an answer calls them, the proxy
  * answers them from the sidecar and asks the upstream again (at most `maxRounds` times), so the
- * client only ever sees the final answer. Streaming requests are not recovered (their answer is
- * already on its way to the client when its tool calls appear); they keep the recovery pointers,
- * which a client with its own GC tools can follow.
+ * client only ever sees the final answer, streamed (`stream-recovery.ts`) or not.
+ *
+ * An answer that calls the proxy's tools and the client's in the same turn goes on upstream with
+ * only the proxy's calls in its turn: the client's calls are dropped, and the model, given the
+ * recovered content, issues again the ones it still needs. The client never receives a call it
+ * cannot answer, and what goes upstream keeps every call paired with its result.
  */
 import type { Governor } from '../core/governor/governor-types.js';
+import type { TokenCounter } from '../core/tokens.js';
 import { type Message, partText } from '../core/transcript.js';
+import {
+  createRecoveryBudget,
+  cutPage,
+  MIN_PAGE_TOKENS,
+  NOTE_TOKENS,
+  type RecoveryBudget,
+  type RecoveryWindow,
+} from './recovery-budget.js';
 import {
   isJsonObject,
   type JsonObject,
@@ -24,10 +36,18 @@ export const RECOVERY_TOOLS: readonly ToolDefinition[] = [
     name: EXPAND_TOOL,
     description:
       'Recover the exact original content of an object of this conversation that was folded or masked. ' +
-      'Call it when a placeholder says expand("<id>") and you need the original text.',
+      'Call it when a placeholder says expand("<id>") and you need the original text. Long content ' +
+      'comes in pages: a page ends with a line giving the offset of the next one.',
     parameters: {
       type: 'object',
-      properties: { id: { type: 'string', description: 'The object id, e.g. function:read_file:12' } },
+      properties: {
+        id: { type: 'string', description: 'The object id, e.g. function:read_file:12' },
+        offset: {
+          type: 'integer',
+          minimum: 0,
+          description: 'Character offset to start from, as a previous page names it (default 0)',
+        },
+      },
       required: ['id'],
       additionalProperties: false,
     },
@@ -51,47 +71,171 @@ export type RecoveryGovernor = Pick<Governor, 'expand' | 'searchContext'>;
 
 const INTERNAL_TOOLS = new Set(RECOVERY_TOOLS.map((tool) => tool.name));
 
+/** Whether a tool is one of the proxy's own. */
+export function isRecoveryTool(name: string): boolean {
+  return INTERNAL_TOOLS.has(name);
+}
+
 /** Whether a view shows a recovery pointer (every fold and mask replacement names `expand("<id>")`). */
 export function hasRecoveryPointers(view: readonly Message[]): boolean {
   return view.some((message) => message.parts.some((part) => partText(part).includes('expand("')));
 }
 
-/** Calls that recovery can answer: every call of the answer is internal (and there is one). */
-export function internalCallsOf(dialect: WireDialect, answer: unknown): WireToolCall[] {
-  const calls = dialect.toolCallsOf(answer);
-  return calls.length > 0 && calls.every((call) => INTERNAL_TOOLS.has(call.name)) ? calls : [];
-}
-
-function argumentOf(call: WireToolCall, field: string): string | undefined {
+function argumentsOf(call: WireToolCall): JsonObject {
   try {
     const parsed: unknown = JSON.parse(call.arguments);
-    const value = isJsonObject(parsed) ? parsed[field] : undefined;
-    return typeof value === 'string' ? value : undefined;
+    return isJsonObject(parsed) ? parsed : {};
   } catch {
-    return undefined;
+    return {};
   }
 }
 
-/** The text result of one internal call, from the session's sidecar. */
+/** How much one result may hold. */
+export interface ResultRoom {
+  tokens: number;
+  counter: TokenCounter;
+}
+
+function noRoom(what: string, room: ResultRoom): string {
+  return (
+    `[selfgc: no room left in the context window for ${what} now (${room.tokens} tokens free); ` +
+    'go on with what you have, or ask again in a later turn.]'
+  );
+}
+
+async function expandPage(
+  governor: RecoveryGovernor,
+  sessionId: string,
+  call: WireToolCall,
+  room: ResultRoom,
+): Promise<string> {
+  const { id, offset: rawOffset } = argumentsOf(call);
+  if (typeof id !== 'string') return 'selfgc_expand needs {"id": "<object id>"}.';
+  const text = await governor.expand(sessionId, id);
+  if (text === undefined) return `No object ${id} is kept for this conversation.`;
+  const offset = typeof rawOffset === 'number' && Number.isInteger(rawOffset) ? Math.max(0, rawOffset) : 0;
+  if (offset > 0 && offset >= text.length) {
+    return `[selfgc: ${id} has ${text.length} characters; offset ${offset} is past its end.]`;
+  }
+  if (room.tokens < MIN_PAGE_TOKENS) return noRoom(id, room);
+  const { page, end } = cutPage(text, offset, room.tokens, room.counter);
+  if (page === '') return noRoom(id, room);
+  if (offset === 0 && end === text.length) return text;
+  const next =
+    end < text.length
+      ? `Call selfgc_expand with {"id": ${JSON.stringify(id)}, "offset": ${end}} for the next page.`
+      : 'This is the last page.';
+  return `${page}\n[selfgc: characters ${offset}–${end} of ${text.length} of ${id}. ${next}]`;
+}
+
+async function searchHits(
+  governor: RecoveryGovernor,
+  sessionId: string,
+  call: WireToolCall,
+  room: ResultRoom,
+): Promise<string> {
+  const { query } = argumentsOf(call);
+  if (typeof query !== 'string') return 'selfgc_search_context needs {"query": "<words>"}.';
+  const hits = await governor.searchContext(sessionId, query);
+  if (hits.length === 0) return `Nothing kept for this conversation matches "${query}".`;
+  const lines: string[] = [];
+  let tokens = 0;
+  for (const hit of hits) {
+    const line = `${hit.objectId}: ${hit.snippet}`;
+    tokens += room.counter.count(line) + 1;
+    if (tokens > room.tokens) break;
+    lines.push(line);
+  }
+  if (lines.length === 0) return noRoom(`the matches of "${query}"`, room);
+  const left = hits.length - lines.length;
+  if (left > 0) lines.push(`[selfgc: ${left} more matches left out: no room in the context window.]`);
+  return lines.join('\n');
+}
+
+/** The text result of one internal call, from the session's sidecar, within `room`. */
 export async function answerInternalCall(
   governor: RecoveryGovernor,
   sessionId: string,
   call: WireToolCall,
+  room: ResultRoom,
 ): Promise<string> {
   try {
-    if (call.name === EXPAND_TOOL) {
-      const id = argumentOf(call, 'id');
-      if (id === undefined) return 'selfgc_expand needs {"id": "<object id>"}.';
-      return (await governor.expand(sessionId, id)) ?? `No object ${id} is kept for this conversation.`;
-    }
-    const query = argumentOf(call, 'query');
-    if (query === undefined) return 'selfgc_search_context needs {"query": "<words>"}.';
-    const hits = await governor.searchContext(sessionId, query);
-    if (hits.length === 0) return `Nothing kept for this conversation matches "${query}".`;
-    return hits.map((hit) => `${hit.objectId}: ${hit.snippet}`).join('\n');
+    return call.name === EXPAND_TOOL
+      ? await expandPage(governor, sessionId, call, room)
+      : await searchHits(governor, sessionId, call, room);
   } catch (error) {
     return `Recovery failed: ${error instanceof Error ? error.message : String(error)}`;
   }
+}
+
+export interface RecoveryOptions {
+  dialect: WireDialect;
+  governor: RecoveryGovernor;
+  /** The store session id. */
+  sessionId: string;
+  /** The request as first sent (with the recovery tools); read only when recovery runs. */
+  body: () => JsonObject;
+  /** The client's body without its conversation, to hide the recovery tools from the answer. */
+  client: JsonObject;
+  /** The window and the view's tokens: recovery keeps every request it sends inside the window. */
+  window: RecoveryWindow;
+  /** Counts what recovery appends, as the governor counts the view. */
+  counter: TokenCounter;
+  maxRounds: number;
+  onInternalCall?(name: string): void;
+}
+
+/** Recovery over the rounds of one request. */
+export interface Recovery {
+  /**
+   * The body for the next round when `answer` calls the proxy's tools (their results appended,
+   * the client's calls left out, tool use off for the last round); undefined when the answer is
+   * the final one (no proxy call, rounds used up, or no room left in the window for one).
+   */
+  continueAfter(answer: JsonObject): Promise<JsonObject | undefined>;
+  /** The final answer as the client gets it: no proxy call, no proxy tool. */
+  clientAnswer(answer: JsonObject): JsonObject;
+  /** Tokens of the conversation last sent upstream, once a round ran. */
+  sentTokens(): number | undefined;
+}
+
+export function createRecovery(options: RecoveryOptions): Recovery {
+  const { dialect } = options;
+  let rounds = 0;
+  let body: JsonObject | undefined;
+  let budget: RecoveryBudget | undefined;
+  return {
+    async continueAfter(answer) {
+      const calls = dialect.toolCallsOf(answer).filter((call) => isRecoveryTool(call.name));
+      if (calls.length === 0 || rounds >= options.maxRounds) return undefined;
+      const sent = body ?? options.body();
+      budget ??= createRecoveryBudget(options.window, dialect, sent, options.counter);
+      const turn = dialect.keepToolCalls(answer, isRecoveryTool);
+      const empty = calls.map((call) => ({ id: call.id, output: '' }));
+      budget.measure(dialect.withToolResults(sent, turn, empty));
+      if (budget.used() + NOTE_TOKENS * calls.length > budget.windowTokens) return undefined;
+      const results = [];
+      for (const [position, call] of calls.entries()) {
+        options.onInternalCall?.(call.name);
+        const room = { tokens: budget.share(calls.length - position), counter: options.counter };
+        const output = await answerInternalCall(options.governor, options.sessionId, call, room);
+        budget.charge(output);
+        results.push({ id: call.id, output });
+      }
+      rounds += 1;
+      const next = dialect.withToolResults(sent, turn, results);
+      budget.measure(next);
+      body = next;
+      // The last round may not call tools again, so the client never receives an internal call.
+      return rounds === options.maxRounds ? dialect.withoutToolUse(next) : next;
+    },
+    clientAnswer(answer) {
+      const leaks = dialect.toolCallsOf(answer).some((call) => isRecoveryTool(call.name));
+      const own = leaks ? dialect.keepToolCalls(answer, (name) => !isRecoveryTool(name)) : answer;
+      return dialect.hideAddedTools?.(own, options.client, INTERNAL_TOOLS) ?? own;
+    },
+    sentTokens: () => (rounds > 0 ? budget?.used() : undefined),
+  };
 }
 
 /** An upstream answer read in full. */
@@ -103,50 +247,20 @@ export interface BufferedAnswer {
   json: unknown;
 }
 
-export interface RecoveryOptions {
-  dialect: WireDialect;
-  governor: RecoveryGovernor;
-  /** The store session id. */
-  sessionId: string;
-  /** The request as first sent (with the recovery tools); read only when recovery runs. */
-  body: () => JsonObject;
-  first: BufferedAnswer;
-  send(body: JsonObject): Promise<BufferedAnswer>;
-  maxRounds: number;
-  onInternalCall?(name: string): void;
-}
-
-/** The final answer as the client would have got it without the proxy's tools. */
-export function hideRecovery(
-  dialect: WireDialect,
-  answer: BufferedAnswer,
-  client: JsonObject,
-): BufferedAnswer {
-  if (dialect.hideAddedTools === undefined || !isJsonObject(answer.json)) return answer;
-  const json = dialect.hideAddedTools(answer.json, client, INTERNAL_TOOLS);
-  return { ...answer, json, text: JSON.stringify(json) };
-}
-
-/** Answer internal calls until the upstream's answer has none; returns that answer. */
-export async function recoverTransparently(options: RecoveryOptions): Promise<BufferedAnswer> {
-  let answer = options.first;
-  let body: JsonObject | undefined;
-  for (let round = 1; round <= options.maxRounds; round += 1) {
-    if (answer.status !== 200) return answer;
-    const calls = internalCallsOf(options.dialect, answer.json);
-    if (calls.length === 0) return answer;
-    const results = [];
-    for (const call of calls) {
-      options.onInternalCall?.(call.name);
-      results.push({
-        id: call.id,
-        output: await answerInternalCall(options.governor, options.sessionId, call),
-      });
+/** Answer internal calls until the upstream's answer has none; returns that answer, as the client gets it. */
+export async function recoverTransparently(
+  recovery: Recovery,
+  first: BufferedAnswer,
+  send: (body: JsonObject) => Promise<BufferedAnswer>,
+): Promise<BufferedAnswer> {
+  let answer = first;
+  for (;;) {
+    if (answer.status !== 200 || !isJsonObject(answer.json)) return answer;
+    const next = await recovery.continueAfter(answer.json);
+    if (next === undefined) {
+      const json = recovery.clientAnswer(answer.json);
+      return json === answer.json ? answer : { ...answer, json, text: JSON.stringify(json) };
     }
-    body = options.dialect.withToolResults(body ?? options.body(), answer.json, results);
-    // The last round may not call tools again, so the client never receives an internal call.
-    if (round === options.maxRounds) body = options.dialect.withoutToolUse(body);
-    answer = await options.send(body);
+    answer = await send(next);
   }
-  return answer;
 }

@@ -5,6 +5,7 @@
 import { BadInputError } from '../core/errors.js';
 import type { Message } from '../core/transcript.js';
 import type { ProviderName } from './proxy-errors.js';
+import type { StreamMerger, StreamMergerOptions } from './stream-merger.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -55,12 +56,19 @@ export interface WireDialect {
   outputLimit(body: JsonObject): number | undefined;
   /** Why a request cannot be governed (its history lives upstream), or undefined. */
   ungovernedReason?(body: JsonObject): string | undefined;
+  /** Whether the proxy can answer its own tools in the answers to this request (default yes). */
+  recoverable?(body: JsonObject): boolean;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
   usageOf(payload: unknown): Partial<TokenUsage> | undefined;
   /** The body with `tools` added after the client's own (names already present are skipped). */
   withTools(body: JsonObject, tools: readonly ToolDefinition[]): JsonObject;
   /** Tool calls of a (non-streamed) answer; empty when it calls none or has several choices. */
   toolCallsOf(answer: unknown): WireToolCall[];
+  /**
+   * The answer with only the tool calls whose name `keep` accepts; an answer left with none
+   * reads as a finished turn (`stop`, `end_turn`) instead of a tool call.
+   */
+  keepToolCalls(answer: JsonObject, keep: (name: string) => boolean): JsonObject;
   /** The body continued with the answer's assistant turn and one result per call. */
   withToolResults(
     body: JsonObject,
@@ -74,6 +82,11 @@ export interface WireDialect {
   hideAddedTools?(answer: JsonObject, client: JsonObject, added: ReadonlySet<string>): JsonObject;
   /** The body with tool use switched off for the next answer. */
   withoutToolUse(body: JsonObject): JsonObject;
+  /**
+   * A merger of the streamed answers of several upstream calls into one client stream in this
+   * route's event grammar, for transparent recovery of streamed requests.
+   */
+  mergeStreams(options: StreamMergerOptions): StreamMerger;
 }
 
 /** The body's `model`, which every governed route requires. */

@@ -142,6 +142,11 @@ function defaultAnthropicErrorType(status: number): string {
   return byStatus[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
 }
 
+/** The `error` event that ends a stream which failed part-way. */
+export function anthropicErrorFrame(error: ScriptedError, requestId: string): SseFrame {
+  return { event: 'error', data: JSON.stringify(anthropicErrorBody(error, requestId)) };
+}
+
 /** `{ type: 'error', error: { type, message }, request_id }`. */
 export function anthropicErrorBody(error: ScriptedError, requestId: string): object {
   return {

@@ -248,6 +248,20 @@ function defaultOpenaiError(status: number): { type: string; code: string | null
   return { type: 'invalid_request_error', code: null };
 }
 
+/** A Chat Completions stream that fails part-way ends with a data line holding the error body. */
+export function chatErrorFrame(error: ScriptedError): SseFrame {
+  return { data: JSON.stringify(openaiErrorBody(error)) };
+}
+
+/** A Responses stream that fails part-way ends with an `error` event, numbered in sequence. */
+export function responseErrorFrame(error: ScriptedError, _requestId: string, sequence: number): SseFrame {
+  const { code, message, param } = (openaiErrorBody(error) as { error: Record<string, unknown> }).error;
+  return {
+    event: 'error',
+    data: JSON.stringify({ type: 'error', code, message, param, sequence_number: sequence }),
+  };
+}
+
 /** `{ error: { message, type, param, code } }`, shared by Chat Completions and Responses. */
 export function openaiErrorBody(error: ScriptedError): object {
   const fallback = defaultOpenaiError(error.status);

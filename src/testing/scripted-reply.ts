@@ -45,9 +45,18 @@ export interface ScriptedRaw {
   body: string | object;
 }
 
+/** A streamed answer that stops part-way. */
+export interface ScriptedStreamCut {
+  /** Events sent before the cut. */
+  afterEvents: number;
+  /** Send this error as the provider's stream error event; without it the connection drops. */
+  error?: ScriptedError;
+}
+
 /**
  * One scripted answer. Steps apply in this order: `delayMs`, `hang`, `disconnect`, `raw`,
- * `error`, then the content (`json` or `text`, `thinking`, `toolCalls`).
+ * `error`, then the content (`json` or `text`, `thinking`, `toolCalls`), cut by `cutStream`
+ * when streamed.
  */
 export interface ScriptedReply {
   /** Answer text. */
@@ -74,6 +83,8 @@ export interface ScriptedReply {
   hang?: boolean;
   /** Destroy the connection without an answer (a network error for the client). */
   disconnect?: boolean;
+  /** When the answer is streamed, stop it part-way (with an error event, or by dropping the connection). */
+  cutStream?: ScriptedStreamCut;
 }
 
 /** One request the upstream received, as recorded and as given to a script function. */
@@ -88,6 +99,8 @@ export interface ScriptedRequest {
   /** The parsed JSON body, or the raw text when it is not JSON (undefined when empty). */
   body: unknown;
   rawBody: string;
+  /** Set once the connection closed before the answer was complete (the client left, or the script cut it). */
+  abandoned?: boolean;
 }
 
 /** Either a queue of replies, used in order, or a function of the request. */

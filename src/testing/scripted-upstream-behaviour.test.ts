@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createEchoScript } from './echo-script.js';
+import { readSse, sseJson } from './read-sse.js';
 import { anthropicBody, chatBody, post, readJson, useScriptedUpstream } from './upstream-test-kit.js';
 
 const start = useScriptedUpstream();
@@ -54,6 +55,49 @@ describe('errors and failure modes', () => {
     await expect(hung).rejects.toThrow(/abort|timeout/i);
     await expect(post(server, '/v1/chat/completions', chatBody)).rejects.toThrow(/fetch failed/);
     expect(server.requests).toHaveLength(3);
+  });
+
+  it('cuts streams part-way with the provider error event, or by dropping the connection', async () => {
+    const cut = (afterEvents: number, message?: string) => ({
+      text: 'An answer that will not finish.',
+      cutStream: { afterEvents, ...(message === undefined ? {} : { error: { status: 529, message } }) },
+    });
+    const server = await start({ script: [cut(3, 'Overloaded'), cut(2, 'Busy'), cut(4, 'Later'), cut(2)] });
+    const stream = async (path: string, body: object) =>
+      readSse(await post(server, path, { ...body, stream: true }));
+
+    const anthropic = await stream('/v1/messages', anthropicBody);
+    expect(anthropic.map((event) => event.event)).toEqual([
+      'message_start',
+      'content_block_start',
+      'ping',
+      'error',
+    ]);
+    expect(JSON.parse(anthropic[3]!.data)).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: 'Overloaded' },
+      request_id: 'req_scripted0000',
+    });
+    const chat = sseJson(await stream('/v1/chat/completions', chatBody));
+    expect(chat).toHaveLength(3);
+    expect(chat[2]).toEqual({ error: { message: 'Busy', type: 'server_error', param: null, code: null } });
+    const responses = await stream('/v1/responses', { model: 'gpt-test', input: 'Hi' });
+    expect(responses.at(-1)?.event).toBe('error');
+    expect(JSON.parse(responses.at(-1)!.data)).toEqual({
+      type: 'error',
+      code: null,
+      message: 'Later',
+      param: null,
+      sequence_number: 4,
+    });
+    await expect(
+      post(server, '/v1/chat/completions', { ...chatBody, stream: true }).then((r) => r.text()),
+    ).rejects.toThrow(/terminated/);
+    // The server learns of the closed connection an event-loop turn after the client does.
+    for (let wait = 0; wait < 50 && server.requests[3]?.abandoned !== true; wait += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(server.requests.map((request) => request.abandoned === true)).toEqual([false, false, false, true]);
   });
 
   it('answers 422 when the queue is exhausted, and accepts more replies', async () => {

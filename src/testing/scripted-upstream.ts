@@ -11,16 +11,19 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import {
   anthropicErrorBody,
+  anthropicErrorFrame,
   anthropicModelList,
   messageFrames,
   renderMessage,
 } from './scripted-anthropic-wire.js';
 import {
   chatCompletionFrames,
+  chatErrorFrame,
   openaiErrorBody,
   openaiModelList,
   renderChatCompletion,
   renderResponse,
+  responseErrorFrame,
   responseFrames,
   type SseFrame,
   type WireContext,
@@ -83,9 +86,24 @@ const ROUTES: Record<string, Route> = {
 };
 
 const GENERATORS = {
-  chat: { json: renderChatCompletion, frames: chatCompletionFrames, toolCallPrefix: 'call_' },
-  responses: { json: renderResponse, frames: responseFrames, toolCallPrefix: 'call_' },
-  messages: { json: renderMessage, frames: messageFrames, toolCallPrefix: 'toolu_' },
+  chat: {
+    json: renderChatCompletion,
+    frames: chatCompletionFrames,
+    errorFrame: chatErrorFrame,
+    toolCallPrefix: 'call_',
+  },
+  responses: {
+    json: renderResponse,
+    frames: responseFrames,
+    errorFrame: responseErrorFrame,
+    toolCallPrefix: 'call_',
+  },
+  messages: {
+    json: renderMessage,
+    frames: messageFrames,
+    errorFrame: anthropicErrorFrame,
+    toolCallPrefix: 'toolu_',
+  },
 } as const;
 
 export async function startScriptedUpstream(options: ScriptedUpstreamOptions): Promise<ScriptedUpstream> {
@@ -117,6 +135,9 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
       rawBody,
     };
     requests.push(request);
+    res.on('close', () => {
+      if (!res.writableFinished) request.abandoned = true;
+    });
 
     const route = ROUTES[`${method} ${url.pathname}`];
     const dialect = dialectOf(url.pathname, headers['anthropic-version']);
@@ -173,10 +194,16 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
     };
     const answerHeaders = { ...requestIdHeader(dialect, ids.requestId), ...reply.headers };
     if (body.stream !== true) return sendJson(res, 200, generator.json(context), answerHeaders);
-    const frames = generator.frames(context);
+    let frames = generator.frames(context);
+    const cut = reply.cutStream;
+    if (cut !== undefined) {
+      frames = frames.slice(0, cut.afterEvents);
+      if (cut.error !== undefined) frames.push(generator.errorFrame(cut.error, ids.requestId, frames.length));
+    }
     await streamFrames(res, frames, answerHeaders, signal, {
       delayMs: options.chunkDelayMs ?? 0,
       fragment: options.fragmentEvents ?? true,
+      drop: cut !== undefined && cut.error === undefined,
     });
   }
 
@@ -325,7 +352,7 @@ async function streamFrames(
   frames: SseFrame[],
   headers: Record<string, string>,
   signal: AbortSignal,
-  pacing: { delayMs: number; fragment: boolean },
+  pacing: { delayMs: number; fragment: boolean; drop?: boolean },
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -347,5 +374,7 @@ async function streamFrames(
     }
     await pause(pacing.delayMs, signal);
   }
-  res.end();
+  // A dropped connection ends without the last chunk: the client sees the stream break off.
+  if (pacing.drop === true) res.destroy();
+  else res.end();
 }

@@ -111,7 +111,7 @@ export function conversationBody(
     case 'messages':
       return {
         model: options.model ?? 'claude-sonnet-4-5',
-        max_tokens: 1024,
+        max_tokens: 256,
         system: SYSTEM_PROMPT,
         messages: anthropicConversation(options),
         ...stream,

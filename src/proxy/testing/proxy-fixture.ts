@@ -35,6 +35,11 @@ export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'scri
    * is then a second connection to that file, for the test to read.
    */
   workers?: number;
+  /**
+   * Output tokens kept free when a request names no limit (default 256: the test conversations
+   * are sized for a 2000-token window); `default` for the proxy's own default.
+   */
+  reserveOutput?: number | 'default';
   proxy?: Partial<ProxyOptions>;
 }
 
@@ -61,6 +66,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     window,
     store: givenStore,
     workers,
+    reserveOutput = 256,
     proxy: proxyOptions,
     script,
     ...upstreamOptions
@@ -75,6 +81,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
       : createGovernanceWorkers({
           storeUrl: `sqlite:${path}`,
           window: window ?? 2000,
+          ...(reserveOutput === 'default' ? {} : { reserveOutput }),
           cache: 'blind',
           ...(workers === undefined ? {} : { threads: workers }),
         });
@@ -90,6 +97,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     upstreams: { openai: upstream.url, anthropic: upstream.url },
     window: window ?? 2000,
     logger: (entry) => logs.push(entry),
+    ...(reserveOutput === 'default' ? {} : { reserveOutput }),
     ...proxyOptions,
   });
   const fetchLocal = (path: string, init?: RequestInit) =>

@@ -66,3 +66,43 @@ export async function unrecoverableFiles(
     (turn) => !expanded.some((text) => text?.includes(fileContent(turn)) === true),
   );
 }
+
+/** The text of the last tool result in a request body of any governed route. */
+export function lastToolResult(body: unknown): string | undefined {
+  const record = body as { messages?: unknown[]; input?: unknown[] };
+  const last = (record.messages ?? record.input ?? []).at(-1) as Record<string, unknown> | undefined;
+  if (last === undefined) return undefined;
+  if (last.type === 'function_call_output') return String(last.output);
+  if (last.role === 'tool') return String(last.content);
+  const blocks = Array.isArray(last.content) ? (last.content as Array<Record<string, unknown>>) : [];
+  const result = blocks.findLast((block) => block.type === 'tool_result');
+  return result === undefined ? undefined : String(result.content);
+}
+
+/** A page of recovered content and where the next one starts, as `selfgc_expand` writes it. */
+export interface ExpandPage {
+  text: string;
+  start: number;
+  end: number;
+  total: number;
+  /** The offset of the next page, or undefined on the last one. */
+  next: number | undefined;
+}
+
+const PAGE_NOTE =
+  /\n\[selfgc: characters (\d+)–(\d+) of (\d+) of (\S+)\. (?:Call selfgc_expand with \{"id": "\S+", "offset": (\d+)\} for the next page|This is the last page)\.\]$/;
+
+/** An expand result read as a page; a whole payload (no note) is one page from 0 to its end. */
+export function readExpandPage(result: string): ExpandPage {
+  const note = PAGE_NOTE.exec(result);
+  if (note === null)
+    return { text: result, start: 0, end: result.length, total: result.length, next: undefined };
+  const [, start, end, total, , next] = note;
+  return {
+    text: result.slice(0, note.index),
+    start: Number(start),
+    end: Number(end),
+    total: Number(total),
+    next: next === undefined ? undefined : Number(next),
+  };
+}

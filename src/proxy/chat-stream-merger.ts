@@ -1,0 +1,144 @@
+/**
+ * OpenAI Chat Completions streams merged into one completion: every chunk carries the first
+ * round's `id` (the SDK's `ChatCompletionStream` starts a new completion when the id changes),
+ * the role comes once, text goes out as it arrives, the client's tool calls come at the end
+ * renumbered from 0, then one `finish_reason`, the usage chunk and `[DONE]`.
+ */
+import type { SseMessage, StreamMerger, StreamMergerOptions } from './stream-merger.js';
+import { payloadOf } from './stream-merger.js';
+import { isJsonObject, type JsonObject, numberOf } from './wire-dialect.js';
+
+/** One tool call of the round, assembled, with the deltas it came in. */
+interface HeldCall {
+  id: string;
+  name: string;
+  arguments: string;
+  deltas: JsonObject[];
+}
+
+function chunkEvent(chunk: JsonObject): SseMessage {
+  return { data: JSON.stringify(chunk) };
+}
+
+export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
+  let identity: { id: unknown; created: unknown } | undefined;
+  let roleSent = false;
+  let content = '';
+  let calls = new Map<number, HeldCall>();
+  let finish: { chunk: JsonObject; choice: JsonObject; reason: string } | undefined;
+  let usage: JsonObject | undefined;
+  let done = false;
+  let failed = false;
+
+  const holdCall = (delta: unknown) => {
+    if (!isJsonObject(delta)) return;
+    const index = numberOf(delta.index) ?? 0;
+    const call = calls.get(index) ?? { id: '', name: '', arguments: '', deltas: [] };
+    const fn = isJsonObject(delta.function) ? delta.function : {};
+    if (typeof delta.id === 'string') call.id = delta.id;
+    if (typeof fn.name === 'string') call.name += fn.name;
+    if (typeof fn.arguments === 'string') call.arguments += fn.arguments;
+    call.deltas.push(delta);
+    calls.set(index, call);
+  };
+
+  /** The part of a choice that goes out now: without tool calls, a repeated role, or the finish. */
+  const liveChoice = (choice: JsonObject, chunk: JsonObject): JsonObject | undefined => {
+    if (choice.index !== 0) return choice;
+    const { tool_calls: toolCalls, role, ...delta } = isJsonObject(choice.delta) ? choice.delta : {};
+    if (Array.isArray(toolCalls)) for (const call of toolCalls) holdCall(call);
+    if (typeof delta.content === 'string') content += delta.content;
+    if (typeof choice.finish_reason === 'string') {
+      finish = { chunk, choice: { ...choice, delta: {} }, reason: choice.finish_reason };
+    }
+    if (role !== undefined && !roleSent) {
+      roleSent = true;
+      return { ...choice, delta: { role, ...delta }, finish_reason: null };
+    }
+    const empty = Object.values(delta).every((value) => value === null || value === '');
+    if (empty && (choice.logprobs === null || choice.logprobs === undefined)) return undefined;
+    return { ...choice, delta, finish_reason: null };
+  };
+
+  const startRound = () => {
+    content = '';
+    calls = new Map();
+    finish = undefined;
+    usage = undefined;
+    done = false;
+  };
+
+  return {
+    push(message) {
+      if (message.data === '[DONE]') {
+        done = true;
+        return [];
+      }
+      const payload = payloadOf(message);
+      if (payload === undefined) return [message];
+      if (payload.error !== undefined && payload.error !== null) {
+        failed = true;
+        return [message];
+      }
+      identity ??= { id: payload.id, created: payload.created };
+      const chunk = { ...payload, ...identity };
+      const choices = Array.isArray(payload.choices) ? payload.choices.filter(isJsonObject) : [];
+      if (choices.length === 0 && isJsonObject(payload.usage)) {
+        usage = chunk;
+        return [];
+      }
+      const live = choices.flatMap((choice) => liveChoice(choice, chunk) ?? []);
+      return live.length === 0 && choices.length > 0 ? [] : [chunkEvent({ ...chunk, choices: live })];
+    },
+    endRound() {
+      if (failed) return { kind: 'failed' };
+      if (finish === undefined) return { kind: 'cut' };
+      const toolCalls = [...calls.entries()]
+        .sort(([a], [b]) => a - b)
+        .map(([, call]) => ({
+          id: call.id,
+          type: 'function',
+          function: { name: call.name, arguments: call.arguments },
+        }));
+      const message = {
+        role: 'assistant',
+        content: content === '' ? null : content,
+        ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+      };
+      return {
+        kind: 'answered',
+        answer: { choices: [{ index: 0, message, finish_reason: finish.reason }] },
+      };
+    },
+    continueRound() {
+      startRound();
+      return [];
+    },
+    finish() {
+      const events: SseMessage[] = [];
+      const kept = [...calls.entries()]
+        .sort(([a], [b]) => a - b)
+        .filter(([, call]) => !options.isInternal(call.name));
+      if (finish !== undefined) {
+        const { chunk, choice, reason } = finish;
+        const base = { ...chunk, ...(isJsonObject(chunk.usage) ? { usage: null } : {}) };
+        kept.forEach(([, call], index) => {
+          for (const delta of call.deltas) {
+            const toolCalls = [{ ...delta, index }];
+            const held = { ...choice, delta: { tool_calls: toolCalls }, finish_reason: null };
+            events.push(chunkEvent({ ...base, choices: [held] }));
+          }
+        });
+        const last = reason === 'tool_calls' && kept.length === 0 ? 'stop' : reason;
+        events.push(chunkEvent({ ...chunk, choices: [{ ...choice, finish_reason: last }] }));
+      }
+      if (usage !== undefined) events.push(chunkEvent(usage));
+      if (done) events.push({ data: '[DONE]' });
+      startRound();
+      return events;
+    },
+    fail(message) {
+      return [chunkEvent({ error: { message, type: 'server_error', param: null, code: null } })];
+    },
+  };
+}

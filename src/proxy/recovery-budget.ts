@@ -1,0 +1,111 @@
+/**
+ * The room transparent recovery has: the window the view was governed for, minus the view, minus
+ * what recovery already appended (assistant turns, tool results), measured as the governor
+ * measures a view (message by message, with framing, by one token counter). Recovered content is
+ * cut into pages that fit that room, so a request sent after an expand stays inside the window.
+ */
+import { countMessageTokens } from '../core/ledger.js';
+import type { TokenCounter } from '../core/tokens.js';
+import type { JsonObject, WireDialect } from './wire-dialect.js';
+
+/** Tokens kept free for each call's own note (the line naming the next page, or the lack of room). */
+export const NOTE_TOKENS = 64;
+/** A page smaller than this is not worth its round: the call is told there is no room instead. */
+export const MIN_PAGE_TOKENS = 32;
+/**
+ * Kept free after a round's results, so that a further round (the model asking for the next
+ * page) still fits its own turn and can at least be told there is no room.
+ */
+export const ROUND_RESERVE_TOKENS = 256;
+
+export interface RecoveryWindow {
+  /** The window the view was governed for. */
+  windowTokens: number;
+  /** Tokens of the view, as the governor counted them. */
+  viewTokens: number;
+}
+
+export interface RecoveryBudget extends RecoveryWindow {
+  readonly counter: TokenCounter;
+  /** Tokens of the conversation last measured: the view, plus what recovery appended since. */
+  used(): number;
+  /** Measure a body recovery continued from the first one; returns the tokens it carries. */
+  measure(body: JsonObject): number;
+  /** Count text appended after the last measure (a result just written). */
+  charge(text: string): void;
+  /** Tokens one of `calls` results may take: an even share of the room left, notes and reserve set aside. */
+  share(calls: number): number;
+}
+
+export function createRecoveryBudget(
+  window: RecoveryWindow,
+  dialect: WireDialect,
+  first: JsonObject,
+  counter: TokenCounter,
+): RecoveryBudget {
+  // Recovery only appends: the first body's messages are the view, already counted.
+  const viewMessages = dialect.readTranscript(first).length;
+  let used = window.viewTokens;
+  return {
+    ...window,
+    counter,
+    used: () => used,
+    measure(body) {
+      const appended = dialect.readTranscript(body).slice(viewMessages);
+      used =
+        window.viewTokens + appended.reduce((sum, message) => sum + countMessageTokens(counter, message), 0);
+      return used;
+    },
+    charge(text) {
+      used += counter.count(text);
+    },
+    share(calls) {
+      const room = window.windowTokens - used - NOTE_TOKENS * calls - ROUND_RESERVE_TOKENS;
+      return Math.max(0, Math.floor(room / Math.max(1, calls)));
+    },
+  };
+}
+
+/** The size of a piece from `offset`, shortened by one when it would end inside a surrogate pair. */
+function wholeCharacters(text: string, offset: number, size: number): number {
+  const code = text.charCodeAt(offset + size - 1);
+  const splits = offset + size < text.length && code >= 0xd800 && code <= 0xdbff;
+  return splits ? size - 1 : size;
+}
+
+/**
+ * The longest piece of `text` from `offset` that fits `budget` tokens, ending at a line break
+ * when one falls in its second half; `end` is where the next page starts (`offset` itself when
+ * not even one character fits). A few counts of shrinking candidates, never of the whole text
+ * (a span can be hundreds of thousands of characters).
+ */
+export function cutPage(
+  text: string,
+  offset: number,
+  budget: number,
+  counter: TokenCounter,
+): { page: string; end: number } {
+  const rest = text.length - offset;
+  const lead = text.charCodeAt(offset);
+  // The first character alone: the least a page can hold.
+  const first = Math.min(rest, lead >= 0xd800 && lead <= 0xdbff ? 2 : 1);
+  let fits = 0;
+  let size = wholeCharacters(text, offset, Math.min(rest, budget * 4));
+  for (let attempt = 0; attempt < 8 && size > fits && size >= first; attempt += 1) {
+    const tokens = counter.count(text.slice(offset, offset + size));
+    if (tokens <= budget) {
+      fits = size;
+      if (size === rest || tokens >= budget * 0.9) break;
+      size = Math.min(rest, Math.floor((size * budget * 0.95) / Math.max(1, tokens)));
+    } else {
+      size = size === first ? 0 : Math.max(first, Math.floor((size * budget * 0.95) / tokens));
+    }
+    size = wholeCharacters(text, offset, size);
+  }
+  let end = offset + fits;
+  if (end < text.length) {
+    const lineEnd = text.lastIndexOf('\n', end - 1);
+    if (lineEnd + 1 > offset + fits / 2) end = lineEnd + 1;
+  }
+  return { page: text.slice(offset, end), end };
+}

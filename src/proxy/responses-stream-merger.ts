@@ -1,0 +1,128 @@
+/**
+ * OpenAI Responses streams merged into one response: the first round's `response.created` and
+ * `response.in_progress`, the output items of every round renumbered (`output_index`) in the
+ * order the client receives them, `sequence_number` counted anew over everything sent, and one
+ * `response.completed` whose `response.output` is exactly the items streamed (the SDK's
+ * `ResponseStream` takes that object as its final response). The proxy's tools never show in
+ * the echoed `tools` and `tool_choice`.
+ */
+import { createRoundBlocks, type RoundBlock } from './round-blocks.js';
+import {
+  eventOf,
+  payloadOf,
+  type SseMessage,
+  type StreamMerger,
+  type StreamMergerOptions,
+} from './stream-merger.js';
+import { isJsonObject, type JsonObject, numberOf, replaceFields } from './wire-dialect.js';
+
+/** A response object as the client sent its request: without the tools the proxy added. */
+export function hideResponseTools(
+  response: JsonObject,
+  client: JsonObject,
+  isAdded: (name: string) => boolean,
+): JsonObject {
+  const tools = Array.isArray(response.tools)
+    ? response.tools.filter(
+        (tool) => !(isJsonObject(tool) && typeof tool.name === 'string' && isAdded(tool.name)),
+      )
+    : response.tools;
+  const toolChoice = 'tool_choice' in response ? { tool_choice: client.tool_choice ?? 'auto' } : {};
+  return replaceFields(response, { tools, ...toolChoice });
+}
+
+const OPENING = new Set(['response.created', 'response.in_progress', 'response.queued']);
+const CLOSING = new Set(['response.completed', 'response.incomplete']);
+
+export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerger {
+  let sequence = 0;
+  let outputs = 0;
+  const blocks = createRoundBlocks(() => outputs++);
+  /** The finished items sent to the client, by client index. */
+  const sent: JsonObject[] = [];
+  let first: JsonObject | undefined;
+  let firstRound = true;
+  let closing: { message: SseMessage; payload: JsonObject } | undefined;
+  let failed = false;
+
+  const hidden = (response: unknown): JsonObject => {
+    const object = isJsonObject(response) ? response : {};
+    const named = first === undefined ? object : { ...object, id: first.id, created_at: first.created_at };
+    return hideResponseTools(named, options.client, options.isInternal);
+  };
+  const sequenced = (message: SseMessage, payload: JsonObject): SseMessage =>
+    eventOf(message, { ...payload, sequence_number: sequence++ });
+  const placed = (block: RoundBlock, message: SseMessage, payload: JsonObject): SseMessage => {
+    const index = block.clientIndex ?? 0;
+    if (payload.type === 'response.output_item.done' && isJsonObject(payload.item))
+      sent[index] = payload.item;
+    return sequenced(message, { ...payload, output_index: index });
+  };
+
+  const route = (block: RoundBlock | undefined, message: SseMessage, payload: JsonObject) => {
+    if (block === undefined) return [];
+    if (block.held === undefined) return [placed(block, message, payload)];
+    block.held.push({ message, payload });
+    return [];
+  };
+  const release = (keep: (block: RoundBlock) => boolean): SseMessage[] => {
+    const kept = blocks.release(keep);
+    return kept.flatMap((block) =>
+      (block.held ?? []).map(({ message, payload }) => placed(block, message, payload)),
+    );
+  };
+
+  return {
+    push(message) {
+      const payload = payloadOf(message);
+      if (payload === undefined) return [message];
+      const type = String(payload.type);
+      if (OPENING.has(type)) {
+        if (!firstRound) return [];
+        if (type === 'response.created' && isJsonObject(payload.response)) first = payload.response;
+        return [sequenced(message, { ...payload, response: hidden(payload.response) })];
+      }
+      if (CLOSING.has(type)) {
+        closing = { message, payload };
+        return [];
+      }
+      if (type === 'error' || type === 'response.failed') {
+        failed = true;
+        const response = 'response' in payload ? { response: hidden(payload.response) } : {};
+        return [sequenced(message, { ...payload, ...response })];
+      }
+      const index = numberOf(payload.output_index);
+      if (index === undefined) return [sequenced(message, payload)];
+      if (type === 'response.output_item.added') {
+        const item = isJsonObject(payload.item) ? payload.item : {};
+        const tool = item.type === 'function_call' && typeof item.name === 'string' ? item.name : undefined;
+        return route(blocks.open(index, tool), message, payload);
+      }
+      return route(blocks.block(index), message, payload);
+    },
+    endRound() {
+      if (failed) return { kind: 'failed' };
+      if (closing === undefined || !isJsonObject(closing.payload.response)) return { kind: 'cut' };
+      return { kind: 'answered', answer: closing.payload.response };
+    },
+    continueRound() {
+      const events = release((block) => block.tool === undefined);
+      firstRound = false;
+      closing = undefined;
+      return events;
+    },
+    finish() {
+      const events = release((block) => block.tool === undefined || !options.isInternal(block.tool));
+      if (closing !== undefined) {
+        const response = { ...hidden(closing.payload.response), output: sent.filter(isJsonObject) };
+        events.push(sequenced(closing.message, { ...closing.payload, response }));
+      }
+      closing = undefined;
+      return events;
+    },
+    fail(message) {
+      const payload = { type: 'error', code: 'server_error', message, param: null };
+      return [{ event: 'error', data: JSON.stringify({ ...payload, sequence_number: sequence++ }) }];
+    },
+  };
+}

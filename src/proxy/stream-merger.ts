@@ -1,0 +1,77 @@
+/**
+ * The contract of a stream merger: the streamed answers of several upstream calls (the first
+ * one, then one per recovery round) become one answer in the route's own event grammar, so that
+ * the client's SDK accumulates a single coherent message. Text and reasoning go out as they
+ * arrive; tool calls are held until the round ends, when it is known whether the proxy answers
+ * them (the round goes on upstream) or the client does (the answer ends here).
+ */
+import type { JsonObject } from './wire-dialect.js';
+
+/** One server-sent event; `data` is one JSON text (or `[DONE]`). */
+export interface SseMessage {
+  event?: string;
+  data: string;
+}
+
+export interface StreamMergerOptions {
+  /** Whether a tool is the proxy's own: its calls never reach the client. */
+  isInternal(name: string): boolean;
+  /** The client's body without its conversation: the tools and tool choice it sent. */
+  client: JsonObject;
+}
+
+/** How one upstream round's stream ended. */
+export type RoundEnd =
+  /** The round's whole answer, in the route's non-streamed shape. */
+  | { kind: 'answered'; answer: JsonObject }
+  /** The upstream sent its error event; it already went to the client, which ends there. */
+  | { kind: 'failed' }
+  /** The stream stopped before its last event. */
+  | { kind: 'cut' };
+
+export interface StreamMerger {
+  /** One event of the current round; returns what the client gets now. */
+  push(message: SseMessage): SseMessage[];
+  /** The current round's stream is over: its answer, or why there is none. */
+  endRound(): RoundEnd;
+  /**
+   * The round called the proxy's tools and the answer goes on upstream: none of the round's
+   * tool calls reach the client (the model re-issues the ones it still needs); what else it held
+   * goes out now, and the next round's events continue the same answer.
+   */
+  continueRound(): SseMessage[];
+  /** The round is the last: the client's own held tool calls, then the closing events. */
+  finish(): SseMessage[];
+  /** The upstream failed mid-answer: the provider's error event that ends the client stream. */
+  fail(message: string): SseMessage[];
+}
+
+/** Server-sent events as text, one `data:` line per line of data. */
+export function encodeSse(messages: readonly SseMessage[]): string {
+  let text = '';
+  for (const message of messages) {
+    if (message.event !== undefined) text += `event: ${message.event}\n`;
+    for (const line of message.data.split('\n')) text += `data: ${line}\n`;
+    text += '\n';
+  }
+  return text;
+}
+
+/** The JSON object an event carries, or undefined (`[DONE]`, anything unreadable). */
+export function payloadOf(message: SseMessage): JsonObject | undefined {
+  if (!message.data.startsWith('{')) return undefined;
+  try {
+    const value: unknown = JSON.parse(message.data);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as JsonObject)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An event with a new payload, under the same event name. */
+export function eventOf(message: SseMessage, payload: JsonObject): SseMessage {
+  const data = JSON.stringify(payload);
+  return message.event === undefined ? { data } : { event: message.event, data };
+}

@@ -1,0 +1,308 @@
+/**
+ * The stream mergers on rounds the scripted upstream cannot write: thinking, text after a tool
+ * call, a chunk that carries text and a call at once, reasoning items. What comes out must keep
+ * the route's grammar and read, through the SDK's own accumulator, as one answer.
+ */
+import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
+import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
+import { describe, expect, it } from 'vitest';
+import type { Wire } from '../testing/upstream-test-kit.js';
+import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
+import { mergeChatStreams } from './chat-stream-merger.js';
+import { mergeResponsesStreams } from './responses-stream-merger.js';
+import { encodeSse, type SseMessage, type StreamMerger } from './stream-merger.js';
+import { streamGrammarProblems } from './testing/stream-grammar.js';
+import { EXPAND_TOOL, isRecoveryTool } from './transparent-recovery.js';
+
+const options = { isInternal: isRecoveryTool, client: { tool_choice: 'auto' } };
+
+/** Every round through the merger, the last one finished; what the client got, and each round's answer. */
+function merge(merger: StreamMerger, rounds: SseMessage[][]) {
+  const sent: SseMessage[] = [];
+  const answers: Wire[] = [];
+  rounds.forEach((round, position) => {
+    for (const message of round) sent.push(...merger.push(message));
+    const end = merger.endRound();
+    if (end.kind !== 'answered') throw new Error(`round ${position} ended ${end.kind}`);
+    answers.push(end.answer);
+    sent.push(...(position === rounds.length - 1 ? merger.finish() : merger.continueRound()));
+  });
+  return { sent, text: encodeSse(sent), answers };
+}
+
+/** The events as the SDKs' `fromReadableStream` reads them: one JSON value a line. */
+function jsonLines(messages: readonly SseMessage[]): ReadableStream<Uint8Array> {
+  const lines = messages.filter((message) => message.data !== '[DONE]').map((message) => `${message.data}\n`);
+  return new Response(lines.join('')).body!;
+}
+
+const named = (payload: Wire): SseMessage => ({ event: payload.type, data: JSON.stringify(payload) });
+
+describe('Anthropic Messages', () => {
+  const start = (id: string) =>
+    named({
+      type: 'message_start',
+      message: {
+        id,
+        type: 'message',
+        role: 'assistant',
+        model: 'claude',
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 10, output_tokens: 1 },
+      },
+    });
+  const block = (index: number, content_block: Wire, deltas: Wire[]) => [
+    named({ type: 'content_block_start', index, content_block }),
+    ...deltas.map((delta) => named({ type: 'content_block_delta', index, delta })),
+    named({ type: 'content_block_stop', index }),
+  ];
+  const end = (stop_reason: string) => [
+    named({
+      type: 'message_delta',
+      delta: { stop_reason, stop_sequence: null },
+      usage: { output_tokens: 7 },
+    }),
+    named({ type: 'message_stop' }),
+  ];
+  const thinking = (index: number, text: string) =>
+    block(index, { type: 'thinking', thinking: '', signature: '' }, [
+      { type: 'thinking_delta', thinking: text },
+      { type: 'signature_delta', signature: `sig-${text}` },
+    ]);
+  const tool = (index: number, id: string, name: string, json: string) =>
+    block(index, { type: 'tool_use', id, name, input: {} }, [
+      { type: 'input_json_delta', partial_json: '' },
+      { type: 'input_json_delta', partial_json: json },
+    ]);
+  const text = (index: number, value: string) =>
+    block(index, { type: 'text', text: '' }, [{ type: 'text_delta', text: value }]);
+
+  it('keeps thinking, releases text written after a proxy call, and renumbers every block', async () => {
+    const {
+      sent,
+      text: raw,
+      answers,
+    } = merge(mergeAnthropicStreams(options), [
+      [
+        start('msg_1'),
+        ...thinking(0, 'need the file'),
+        ...tool(1, 'tu_1', EXPAND_TOOL, '{"id":"function:read:1"}'),
+        ...text(2, 'Expanding.'),
+        ...end('tool_use'),
+      ],
+      [
+        start('msg_2'),
+        named({ type: 'ping' }),
+        ...thinking(0, 'now edit'),
+        ...text(1, 'Editing.'),
+        ...tool(2, 'tu_2', 'edit', '{"path":"a"}'),
+        ...end('tool_use'),
+      ],
+    ]);
+    expect(streamGrammarProblems('messages', raw)).toEqual([]);
+    const final = await MessageStream.fromReadableStream(jsonLines(sent)).finalMessage();
+    expect(final.id).toBe('msg_1');
+    expect(final.content.map((item) => item.type)).toEqual([
+      'thinking',
+      'text',
+      'thinking',
+      'text',
+      'tool_use',
+    ]);
+    expect(final.content[4]).toMatchObject({ id: 'tu_2', name: 'edit', input: { path: 'a' } });
+    expect(final.stop_reason).toBe('tool_use');
+    // What goes back upstream: the round as the model wrote it, signature and parsed input kept.
+    expect(answers[0].content).toEqual([
+      { type: 'thinking', thinking: 'need the file', signature: 'sig-need the file' },
+      { type: 'tool_use', id: 'tu_1', name: EXPAND_TOOL, input: { id: 'function:read:1' } },
+      { type: 'text', text: 'Expanding.' },
+    ]);
+  });
+
+  it('ends a last round that only called the proxy as a finished turn', async () => {
+    const { sent } = merge(mergeAnthropicStreams(options), [
+      [
+        start('msg_1'),
+        ...text(0, 'Done. '),
+        ...tool(1, 'tu_1', EXPAND_TOOL, '{"id":"x"}'),
+        ...end('tool_use'),
+      ],
+    ]);
+    const final = await MessageStream.fromReadableStream(jsonLines(sent)).finalMessage();
+    expect(final.content).toEqual([{ type: 'text', text: 'Done. ' }]);
+    expect(final.stop_reason).toBe('end_turn');
+  });
+});
+
+describe('OpenAI Chat Completions', () => {
+  const chunk = (id: string, delta: Wire, finish: string | null = null, extra: Wire = {}): SseMessage => ({
+    data: JSON.stringify({
+      id,
+      object: 'chat.completion.chunk',
+      created: id === 'c1' ? 1 : 2,
+      model: 'gpt',
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      ...extra,
+    }),
+  });
+  const call = (index: number, id: string, name: string, args: string) => ({
+    tool_calls: [{ index, id, type: 'function', function: { name, arguments: args } }],
+  });
+
+  it('keeps one id, one role and one finish, and renumbers the client calls from 0', async () => {
+    const {
+      sent,
+      text: raw,
+      answers,
+    } = merge(mergeChatStreams(options), [
+      [
+        chunk('c1', { role: 'assistant', content: '' }),
+        chunk('c1', { content: 'Look', ...call(0, 'a', EXPAND_TOOL, '{"id":"x"}') }),
+        chunk('c1', {}, 'tool_calls'),
+        { data: '[DONE]' },
+      ],
+      [
+        chunk('c2', { role: 'assistant', content: '' }),
+        chunk('c2', { content: 'ing.' }),
+        chunk('c2', call(0, 'b', 'read_file', '{"path":')),
+        chunk('c2', { tool_calls: [{ index: 0, function: { arguments: '"a"}' } }] }),
+        chunk('c2', call(1, 'c', EXPAND_TOOL, '{"id":"y"}')),
+        chunk('c2', call(2, 'd', 'grep', '{}')),
+        // Some servers report usage on the finishing chunk itself.
+        chunk('c2', {}, 'tool_calls', {
+          usage: { prompt_tokens: 50, completion_tokens: 5, total_tokens: 55 },
+        }),
+        { data: '[DONE]' },
+      ],
+    ]);
+    expect(streamGrammarProblems('chat', raw)).toEqual([]);
+    const final = await ChatCompletionStream.fromReadableStream(jsonLines(sent)).finalChatCompletion();
+    expect(final.id).toBe('c1');
+    expect(final.usage?.prompt_tokens).toBe(50);
+    const message = final.choices[0]!.message;
+    expect(message.content).toBe('Looking.');
+    expect(
+      message.tool_calls?.map((item) => [
+        item.id,
+        (item as Wire).function.name,
+        (item as Wire).function.arguments,
+      ]),
+    ).toEqual([
+      ['b', 'read_file', '{"path":"a"}'],
+      ['d', 'grep', '{}'],
+    ]);
+    expect(answers[0].choices[0].message).toEqual({
+      role: 'assistant',
+      content: 'Look',
+      tool_calls: [{ id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{"id":"x"}' } }],
+    });
+  });
+});
+
+describe('OpenAI Responses', () => {
+  const response = (id: string, status: string, output: Wire[]) => ({
+    id,
+    object: 'response',
+    created_at: 1,
+    status,
+    output,
+    tools: [
+      { type: 'function', name: 'read_file' },
+      { type: 'function', name: EXPAND_TOOL },
+    ],
+    tool_choice: 'auto',
+    usage: null,
+  });
+  let sequence = 0;
+  const event = (payload: Wire): SseMessage => named({ ...payload, sequence_number: sequence++ });
+  const item = (index: number, value: Wire) => [
+    event({
+      type: 'response.output_item.added',
+      output_index: index,
+      item: { ...value, status: 'in_progress' },
+    }),
+    event({ type: 'response.output_item.done', output_index: index, item: value }),
+  ];
+  const reasoning = (id: string) => ({ id, type: 'reasoning', summary: [], encrypted_content: `enc-${id}` });
+  const call = (id: string, name: string) => ({
+    id: `fc_${id}`,
+    type: 'function_call',
+    status: 'completed',
+    call_id: id,
+    name,
+    arguments: '{}',
+  });
+  const message = (id: string, text: string) => ({
+    id,
+    type: 'message',
+    status: 'completed',
+    role: 'assistant',
+    content: [{ type: 'output_text', text, annotations: [] }],
+  });
+  const round = (id: string, items: Wire[]) => {
+    sequence = 0;
+    return [
+      event({ type: 'response.created', response: response(id, 'in_progress', []) }),
+      ...items.flatMap((value, index) => item(index, value)),
+      event({ type: 'response.completed', response: response(id, 'completed', items) }),
+    ];
+  };
+
+  it('keeps reasoning, releases a message written after a proxy call, and completes with what was streamed', () => {
+    const { text: raw, answers } = merge(mergeResponsesStreams(options), [
+      round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')]),
+      round('resp_2', [reasoning('rs_2'), message('m2', 'Now reading.'), call('c2', 'read_file')]),
+    ]);
+    expect(streamGrammarProblems('responses', raw)).toEqual([]);
+    const events = raw
+      .split('\n\n')
+      .filter(Boolean)
+      .map((text) => JSON.parse(text.split('data: ')[1]!));
+    const completed = events.at(-1);
+    expect(completed.response.id).toBe('resp_1');
+    expect(completed.response.output.map((value: Wire) => value.id)).toEqual([
+      'rs_1',
+      'm1',
+      'rs_2',
+      'm2',
+      'fc_c2',
+    ]);
+    expect(completed.response.tools).toEqual([{ type: 'function', name: 'read_file' }]);
+    expect(answers[0].output.map((value: Wire) => value.id)).toEqual(['rs_1', 'fc_c1', 'm1']);
+  });
+});
+
+describe('the grammar check', () => {
+  it('refuses two rounds sent one after the other, as a proxy without a merger would', () => {
+    const round = (id: string): SseMessage[] => [
+      named({
+        type: 'message_start',
+        message: { id, type: 'message', role: 'assistant', content: [], usage: {} },
+      }),
+      named({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+      named({ type: 'content_block_stop', index: 0 }),
+      named({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 1 } }),
+      named({ type: 'message_stop' }),
+    ];
+    expect(streamGrammarProblems('messages', encodeSse(round('a')))).toEqual([]);
+    expect(streamGrammarProblems('messages', encodeSse([...round('a'), ...round('b')]))).toEqual(
+      expect.arrayContaining(['2 message_start events', 'block 0 started where 1 was next']),
+    );
+    const chat = (id: string): SseMessage[] => [
+      {
+        data: JSON.stringify({
+          id,
+          choices: [{ index: 0, delta: { role: 'assistant' }, finish_reason: null }],
+        }),
+      },
+      { data: JSON.stringify({ id, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) },
+      { data: '[DONE]' },
+    ];
+    expect(streamGrammarProblems('chat', encodeSse(chat('a')))).toEqual([]);
+    expect(streamGrammarProblems('chat', encodeSse([...chat('a'), ...chat('b')]))).toEqual(
+      expect.arrayContaining(['2 completion ids: a, b', '2 finish reasons', '2 role deltas']),
+    );
+  });
+});

@@ -1,0 +1,264 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { ScriptedReply, ScriptedRequest } from '../testing/scripted-reply.js';
+import type { Wire } from '../testing/upstream-test-kit.js';
+import { type ServedProxy, serveProxy } from './serve-proxy.js';
+import { hashApiKey } from './session-identity.js';
+import { conversationBody, type WireRoute } from './testing/agent-conversation.js';
+import { type ProxyFixture, type ProxyFixtureOptions, startProxyFixture } from './testing/proxy-fixture.js';
+import { expandKeys, lastToolResult, pointerKeys } from './testing/recovery-pointers.js';
+import { type Accumulated, streamWithSdk } from './testing/sdk-stream.js';
+import { streamGrammarProblems } from './testing/stream-grammar.js';
+import { EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
+
+const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
+const TURNS = 8;
+/** What each route's SDK reports for an answer that ends without a tool call. */
+const FINISHED: Record<WireRoute, string> = { chat: 'stop', responses: 'completed', messages: 'end_turn' };
+const CALLED: Record<WireRoute, string> = {
+  chat: 'tool_calls',
+  responses: 'completed',
+  messages: 'tool_use',
+};
+
+let fixture: ProxyFixture | undefined;
+let served: ServedProxy | undefined;
+afterEach(async () => {
+  await served?.close();
+  await fixture?.close();
+  served = undefined;
+  fixture = undefined;
+});
+
+async function serve(options: ProxyFixtureOptions): Promise<string> {
+  // Room for a page of recovered content beside the view, the client's tools and the reserve.
+  fixture = await startProxyFixture({ window: 4_000, ...options });
+  served = await serveProxy(fixture.proxy, { port: 0 });
+  return served.url;
+}
+
+/** Requests after the first of a recovery carry the scripted model's own call ids in their history. */
+function isRecoveryRound(request: ScriptedRequest): boolean {
+  return request.rawBody.includes('_scripted0');
+}
+
+function pointerIn(request: ScriptedRequest): string {
+  const [key] = pointerKeys(request.rawBody);
+  if (key === undefined) throw new Error('no recovery pointer in the request');
+  return key;
+}
+
+const READ_FILE_SCHEMA = {
+  type: 'object',
+  properties: { path: { type: 'string' } },
+  required: ['path'],
+};
+
+/** The test conversation with the client's own `read_file` tool declared, as an agent sends it. */
+function agentBody(route: WireRoute): Wire {
+  const body = conversationBody(route, { turns: TURNS });
+  const tool =
+    route === 'chat'
+      ? { type: 'function', function: { name: 'read_file', parameters: READ_FILE_SCHEMA } }
+      : route === 'responses'
+        ? { type: 'function', name: 'read_file', parameters: READ_FILE_SCHEMA, strict: false }
+        : { name: 'read_file', input_schema: READ_FILE_SCHEMA };
+  return { ...body, tools: [tool] };
+}
+
+function expandOf(request: ScriptedRequest): ScriptedReply['toolCalls'] & object {
+  return [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }];
+}
+
+function expectCoherent(route: WireRoute, result: Accumulated): void {
+  expect(streamGrammarProblems(route, result.raw)).toEqual([]);
+}
+
+describe('transparent recovery of streamed answers', () => {
+  it.each(ROUTES)(
+    '%s: an expand call is answered and the rounds reach the SDK as one answer',
+    async (route) => {
+      const url = await serve({
+        streamChunkChars: 5,
+        script: (request) =>
+          isRecoveryRound(request)
+            ? { text: 'Found it: value0_3 is the culprit.' }
+            : { text: 'Let me look again. ', toolCalls: expandOf(request) },
+      });
+      const result = await streamWithSdk(route, url, agentBody(route));
+      expect(result.text).toBe('Let me look again. Found it: value0_3 is the culprit.');
+      expect(result.toolCalls).toEqual([]);
+      expect(result.stop).toBe(FINISHED[route]);
+      expectCoherent(route, result);
+
+      const [first, second] = fixture!.upstream.requests;
+      expect(fixture!.upstream.requests).toHaveLength(2);
+      expect((first!.body as Wire).stream).toBe(true);
+      expect(first?.rawBody).toContain(EXPAND_TOOL);
+      // The result the model got is the sidecar's text for the key it asked for: whole, or its
+      // first page when the window has no room for all of it.
+      const key = pointerIn(first!);
+      const session = `${hashApiKey(new Headers({ 'x-api-key': 'sk-test-key' }))}:${result.headers.get('x-selfgc-session')}`;
+      const expanded = (await expandKeys(fixture!.store, session, [key])).get(key);
+      expect(expanded).toBeDefined();
+      expect(second?.rawBody).toContain(JSON.stringify(expanded!.slice(0, 400)).slice(1, -1));
+      expect(fixture!.logs).toHaveLength(1);
+      expect(fixture!.logs[0]).toMatchObject({ stream: true, status: 200, recoveryCalls: 1 });
+      expect(fixture!.logs[0]).not.toHaveProperty('outcome');
+    },
+  );
+
+  it.each(ROUTES)('%s: a search call is answered from the sidecar, unseen by the client', async (route) => {
+    const url = await serve({
+      script: (request) =>
+        isRecoveryRound(request)
+          ? { text: 'value1_30 is defined in module 1.' }
+          : { toolCalls: [{ name: SEARCH_TOOL, arguments: { query: 'value1_30' } }] },
+    });
+    const result = await streamWithSdk(route, url, agentBody(route));
+    expect(result.text).toBe('value1_30 is defined in module 1.');
+    expectCoherent(route, result);
+    const second = fixture!.upstream.requests[1]!;
+    // One `<id>: <snippet>` line a hit, as the tool result the model got.
+    expect(second.rawBody).toMatch(/"(content|output)":"(function|conversation):[^"]*: …?[^"]*computeValue/);
+  });
+
+  it.each(ROUTES)(
+    '%s: a turn calling a proxy tool and a client tool gives the client only its own call',
+    async (route) => {
+      const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
+      const url = await serve({
+        script: (request) =>
+          isRecoveryRound(request)
+            ? { text: 'Reading it again.', toolCalls: [readFile] }
+            : { text: 'Checking. ', toolCalls: [...expandOf(request), readFile] },
+      });
+      const result = await streamWithSdk(route, url, agentBody(route));
+      expect(result.text).toBe('Checking. Reading it again.');
+      expect(result.toolCalls).toEqual([{ name: 'read_file', arguments: { path: 'src/module3.ts' } }]);
+      expect(result.stop).toBe(CALLED[route]);
+      expectCoherent(route, result);
+      // Upstream, the proxy's call stays paired with its result; the client call it dropped
+      // (the first round's second call) is nowhere, and the model asked for it again.
+      const second = fixture!.upstream.requests[1]!.rawBody;
+      expect(second).toContain('_scripted0000_0');
+      expect(second).not.toContain('_scripted0000_1');
+    },
+  );
+
+  it('recovers the same way when governance runs in a worker thread', async () => {
+    const url = await serve({
+      workers: 1,
+      script: (request) =>
+        isRecoveryRound(request)
+          ? { text: 'Found it.' }
+          : { text: 'Looking. ', toolCalls: expandOf(request) },
+    });
+    const result = await streamWithSdk('responses', url, agentBody('responses'));
+    expect(result.text).toBe('Looking. Found it.');
+    expectCoherent('responses', result);
+    expect(lastToolResult(fixture!.upstream.requests[1]?.body)).toMatch(/computeValue/);
+    await until(() => fixture!.logs.length === 1);
+    expect(fixture!.logs[0]).toMatchObject({ recoveryCalls: 1 });
+    expect(fixture!.logs[0]?.recoveredTokens).toBeGreaterThan(0);
+  });
+
+  it('stops after three rounds, forbids tools on the last call, and drops a proxy call made anyway', async () => {
+    const url = await serve({
+      script: (request) => ({ text: 'again ', toolCalls: expandOf(request) }),
+    });
+    const result = await streamWithSdk('messages', url, agentBody('messages'));
+    const bodies = fixture!.upstream.requests.map((request) => request.body as Wire);
+    expect(bodies.map((body) => body.tool_choice)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      { type: 'none' },
+    ]);
+    // The scripted model ignores tool_choice: its last call must not leak.
+    expect(result.text).toBe('again again again again ');
+    expect(result.toolCalls).toEqual([]);
+    expect(result.stop).toBe('end_turn');
+    expectCoherent('messages', result);
+  });
+});
+
+describe('failures while recovering a stream', () => {
+  it.each(ROUTES)(
+    "%s: an upstream error mid-stream ends the client's stream with its error event",
+    async (route) => {
+      const url = await serve({
+        script: (request) =>
+          isRecoveryRound(request)
+            ? {
+                text: 'This answer will break.',
+                cutStream: { afterEvents: 4, error: { status: 529, message: 'Overloaded' } },
+              }
+            : { text: 'Looking. ', toolCalls: expandOf(request) },
+      });
+      const failure = streamWithSdk(route, url, agentBody(route));
+      await expect(failure).rejects.toThrow(/Overloaded/);
+      const raw = (await failure.catch((error: { raw: string }) => error.raw)) as string;
+      expect(raw).toContain('Looking.');
+      expect(raw).not.toContain('selfgc_');
+      expect(raw.trimEnd().split('\n\n').at(-1)).toMatch(/Overloaded/);
+    },
+  );
+
+  it.each(ROUTES)('%s: an upstream that answers the next round with an error status', async (route) => {
+    const url = await serve({
+      script: (request) =>
+        isRecoveryRound(request)
+          ? { error: { status: 500, message: 'the model crashed' } }
+          : { toolCalls: expandOf(request) },
+    });
+    await expect(streamWithSdk(route, url, agentBody(route))).rejects.toThrow(
+      /upstream answered 500: the model crashed/,
+    );
+    expect(fixture!.logs[0]).toMatchObject({ status: 200, outcome: 'failed' });
+  });
+
+  it.each(ROUTES)('%s: an upstream connection that drops mid-stream', async (route) => {
+    const url = await serve({
+      script: (request) =>
+        isRecoveryRound(request)
+          ? { text: 'Cut short here and there.', cutStream: { afterEvents: 5 } }
+          : { toolCalls: expandOf(request) },
+    });
+    await expect(streamWithSdk(route, url, agentBody(route))).rejects.toThrow(/upstream stream/);
+  });
+
+  it('a client that goes away while the proxy recovers aborts the upstream call', async () => {
+    const url = await serve({
+      streamChunkChars: 64,
+      script: (request) =>
+        isRecoveryRound(request) ? { hang: true } : { text: 'One moment. ', toolCalls: expandOf(request) },
+    });
+    const client = new AbortController();
+    const response = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': 'sk-test-key',
+        'anthropic-version': '2023-06-01',
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ ...agentBody('messages'), stream: true }),
+      signal: client.signal,
+    });
+    const reader = response.body!.getReader();
+    let seen = '';
+    while (!seen.includes('One moment.')) seen += new TextDecoder().decode((await reader.read()).value);
+    await until(() => fixture!.upstream.requests.length === 2);
+    client.abort();
+    await until(() => fixture!.upstream.requests[1]?.abandoned === true);
+    await until(() => fixture!.logs.length === 1);
+    expect(fixture!.logs[0]).toMatchObject({ status: 200, outcome: 'cancelled' });
+  });
+});
+
+async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
+  const started = Date.now();
+  while (!condition()) {
+    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
