@@ -1,6 +1,11 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../core/errors.js';
+import { createGovernor } from '../core/governor/create-governor.js';
+import { readSessionState } from '../core/session-state.js';
 import type { CommitRecord, SidecarRecord, SidecarStore } from '../core/store.js';
+import { conversation, foreign, transcriptText } from '../core/testing/marked-conversation.js';
+import { approximateTokenCounter } from '../core/tokens.js';
+import type { Message } from '../core/transcript.js';
 import {
   commitRecord,
   hostileQueries,
@@ -341,6 +346,40 @@ export function describeStoreContract(
       await store.close();
       await expect(store.getPayload(session, 'x')).rejects.toBeInstanceOf(StoreError);
       await expect(store.writeState(session, {}, 0)).rejects.toBeInstanceOf(StoreError);
+    });
+
+    describe('content-bound state through a governor', () => {
+      // Two histories under one session id: the second never sees or recovers the first's content.
+      const cases: Array<[string, (first: Message[]) => Message[]]> = [
+        ['another conversation', () => conversation('bravo', 12)],
+        ['old rounds elided by the client', (first) => [...first.slice(0, 2), ...first.slice(8)]],
+      ];
+      it.each(cases)('%s', async (_name, next) => {
+        const governor = createGovernor({
+          provider: 'openai',
+          window: 3_000,
+          store,
+          tokenCounter: approximateTokenCounter,
+          triggers: { milestones: false, minBatch: 0, cooldownMessages: 2 },
+          cache: 'blind',
+        });
+        const first = conversation('alpha', 14);
+        for (let end = 4; end <= first.length; end += 2) await governor.project(session, first.slice(0, end));
+        expect((await store.listCommits(session)).length).toBeGreaterThan(0);
+        const second = next(first);
+        const result = await governor.project(session, second);
+        expect(result.divergence).toBeDefined();
+        expect(foreign(transcriptText(result.view), second)).toEqual([]);
+        for (const key of Object.keys(result.recoverable)) {
+          expect(foreign((await governor.expand(session, key, result.recoverable)) ?? '', second)).toEqual(
+            [],
+          );
+        }
+        // Read back from the store alone (another instance): the same holds.
+        for (const key of Object.keys((await readSessionState(store, session)).state.payloads)) {
+          expect(foreign((await governor.expand(session, key)) ?? '', second)).toEqual([]);
+        }
+      });
     });
   });
 }

@@ -9,9 +9,10 @@ import { createMemoryStore } from '../../stores/memory-store.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import { readSessionState } from '../session-state.js';
 import type { SidecarStore } from '../store.js';
-import { assistantMessage, systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
+import { conversation, foreign, round, transcriptText } from '../testing/marked-conversation.js';
+import { assistantMessage, toolRound } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
-import { type Message, messageText } from '../transcript.js';
+import type { Message } from '../transcript.js';
 import { createGovernor } from './create-governor.js';
 
 const WINDOW = 3_000;
@@ -34,50 +35,6 @@ function governor(store: SidecarStore) {
     now: () => 1_767_225_600_000,
     triggers: { milestones: false, minBatch: 0, cooldownMessages: 2 },
   });
-}
-
-/** Output of one file read: every line names the conversation's marker and the round. */
-function fileBody(marker: string, round: number): string {
-  return Array.from(
-    { length: 24 },
-    (_, line) =>
-      `${marker}_secret_${round}_${line} = compute_${marker}(${round}, ${line})  # ${marker}_note_${round}`,
-  ).join('\n');
-}
-
-function round(marker: string, index: number): Message[] {
-  return toolRound(
-    `call_${marker}_${index}`,
-    'read_file',
-    { path: `src/${marker}/mod_${index}.py` },
-    fileBody(marker, index),
-    {
-      text: `Reading module ${index}.`,
-    },
-  );
-}
-
-/** One conversation: the same system prompt and request every time (so the same auto session id). */
-function conversation(marker: string, rounds: number, from = 1): Message[] {
-  const messages = [systemMessage('You are a coding agent.'), userMessage('Review every module and report.')];
-  for (let index = from; index < from + rounds; index += 1) messages.push(...round(marker, index));
-  return messages;
-}
-
-const MARKER = /\b(?:alpha|bravo)_(?:secret|note)_\d+(?:_\d+)?\b|\bcompute_(?:alpha|bravo)\b/g;
-
-function markersOf(textValue: string): Set<string> {
-  return new Set(textValue.match(MARKER) ?? []);
-}
-
-function transcriptText(messages: readonly Message[]): string {
-  return messages.map((message) => messageText(message)).join('\n');
-}
-
-/** What the view or a recovered payload shows that the transcript does not hold. */
-function foreign(shown: string, messages: readonly Message[]): string[] {
-  const sent = markersOf(transcriptText(messages));
-  return [...markersOf(shown)].filter((marker) => !sent.has(marker));
 }
 
 type Scenario =
