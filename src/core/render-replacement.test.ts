@@ -11,6 +11,7 @@ import {
   renderSpanFold,
   renderTombstone,
   spanText,
+  withoutRecoveryRoute,
 } from './render-replacement.js';
 import { CLI_SOURCE, threeRequestSession } from './testing/sample-session.js';
 import {
@@ -345,5 +346,33 @@ describe('isMaskable and renderMask', () => {
       'def f 2',
     ]);
     expect(masked).toContain('[… 17 of 34 lines masked');
+  });
+});
+
+describe('withoutRecoveryRoute', () => {
+  it('turns every recovery pointer into a plain key, never longer, and keeps other messages as they are', () => {
+    const untouched = userMessage('Please expand the tests.');
+    const view = [
+      untouched,
+      toolMessage(
+        toolResult(
+          'c1',
+          'bash',
+          '[folded function:bash:1: ls]\n(exact output kept; expand("function:bash:1") recovers it)',
+        ),
+      ),
+      userMessage(
+        '[folded conversation:user:1@9: …]\n(exact messages kept; expand("conversation:user:1@9") recovers them)',
+      ),
+    ];
+    const plain = withoutRecoveryRoute(view);
+    expect(plain[0]).toBe(untouched);
+    const texts = plain.map((message) => messageText(message));
+    expect(texts[1]).toContain('(exact output kept; kept as "function:bash:1")');
+    expect(texts[2]).toContain('(exact messages kept; kept as "conversation:user:1@9")');
+    for (const [index, textValue] of texts.entries()) {
+      expect(textValue).not.toMatch(/expand\("/);
+      expect(textValue.length).toBeLessThanOrEqual(messageText(view[index]!).length);
+    }
   });
 });

@@ -6,7 +6,7 @@ import { type Anchor, callExpressions, extractAnchors } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import type { Ledger } from './ledger.js';
 import { type LedgerObject, messageReferenceText, rankAnchors } from './ledger.js';
-import { type Message, messageText } from './transcript.js';
+import { type Message, messageText, type Part, partText } from './transcript.js';
 
 /** The text payload of an object, as the model saw it. */
 export function objectText(ledger: Ledger, object: LedgerObject): string {
@@ -37,6 +37,32 @@ export function spanText(ledger: Ledger, object: LedgerObject, end = object.span
  */
 export function sidecarKey(objectId: string, spanEnd?: number): string {
   return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}`;
+}
+
+const RECOVERY_POINTER = /expand\("([^"]+)"\) recovers (?:it|them)/g;
+
+/**
+ * The view with its recovery pointers made plain keys (`expand("function:bash:3") recovers it`
+ * → `kept as "function:bash:3"`), for a client that has no route to recover them: a fold then
+ * promises nothing the client cannot do. Never longer than the pointer it replaces; messages
+ * without a pointer stay the same objects.
+ */
+export function withoutRecoveryRoute(view: readonly Message[]): Message[] {
+  const plain = (value: string) => value.replace(RECOVERY_POINTER, (_match, key: string) => `kept as "${key}"`);
+  const hasPointer = (value: string) => value.includes('expand("');
+  return view.map((message) => {
+    if (!message.parts.some((part) => hasPointer(partText(part)))) return message;
+    const parts = message.parts.map((part): Part => {
+      if (part.type === 'text') return { ...part, text: plain(part.text) };
+      if (part.type !== 'tool-result') return part;
+      const content =
+        typeof part.content === 'string'
+          ? plain(part.content)
+          : part.content.map((inner) => (inner.type === 'text' ? { ...inner, text: plain(inner.text) } : inner));
+      return { ...part, content };
+    });
+    return { ...message, parts };
+  });
 }
 
 /**

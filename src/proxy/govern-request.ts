@@ -6,6 +6,7 @@
  */
 import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
+import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
 import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
@@ -39,6 +40,11 @@ export interface GovernInput {
   headers: Headers;
   /** Tools the proxy may add to the body after governance (recovery). */
   proxyTools: readonly ToolDefinition[];
+  /**
+   * Whether the proxy answers recovery calls for this request. When it does not, the view's
+   * recovery pointers become plain keys: a fold promises only a route the client has.
+   */
+  recoveryRoute: boolean;
   signal: AbortSignal;
 }
 
@@ -122,5 +128,6 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     trace.entry.commit = ids;
   }
   const viewRoom = Math.max(0, window - reserve.total);
-  return { body: dialect.writeTranscript(input.body, result.view), governor, result, viewRoom };
+  const view = input.recoveryRoute ? result.view : withoutRecoveryRoute(result.view);
+  return { body: dialect.writeTranscript(input.body, view), governor, result: { ...result, view }, viewRoom };
 }

@@ -92,6 +92,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   trace.entry.session = sessionLogId(identity);
   trace.entry.sessionSource = identity.source;
   trace.entry.stream = body.stream === true;
+  const recoveryRoute = settings.recovery && dialect.recoverable?.(body) !== false;
   const governed = await governRequest(settings, {
     dialect,
     body,
@@ -102,16 +103,13 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     requestHeaders: input.requestHeaders,
     headers,
     // Recovery tools go into requests whose view has pointers, streamed or not: keep room for them.
-    proxyTools: settings.recovery ? RECOVERY_TOOLS : [],
+    proxyTools: recoveryRoute ? RECOVERY_TOOLS : [],
+    recoveryRoute,
     signal: input.signal,
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
-  const recover =
-    settings.recovery &&
-    result !== undefined &&
-    dialect.recoverable?.(body) !== false &&
-    hasRecoveryPointers(result.view);
+  const recover = recoveryRoute && result !== undefined && hasRecoveryPointers(result.view);
   if (!recover || governor === undefined) {
     return { body: encodeBodyText(JSON.stringify(governed.body)) };
   }

@@ -198,10 +198,13 @@ describe('transparent recovery', () => {
     },
   );
 
-  it('adds no tools when turned off, nor to a chat request for several choices', async () => {
+  it('adds no tools when turned off, nor to a chat request for several choices, and then promises no route', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }), proxy: { recovery: false } });
     await fixture.post('messages', conversationBody('messages', { turns: TURNS }));
-    expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
+    // Folds still name what they hold, but promise no expand the client cannot make.
+    const plain = /kept as \\"((?:function|conversation):[^"\\]+)\\"/;
+    expect(fixture.upstream.requests[0]?.rawBody).toMatch(plain);
+    expect(fixture.upstream.requests[0]?.rawBody).not.toContain('expand(');
     expect(fixture.upstream.requests[0]?.rawBody).not.toContain(EXPAND_TOOL);
     await fixture.close();
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
@@ -211,7 +214,9 @@ describe('transparent recovery', () => {
       false,
       true,
     ]);
-    expect(fixture.upstream.requests[0]?.rawBody).toContain('expand(');
+    expect(fixture.upstream.requests[0]?.rawBody).toMatch(plain);
+    expect(fixture.upstream.requests[0]?.rawBody).not.toContain('expand(');
+    expect(fixture.upstream.requests[1]?.rawBody).toContain('expand(');
   });
 
   it.each([false, true])(
