@@ -211,12 +211,21 @@ describe('recovery', () => {
   it('flags the proxy tool reaching the client, in its answer or in what it sends back', () => {
     const run = soundRun({
       client: [
-        exchange(0, body(firstTurn), 200, 'data: {"content_block":{"name":"selfgc_expand"}}'),
+        exchange(
+          0,
+          body(firstTurn),
+          200,
+          'data: {"content_block":{"type":"tool_use","name":"selfgc_expand"}}',
+        ),
         exchange(1, body(afterExpand('x'))),
       ],
     });
     expect(checkRecoveryHidden(run).map((violation) => violation.request)).toEqual([1, 0]);
     expect(checkRecoveryHidden(soundRun())).toEqual([]);
+    const told = soundRun({
+      client: [exchange(0, body(firstTurn), 200, 'data: {"text":"no selfgc_expand here"}')],
+    });
+    expect(checkRecoveryHidden(told)).toEqual([]);
   });
 });
 

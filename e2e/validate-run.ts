@@ -165,6 +165,9 @@ export function checkRecovery(run: RunRecord): string[] {
   ];
 }
 
+/** A call of a `selfgc_` tool in an answer, streamed or not, in any of the three wire formats. */
+const PROXY_TOOL_CALL = /"name":\s*"(selfgc_[a-z_]+)"/;
+
 /** The client never sees the proxy's recovery tool: not in what it sends, not in what it gets. */
 export function checkRecoveryHidden(run: RunRecord): Violation[] {
   const violations: Violation[] = [];
@@ -181,12 +184,13 @@ export function checkRecoveryHidden(run: RunRecord): Violation[] {
       });
   }
   for (const exchange of run.client) {
-    if (exchange.answer.includes(EXPAND_TOOL))
+    const call = PROXY_TOOL_CALL.exec(exchange.answer);
+    if (call !== null)
       violations.push({
         check: 'recovery-hidden',
         run: run.label,
         request: exchange.index,
-        message: `the answer to the client names ${EXPAND_TOOL}`,
+        message: `the answer to the client calls the proxy's own tool ${call[1]}`,
       });
   }
   return violations;
