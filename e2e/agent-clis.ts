@@ -54,7 +54,7 @@ export interface AgentCli {
   /**
    * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
    * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 8k, opencode's
-   * 8.7k), and what is left holds only five to seven step files, so every scenario must fold.
+   * 8.7k), and what is left holds only four or five step files, so every scenario must fold.
    */
   window: number;
   tools: AgentTools;

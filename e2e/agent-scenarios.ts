@@ -39,8 +39,8 @@ export interface Scenario {
   runs: ScenarioRun[];
 }
 
-/** Lines per step file: about 1,300 tokens, so a dozen steps outgrow the room a small window leaves. */
-const LINES_PER_FILE = 48;
+/** Lines per step file: about 1,950 tokens, so a handful of steps outgrow the room a small window leaves. */
+const LINES_PER_FILE = 72;
 
 const WORDS = [
   'ledger',
@@ -152,11 +152,11 @@ function makeRun(label: string, stepCount: number, prompt: string, secretStep: b
 }
 
 const TWO_RUNS_PROMPT =
-  'Go through the notes in notes/ one file after the other (part-01 to part-08) and tell me the token the last one ends with.';
+  'Go through the notes in notes/ one file after the other (part-01 to part-06) and tell me the token the last one ends with.';
 const LONG_TASK_PROMPT =
-  'Go through all sixteen notes in notes/ (part-01 to part-16), one file after the other, and tell me the token the last one ends with.';
+  'Go through all fifteen notes in notes/ (part-01 to part-15), one file after the other, and tell me the token the last one ends with.';
 const RECOVERY_PROMPT =
-  'Read notes/secret.txt, then the notes part-02 to part-12 in notes/, and finally tell me the release code from secret.txt.';
+  'Read notes/secret.txt, then the notes part-02 to part-09 in notes/, and finally tell me the release code from secret.txt.';
 
 /** A fresh scenario: new markers, tokens and secret on every call. */
 export function createScenario(name: ScenarioName): Scenario {
@@ -164,12 +164,12 @@ export function createScenario(name: ScenarioName): Scenario {
     case 'two-runs':
       return {
         name,
-        runs: [makeRun('run-1', 8, TWO_RUNS_PROMPT, false), makeRun('run-2', 8, TWO_RUNS_PROMPT, false)],
+        runs: [makeRun('run-1', 6, TWO_RUNS_PROMPT, false), makeRun('run-2', 6, TWO_RUNS_PROMPT, false)],
       };
     case 'long-task':
-      return { name, runs: [makeRun('run-1', 16, LONG_TASK_PROMPT, false)] };
+      return { name, runs: [makeRun('run-1', 15, LONG_TASK_PROMPT, false)] };
     case 'streaming-recovery':
-      return { name, runs: [makeRun('run-1', 12, RECOVERY_PROMPT, true)] };
+      return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, true)] };
   }
 }
 

@@ -33,9 +33,9 @@ const stepResult = (id: string, text: string) => ({
 /** The conversation after the last step, with the first step folded behind a pointer. */
 const afterLastStep = [
   prompt,
-  { role: 'user', content: '[folded: notes/secret.txt and 10 more, expand("conversation:user:1@4")]' },
-  { role: 'assistant', content: [stepCall('toolu_12')] },
-  stepResult('toolu_12', run.files[run.steps[11]!.path]!),
+  { role: 'user', content: '[folded: notes/secret.txt and 7 more, expand("conversation:user:1@4")]' },
+  { role: 'assistant', content: [stepCall('toolu_last')] },
+  stepResult('toolu_last', run.files[run.steps[run.steps.length - 1]!.path]!),
 ];
 
 describe('the scripted agent', () => {
