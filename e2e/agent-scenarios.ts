@@ -43,27 +43,11 @@ export interface Scenario {
 const LINES_PER_FILE = 72;
 
 const WORDS = [
-  'ledger',
-  'object',
-  'fold',
-  'sidecar',
-  'anchor',
-  'commit',
-  'window',
-  'planner',
-  'harness',
-  'view',
-  'cache',
-  'token',
-  'stream',
-  'upstream',
-  'session',
-  'tool',
-  'result',
-  'request',
-  'answer',
-  'index',
-];
+  'ledger object fold sidecar anchor commit window planner harness view',
+  'cache token stream upstream session tool result request answer index',
+]
+  .join(' ')
+  .split(' ');
 
 /**
  * Where the secret stands in its file. The secret is plain words, not an identifier, a number
@@ -72,37 +56,12 @@ const WORDS = [
 export const SECRET_LEAD = 'The release code is';
 
 const SECRET_WORDS = [
-  'amber',
-  'birch',
-  'copper',
-  'dune',
-  'ember',
-  'fern',
-  'granite',
-  'harbor',
-  'iris',
-  'juniper',
-  'kestrel',
-  'lantern',
-  'meadow',
-  'nectar',
-  'orchard',
-  'pebble',
-  'quartz',
-  'raven',
-  'saffron',
-  'thistle',
-  'umber',
-  'violet',
-  'willow',
-  'yarrow',
-  'zephyr',
-  'acorn',
-  'bramble',
-  'cedar',
-  'delta',
-  'falcon',
-];
+  'amber birch copper dune ember fern granite harbor iris juniper',
+  'kestrel lantern meadow nectar orchard pebble quartz raven saffron thistle',
+  'umber violet willow yarrow zephyr acorn bramble cedar delta falcon',
+]
+  .join(' ')
+  .split(' ');
 
 function secretPhrase(): string {
   return Array.from(randomBytes(3), (byte) => SECRET_WORDS[byte % SECRET_WORDS.length]).join(' ');

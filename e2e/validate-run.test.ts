@@ -199,7 +199,7 @@ describe('recovery', () => {
   it('fails, with what the requests showed, when the secret never came back', () => {
     const run = soundRun({ secret, upstream: [upstream(0, body(pointer))], stdout: 'E2E-FAILED no tool' });
     expect(checkRecovery(run)).toEqual([
-      'no upstream request carried a selfgc_expand result with the secret: of 1 upstream requests, 1 showed recovery pointers, 0 offered selfgc_expand, 0 carried selfgc_expand results. CLI output: E2E-FAILED no tool',
+      'no upstream request carried a selfgc_expand result with the secret: of 1 upstream requests, 1 showed recovery pointers, 0 offered selfgc_expand, 0 carried selfgc_expand results; the secret was not in the last one. CLI output: E2E-FAILED no tool',
     ]);
     const wrong = soundRun({
       secret,

@@ -158,10 +158,12 @@ export function checkRecovery(run: RunRecord): string[] {
     JSON.stringify(request.turns).includes('expand(\\"'),
   ).length;
   const expanded = upstream.filter(({ request }) => expandResults(request).length > 0).length;
+  const last = upstream[upstream.length - 1];
+  const kept = last !== undefined && JSON.stringify(last.request.turns).includes(run.secret);
   return [
     `no upstream request carried a ${EXPAND_TOOL} result with the secret: of ${upstream.length} upstream requests, ` +
-      `${withPointers} showed recovery pointers, ${offering} offered ${EXPAND_TOOL}, ${expanded} carried ${EXPAND_TOOL} results. ` +
-      `CLI output: ${ending(run.stdout, 300)}`,
+      `${withPointers} showed recovery pointers, ${offering} offered ${EXPAND_TOOL}, ${expanded} carried ${EXPAND_TOOL} results; ` +
+      `the secret was ${kept ? 'still' : 'not'} in the last one. CLI output: ${ending(run.stdout, 300)}`,
   ];
 }
 
