@@ -110,6 +110,8 @@ const claudeCode: AgentCli = {
       ANTHROPIC_BASE_URL: baseUrl,
       ANTHROPIC_API_KEY: API_KEY,
       CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(OUTPUT_RESERVE),
+      // The scripted upstream never fails by chance; a refused request is reported, not retried.
+      CLAUDE_CODE_MAX_RETRIES: '1',
       DISABLE_UPDATES: '1',
       DISABLE_INSTALLATION_CHECKS: '1',
       DISABLE_FEEDBACK_COMMAND: '1',
