@@ -1,0 +1,216 @@
+/**
+ * The real agent CLIs the suite drives (installed by `npm ci --prefix e2e/agents`): how each is
+ * pointed at a custom endpoint and run on one prompt without a terminal, with its telemetry,
+ * update checks and other outside traffic turned off, and which of its own tools the scripted
+ * model calls to read a file or run a shell command.
+ *
+ * Each CLI speaks a different governed route: Claude Code Anthropic Messages, Codex OpenAI
+ * Responses (a custom provider with `wire_api = "responses"`), opencode Chat Completions (an
+ * `@ai-sdk/openai-compatible` provider).
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ScriptedToolCall } from '../src/testing/index.js';
+import type { WireRoute } from './read-wire-request.js';
+
+export type AgentName = 'claude-code' | 'codex' | 'opencode';
+
+export const AGENT_NAMES: readonly AgentName[] = ['claude-code', 'codex', 'opencode'];
+
+/** Where `npm ci --prefix e2e/agents` puts the CLIs. */
+export const AGENTS_DIRECTORY = join(dirname(fileURLToPath(import.meta.url)), 'agents');
+
+/** What one CLI run needs: its own HOME, the project it works in, the URL it is pointed at. */
+export interface AgentContext {
+  home: string;
+  project: string;
+  /** The endpoint's origin, without `/v1`. */
+  baseUrl: string;
+  prompt: string;
+}
+
+export interface AgentLaunch {
+  command: string;
+  args: string[];
+  /** The whole environment of the CLI (nothing is inherited beyond PATH). */
+  env: Record<string, string>;
+  /** Files to write before the run, absolute path → content (configuration in HOME). */
+  files: Record<string, string>;
+}
+
+/** The CLI's own tools, as the scripted model calls them. */
+export interface AgentTools {
+  read(path: string): ScriptedToolCall;
+  shell(command: string): ScriptedToolCall;
+  /** A request that offers none of these is a side request (a title, a summary), not the agent loop. */
+  loopTools: readonly string[];
+}
+
+export interface AgentCli {
+  name: AgentName;
+  route: WireRoute;
+  /** The binary `npm ci --prefix e2e/agents` installs. */
+  binary: string;
+  /**
+   * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
+   * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 8k, opencode's
+   * 8.7k), and what is left holds only four or five step files, so every scenario must fold.
+   */
+  window: number;
+  tools: AgentTools;
+  launch(context: AgentContext): AgentLaunch;
+}
+
+/** The output reserve the CLIs are set to, scaled down with the window like a real one. */
+export const OUTPUT_RESERVE = 2048;
+
+const API_KEY = 'sk-selfgc-e2e';
+
+/** Turned off for every CLI: telemetry, error reports, update checks, non-essential traffic. */
+const QUIET_ENV = {
+  DISABLE_TELEMETRY: '1',
+  DISABLE_ERROR_REPORTING: '1',
+  DISABLE_AUTOUPDATER: '1',
+  DO_NOT_TRACK: '1',
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+};
+
+function baseEnv(home: string): Record<string, string> {
+  return {
+    PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+    TMPDIR: join(home, 'tmp'),
+    LANG: 'C.UTF-8',
+    TERM: 'dumb',
+    NO_COLOR: '1',
+    ...QUIET_ENV,
+  };
+}
+
+const claudeCode: AgentCli = {
+  name: 'claude-code',
+  route: 'messages',
+  binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'claude'),
+  window: 24_000,
+  tools: {
+    read: (path) => ({ name: 'Read', arguments: { file_path: path } }),
+    shell: (command) => ({ name: 'Bash', arguments: { command, description: 'Show a note' } }),
+    loopTools: ['Read', 'Bash'],
+  },
+  launch: ({ home, baseUrl, prompt }) => ({
+    command: claudeCode.binary,
+    // Root may not skip permissions; the tools the scripted model calls are allowed by name instead.
+    args: ['-p', prompt, '--allowedTools', 'Read,Bash', '--max-turns', '40', '--output-format', 'text'],
+    env: {
+      ...baseEnv(home),
+      ANTHROPIC_BASE_URL: baseUrl,
+      ANTHROPIC_API_KEY: API_KEY,
+      CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(OUTPUT_RESERVE),
+      // The scripted upstream never fails by chance; a refused request is reported, not retried.
+      CLAUDE_CODE_MAX_RETRIES: '1',
+      DISABLE_UPDATES: '1',
+      DISABLE_INSTALLATION_CHECKS: '1',
+      DISABLE_FEEDBACK_COMMAND: '1',
+      CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
+    },
+    files: {},
+  }),
+};
+
+const codex: AgentCli = {
+  name: 'codex',
+  route: 'responses',
+  binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'codex'),
+  window: 16_000,
+  tools: {
+    read: (path) => ({ name: 'exec_command', arguments: { cmd: `cat ${path}` } }),
+    shell: (command) => ({ name: 'exec_command', arguments: { cmd: command } }),
+    loopTools: ['exec_command'],
+  },
+  launch: ({ home, baseUrl, prompt }) => {
+    const codexHome = join(home, '.codex');
+    const config = [
+      'model = "gpt-5-codex"',
+      'model_provider = "selfgc"',
+      'approval_policy = "never"',
+      // The run is inside a network namespace of its own in a throwaway directory.
+      'sandbox_mode = "danger-full-access"',
+      'check_for_update_on_startup = false',
+      '',
+      '[analytics]',
+      'enabled = false',
+      '',
+      '[feedback]',
+      'enabled = false',
+      '',
+      '[model_providers.selfgc]',
+      'name = "selfgc proxy"',
+      `base_url = "${baseUrl}/v1"`,
+      'wire_api = "responses"',
+      'env_key = "SELFGC_E2E_API_KEY"',
+      '',
+    ].join('\n');
+    return {
+      command: codex.binary,
+      args: ['exec', '--skip-git-repo-check', '--color', 'never', prompt],
+      env: { ...baseEnv(home), CODEX_HOME: codexHome, SELFGC_E2E_API_KEY: API_KEY },
+      files: { [join(codexHome, 'config.toml')]: config },
+    };
+  },
+};
+
+const opencode: AgentCli = {
+  name: 'opencode',
+  route: 'chat',
+  binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'opencode'),
+  window: 16_000,
+  tools: {
+    read: (path) => ({ name: 'read', arguments: { filePath: path } }),
+    shell: (command) => ({ name: 'bash', arguments: { command, description: 'Show a note' } }),
+    loopTools: ['read', 'bash'],
+  },
+  launch: ({ home, baseUrl, prompt }) => {
+    const config = {
+      $schema: 'https://opencode.ai/config.json',
+      autoupdate: false,
+      share: 'disabled',
+      model: 'selfgc/scripted-model',
+      small_model: 'selfgc/scripted-model',
+      provider: {
+        selfgc: {
+          npm: '@ai-sdk/openai-compatible',
+          name: 'selfgc proxy',
+          options: { baseURL: `${baseUrl}/v1`, apiKey: API_KEY },
+          models: {
+            'scripted-model': { name: 'scripted model', limit: { context: 200_000, output: OUTPUT_RESERVE } },
+          },
+        },
+      },
+    };
+    return {
+      command: opencode.binary,
+      args: ['run', prompt],
+      env: {
+        ...baseEnv(home),
+        OPENCODE_DISABLE_AUTOUPDATE: '1',
+        OPENCODE_DISABLE_MODELS_FETCH: '1',
+        OPENCODE_DISABLE_SHARE: '1',
+        OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+        OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+        OPENCODE_DISABLE_CLAUDE_CODE: '1',
+        OPENCODE_DISABLE_EXTERNAL_SKILLS: '1',
+      },
+      files: { [join(home, '.config', 'opencode', 'opencode.json')]: `${JSON.stringify(config, null, 2)}\n` },
+    };
+  },
+};
+
+export const AGENT_CLIS: Readonly<Record<AgentName, AgentCli>> = {
+  'claude-code': claudeCode,
+  codex,
+  opencode,
+};

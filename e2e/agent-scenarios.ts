@@ -1,0 +1,169 @@
+/**
+ * The scenarios the end-to-end suite plays with each agent CLI: the files of its project, the
+ * prompt, the tool steps the scripted model takes, and the answer it must end with.
+ *
+ * Every run's files carry the run's own marker (`E2E-RUN-…`), every step file its step number
+ * (`E2E-STEP-07`, how the scripted model knows where it is without any state of its own) and a
+ * token (`E2E-TOKEN-…`) that the final answer repeats, so a final answer proves the last tool
+ * result reached the model as the tool wrote it.
+ */
+import { randomBytes } from 'node:crypto';
+
+export type ScenarioName = 'two-runs' | 'long-task' | 'streaming-recovery';
+
+export const SCENARIO_NAMES: readonly ScenarioName[] = ['two-runs', 'long-task', 'streaming-recovery'];
+
+/** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
+export interface AgentStep {
+  tool: 'read' | 'shell';
+  /** Path relative to the project directory. */
+  path: string;
+}
+
+export interface ScenarioRun {
+  label: string;
+  /** In every file of this run and nowhere else. */
+  marker: string;
+  /** Relative path → content, written before the run (the previous run's files are replaced). */
+  files: Record<string, string>;
+  prompt: string;
+  steps: AgentStep[];
+  /** The token of the last step's file, repeated by the final answer. */
+  lastToken: string;
+  /** Set when the answer needs a value that only an early step showed (`streaming-recovery`). */
+  secret?: string;
+}
+
+export interface Scenario {
+  name: ScenarioName;
+  runs: ScenarioRun[];
+}
+
+/** Lines per step file: about 1,950 tokens, so a handful of steps outgrow the room a small window leaves. */
+const LINES_PER_FILE = 72;
+
+const WORDS = [
+  'ledger object fold sidecar anchor commit window planner harness view',
+  'cache token stream upstream session tool result request answer index',
+]
+  .join(' ')
+  .split(' ');
+
+/**
+ * Where the secret stands in its file. The secret is plain words, not an identifier, a number
+ * or a path, so a fold summary has no reason to keep it as an anchor: only recovery brings it back.
+ */
+export const SECRET_LEAD = 'The release code is';
+
+const SECRET_WORDS = [
+  'amber birch copper dune ember fern granite harbor iris juniper',
+  'kestrel lantern meadow nectar orchard pebble quartz raven saffron thistle',
+  'umber violet willow yarrow zephyr acorn bramble cedar delta falcon',
+]
+  .join(' ')
+  .split(' ');
+
+function secretPhrase(): string {
+  return Array.from(randomBytes(3), (byte) => SECRET_WORDS[byte % SECRET_WORDS.length]).join(' ');
+}
+
+function hex(bytes: number): string {
+  return randomBytes(bytes).toString('hex');
+}
+
+function fileLines(title: string, count: number): string[] {
+  const lines: string[] = [];
+  for (let line = 1; line <= count; line += 1) {
+    const words = Array.from({ length: 9 }, (_, position) => WORDS[(line * 7 + position * 3) % WORDS.length]);
+    lines.push(`${title} line ${String(line).padStart(3, '0')}: ${words.join(' ')} checksum=${hex(4)}`);
+  }
+  return lines;
+}
+
+/** A step file: its step marker and the run marker first, its token last. */
+function stepFile(step: number, marker: string, token: string, middle: string[] = []): string {
+  const name = `E2E-STEP-${String(step).padStart(2, '0')}`;
+  const lines = fileLines(`part ${step}`, LINES_PER_FILE);
+  lines.splice(LINES_PER_FILE / 2, 0, ...middle);
+  return `${name} ${marker}\n${lines.join('\n')}\n${name} ends with ${token}\n`;
+}
+
+function stepPath(step: number): string {
+  return `notes/part-${String(step).padStart(2, '0')}.txt`;
+}
+
+/** Steps alternate between the read tool and the shell tool. */
+function makeRun(label: string, stepCount: number, prompt: string, secretStep: boolean): ScenarioRun {
+  const marker = `E2E-RUN-${hex(6)}`;
+  const secret = secretStep ? secretPhrase() : undefined;
+  const files: Record<string, string> = {};
+  const steps: AgentStep[] = [];
+  let lastToken = '';
+  for (let step = 1; step <= stepCount; step += 1) {
+    const token = `E2E-TOKEN-${hex(6)}`;
+    const middle = step === 1 && secret !== undefined ? [`${SECRET_LEAD} ${secret}.`] : [];
+    const path = step === 1 && secret !== undefined ? 'notes/secret.txt' : stepPath(step);
+    files[path] = stepFile(step, marker, token, middle);
+    steps.push({ tool: step % 2 === 1 ? 'read' : 'shell', path });
+    lastToken = token;
+  }
+  return { label, marker, files, prompt, steps, lastToken, ...(secret === undefined ? {} : { secret }) };
+}
+
+const TWO_RUNS_PROMPT =
+  'Go through the notes in notes/ one file after the other (part-01 to part-06) and tell me the token the last one ends with.';
+const LONG_TASK_PROMPT =
+  'Go through all fifteen notes in notes/ (part-01 to part-15), one file after the other, and tell me the token the last one ends with.';
+const RECOVERY_PROMPT =
+  'Read notes/secret.txt, then the notes part-02 to part-09 in notes/, and finally tell me the release code from secret.txt.';
+
+/** A fresh scenario: new markers, tokens and secret on every call. */
+export function createScenario(name: ScenarioName): Scenario {
+  switch (name) {
+    case 'two-runs':
+      return {
+        name,
+        runs: [makeRun('run-1', 6, TWO_RUNS_PROMPT, false), makeRun('run-2', 6, TWO_RUNS_PROMPT, false)],
+      };
+    case 'long-task':
+      return { name, runs: [makeRun('run-1', 15, LONG_TASK_PROMPT, false)] };
+    case 'streaming-recovery':
+      return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, true)] };
+  }
+}
+
+/**
+ * What no other run may see: every random value in this run's files (its marker, tokens and
+ * line checksums, which fold summaries keep as anchors), and its secret.
+ */
+export function uniqueStrings(run: ScenarioRun): string[] {
+  const values = new Set<string>();
+  for (const text of Object.values(run.files)) {
+    for (const match of text.matchAll(/[0-9a-f]{8,}/g)) values.add(match[0]);
+  }
+  if (run.secret !== undefined) values.add(run.secret);
+  return [...values];
+}
+
+/** What the scripted model saw, which its final answer repeats. */
+export interface SeenValues {
+  marker: string;
+  /** The step number of the latest tool result. */
+  steps?: number;
+  token?: string;
+  secret?: string;
+}
+
+/** The answer the scripted model ends a run with, and that the CLI must print. */
+export function finalAnswer(seen: SeenValues): string {
+  const parts = [`E2E-DONE ${seen.marker}`];
+  if (seen.secret !== undefined) parts.push(`secret=${seen.secret.replaceAll(' ', '-')}`);
+  else parts.push(`steps=${seen.steps ?? 0}`, `token=${seen.token ?? 'none'}`);
+  return parts.join(' ');
+}
+
+/** What the CLI must print when the run went as scripted. */
+export function expectedAnswer(run: ScenarioRun): string {
+  if (run.secret !== undefined) return finalAnswer({ marker: run.marker, secret: run.secret });
+  return finalAnswer({ marker: run.marker, steps: run.steps.length, token: run.lastToken });
+}

@@ -1,0 +1,56 @@
+/**
+ * The end-to-end tests of one agent CLI: every scenario, run for real inside a network
+ * namespace, then validated. Each check is its own soft assertion, so a failing test lists
+ * every check that failed with its evidence. The whole result is written to a file for a closer
+ * look (its path is printed with any failure).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { AgentName } from './agent-clis.js';
+import { SCENARIO_NAMES } from './agent-scenarios.js';
+import { agentUnavailable, namespaceUnavailable, runInNamespace } from './run-in-namespace.js';
+import { CHECK_NAMES, type Violation, validateScenario } from './validate-run.js';
+
+/** Scenarios whose runs each take up to 150 s in the runner; this is the last resort. */
+const SCENARIO_TIMEOUT_MS = 330_000;
+/** Violations shown per check (the rest are counted). */
+const SHOWN = 4;
+
+export const RESULTS_DIRECTORY = join(tmpdir(), 'selfgc-e2e-results');
+
+function format(violations: readonly Violation[]): string[] {
+  const shown = violations.slice(0, SHOWN).map((violation) => {
+    const where =
+      violation.request === undefined ? violation.run : `${violation.run} request #${violation.request}`;
+    return `${where}: ${violation.message}`;
+  });
+  if (violations.length > SHOWN) shown.push(`… and ${violations.length - SHOWN} more`);
+  return shown;
+}
+
+export function describeAgentScenarios(agent: AgentName): void {
+  // In CI the suite must run: a missing namespace or CLI fails there instead of skipping.
+  const mustRun = process.env.CI === 'true';
+  const unavailable = namespaceUnavailable() ?? agentUnavailable(agent);
+  describe(`${agent} through selfgc proxy (end to end)`, () => {
+    for (const scenario of SCENARIO_NAMES) {
+      it(scenario, { timeout: SCENARIO_TIMEOUT_MS + 10_000 }, async (context) => {
+        if (unavailable !== undefined) {
+          if (mustRun) throw new Error(`the end-to-end suite must run in CI: ${unavailable}`);
+          context.skip(unavailable);
+        }
+        const result = await runInNamespace(agent, scenario, { timeoutMs: SCENARIO_TIMEOUT_MS });
+        mkdirSync(RESULTS_DIRECTORY, { recursive: true });
+        const file = join(RESULTS_DIRECTORY, `${agent}-${scenario}.json`);
+        writeFileSync(file, JSON.stringify(result));
+        const violations = validateScenario(result);
+        for (const check of CHECK_NAMES) {
+          const found = violations.filter((violation) => violation.check === check);
+          expect.soft(format(found), `${check} (full result: ${file})`).toEqual([]);
+        }
+      });
+    }
+  });
+}

@@ -1,0 +1,118 @@
+/**
+ * A recording relay between a CLI and the proxy: it forwards every request as it came and every
+ * answer as it goes (streamed chunk by chunk), and keeps a copy of both. The suite needs what
+ * the client itself sent to tell content the client sent from content the proxy added.
+ */
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedExchange {
+  index: number;
+  /** Milliseconds since the relay started, when the request was read whole. */
+  at: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  /** The request body as text. */
+  body: string;
+  /** Undefined when the answer never came (the relay could not reach the proxy). */
+  status?: number;
+  /** The answer as text (streams included), cut after `ANSWER_LIMIT` bytes. */
+  answer: string;
+}
+
+export interface RecordingRelay {
+  url: string;
+  exchanges: RecordedExchange[];
+  close(): Promise<void>;
+}
+
+/** Bytes of each answer kept. */
+const ANSWER_LIMIT = 1_000_000;
+
+function flatten(headers: IncomingHttpHeaders): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return flat;
+}
+
+/** Listen on 127.0.0.1 (ephemeral port) and relay to `target` (`http://host:port`). */
+export async function startRecordingRelay(target: string): Promise<RecordingRelay> {
+  const exchanges: RecordedExchange[] = [];
+  const started = Date.now();
+  const destination = new URL(target);
+  const server = createServer((incoming, outgoing) => {
+    const chunks: Buffer[] = [];
+    incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+    incoming.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const exchange: RecordedExchange = {
+        index: exchanges.length,
+        at: Date.now() - started,
+        method: incoming.method ?? 'GET',
+        path: incoming.url ?? '/',
+        headers: flatten(incoming.headers),
+        body: body.toString('utf8'),
+        answer: '',
+      };
+      exchanges.push(exchange);
+      const forwarded = httpRequest(
+        {
+          host: destination.hostname,
+          port: destination.port,
+          method: exchange.method,
+          path: exchange.path,
+          headers: { ...incoming.headers, host: destination.host },
+        },
+        (answer) => {
+          exchange.status = answer.statusCode ?? 0;
+          outgoing.writeHead(exchange.status, answer.rawHeaders);
+          const kept: Buffer[] = [];
+          let keptBytes = 0;
+          const keep = () => {
+            exchange.answer = Buffer.concat(kept).toString('utf8');
+          };
+          answer.on('data', (chunk: Buffer) => {
+            if (keptBytes < ANSWER_LIMIT) {
+              kept.push(chunk);
+              keptBytes += chunk.length;
+            }
+            outgoing.write(chunk);
+          });
+          answer.on('end', () => {
+            keep();
+            outgoing.end();
+          });
+          answer.on('close', keep);
+          answer.on('error', () => outgoing.destroy());
+        },
+      );
+      forwarded.on('error', (error) => {
+        exchange.answer = `relay: ${error.message}`;
+        if (outgoing.headersSent) return void outgoing.destroy();
+        outgoing.writeHead(502, { 'content-type': 'application/json' });
+        outgoing.end(JSON.stringify({ error: { message: `relay: ${error.message}` } }));
+      });
+      outgoing.on('close', () => {
+        if (!outgoing.writableFinished) forwarded.destroy();
+      });
+      forwarded.end(body);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    exchanges,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

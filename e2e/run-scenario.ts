@@ -1,0 +1,285 @@
+/**
+ * One scenario with one real agent CLI, end to end: a scripted upstream, `selfgc proxy` pointed
+ * at it (from the sources, as a child process, with its real flags), a recording relay in front
+ * of the proxy, and the CLI pointed at the relay with a HOME and a project directory of its own.
+ * Prints one JSON line (`ScenarioResult`) on standard output.
+ *
+ * Meant to run inside a network namespace of its own, where only loopback exists:
+ *
+ *   unshare -n -- sh -c 'ip link set lo up && exec node --import tsx e2e/run-scenario.ts <agent> <scenario> [--direct]'
+ *
+ * `--direct` leaves the proxy out (the CLI talks to the scripted upstream through the relay),
+ * to tell a CLI or script problem from a proxy one.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { startScriptedUpstream } from '../src/testing/index.js';
+import { AGENT_CLIS, type AgentCli, type AgentName } from './agent-clis.js';
+import {
+  createScenario,
+  expectedAnswer,
+  SCENARIO_NAMES,
+  type ScenarioName,
+  type ScenarioRun,
+  uniqueStrings,
+} from './agent-scenarios.js';
+import { type RecordedExchange, startRecordingRelay } from './recording-relay.js';
+import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
+import { createScriptedAgent } from './scripted-agent.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** How long one CLI run may take before it is stopped. */
+const RUN_TIMEOUT_MS = 150_000;
+/** How long the proxy may take to start listening (tsx compiles the sources on the way). */
+const PROXY_START_TIMEOUT_MS = 60_000;
+/** Characters of the CLI's output kept. */
+const OUTPUT_TAIL = 16_000;
+
+/**
+ * What to stop when the runner itself is told to stop (SIGTERM, the suite's last resort): the
+ * CLI's process group, the proxy, the temporary directory. Only what this runner started.
+ */
+const onTerminate = new Set<() => void>();
+
+process.once('SIGTERM', () => {
+  for (const stop of onTerminate) stop();
+  process.exit(143);
+});
+
+interface ProxyChild {
+  process: ChildProcess;
+  url: string;
+  exited: Promise<void>;
+}
+
+function tail(text: string): string {
+  return text.length > OUTPUT_TAIL ? text.slice(-OUTPUT_TAIL) : text;
+}
+
+function startProxy(upstreamUrl: string, window: number, storeDirectory: string, result: ScenarioResult) {
+  const args = ['--import', 'tsx', join(ROOT, 'e2e', 'selfgc-from-source.ts'), 'proxy'];
+  args.push('--port', '0', '--host', '127.0.0.1', '--window', String(window));
+  args.push('--store', `sqlite:${join(storeDirectory, 'selfgc.db')}`);
+  args.push('--upstream-openai', upstreamUrl, '--upstream-anthropic', upstreamUrl);
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const terminate = () => child.kill('SIGKILL');
+  onTerminate.add(terminate);
+  void exited.then(() => onTerminate.delete(terminate));
+  return new Promise<ProxyChild>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error('selfgc proxy did not start listening in time')),
+      PROXY_START_TIMEOUT_MS,
+    );
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      const listening = /listening on (http:\/\/\S+)/.exec(line);
+      if (listening !== null) {
+        clearTimeout(timer);
+        resolve({ process: child, url: listening[1]!, exited });
+      }
+      if (line.startsWith('{')) {
+        try {
+          result.proxyLog.push(JSON.parse(line) as Record<string, unknown>);
+          return;
+        } catch {
+          // Not a log entry after all: kept as output below.
+        }
+      }
+      result.proxyOutput.push(line);
+    });
+    void exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`selfgc proxy exited before listening: ${result.proxyOutput.join('\n')}`));
+    });
+  });
+}
+
+async function stopProxy(proxy: ProxyChild): Promise<void> {
+  proxy.process.kill('SIGTERM');
+  const killed = setTimeout(() => proxy.process.kill('SIGKILL'), 10_000);
+  await proxy.exited;
+  clearTimeout(killed);
+}
+
+function writeFiles(files: Record<string, string>): void {
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, text);
+  }
+}
+
+/** Replace the project's notes with this run's. */
+function layOutProject(project: string, run: ScenarioRun): void {
+  rmSync(join(project, 'notes'), { recursive: true, force: true });
+  writeFiles(
+    Object.fromEntries(Object.entries(run.files).map(([path, text]) => [join(project, path), text])),
+  );
+}
+
+interface CliOutcome {
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  durationMs: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the CLI once in its own process group, which is stopped whole when it overruns. */
+function runCli(
+  cli: AgentCli,
+  home: string,
+  project: string,
+  baseUrl: string,
+  prompt: string,
+): Promise<CliOutcome> {
+  const launch = cli.launch({ home, project, baseUrl, prompt });
+  writeFiles(launch.files);
+  const started = Date.now();
+  const child = spawn(launch.command, launch.args, {
+    cwd: project,
+    env: launch.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout = tail(stdout + chunk.toString('utf8'));
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr = tail(stderr + chunk.toString('utf8'));
+  });
+  let timedOut = false;
+  const stopGroup = (signal: NodeJS.Signals) => {
+    if (child.pid === undefined) return;
+    try {
+      process.kill(-child.pid, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stopGroup('SIGKILL');
+  }, RUN_TIMEOUT_MS);
+  const terminate = () => stopGroup('SIGKILL');
+  onTerminate.add(terminate);
+  return new Promise((resolve) => {
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      onTerminate.delete(terminate);
+      resolve({
+        exitCode: null,
+        signal: null,
+        timedOut,
+        durationMs: 0,
+        stdout,
+        stderr: `${stderr}\n${error.message}`,
+      });
+    });
+    child.once('close', (exitCode, signal) => {
+      clearTimeout(timer);
+      onTerminate.delete(terminate);
+      // Whatever the CLI left running in its group (a shell it spawned) goes with it.
+      stopGroup('SIGKILL');
+      resolve({ exitCode, signal, timedOut, durationMs: Date.now() - started, stdout, stderr });
+    });
+  });
+}
+
+async function runScenario(
+  agent: AgentName,
+  scenarioName: ScenarioName,
+  direct: boolean,
+): Promise<ScenarioResult> {
+  const cli = AGENT_CLIS[agent];
+  const scenario = createScenario(scenarioName);
+  const result: ScenarioResult = {
+    agent,
+    scenario: scenarioName,
+    window: cli.window,
+    proxied: !direct,
+    runs: [],
+    proxyLog: [],
+    proxyOutput: [],
+  };
+  const base = mkdtempSync(join(tmpdir(), `selfgc-e2e-${agent}-`));
+  onTerminate.add(() => rmSync(base, { recursive: true, force: true }));
+  const home = join(base, 'home');
+  const project = join(base, 'project');
+  mkdirSync(join(home, 'tmp'), { recursive: true });
+  mkdirSync(project, { recursive: true });
+  let current = scenario.runs[0]!;
+  const upstream = await startScriptedUpstream({
+    script: createScriptedAgent({ tools: cli.tools, project, run: () => current }),
+    models: ['scripted-model'],
+  });
+  let proxy: ProxyChild | undefined;
+  let relay: Awaited<ReturnType<typeof startRecordingRelay>> | undefined;
+  try {
+    proxy = direct ? undefined : await startProxy(upstream.url, cli.window, base, result);
+    relay = await startRecordingRelay(proxy?.url ?? upstream.url);
+    for (const run of scenario.runs) {
+      current = run;
+      layOutProject(project, run);
+      const firstUpstream = upstream.requests.length;
+      const firstClient = relay.exchanges.length;
+      const outcome = await runCli(cli, home, project, relay.url, run.prompt);
+      const record: RunRecord = {
+        label: run.label,
+        marker: run.marker,
+        uniqueStrings: uniqueStrings(run),
+        expectedAnswer: expectedAnswer(run),
+        ...(run.secret === undefined ? {} : { secret: run.secret }),
+        ...outcome,
+        client: relay.exchanges.slice(firstClient) as RecordedExchange[],
+        upstream: upstream.requests.slice(firstUpstream).map(
+          (request): UpstreamRecord => ({
+            index: request.index,
+            method: request.method,
+            path: request.path,
+            headers: request.headers,
+            body: request.body,
+          }),
+        ),
+      };
+      result.runs.push(record);
+    }
+  } catch (error) {
+    result.error = error instanceof Error ? error.message : String(error);
+  } finally {
+    await relay?.close();
+    if (proxy !== undefined) await stopProxy(proxy);
+    await upstream.close();
+    rmSync(base, { recursive: true, force: true });
+  }
+  return result;
+}
+
+function parseArguments(argv: string[]): { agent: AgentName; scenario: ScenarioName; direct: boolean } {
+  const [agent, scenario, ...flags] = argv;
+  const usage = `usage: run-scenario <${Object.keys(AGENT_CLIS).join('|')}> <${SCENARIO_NAMES.join('|')}> [--direct]`;
+  if (agent === undefined || !(agent in AGENT_CLIS)) throw new Error(usage);
+  if (scenario === undefined || !SCENARIO_NAMES.includes(scenario as ScenarioName)) throw new Error(usage);
+  if (flags.some((flag) => flag !== '--direct')) throw new Error(usage);
+  return {
+    agent: agent as AgentName,
+    scenario: scenario as ScenarioName,
+    direct: flags.includes('--direct'),
+  };
+}
+
+try {
+  const options = parseArguments(process.argv.slice(2));
+  const result = await runScenario(options.agent, options.scenario, options.direct);
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+} catch (error) {
+  process.stderr.write(`run-scenario: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 2;
+}

@@ -1,0 +1,56 @@
+/**
+ * What `run-scenario.ts` prints (one JSON line) and the suite validates: per run, every request
+ * the client sent and the scripted upstream received, and how the CLI ended.
+ */
+import type { AgentName } from './agent-clis.js';
+import type { ScenarioName } from './agent-scenarios.js';
+import type { RecordedExchange } from './recording-relay.js';
+
+/** One request the scripted upstream received. */
+export interface UpstreamRecord {
+  index: number;
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  /** Parsed JSON body (the raw text when it was not JSON). */
+  body: unknown;
+}
+
+export interface RunRecord {
+  label: string;
+  /** The marker every file of this run carries. */
+  marker: string;
+  /** What no other run may see (`uniqueStrings`). */
+  uniqueStrings: string[];
+  /** What the CLI must print. */
+  expectedAnswer: string;
+  /** The secret the run must recover (`streaming-recovery`). */
+  secret?: string;
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  durationMs: number;
+  /** The end of the CLI's standard output and error. */
+  stdout: string;
+  stderr: string;
+  /** What the CLI sent (through the recording relay), with the answers it got. */
+  client: RecordedExchange[];
+  /** What reached the scripted upstream during this run. */
+  upstream: UpstreamRecord[];
+}
+
+export interface ScenarioResult {
+  agent: AgentName;
+  scenario: ScenarioName;
+  /** The proxy's `--window`. */
+  window: number;
+  /** False with `--direct` (no proxy between the CLI and the scripted upstream). */
+  proxied: boolean;
+  runs: RunRecord[];
+  /** The proxy's JSON log entries (one per request). */
+  proxyLog: Array<Record<string, unknown>>;
+  /** Other lines the proxy printed (start, stop, errors). */
+  proxyOutput: string[];
+  /** Set when the runner itself failed (the proxy did not start, a CLI could not be spawned). */
+  error?: string;
+}

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import type { ScriptedRequest } from '../src/testing/index.js';
+import { AGENT_CLIS } from './agent-clis.js';
+import { createScenario, expectedAnswer } from './agent-scenarios.js';
+import { createScriptedAgent } from './scripted-agent.js';
+
+const scenario = createScenario('streaming-recovery');
+const run = scenario.runs[0]!;
+const agent = createScriptedAgent({ tools: AGENT_CLIS['claude-code'].tools, project: '/p', run: () => run });
+const loopTools = [
+  { name: 'Read', input_schema: {} },
+  { name: 'Bash', input_schema: {} },
+];
+
+function ask(messages: unknown[], tools: unknown[] = loopTools) {
+  const request: ScriptedRequest = {
+    index: 0,
+    method: 'POST',
+    path: '/v1/messages',
+    headers: {},
+    body: { model: 'claude', max_tokens: 100, tools, messages },
+    rawBody: '',
+  };
+  return agent(request);
+}
+
+const prompt = { role: 'user', content: run.prompt };
+const stepCall = (id: string) => ({ type: 'tool_use', id, name: 'Bash', input: { command: 'cat x' } });
+const stepResult = (id: string, text: string) => ({
+  role: 'user',
+  content: [{ type: 'tool_result', tool_use_id: id, content: [{ type: 'text', text }] }],
+});
+/** The conversation after the last step, with the first step folded behind a pointer. */
+const afterLastStep = [
+  prompt,
+  { role: 'user', content: '[folded: notes/secret.txt and 7 more, expand("conversation:user:1@4")]' },
+  { role: 'assistant', content: [stepCall('toolu_last')] },
+  stepResult('toolu_last', run.files[run.steps[run.steps.length - 1]!.path]!),
+];
+
+describe('the scripted agent', () => {
+  it('starts with the first step, using the CLI tool for it', () => {
+    expect(ask([prompt]).toolCalls).toEqual([
+      { name: 'Read', arguments: { file_path: `/p/${run.steps[0]!.path}` } },
+    ]);
+  });
+
+  it('takes the step after the one the latest tool result shows', () => {
+    const reply = ask([
+      prompt,
+      { role: 'assistant', content: [stepCall('toolu_3')] },
+      stepResult('toolu_3', run.files[run.steps[2]!.path]!),
+    ]);
+    expect(reply.toolCalls).toEqual([
+      { name: 'Bash', arguments: { command: `cat ${run.steps[3]!.path}`, description: 'Show a note' } },
+    ]);
+  });
+
+  it('answers a side request (no loop tools) with plain text', () => {
+    expect(ask([prompt], [])).toEqual({ text: 'E2E notes' });
+  });
+
+  it('follows the recovery pointer near the file it needs when the proxy offers selfgc_expand', () => {
+    const reply = ask(afterLastStep, [...loopTools, { name: 'selfgc_expand', input_schema: {} }]);
+    expect(reply.toolCalls).toEqual([{ name: 'selfgc_expand', arguments: { id: 'conversation:user:1@4' } }]);
+  });
+
+  it('says it failed when the value is gone and nothing recovers it', () => {
+    expect(ask(afterLastStep).text).toBe(
+      'E2E-FAILED the value from notes/secret.txt is gone from the context and the request offers no recovery tool',
+    );
+  });
+
+  it('answers with the recovered value once the expand result comes back', () => {
+    const expandCall = {
+      type: 'tool_use',
+      id: 'toolu_x',
+      name: 'selfgc_expand',
+      input: { id: 'conversation:user:1@4' },
+    };
+    const reply = ask([
+      ...afterLastStep,
+      { role: 'assistant', content: [expandCall] },
+      stepResult('toolu_x', run.files[run.steps[0]!.path]!),
+    ]);
+    expect(reply.text).toBe(expectedAnswer(run));
+  });
+
+  it('ends a plain run with the marker and the last token it saw', () => {
+    const plain = createScenario('long-task').runs[0]!;
+    const plainAgent = createScriptedAgent({
+      tools: AGENT_CLIS.codex.tools,
+      project: '/p',
+      run: () => plain,
+    });
+    const last = plain.steps[plain.steps.length - 1]!;
+    const request: ScriptedRequest = {
+      index: 0,
+      method: 'POST',
+      path: '/v1/responses',
+      headers: {},
+      body: {
+        model: 'gpt',
+        tools: [{ type: 'function', name: 'exec_command', parameters: {} }],
+        input: [
+          { type: 'message', role: 'user', content: plain.prompt },
+          { type: 'function_call', call_id: 'c', name: 'exec_command', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'c', output: `Output:\n${plain.files[last.path]}` },
+        ],
+      },
+      rawBody: '',
+    };
+    expect(plainAgent(request)).toEqual({ text: expectedAnswer(plain) });
+  });
+});

@@ -1,0 +1,143 @@
+/**
+ * The scripted model behind the suite's upstream: it plays an agent that works through a
+ * scenario's steps with the CLI's own tools, and keeps no state of its own. Where it is comes
+ * from the request alone (the step marker of the latest tool result, which governance never
+ * folds), so it behaves the same whatever the proxy did to the older turns.
+ *
+ * In `streaming-recovery` it needs, at the end, a value that only the first step's file showed:
+ * when that is no longer in the request, it follows a recovery pointer (`expand("<id>")`) with
+ * the proxy's `selfgc_expand` tool, as a real model would, if the request offers that tool.
+ */
+import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
+import type { AgentTools } from './agent-clis.js';
+import { finalAnswer, type ScenarioRun, SECRET_LEAD } from './agent-scenarios.js';
+import {
+  latestResults,
+  readWireRequest,
+  requestText,
+  routeOfPath,
+  type WireRequest,
+  type WireResult,
+} from './read-wire-request.js';
+
+export const EXPAND_TOOL = 'selfgc_expand';
+
+export interface ScriptedAgentOptions {
+  tools: AgentTools;
+  /** The project directory (read tools take absolute paths). */
+  project: string;
+  /** The run being played; the runner switches it between runs. */
+  run(): ScenarioRun;
+}
+
+const STEP = /E2E-STEP-(\d+)/g;
+const MARKER = /E2E-RUN-[0-9a-f]+/;
+const TOKEN = /E2E-TOKEN-[0-9a-f]+/;
+const SECRET = new RegExp(`${SECRET_LEAD} ([a-z]+ [a-z]+ [a-z]+)\\.`);
+const POINTER = /expand\("([^"]+)"\)/g;
+
+/** The latest step number a text shows, or 0. */
+function stepOf(text: string): number {
+  let step = 0;
+  for (const match of text.matchAll(STEP)) step = Math.max(step, Number(match[1]));
+  return step;
+}
+
+function say(text: string): ScriptedReply {
+  return { text };
+}
+
+/** Calls of the request's last model turn, by id. */
+function lastCalls(request: WireRequest): Map<string, string> {
+  const calls = new Map<string, string>();
+  for (let index = request.turns.length - 1; index >= 0; index -= 1) {
+    const turn = request.turns[index]!;
+    if (turn.role !== 'assistant') {
+      if (calls.size > 0) break;
+      continue;
+    }
+    for (const call of turn.calls) calls.set(call.id, call.name);
+  }
+  return calls;
+}
+
+/** Recovery pointers in the request, those near a mention of `near` first. */
+function pointers(request: WireRequest, near: string): string[] {
+  const texts = request.turns.flatMap((turn) => [turn.text, ...turn.results.map((result) => result.text)]);
+  const close: string[] = [];
+  const other: string[] = [];
+  for (const text of texts) {
+    for (const match of text.matchAll(POINTER)) {
+      const id = match[1]!;
+      const list = text.includes(near) ? close : other;
+      if (!list.includes(id)) list.push(id);
+    }
+  }
+  return [...close, ...other.filter((id) => !close.includes(id))];
+}
+
+/** Ids the model already expanded in this request's turns. */
+function expandedIds(request: WireRequest): Set<string> {
+  const ids = new Set<string>();
+  for (const turn of request.turns) {
+    for (const call of turn.calls) {
+      if (call.name !== EXPAND_TOOL) continue;
+      try {
+        const parsed = JSON.parse(call.arguments) as { id?: unknown };
+        if (typeof parsed.id === 'string') ids.add(parsed.id);
+      } catch {
+        // A malformed call of ours cannot happen; nothing to add.
+      }
+    }
+  }
+  return ids;
+}
+
+function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]): ScriptedReply {
+  const secretPath = run.steps[0]!.path;
+  const marker = MARKER.exec(results.map((result) => result.text).join('\n'))?.[0] ?? 'no-marker';
+  const visible = SECRET.exec(requestText(request))?.[1];
+  if (visible !== undefined) return say(finalAnswer({ marker, secret: visible }));
+  const offered = request.tools.some((tool) => tool.name === EXPAND_TOOL);
+  const tried = expandedIds(request);
+  const next = pointers(request, secretPath.split('/').pop()!).find((id) => !tried.has(id));
+  if (!offered || next === undefined) {
+    // Worded without the tool's name: the suite looks for that name in what the client gets.
+    const why = offered ? 'no recovery pointer is left to follow' : 'the request offers no recovery tool';
+    return say(`E2E-FAILED the value from ${secretPath} is gone from the context and ${why}`);
+  }
+  return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: next } }] };
+}
+
+/** The script function for `startScriptedUpstream`. */
+export function createScriptedAgent(options: ScriptedAgentOptions) {
+  return (scripted: ScriptedRequest): ScriptedReply => {
+    const route = routeOfPath(scripted.path);
+    if (route === undefined) return say('E2E side answer');
+    const request = readWireRequest(route, scripted.body);
+    const loop = request.tools.some((tool) => options.tools.loopTools.includes(tool.name));
+    if (!loop) return say('E2E notes');
+    const run = options.run();
+    const results = latestResults(request);
+    const calls = lastCalls(request);
+    const internal = results.some((result) => calls.get(result.id) === EXPAND_TOOL);
+    const text = results.map((result) => result.text).join('\n');
+    if (internal) return recover(request, run, results);
+    const step = stepOf(text);
+    if (results.length > 0 && step === 0) {
+      return say(`E2E-FAILED a tool result without a step marker: ${text.slice(0, 300)}`);
+    }
+    if (step < run.steps.length) {
+      const next = run.steps[step]!;
+      const call =
+        next.tool === 'read'
+          ? options.tools.read(`${options.project}/${next.path}`)
+          : options.tools.shell(`cat ${next.path}`);
+      return { text: `Step ${step + 1}: ${next.path}.`, toolCalls: [call] };
+    }
+    if (run.secret !== undefined) return recover(request, run, results);
+    const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
+    const token = TOKEN.exec(text)?.[0] ?? 'no-token';
+    return say(finalAnswer({ marker, steps: step, token }));
+  };
+}

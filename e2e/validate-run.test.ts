@@ -1,0 +1,265 @@
+import { describe, expect, it } from 'vitest';
+import type { RecordedExchange } from './recording-relay.js';
+import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
+import {
+  checkForeignContent,
+  checkLatestTurn,
+  checkProxyAnswers,
+  checkRecovery,
+  checkRecoveryHidden,
+  checkScenarioPressure,
+  checkTask,
+  validateScenario,
+} from './validate-run.js';
+
+const PATH = '/v1/messages';
+const ANSWER = 'E2E-DONE E2E-RUN-aaaa steps=1 token=E2E-TOKEN-bbbb';
+
+function body(messages: unknown[], tools: unknown[] = [{ name: 'Read', input_schema: {} }]) {
+  return { model: 'claude', max_tokens: 64, tools, messages };
+}
+
+const readCall = {
+  type: 'tool_use',
+  id: 'toolu_1',
+  name: 'Read',
+  input: { file_path: '/p/notes/part-01.txt' },
+};
+const readResult = { type: 'tool_result', tool_use_id: 'toolu_1', content: 'E2E-STEP-01 E2E-RUN-aaaa' };
+const firstTurn = [{ role: 'user', content: 'go' }];
+const secondTurn = [
+  ...firstTurn,
+  { role: 'assistant', content: [readCall] },
+  { role: 'user', content: [readResult] },
+];
+/** The client's third request: a bulky first result, then a second step. */
+const bulkyCall = { type: 'tool_use', id: 'toolu_0', name: 'Read', input: { file_path: '/p/notes/big.txt' } };
+const bulkyResult = { type: 'tool_result', tool_use_id: 'toolu_0', content: 'z'.repeat(800) };
+const bulkyTurn = [
+  ...firstTurn,
+  { role: 'assistant', content: [bulkyCall] },
+  { role: 'user', content: [bulkyResult] },
+  ...secondTurn.slice(1),
+];
+/** What a governing proxy sends for it: the bulky step folded, the latest turn as it came. */
+const governedTurn = [
+  ...firstTurn,
+  { role: 'user', content: '[folded: expand("function:Read:0")]' },
+  ...secondTurn.slice(1),
+];
+/** Holds every upstream request below, not the client's bulky one. */
+const WINDOW = 160;
+
+function exchange(
+  index: number,
+  sent: unknown,
+  status = 200,
+  answer = 'event: message_stop',
+): RecordedExchange {
+  return {
+    index,
+    at: 0,
+    method: 'POST',
+    path: `${PATH}?beta=true`,
+    headers: {},
+    body: JSON.stringify(sent),
+    status,
+    answer,
+  };
+}
+
+function upstream(index: number, sent: unknown): UpstreamRecord {
+  return { index, method: 'POST', path: PATH, headers: {}, body: sent };
+}
+
+/** A run in which the proxy forwarded both requests as they came and the CLI printed its answer. */
+function soundRun(overrides: Partial<RunRecord> = {}): RunRecord {
+  return {
+    label: 'run-1',
+    marker: 'E2E-RUN-aaaa',
+    uniqueStrings: ['E2E-RUN-aaaa'],
+    expectedAnswer: ANSWER,
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    durationMs: 1000,
+    stdout: `${ANSWER}\n`,
+    stderr: '',
+    client: [exchange(0, body(firstTurn)), exchange(1, body(secondTurn)), exchange(2, body(bulkyTurn))],
+    upstream: [upstream(0, body(firstTurn)), upstream(1, body(secondTurn)), upstream(2, body(governedTurn))],
+    ...overrides,
+  };
+}
+
+function scenario(runs: RunRecord[], window = WINDOW): ScenarioResult {
+  return {
+    agent: 'claude-code',
+    scenario: 'two-runs',
+    window,
+    proxied: true,
+    runs,
+    proxyLog: [],
+    proxyOutput: [],
+  };
+}
+
+describe('checkTask', () => {
+  it('passes a CLI that exited 0 with the expected answer', () => {
+    expect(checkTask(soundRun())).toEqual([]);
+  });
+
+  it('fails a CLI that exited non-zero, timed out or printed something else', () => {
+    expect(checkTask(soundRun({ exitCode: 1, stdout: 'API Error: 400' }))[0]).toMatch(
+      /^the CLI exited with 1; its output lacks "E2E-DONE .*stdout: API Error: 400/,
+    );
+    expect(checkTask(soundRun({ timedOut: true, exitCode: null, signal: 'SIGKILL' }))[0]).toMatch(
+      /did not finish within its time limit/,
+    );
+  });
+});
+
+describe('checkForeignContent', () => {
+  const leaked = [...secondTurn, { role: 'user', content: 'anchors: 5eed1234 from before' }];
+
+  it('flags a string of an earlier run that the client never sent', () => {
+    const run = soundRun({ upstream: [upstream(7, body(leaked))] });
+    expect(checkForeignContent(run, ['5eed1234', 'c0ffee99'])).toEqual([
+      {
+        check: 'foreign-content',
+        run: 'run-1',
+        request: 7,
+        message: "carries 1 string(s) of an earlier run that this run's client never sent: 5eed1234",
+      },
+    ]);
+  });
+
+  it('accepts it when the client itself sent it', () => {
+    const run = soundRun({ client: [exchange(0, body(leaked))], upstream: [upstream(7, body(leaked))] });
+    expect(checkForeignContent(run, ['5eed1234'])).toEqual([]);
+  });
+});
+
+describe('checkLatestTurn', () => {
+  it('passes when the latest tool results reach the upstream', () => {
+    expect(checkLatestTurn(soundRun())).toEqual([]);
+  });
+
+  it('flags a latest turn that governance folded away', () => {
+    const folded = [...firstTurn, { role: 'user', content: '[folded: 2 messages]' }];
+    const [violation] = checkLatestTurn(
+      soundRun({ upstream: [upstream(0, body(firstTurn)), upstream(1, body(folded))] }),
+    );
+    expect(violation).toMatchObject({ check: 'latest-turn', request: 1 });
+  });
+});
+
+describe('checkProxyAnswers', () => {
+  it('flags a refused request with the proxy message', () => {
+    const run = soundRun({
+      client: [exchange(0, body(firstTurn), 400, '{"error":"role: Invalid discriminator"}')],
+    });
+    expect(checkProxyAnswers(run)).toEqual([
+      {
+        check: 'proxy-answers',
+        run: 'run-1',
+        request: 0,
+        message: 'POST /v1/messages?beta=true answered 400: {"error":"role: Invalid discriminator"}',
+      },
+    ]);
+  });
+});
+
+describe('recovery', () => {
+  const secret = 'amber birch cedar';
+  const expandTool = { name: 'selfgc_expand', input_schema: {} };
+  const pointer = [...secondTurn.slice(0, 1), { role: 'user', content: 'folded, expand("function:Read:1")' }];
+  const expandCall = {
+    type: 'tool_use',
+    id: 'toolu_9',
+    name: 'selfgc_expand',
+    input: { id: 'function:Read:1' },
+  };
+  const afterExpand = (text: string) => [
+    ...pointer,
+    { role: 'assistant', content: [expandCall] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: text }] },
+  ];
+
+  it('passes when a selfgc_expand result brought the secret back upstream', () => {
+    const run = soundRun({
+      secret,
+      upstream: [
+        upstream(0, body(pointer, [expandTool])),
+        upstream(1, body(afterExpand(`The release code is ${secret}.`))),
+      ],
+    });
+    expect(checkRecovery(run)).toEqual([]);
+  });
+
+  it('fails, with what the requests showed, when the secret never came back', () => {
+    const run = soundRun({ secret, upstream: [upstream(0, body(pointer))], stdout: 'E2E-FAILED no tool' });
+    expect(checkRecovery(run)).toEqual([
+      'no upstream request carried a selfgc_expand result with the secret: of 1 upstream requests, 1 showed recovery pointers, 0 offered selfgc_expand, 0 carried selfgc_expand results; the secret was not in the last one. CLI output: E2E-FAILED no tool',
+    ]);
+    const wrong = soundRun({
+      secret,
+      upstream: [upstream(0, body(afterExpand('something else'), [expandTool]))],
+    });
+    expect(checkRecovery(wrong)).toHaveLength(1);
+  });
+
+  it('flags the proxy tool reaching the client, in its answer or in what it sends back', () => {
+    const run = soundRun({
+      client: [
+        exchange(
+          0,
+          body(firstTurn),
+          200,
+          'data: {"content_block":{"type":"tool_use","name":"selfgc_expand"}}',
+        ),
+        exchange(1, body(afterExpand('x'))),
+      ],
+    });
+    expect(checkRecoveryHidden(run).map((violation) => violation.request)).toEqual([1, 0]);
+    expect(checkRecoveryHidden(soundRun())).toEqual([]);
+    const told = soundRun({
+      client: [exchange(0, body(firstTurn), 200, 'data: {"text":"no selfgc_expand here"}')],
+    });
+    expect(checkRecoveryHidden(told)).toEqual([]);
+  });
+});
+
+describe('checkScenarioPressure', () => {
+  it('says when no client request outgrew the window (a scenario that tests nothing)', () => {
+    expect(checkScenarioPressure([soundRun()], 100_000)[0]).toMatch(/within the window of 100000/);
+    expect(checkScenarioPressure([soundRun()], WINDOW)).toEqual([]);
+  });
+});
+
+describe('validateScenario', () => {
+  it('passes a sound scenario', () => {
+    expect(validateScenario(scenario([soundRun()]))).toEqual([]);
+  });
+
+  it('lists every failed check of a bad one', () => {
+    const first = soundRun({ uniqueStrings: ['E2E-RUN-aaaa', '5eed1234'] });
+    const leaked = [...firstTurn, { role: 'user', content: 'folded, anchor 5eed1234' }];
+    const second = soundRun({
+      label: 'run-2',
+      marker: 'E2E-RUN-cccc',
+      uniqueStrings: ['E2E-RUN-cccc'],
+      exitCode: 2,
+      upstream: [upstream(2, body(firstTurn)), upstream(3, body(leaked))],
+    });
+    const checks = validateScenario(scenario([first, second])).map((violation) => violation.check);
+    expect(checks).toEqual(['task', 'latest-turn', 'latest-turn', 'foreign-content']);
+    const narrow = validateScenario(scenario([soundRun()], 60)).map((violation) => violation.check);
+    expect(narrow).toEqual(['window', 'window', 'window']);
+  });
+
+  it('reports a runner failure', () => {
+    expect(validateScenario({ ...scenario([]), error: 'selfgc proxy exited' })).toEqual([
+      { check: 'runner', run: '-', message: 'selfgc proxy exited' },
+    ]);
+  });
+});

@@ -1,0 +1,266 @@
+/**
+ * The validator of an end-to-end scenario: every request the scripted upstream received must be
+ * one a provider accepts and the window holds, no run may see content of another run that its
+ * client did not send, recovery must work and stay hidden from the client, and the CLI must
+ * finish its task. Returns every violation found; an empty list is a pass.
+ */
+import type { TokenCounter } from '../src/core/tokens.js';
+import { tokenCounterForProvider } from '../src/tokenizers/create-token-counter.js';
+import {
+  checkCacheBreakpoints,
+  checkToolPairs,
+  checkWindow,
+  describeSize,
+  measureRequest,
+} from './check-request.js';
+import {
+  latestResults,
+  readWireRequest,
+  routeOfPath,
+  type WireRequest,
+  type WireRoute,
+} from './read-wire-request.js';
+import type { RunRecord, ScenarioResult } from './scenario-result.js';
+import { EXPAND_TOOL } from './scripted-agent.js';
+
+/** Every check, in the order a report lists them. */
+export const CHECK_NAMES = [
+  'runner',
+  'task',
+  'proxy-answers',
+  'latest-turn',
+  'tool-pairs',
+  'cache-breakpoints',
+  'window',
+  'scenario-pressure',
+  'foreign-content',
+  'recovery',
+  'recovery-hidden',
+] as const;
+
+export type CheckName = (typeof CHECK_NAMES)[number];
+
+export interface Violation {
+  check: CheckName;
+  run: string;
+  /** Index of the upstream (or, for client checks, client) request, when one is at fault. */
+  request?: number;
+  message: string;
+}
+
+/** The project's counter for a route: Anthropic's scaled estimate for Messages, o200k for OpenAI. */
+export function counterForRoute(route: WireRoute): TokenCounter {
+  return tokenCounterForProvider(route === 'messages' ? 'anthropic' : 'openai');
+}
+
+function readRequests(
+  requests: ReadonlyArray<{ index: number; path: string; body: unknown }>,
+): Array<{ index: number; request: WireRequest }> {
+  return requests.flatMap((record) => {
+    const route = routeOfPath(record.path);
+    return route === undefined ? [] : [{ index: record.index, request: readWireRequest(route, record.body) }];
+  });
+}
+
+function parsed(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function clientRequests(run: RunRecord) {
+  return readRequests(run.client.map((exchange) => ({ ...exchange, body: parsed(exchange.body) })));
+}
+
+function ending(text: string, length = 600): string {
+  const trimmed = text.trim();
+  return trimmed.length > length ? `…${trimmed.slice(-length)}` : trimmed;
+}
+
+/** The CLI ended on its own, with exit code 0, and printed the answer the run must end with. */
+export function checkTask(run: RunRecord): string[] {
+  const problems: string[] = [];
+  if (run.timedOut) problems.push(`the CLI did not finish within its time limit (${run.durationMs} ms)`);
+  else if (run.exitCode !== 0) problems.push(`the CLI exited with ${run.exitCode ?? `signal ${run.signal}`}`);
+  if (!run.stdout.includes(run.expectedAnswer)) problems.push(`its output lacks "${run.expectedAnswer}"`);
+  if (problems.length === 0) return [];
+  return [`${problems.join('; ')}. stdout: ${ending(run.stdout)} | stderr: ${ending(run.stderr)}`];
+}
+
+/** Every strings of `others` in an upstream request must be in some request the run's client sent. */
+export function checkForeignContent(run: RunRecord, others: readonly string[]): Violation[] {
+  const sent = run.client.map((exchange) => exchange.body).join('\n');
+  const violations: Violation[] = [];
+  for (const record of run.upstream) {
+    const text = JSON.stringify(record.body);
+    const leaked = others.filter((value) => text.includes(value) && !sent.includes(value));
+    if (leaked.length > 0) {
+      violations.push({
+        check: 'foreign-content',
+        run: run.label,
+        request: record.index,
+        message: `carries ${leaked.length} string(s) of an earlier run that this run's client never sent: ${leaked.slice(0, 3).join(', ')}`,
+      });
+    }
+  }
+  return violations;
+}
+
+/**
+ * Governance never touches the latest turn: the tool results a client request ends with reach
+ * the upstream as they were (some upstream request ends with the same results).
+ */
+export function checkLatestTurn(run: RunRecord): Violation[] {
+  const upstreamEndings = readRequests(run.upstream).map(
+    ({ request }) => new Set(latestResults(request).map((result) => result.text)),
+  );
+  const violations: Violation[] = [];
+  for (const { index, request } of clientRequests(run)) {
+    const results = latestResults(request);
+    if (results.length === 0) continue;
+    if (upstreamEndings.some((ending) => results.every((result) => ending.has(result.text)))) continue;
+    violations.push({
+      check: 'latest-turn',
+      run: run.label,
+      request: index,
+      message: `the client's request ended with ${results.length} tool result(s) (${JSON.stringify(results[0]!.text.slice(0, 80))}…) that no upstream request ended with: the latest turn was changed or dropped`,
+    });
+  }
+  return violations;
+}
+
+/** Results of `selfgc_expand` calls that reached the upstream, with the text they carried. */
+function expandResults(request: WireRequest): string[] {
+  const expandCalls = new Set(
+    request.turns.flatMap((turn) =>
+      turn.calls.filter((call) => call.name === EXPAND_TOOL).map((call) => call.id),
+    ),
+  );
+  return latestResults(request)
+    .filter((result) => expandCalls.has(result.id))
+    .map((result) => result.text);
+}
+
+/** The scripted model recovered the secret through `selfgc_expand`, answered by the proxy. */
+export function checkRecovery(run: RunRecord): string[] {
+  if (run.secret === undefined) return [];
+  const upstream = readRequests(run.upstream);
+  const recovered = upstream.some(({ request }) =>
+    expandResults(request).some((text) => text.includes(run.secret!)),
+  );
+  if (recovered) return [];
+  const offering = upstream.filter(({ request }) =>
+    request.tools.some((tool) => tool.name === EXPAND_TOOL),
+  ).length;
+  const withPointers = upstream.filter(({ request }) =>
+    JSON.stringify(request.turns).includes('expand(\\"'),
+  ).length;
+  const expanded = upstream.filter(({ request }) => expandResults(request).length > 0).length;
+  const last = upstream[upstream.length - 1];
+  const kept = last !== undefined && JSON.stringify(last.request.turns).includes(run.secret);
+  return [
+    `no upstream request carried a ${EXPAND_TOOL} result with the secret: of ${upstream.length} upstream requests, ` +
+      `${withPointers} showed recovery pointers, ${offering} offered ${EXPAND_TOOL}, ${expanded} carried ${EXPAND_TOOL} results; ` +
+      `the secret was ${kept ? 'still' : 'not'} in the last one. CLI output: ${ending(run.stdout, 300)}`,
+  ];
+}
+
+/** A call of a `selfgc_` tool in an answer, streamed or not, in any of the three wire formats. */
+const PROXY_TOOL_CALL = /"name":\s*"(selfgc_[a-z_]+)"/;
+
+/** The client never sees the proxy's recovery tool: not in what it sends, not in what it gets. */
+export function checkRecoveryHidden(run: RunRecord): Violation[] {
+  const violations: Violation[] = [];
+  for (const { index, request } of clientRequests(run)) {
+    const named = request.turns
+      .flatMap((turn) => turn.calls)
+      .filter((call) => call.name.startsWith('selfgc_'));
+    if (named.length > 0)
+      violations.push({
+        check: 'recovery-hidden',
+        run: run.label,
+        request: index,
+        message: `the client sent back a call of the proxy's own tool ${named[0]!.name}`,
+      });
+  }
+  for (const exchange of run.client) {
+    const call = PROXY_TOOL_CALL.exec(exchange.answer);
+    if (call !== null)
+      violations.push({
+        check: 'recovery-hidden',
+        run: run.label,
+        request: exchange.index,
+        message: `the answer to the client calls the proxy's own tool ${call[1]}`,
+      });
+  }
+  return violations;
+}
+
+/** Every request the client sent got a 2xx answer from the proxy. */
+export function checkProxyAnswers(run: RunRecord): Violation[] {
+  return run.client
+    .filter((exchange) => exchange.status === undefined || exchange.status < 200 || exchange.status > 299)
+    .map((exchange) => ({
+      check: 'proxy-answers' as const,
+      run: run.label,
+      request: exchange.index,
+      message: `${exchange.method} ${exchange.path} answered ${exchange.status ?? 'nothing'}: ${ending(exchange.answer, 300)}`,
+    }));
+}
+
+/** The scenario really pressed the window: some request the client sent would not fit it. */
+export function checkScenarioPressure(runs: readonly RunRecord[], window: number): string[] {
+  let largest: ReturnType<typeof measureRequest> | undefined;
+  for (const run of runs) {
+    for (const { request } of clientRequests(run)) {
+      const size = measureRequest(request, counterForRoute(request.route));
+      if (largest === undefined || size.total > largest.total) largest = size;
+    }
+  }
+  if (largest !== undefined && largest.total > window) return [];
+  const peak = largest === undefined ? 'no model request' : describeSize(largest);
+  return [
+    `the client's largest request was ${peak}, within the window of ${window}: the proxy had nothing to govern`,
+  ];
+}
+
+function checkUpstreamRequests(run: RunRecord, window: number): Violation[] {
+  const violations: Violation[] = [];
+  for (const { index, request } of readRequests(run.upstream)) {
+    const add = (check: CheckName, problems: string[]) => {
+      for (const message of problems) violations.push({ check, run: run.label, request: index, message });
+    };
+    add('tool-pairs', checkToolPairs(request));
+    add('cache-breakpoints', checkCacheBreakpoints(request));
+    add('window', checkWindow(request, counterForRoute(request.route), window));
+  }
+  return violations;
+}
+
+export function validateScenario(result: ScenarioResult): Violation[] {
+  const violations: Violation[] = [];
+  if (result.error !== undefined) violations.push({ check: 'runner', run: '-', message: result.error });
+  const earlier: string[] = [];
+  for (const run of result.runs) {
+    for (const message of checkTask(run)) violations.push({ check: 'task', run: run.label, message });
+    if (result.proxied) {
+      violations.push(...checkProxyAnswers(run));
+      violations.push(...checkUpstreamRequests(run, result.window));
+      violations.push(...checkLatestTurn(run));
+      violations.push(...checkForeignContent(run, earlier));
+      for (const message of checkRecovery(run))
+        violations.push({ check: 'recovery', run: run.label, message });
+      violations.push(...checkRecoveryHidden(run));
+    }
+    earlier.push(...run.uniqueStrings);
+  }
+  // A run that stopped early (a refused request) says nothing about the scenario's pressure.
+  const finished = result.runs.filter((run) => checkTask(run).length === 0);
+  if (finished.length > 0) {
+    for (const message of checkScenarioPressure(finished, result.window))
+      violations.push({ check: 'scenario-pressure', run: '-', message });
+  }
+  return violations;
+}
