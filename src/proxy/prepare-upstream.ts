@@ -9,6 +9,8 @@
  * is goes upstream as the client's own bytes.
  */
 import { BadInputError, parseJson } from '../core/errors.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.js';
+import type { Message } from '../core/transcript.js';
 import { governRequest } from './govern-request.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
@@ -50,12 +52,27 @@ export interface PreparedRequest extends PreparedUpstream {
   governor?: RecoveryGovernor;
 }
 
+/** Tool arguments are JSON inside a string, which the body's own depth check cannot see into. */
+function checkArgumentDepth(transcript: readonly Message[]): void {
+  transcript.forEach((message, messageIndex) => {
+    for (const part of message.parts) {
+      if (part.type === 'tool-call' && exceedsJsonDepth(part.arguments)) {
+        throw new BadInputError(
+          `message ${messageIndex}: tool call arguments nested deeper than ${MAX_JSON_DEPTH} levels`,
+          { messageIndex },
+        );
+      }
+    }
+  });
+}
+
 export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
   const { settings, dialect, trace, headers } = input;
   const body = parseJson(decodeBodyText(input.bytes), 'request body');
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
   const model = requireModel(body);
   const transcript = dialect.readTranscript(body);
+  checkArgumentDepth(transcript);
   const seed = dialect.identitySeed?.(body);
   const identity = deriveSessionIdentity(input.requestHeaders, transcript, seed, input.keyHash);
   headers.set(SESSION_HEADER, identity.sessionId);
