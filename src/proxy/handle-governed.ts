@@ -3,6 +3,7 @@
  * the body, govern it, forward it with the client's headers, and answer with the upstream's
  * answer (streamed through, or after transparent recovery) plus the `x-selfgc-*` headers.
  */
+import { exceedsJsonDepth } from '../core/json-depth.js';
 import { chooseArm } from './ab-split.js';
 import {
   callUpstream,
@@ -11,6 +12,7 @@ import {
   upstreamRequestHeaders,
 } from './call-upstream.js';
 import { prepareUpstream } from './prepare-upstream.js';
+import { REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText } from './read-body-bytes.js';
@@ -37,7 +39,7 @@ export async function handleGoverned(
   const keyHash = hashApiKey(request.headers);
   const arm = chooseArm(keyHash, settings.abSplit);
   const trace = createRequestTrace(settings, request, dialect.route, arm);
-  const headers = new Headers({ 'x-selfgc-arm': arm });
+  const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
     const input = {
@@ -124,7 +126,8 @@ async function readAnswer(
   });
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // An answer too deep to walk is passed on as text, unread.
+    json = exceedsJsonDepth(text) ? undefined : JSON.parse(text);
   } catch {
     json = undefined;
   }

@@ -4,7 +4,7 @@
  */
 import { chooseArm } from './ab-split.js';
 import { callUpstream, clientResponseHeaders, upstreamRequestHeaders } from './call-upstream.js';
-import type { ProviderName } from './proxy-errors.js';
+import { type ProviderName, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { createRequestTrace } from './request-trace.js';
@@ -44,7 +44,9 @@ export async function handlePassThrough(
     const source = answer.body;
     const stream = source === null ? null : passThrough(source, (outcome) => trace.end(outcome));
     if (stream === null) trace.end();
-    return { status: answer.status, headers: clientResponseHeaders(answer.headers), body: stream };
+    const headers = clientResponseHeaders(answer.headers);
+    headers.set(REQUEST_ID_HEADER, trace.requestId);
+    return { status: answer.status, headers, body: stream };
   } catch (error) {
     return trace.fail(error, provider, new Headers());
   }

@@ -6,6 +6,7 @@
  * already on its way to the client when its tool calls appear); they keep the recovery pointers,
  * which a client with its own GC tools can follow.
  */
+import { toSelfGcError } from '../core/errors.js';
 import type { Governor } from '../core/governor/governor-types.js';
 import { type Message, partText } from '../core/transcript.js';
 import {
@@ -90,7 +91,8 @@ export async function answerInternalCall(
     if (hits.length === 0) return `Nothing kept for this conversation matches "${query}".`;
     return hits.map((hit) => `${hit.objectId}: ${hit.snippet}`).join('\n');
   } catch (error) {
-    return `Recovery failed: ${error instanceof Error ? error.message : String(error)}`;
+    // The model (and through it the client) reads this: the code only, never the store's message.
+    return `Recovery failed (${toSelfGcError(error).code}).`;
   }
 }
 
