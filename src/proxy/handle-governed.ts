@@ -17,7 +17,7 @@ import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText } from './read-body-bytes.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
-import { hashApiKey } from './session-identity.js';
+import { namespaceOf } from './session-identity.js';
 import { tapEventStream } from './tap-event-stream.js';
 import { type BufferedAnswer, hideRecovery, recoverTransparently } from './transparent-recovery.js';
 import type { JsonObject, TokenUsage, WireDialect } from './wire-dialect.js';
@@ -31,14 +31,22 @@ interface Exchange {
   headers: Headers;
 }
 
+/** Logged once, with the first keyless request, when nothing tells keyless clients apart. */
+export const KEYLESS_NOTICE =
+  'requests without an API key share one session namespace, so transparent recovery (sidecar reads) is off for them; ' +
+  'give each client its own with the tenancy option (selfgc proxy --tenant-header NAME or --tenant-from-address)';
+
 export async function handleGoverned(
   settings: ProxySettings,
   dialect: WireDialect,
   request: ProxyRequest,
 ): Promise<ProxyAnswer> {
-  const keyHash = hashApiKey(request.headers);
+  const { keyHash, shared } = namespaceOf(request.headers, settings.tenancy, request.remoteAddress);
   const arm = chooseArm(keyHash, settings.abSplit);
   const trace = createRequestTrace(settings, request, dialect.route, arm);
+  // Keyless clients in one shared namespace must not read each other's sidecars.
+  const recoveryAllowed = settings.recovery && !shared;
+  if (settings.recovery && shared && settings.firstNotice('keyless')) trace.entry.notice = KEYLESS_NOTICE;
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
@@ -53,9 +61,9 @@ export async function handleGoverned(
     };
     const prepared =
       settings.governance === undefined
-        ? await prepareUpstream({ ...input, settings })
+        ? await prepareUpstream({ ...input, settings: { ...settings, recovery: recoveryAllowed } })
         : await settings.governance.prepare(
-            { ...input, failOpen: settings.failOpen, recovery: settings.recovery },
+            { ...input, failOpen: settings.failOpen, recovery: recoveryAllowed },
             settings.metrics,
           );
     const { recovery, governor } = prepared;

@@ -15,4 +15,4 @@ export { createGovernorPool, type GovernorContext, type GovernorFactory } from '
 export { jsonLineLogger, type ProxyLogEntry } from './proxy-log.js';
 export type { ProxyOptions } from './proxy-options.js';
 export { type ServedProxy, type ServeOptions, serveProxy } from './serve-proxy.js';
-export { SESSION_HEADER } from './session-identity.js';
+export { type KeylessTenancy, SESSION_HEADER } from './session-identity.js';

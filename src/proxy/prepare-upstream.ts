@@ -26,7 +26,7 @@ export interface PrepareInput {
   bytes: Uint8Array;
   /** The client's request headers (the session header is read from them). */
   requestHeaders: Headers;
-  /** `hashApiKey(requestHeaders)`. */
+  /** The request's namespace (`namespaceOf`): the API key's hash, or the tenant's. */
   keyHash: string;
   /** The request's arm and log entry (filled in here). */
   trace: Pick<RequestTrace, 'arm' | 'entry'>;

@@ -12,6 +12,7 @@ import { nodeTransport } from './node-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
+import type { KeylessTenancy } from './session-identity.js';
 
 export interface ProxyOptions {
   /**
@@ -40,6 +41,12 @@ export interface ProxyOptions {
   abSplit?: AbSplit;
   /** Transparent expand/search_context for non-streaming requests. Default true. */
   recovery?: boolean;
+  /**
+   * How clients without an API key are told apart. Without it (or when a keyless request names
+   * no tenant) all keyless requests share one namespace, so they get no transparent recovery:
+   * a client could otherwise read what another one's session folded away.
+   */
+  tenancy?: KeylessTenancy;
   /** One structured entry per request (no keys, no message content). Default: none. */
   logger?: (entry: ProxyLogEntry) => void;
   /** Calls the upstream through this `fetch` instead of the default node:http(s) transport. */
@@ -56,6 +63,9 @@ export interface ProxySettings {
   abSplit: AbSplit | undefined;
   recovery: boolean;
   recoveryRounds: number;
+  tenancy: KeylessTenancy | undefined;
+  /** True the first time it is called with `topic`, false after: for one-time log notices. */
+  firstNotice(topic: string): boolean;
   store: SidecarStore | undefined;
   /** Governance worker threads, when the proxy governs off its own thread. */
   governance: GovernanceWorkers | undefined;
@@ -76,6 +86,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
   const windowOf = (model: string) =>
     typeof window === 'number' ? window : window === undefined ? contextWindowOf(model) : window(model);
   const logger = options.logger;
+  const noticed = new Set<string>();
   return {
     upstreams: {
       openai: trimBase(options.upstreams.openai),
@@ -87,6 +98,12 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     abSplit: options.abSplit,
     recovery: options.recovery ?? true,
     recoveryRounds: 3,
+    tenancy: options.tenancy,
+    firstNotice(topic) {
+      if (noticed.has(topic)) return false;
+      noticed.add(topic);
+      return true;
+    },
     store: options.store,
     governance: options.governance,
     metrics: createProxyMetrics(),
