@@ -24,6 +24,7 @@ import type {
 } from './governor-types.js';
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
+import { validateGovernorOptions } from './validate-governor-options.js';
 
 /** Ledgers kept in memory between calls, so each call indexes only what was appended. */
 function createLedgerCache(options: GovernorOptions) {
@@ -54,6 +55,7 @@ function createLedgerCache(options: GovernorOptions) {
 }
 
 export function createGovernor(options: GovernorOptions): Governor {
+  validateGovernorOptions(options);
   // The fallback below does the last resort, with span folds before prunes.
   const embedded = createEmbeddedPlanner();
   const planner: Planner = options.planner ?? embedded;
