@@ -233,3 +233,25 @@ describe('upstream failures', () => {
     expect(errorOf('messages', await models.json()).type).toBe('api_error');
   });
 });
+
+describe('options', () => {
+  it('refuses numbers that are not positive integers and a share outside [0, 1]', async () => {
+    const { createProxy } = await import('./create-proxy.js');
+    const upstreams = { openai: 'http://127.0.0.1:9', anthropic: 'http://127.0.0.1:9' };
+    for (const [options, message] of [
+      [{ window: 0 }, 'createProxy: window must be a positive integer, got 0'],
+      [
+        { upstreamTimeoutMs: Number.NaN },
+        'createProxy: upstreamTimeoutMs must be a positive integer, got NaN',
+      ],
+      [{ bodyLimitBytes: -1 }, 'createProxy: bodyLimitBytes must be a positive integer, got -1'],
+      [{ abSplit: { share: 2 } }, 'createProxy: abSplit.share must be a number in [0, 1], got 2'],
+      [
+        { tenancy: { header: 'x tenant' } },
+        'createProxy: tenancy.header must be a header name, got "x tenant"',
+      ],
+    ] as const) {
+      expect(() => createProxy({ upstreams, ...options })).toThrow(message);
+    }
+  });
+});

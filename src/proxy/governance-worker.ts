@@ -31,7 +31,10 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerOptions) {
   // A commit's writes are on its request's path: checkpoints go to a thread of their own.
-  const store = await createStoreFromUrl(options.storeUrl, { sqliteCheckpoints: 'background' });
+  const store = await createStoreFromUrl(options.storeUrl, {
+    sqliteCheckpoints: 'background',
+    ...(options.retainMs === undefined ? {} : { retainMs: options.retainMs }),
+  });
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),

@@ -1,6 +1,7 @@
 /**
  * Options of `createProxy`, and the resolved settings the request handlers share.
  */
+import { BadInputError } from '../core/errors.js';
 import type { Governor } from '../core/governor/governor-types.js';
 import type { SidecarStore } from '../core/store.js';
 import type { AbSplit } from './ab-split.js';
@@ -81,7 +82,30 @@ function trimBase(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
+/** Numbers that must be positive integers; anything else would misbehave silently. */
+function checkProxyOptions(options: ProxyOptions): void {
+  const numbers = {
+    window: typeof options.window === 'number' ? options.window : undefined,
+    bodyLimitBytes: options.bodyLimitBytes,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+  };
+  for (const [field, value] of Object.entries(numbers)) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new BadInputError(`createProxy: ${field} must be a positive integer, got ${String(value)}`);
+    }
+  }
+  const share = options.abSplit?.share;
+  if (share !== undefined && !(share >= 0 && share <= 1)) {
+    throw new BadInputError(`createProxy: abSplit.share must be a number in [0, 1], got ${String(share)}`);
+  }
+  const header = options.tenancy?.header;
+  if (header !== undefined && !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(header)) {
+    throw new BadInputError(`createProxy: tenancy.header must be a header name, got "${header}"`);
+  }
+}
+
 export function resolveProxySettings(options: ProxyOptions): ProxySettings {
+  checkProxyOptions(options);
   const { governor, window } = options;
   const windowOf = (model: string) =>
     typeof window === 'number' ? window : window === undefined ? contextWindowOf(model) : window(model);
