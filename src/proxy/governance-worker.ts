@@ -11,7 +11,7 @@ import { createStoreFromUrl } from '../stores/parse-store-url.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
-import { contextWindowOf } from './context-window.js';
+import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
 import {
   type GovernanceWorkerOptions,
   transferOf,
@@ -64,7 +64,12 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     }
     if (message.type === 'expand' || message.type === 'search') {
       try {
-        const governor = pool({ provider: 'openai', model: '', window: options.window ?? 0 });
+        // Recovery reads the sidecar only: any valid window serves.
+        const governor = pool({
+          provider: 'openai',
+          model: '',
+          window: options.window ?? DEFAULT_CONTEXT_WINDOW,
+        });
         const value =
           message.type === 'expand'
             ? await governor.expand(message.sessionId, message.objectId)
