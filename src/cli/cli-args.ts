@@ -85,10 +85,21 @@ export function parseDuration(value: string, flag: string, bareUnit?: DurationUn
 }
 
 /**
- * Refuse an output path that cannot be written, before any work: its directory must exist and
- * be writable, and the path itself must not be a directory.
+ * Refuse an output path that cannot be written, before any work: an existing file must be
+ * writable (and not a directory); a new one needs a writable directory to be created in.
  */
 export function checkOutputPath(path: string, flag: string): void {
+  let existing: ReturnType<typeof statSync> | undefined;
+  try {
+    existing = statSync(path);
+  } catch {
+    existing = undefined;
+  }
+  if (existing !== undefined) {
+    if (existing.isDirectory()) throw new BadInputError(`${flag}: ${path} is a directory, not a file`);
+    if (!writable(path)) throw new BadInputError(`${flag}: ${path} is not writable`);
+    return;
+  }
   const directory = dirname(resolve(path));
   let isDirectory: boolean;
   try {
@@ -97,21 +108,14 @@ export function checkOutputPath(path: string, flag: string): void {
     throw new BadInputError(`${flag}: directory ${directory} does not exist`);
   }
   if (!isDirectory) throw new BadInputError(`${flag}: ${directory} is not a directory`);
-  try {
-    accessSync(directory, constants.W_OK);
-  } catch {
-    throw new BadInputError(`${flag}: directory ${directory} is not writable`);
-  }
-  let existing: ReturnType<typeof statSync>;
-  try {
-    existing = statSync(path);
-  } catch {
-    return; // Not there yet: it will be created.
-  }
-  if (existing.isDirectory()) throw new BadInputError(`${flag}: ${path} is a directory, not a file`);
+  if (!writable(directory)) throw new BadInputError(`${flag}: directory ${directory} is not writable`);
+}
+
+function writable(path: string): boolean {
   try {
     accessSync(path, constants.W_OK);
+    return true;
   } catch {
-    throw new BadInputError(`${flag}: ${path} is not writable`);
+    return false;
   }
 }

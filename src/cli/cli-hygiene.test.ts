@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -46,6 +46,16 @@ describe('output paths are checked before any work', () => {
     expect(progress()).toBe(0);
     expect(err()).toBe('');
   });
+
+  // /dev/full (Linux) fails every write with ENOSPC.
+  it.skipIf(!existsSync('/dev/full'))(
+    'replay reports a write that fails midway (a full disk) with one line, not an unhandled error',
+    async () => {
+      const { io } = captureIo();
+      const error = await refusal(['replay', SAMPLE, '--strategy', 'none', '--emit', '/dev/full'], io);
+      expect(error.message).toMatch(/^--emit: cannot write \/dev\/full \(ENOSPC/);
+    },
+  );
 
   it('eval --report or --json into a missing directory, or onto a directory: refused before evaluating', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));

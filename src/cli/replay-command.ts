@@ -140,6 +140,18 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
       }
     }
     io.progress(index + 1, sessions.length, 'sessions');
+    // Backpressure: lines wait on disk, not in memory; a failed write shows up here.
+    if (out.writableNeedDrain && writeError === undefined) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          out.off('drain', done);
+          out.off('error', done);
+          resolve();
+        };
+        out.on('drain', done);
+        out.on('error', done);
+      });
+    }
     if (writeError !== undefined) break;
   }
   // 'close' follows both a finished and a failed stream.
