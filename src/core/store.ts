@@ -104,8 +104,9 @@ export interface SessionSummary {
   /** The store's session id (the proxy's are `${keyHash}:${sessionId}`). */
   sessionId: string;
   /**
-   * Milliseconds since the epoch of the session's latest write (payloads, a commit or its
-   * state), by the store's own clock (the database server's, for Postgres).
+   * Milliseconds since the epoch of the session's latest state write (every commit writes its
+   * state), or of its first payload write when it has no state yet, by the store's own clock
+   * (the database server's, for Postgres). Retention compares this with its cutoff.
    */
   updatedAt: number;
   /** The state's version; 0 when only payloads were written. */

@@ -50,14 +50,17 @@ export function createMemoryStore(): SidecarStore {
     });
   }
 
-  /** The session to write to: every write goes through here, so it marks the write's time. */
-  function sessionOf(sessionId: string): SessionData {
+  /**
+   * The session to write to: every write goes through here, so it marks the write's time
+   * (`touch`: a state write; payloads mark only the first write, as `SessionSummary` says).
+   */
+  function sessionOf(sessionId: string, touch = true): SessionData {
     let session = sessions.get(sessionId);
     if (session === undefined) {
-      session = { payloads: new Map(), commits: new Map(), version: 0, state: 'null', updatedAt: 0 };
+      session = { payloads: new Map(), commits: new Map(), version: 0, state: 'null', updatedAt: Date.now() };
       sessions.set(sessionId, session);
     }
-    session.updatedAt = Date.now();
+    if (touch) session.updatedAt = Date.now();
     return session;
   }
 
@@ -82,7 +85,7 @@ export function createMemoryStore(): SidecarStore {
       run('putPayloads', () => {
         checkPayloadsWritable(records);
         for (const record of records) {
-          const payloads = sessionOf(record.sessionId).payloads;
+          const payloads = sessionOf(record.sessionId, false).payloads;
           if (!payloads.has(record.objectId)) payloads.set(record.objectId, { ...record });
         }
       }),

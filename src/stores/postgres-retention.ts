@@ -1,7 +1,8 @@
 /**
  * Retention for the Postgres store: when each session was last written, kept by triggers (so
  * the write paths stay as they are, and every instance sharing the tables keeps it), and the
- * queries that list sessions and expire the old ones.
+ * queries that list sessions and expire the old ones. Payloads mark a session's first write
+ * only; the state write that follows them (and comes with every commit) marks the time.
  */
 import type pg from 'pg';
 import type { ListSessionsOptions, SessionSummary } from '../core/store.js';
@@ -32,14 +33,17 @@ export async function preparePostgresRetention(
     CREATE INDEX "${triggerPrefix}activity_updated" ON ${tables.activity} (updated_at);
     CREATE OR REPLACE FUNCTION ${tables.touchFunction}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      INSERT INTO ${tables.activity} (session_id, updated_at) VALUES (NEW.session_id, ${NOW_MS})
-        ON CONFLICT (session_id) DO UPDATE SET updated_at = EXCLUDED.updated_at;
+      IF TG_ARGV[0] = 'first' THEN
+        INSERT INTO ${tables.activity} (session_id, updated_at) VALUES (NEW.session_id, ${NOW_MS})
+          ON CONFLICT (session_id) DO NOTHING;
+      ELSE
+        INSERT INTO ${tables.activity} (session_id, updated_at) VALUES (NEW.session_id, ${NOW_MS})
+          ON CONFLICT (session_id) DO UPDATE SET updated_at = EXCLUDED.updated_at;
+      END IF;
       RETURN NULL;
     END $$;
     CREATE TRIGGER "${triggerPrefix}payloads_touched" AFTER INSERT ON ${tables.payloads}
-      FOR EACH ROW EXECUTE FUNCTION ${tables.touchFunction}();
-    CREATE TRIGGER "${triggerPrefix}commits_touched" AFTER INSERT ON ${tables.commits}
-      FOR EACH ROW EXECUTE FUNCTION ${tables.touchFunction}();
+      FOR EACH ROW EXECUTE FUNCTION ${tables.touchFunction}('first');
     CREATE TRIGGER "${triggerPrefix}sessions_touched" AFTER INSERT OR UPDATE ON ${tables.sessions}
       FOR EACH ROW EXECUTE FUNCTION ${tables.touchFunction}();
     INSERT INTO ${tables.activity} (session_id, updated_at)

@@ -10,8 +10,11 @@ import type { RedisSessionKeys } from './redis-store.js';
 import { compareSummaries, readExpireOptions, readListOptions } from './retention-options.js';
 
 export interface RedisRetention {
-  /** After a write: the session's time in the index, and its keys' TTL when one is set. */
-  touch(sessionId: string): Promise<void>;
+  /**
+   * After a write: the session's time in the index (a state write; `payloads` marks only the
+   * first write, as `SessionSummary` says), and its keys' TTL when one is set.
+   */
+  touch(sessionId: string, write?: 'state' | 'payloads'): Promise<void>;
   /** After `deleteSession`: the session leaves the index. */
   forget(sessionId: string): Promise<void>;
   listSessions(options: ListSessionsOptions | undefined): Promise<SessionSummary[]>;
@@ -62,8 +65,11 @@ export function createRedisRetention(client: Redis, options: RedisRetentionOptio
   }
 
   return {
-    async touch(sessionId) {
-      const pipeline = client.pipeline().zadd(index, Date.now(), sessionId);
+    async touch(sessionId, write = 'state') {
+      const pipeline =
+        write === 'payloads'
+          ? client.pipeline().zadd(index, 'NX', Date.now(), sessionId)
+          : client.pipeline().zadd(index, Date.now(), sessionId);
       if (retainMs !== undefined) for (const key of keysOf(sessionId)) pipeline.pexpire(key, retainMs);
       checkPipeline(await pipeline.exec(), 'touch');
     },

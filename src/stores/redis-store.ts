@@ -158,7 +158,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
           const keys = keysOf(sessionId);
           const pairs = group.flatMap((record) => [record.objectId, encodeJson(record)]);
           await client.eval(PUT_PAYLOADS, 2, keys.payloads, keys.payloadOrder, ...pairs);
-          await retention.touch(sessionId);
+          await retention.touch(sessionId, 'payloads');
         }
       }),
 

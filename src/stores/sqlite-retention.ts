@@ -1,7 +1,9 @@
 /**
  * Retention for the SQLite store: when each session was last written, kept by triggers (so the
  * write paths stay as they are, and any process writing the file keeps it), and the queries
- * that list sessions and expire the old ones.
+ * that list sessions and expire the old ones. Payloads mark a session's first write only: the
+ * commit that follows them writes the state, and that write marks the time (a commit is always
+ * written with its state, so commits need no trigger of their own).
  */
 import type Database from 'better-sqlite3';
 import type { ListSessionsOptions, SessionSummary } from '../core/store.js';
@@ -10,17 +12,16 @@ import { readExpireOptions, readListOptions } from './retention-options.js';
 /** Milliseconds since the epoch, by SQLite's clock (the system's, as `Date.now()`). */
 const NOW_MS = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
 
-// Two statements, no conflict clause: a trigger's conflict clause gives way to that of the
-// statement firing it (the sessions upsert), which would turn a replace into an abort.
-const TOUCH = `UPDATE selfgc_activity SET updated_at = ${NOW_MS} WHERE session_id = new.session_id;
-  INSERT INTO selfgc_activity (session_id, updated_at) SELECT new.session_id, ${NOW_MS}
+// No conflict clauses: a trigger's gives way to that of the statement firing it (the sessions
+// upsert), which would turn a replace into an abort.
+const FIRST_WRITE = `INSERT INTO selfgc_activity (session_id, updated_at) SELECT new.session_id, ${NOW_MS}
     WHERE NOT EXISTS (SELECT 1 FROM selfgc_activity WHERE session_id = new.session_id)`;
+const TOUCH = `UPDATE selfgc_activity SET updated_at = ${NOW_MS} WHERE session_id = new.session_id; ${FIRST_WRITE}`;
 
 const RETENTION_SCHEMA = `
 CREATE TABLE IF NOT EXISTS selfgc_activity (session_id TEXT PRIMARY KEY, updated_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS selfgc_activity_updated ON selfgc_activity (updated_at);
-CREATE TRIGGER IF NOT EXISTS selfgc_payloads_touched AFTER INSERT ON selfgc_payloads BEGIN ${TOUCH}; END;
-CREATE TRIGGER IF NOT EXISTS selfgc_commits_touched AFTER INSERT ON selfgc_commits BEGIN ${TOUCH}; END;
+CREATE TRIGGER IF NOT EXISTS selfgc_payloads_touched AFTER INSERT ON selfgc_payloads BEGIN ${FIRST_WRITE}; END;
 CREATE TRIGGER IF NOT EXISTS selfgc_sessions_created AFTER INSERT ON selfgc_sessions BEGIN ${TOUCH}; END;
 CREATE TRIGGER IF NOT EXISTS selfgc_sessions_touched AFTER UPDATE ON selfgc_sessions BEGIN ${TOUCH}; END;
 `;

@@ -64,7 +64,16 @@ describe('sqlite store files', () => {
     await first.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
     await first.close();
     // As a version without retention left it: no activity table, no triggers.
-    withRawDatabase((db) => db.exec('DROP TABLE selfgc_activity'));
+    withRawDatabase((db) => {
+      for (const trigger of [
+        'selfgc_payloads_touched',
+        'selfgc_sessions_created',
+        'selfgc_sessions_touched',
+      ]) {
+        db.exec(`DROP TRIGGER ${trigger}`);
+      }
+      db.exec('DROP TABLE selfgc_activity');
+    });
     const upgraded = Date.now();
     const store = createSqliteStore({ path: currentPath });
     try {
