@@ -15,6 +15,7 @@ export * from './core/governor/cache-cost.js';
 export { createGovernor } from './core/governor/create-governor.js';
 export * from './core/governor/governor-types.js';
 export { createPinRule, globToRegExp } from './core/governor/pins.js';
+export { exceedsJsonDepth, MAX_JSON_DEPTH } from './core/json-depth.js';
 export * from './core/ledger.js';
 export * from './core/object-payload.js';
 export * from './core/operations.js';

@@ -11,6 +11,7 @@ import { loadSessions } from '../eval/load-sessions.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
 import { LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from '../eval/strategies/registry.js';
+import { checkOutputPath } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
 
@@ -122,6 +123,8 @@ export async function evalCommand(
   command: string,
 ): Promise<number> {
   if (files.length === 0) throw new BadInputError('eval needs at least one sessions .jsonl file');
+  if (options.json !== undefined) checkOutputPath(options.json, '--json');
+  if (options.report !== undefined) checkOutputPath(options.report, '--report');
   // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
   const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
   for (const name of options.strategies) strategyByName(name, llmClient ? { llmClient } : {});

@@ -3,17 +3,28 @@
  */
 import { NotFoundError } from '../core/errors.js';
 import { indexTranscript, type Ledger } from '../core/ledger.js';
-import { parseRecordedSession, readSessionLines } from '../eval/load-sessions.js';
+import { loadSessions } from '../eval/load-sessions.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
+import { formatTable } from './format-table.js';
 
 export const INSPECT_HELP = `Usage: selfgc inspect <sessions.jsonl> [--session ID] [--json]
+       selfgc inspect --store URL --session ID [--key-hash H] [--json]
 
 Print the ledger of one recorded session: every object (system prompt, user requests,
 tool results) with its id, kind, tokens (o200k_base), anchor count, references and state.
+The file is read whole and checked line by line as eval and replay read it.
 
-  --session ID   the session to show (default: the first in the file)
-  --json         print the ledger as JSON instead of a table
+With --store, show a live proxy session from its store instead. The store holds no transcript:
+what it shows is the session's commits (planner, trigger, operations, tokens before and after),
+its objects' committed states (fold, mask, prune; the commit that set each) and the sidecar's
+payload keys and sizes (never the payloads).
+
+  --session ID   the session to show (default: the first in the file); with --store, the id
+                 "selfgc sessions list" prints
+  --store URL    sqlite:./selfgc.db, redis://..., postgres://...
+  --key-hash H   with --store: ID is the client's session id under this key hash
+  --json         print JSON instead of tables
 `;
 
 function ledgerRows(ledger: Ledger) {
@@ -33,18 +44,9 @@ export function inspectCommand(
   file: string,
   options: { session?: string; json?: boolean },
 ): number {
-  const lines = readSessionLines(file);
-  let found: ReturnType<typeof parseRecordedSession> | undefined;
-  for (const [index, line] of lines.entries()) {
-    if (line.trim().length === 0) continue;
-    // Cheap filter before parsing the whole line.
-    if (options.session && !line.includes(JSON.stringify(options.session).slice(1, -1))) continue;
-    const session = parseRecordedSession(file, line, index + 1);
-    if (!options.session || session.id === options.session) {
-      found = session;
-      break;
-    }
-  }
+  // The reader of eval and replay: a file one of them refuses, inspect refuses the same way.
+  const sessions = loadSessions([file]);
+  const found = options.session ? sessions.find((session) => session.id === options.session) : sessions[0];
   if (!found)
     throw new NotFoundError(
       options.session ? `${file}: no session with id "${options.session}"` : `${file}: no sessions`,
@@ -73,14 +75,7 @@ export function inspectCommand(
       row.state,
     ]),
   ];
-  const widths = header.map((_, column) => Math.max(...table.map((row) => row[column]!.length)));
-  for (const row of table)
-    io.stdout(
-      `${row
-        .map((cell, column) => cell.padEnd(widths[column]!))
-        .join('  ')
-        .trimEnd()}\n`,
-    );
+  io.stdout(formatTable(table));
   for (const warning of found.warnings)
     io.stderr(`warning: message ${warning.messageIndex ?? '-'}: ${warning.message}\n`);
   return 0;

@@ -72,6 +72,50 @@ describe('selfgc proxy', () => {
     await upstream.close();
   });
 
+  it('takes the upstream timeout, retention and keyless tenancy from its flags', async () => {
+    const upstream = await startScriptedUpstream({
+      script: [{ hang: true }, { text: 'ok' }, { text: 'ok' }],
+    });
+    const proxy = await startCli([
+      '--port',
+      '0',
+      '--upstream-openai',
+      upstream.url,
+      '--store',
+      'memory:',
+      '--upstream-timeout',
+      '300ms',
+      '--retain',
+      '1h',
+      '--tenant-header',
+      'X-Tenant',
+    ]);
+    children.push(proxy.child);
+    expect(proxy.stderr()).toMatch(/listening on .*sessions kept 1h/);
+    const post = (headers: Record<string, string>) =>
+      fetch(`${proxy.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hello there' }] }),
+      });
+    const slow = await post({ 'x-tenant': 'alice' });
+    expect(slow.status).toBe(504);
+    const requestId = slow.headers.get('x-selfgc-request-id');
+    expect(await slow.json()).toMatchObject({
+      error: { message: 'upstream did not answer within 300 ms', code: 'selfgc_upstream_timeout' },
+      request_id: requestId,
+    });
+    expect((await post({ 'x-tenant': 'bob' })).status).toBe(200);
+    expect(proxy.stderr()).not.toContain('share one session namespace');
+    expect((await post({})).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(proxy.stderr()).toContain('requests without an API key share one session namespace');
+    const exited = new Promise<number | null>((resolve) => proxy.child.on('exit', resolve));
+    proxy.child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    await upstream.close();
+  }, 60_000);
+
   it('refuses a bad store URL with one line and a non-zero exit', async () => {
     await expect(startCli(['--store', 'ftp://nowhere'])).rejects.toThrow(
       /exited with [1-9]\d*: selfgc: .*ftp/,

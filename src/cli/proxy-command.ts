@@ -1,17 +1,26 @@
 /**
  * `selfgc proxy`: the governing gateway on a port, until SIGINT or SIGTERM.
  */
+import { BadInputError } from '../core/errors.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
 import {
   createGovernanceWorkers,
   createGovernorPool,
   createProxy,
+  type GovernanceWorkers,
   jsonLineLogger,
+  type KeylessTenancy,
+  type SelfGcProxy,
+  type ServedProxy,
   serveProxy,
+  startRetentionSweeper,
 } from '../proxy/index.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
+
+/** Retention of `selfgc proxy` when `--retain` is not given. */
+export const DEFAULT_RETAIN = '7d';
 
 export const PROXY_HELP = `Usage: selfgc proxy [options]
 
@@ -23,6 +32,9 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
   --host H                   address to bind (default 127.0.0.1)
   --upstream-openai URL      OpenAI-compatible upstream (default https://api.openai.com)
   --upstream-anthropic URL   Anthropic upstream (default https://api.anthropic.com)
+  --upstream-timeout T       time the upstream has to answer (headers; the whole body when it is
+                             read whole): seconds (600), or with a unit: 1500ms, 90s, 10m
+                             (default 10m)
   --window N                 the model's context window, for every model: the whole request —
                              system, messages, tool definitions and the output reserve — is kept
                              inside it (default: each known model's own, e.g. 200,000 for Claude
@@ -33,6 +45,15 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              (max_tokens, max_completion_tokens, max_output_tokens); default
                              16,384, at most a quarter of the window
   --store URL                sqlite:./selfgc.db (default), redis://..., postgres://..., memory:
+  --retain T                 remove a session (its sidecar payloads, commits and state) once it
+                             has not been written for T: 30m, 12h, 7d (default ${DEFAULT_RETAIN}); "off"
+                             keeps sessions until "selfgc sessions purge". The proxy sweeps
+                             every minute, a bounded number of sessions per sweep; on Redis,
+                             session keys also carry a TTL of T
+  --tenant-header NAME       tell clients without an API key apart by this request header
+  --tenant-from-address      tell clients without an API key apart by their address
+                             (without either, keyless clients share one namespace and get no
+                             transparent recovery, so none reads another's sidecar)
   --ab-share F               govern only this share (0..1) of accounts, by hash of the API key;
                              the rest is the control arm, forwarded as is but measured
   --fail-closed              refuse requests (503) when the store is down, instead of serving
@@ -48,6 +69,9 @@ Response headers: x-selfgc-session, x-selfgc-tokens-before and -after (the promp
 definitions, instructions), x-selfgc-output-reserve, x-selfgc-warnings (codes), x-selfgc-commit.
 
 Several instances share sessions through Redis or Postgres: start each with the same --store.
+Bodies larger than 32 MiB are refused (413), and JSON nested deeper than 256 levels (400).
+Errors the proxy answers itself carry a request id (x-selfgc-request-id, and request_id in the
+body) naming the log line that holds the details.
 `;
 
 export interface ProxyCommandOptions {
@@ -55,10 +79,15 @@ export interface ProxyCommandOptions {
   host: string;
   upstreamOpenai: string;
   upstreamAnthropic: string;
+  /** Default: the proxy's (10 minutes). */
+  upstreamTimeoutMs?: number;
   window?: number;
   /** Output tokens to keep free when a request names none. */
   reserveOutput?: number;
   store: string;
+  /** Sessions not written for this long are removed; undefined keeps them. */
+  retainMs?: number;
+  tenancy?: KeylessTenancy;
   abShare?: number;
   failClosed?: boolean;
   recovery?: boolean;
@@ -66,59 +95,134 @@ export interface ProxyCommandOptions {
   governanceThreads?: number;
 }
 
+/** Why the port cannot be had, in one line: the process then exits instead of lingering. */
+function listenError(error: unknown, options: ProxyCommandOptions): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  const address = `${options.host}:${options.port}`;
+  if (code === 'EADDRINUSE') {
+    return new BadInputError(`--port ${options.port}: ${address} is already in use (another selfgc proxy?)`);
+  }
+  if (code === 'EACCES')
+    return new BadInputError(`--port ${options.port}: not allowed to listen on ${address}`);
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+    return new BadInputError(`--host ${options.host}: no such address on this machine`);
+  }
+  return error;
+}
+
 export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
   const threads = options.governanceThreads ?? 1;
+  const retain = options.retainMs === undefined ? {} : { retainMs: options.retainMs };
   // Governing on this thread, its store takes the commits: checkpoints go to a thread of their own.
-  const store = await createStoreFromUrl(
-    options.store,
-    threads === 0 ? { sqliteCheckpoints: 'background' } : {},
-  );
-  // The workers open the store by its URL; this thread's connection serves /healthz.
-  const governance =
-    threads === 0
-      ? undefined
-      : createGovernanceWorkers({
-          storeUrl: options.store,
-          tokenizer: 'o200k_base',
-          threads,
-          ...(options.window ? { window: options.window } : {}),
-          ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
-        });
+  const store = await createStoreFromUrl(options.store, {
+    ...(threads === 0 ? { sqliteCheckpoints: 'background' as const } : {}),
+    ...retain,
+  });
+  // The port first: a port in use fails at once, before any worker starts (they take seconds to
+  // load their tokenizer); requests that arrive meanwhile wait for the proxy.
+  let startProxy: (proxy: SelfGcProxy) => void = () => undefined;
+  const started = new Promise<SelfGcProxy>((resolve) => {
+    startProxy = resolve;
+  });
+  let served: ServedProxy;
   try {
+    served = await serveProxy(
+      {
+        handle: async (request) => (await started).handle(request),
+        // createProxy's proxies always have `answer`.
+        answer: async (request) => (await started).answer!(request),
+      },
+      { port: options.port, host: options.host },
+    );
+  } catch (error) {
+    await store.close();
+    throw listenError(error, options);
+  }
+  let governance: GovernanceWorkers | undefined;
+  try {
+    // The workers open the store by its URL; this thread's connection serves /healthz and sweeps.
+    governance =
+      threads === 0
+        ? undefined
+        : createGovernanceWorkers({
+            storeUrl: options.store,
+            tokenizer: 'o200k_base',
+            threads,
+            ...(options.window ? { window: options.window } : {}),
+            ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
+            ...retain,
+          });
+    // The governor and the proxy count with one counter, so messages, tools and recovered pages add up.
+    const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
+    startProxy(
+      createProxy({
+        ...(governance === undefined
+          ? { governor: createGovernorPool({ store, tokenCounter }) }
+          : { governance }),
+        tokenCounter,
+        store,
+        upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
+        ...(options.window ? { window: options.window } : {}),
+        ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
+        ...(options.upstreamTimeoutMs === undefined ? {} : { upstreamTimeoutMs: options.upstreamTimeoutMs }),
+        ...(options.tenancy === undefined ? {} : { tenancy: options.tenancy }),
+        ...(options.abShare === undefined ? {} : { abSplit: { share: options.abShare } }),
+        failOpen: options.failClosed !== true,
+        recovery: options.recovery !== false,
+        logger: jsonLineLogger(io.stderr),
+      }),
+    );
     await governance?.ready();
   } catch (error) {
+    await served.close();
     await governance?.close();
     await store.close();
     throw error;
   }
-  // The governor and the proxy count with one counter, so messages, tools and recovered pages add up.
-  const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
-  const proxy = createProxy({
-    ...(governance === undefined
-      ? { governor: createGovernorPool({ store, tokenCounter }) }
-      : { governance }),
-    tokenCounter,
-    store,
-    upstreams: { openai: options.upstreamOpenai, anthropic: options.upstreamAnthropic },
-    ...(options.window ? { window: options.window } : {}),
-    ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
-    ...(options.abShare === undefined ? {} : { abSplit: { share: options.abShare } }),
-    failOpen: options.failClosed !== true,
-    recovery: options.recovery !== false,
-    logger: jsonLineLogger(io.stderr),
-  });
-  const served = await serveProxy(proxy, { port: options.port, host: options.host });
+  const sweeper =
+    options.retainMs === undefined
+      ? undefined
+      : startRetentionSweeper({
+          store,
+          retainMs: options.retainMs,
+          onSweep: (outcome) =>
+            io.stderr(
+              `${JSON.stringify({
+                time: new Date().toISOString(),
+                event: 'retention-sweep',
+                ...('removed' in outcome
+                  ? { removed: outcome.removed.length }
+                  : { error: outcome.error.code, detail: outcome.error.message }),
+              })}\n`,
+            ),
+        });
+  const retention =
+    options.retainMs === undefined ? 'sessions kept' : `sessions kept ${formatRetention(options.retainMs)}`;
   io.stderr(
-    `selfgc proxy listening on ${served.url} (store ${store.kind}, ${threads === 0 ? 'governing on its own thread' : `${threads} governance thread${threads === 1 ? '' : 's'}`})\n`,
+    `selfgc proxy listening on ${served.url} (store ${store.kind}, ${retention}, ${threads === 0 ? 'governing on its own thread' : `${threads} governance thread${threads === 1 ? '' : 's'}`})\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+  await sweeper?.stop();
   await served.close();
   await governance?.close();
   await store.close();
   io.stderr('selfgc proxy stopped\n');
   return 0;
+}
+
+/** `7d`, `12h`, `30m`, … for the start line: the largest whole unit. */
+function formatRetention(milliseconds: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ] as const) {
+    if (milliseconds % size === 0) return `${milliseconds / size}${unit}`;
+  }
+  return `${milliseconds}ms`;
 }

@@ -16,6 +16,7 @@ import { type CallRecord, replaySession } from '../eval/replay-session.js';
 import { strategyByName } from '../eval/strategies/registry.js';
 import { plannerFallbackOf } from '../eval/strategies/selfgc-llm-strategy.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import { checkOutputPath } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { LLM_FLAGS_HELP } from './llm-flags.js';
 
@@ -72,6 +73,7 @@ function readCuts(file: string): Record<string, number[]> {
 }
 
 export async function replayCommand(io: CliIo, files: string[], options: ReplayOptions): Promise<number> {
+  checkOutputPath(options.emit, '--emit');
   const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
   const context = llmClient ? { llmClient } : {};
   const strategy = strategyByName(options.strategy, context);
@@ -82,6 +84,13 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
   if (options.mode === 'session' && !sessionPolicy())
     throw new BadInputError(`${options.strategy} runs in cut mode only (--mode cut)`);
   const out = createWriteStream(options.emit);
+  // A write that fails (disk full, file removed) stops the replay at the next session.
+  let writeError: Error | undefined;
+  out.on('error', (error) => {
+    writeError ??= error;
+  });
+  const failedWrite = () =>
+    new BadInputError(`--emit: cannot write ${options.emit} (${writeError?.message})`, { cause: writeError });
   let lines = 0;
   const write = (record: object) => {
     out.write(`${JSON.stringify(record)}\n`);
@@ -131,10 +140,27 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
       }
     }
     io.progress(index + 1, sessions.length, 'sessions');
+    // Backpressure: lines wait on disk, not in memory; a failed write shows up here.
+    if (out.writableNeedDrain && writeError === undefined) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          out.off('drain', done);
+          out.off('error', done);
+          resolve();
+        };
+        out.on('drain', done);
+        out.on('error', done);
+      });
+    }
+    if (writeError !== undefined) break;
   }
-  await new Promise<void>((resolve, reject) =>
-    out.end((error?: Error | null) => (error ? reject(error) : resolve())),
-  );
+  // 'close' follows both a finished and a failed stream.
+  await new Promise<void>((resolve) => {
+    if (out.closed) return resolve();
+    out.once('close', () => resolve());
+    out.end();
+  });
+  if (writeError !== undefined) throw failedWrite();
   io.stderr(`wrote ${lines} lines to ${options.emit}\n`);
   if (fallbacks.length > 0)
     io.stderr(

@@ -155,7 +155,7 @@ describe('selfgc proxy', () => {
   it('refuses a --reserve-output that is not a positive integer before it starts', async () => {
     const { io } = captureIo();
     await expect(runCommand(['proxy', '--reserve-output', 'lots'], io)).rejects.toThrow(
-      '--reserve-output must be a positive integer, got "lots"',
+      '--reserve-output: expected a positive integer, got "lots"',
     );
   });
 });

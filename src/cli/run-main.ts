@@ -4,16 +4,18 @@
  * `ERROR_TABLE`; a stack trace is printed only with SELFGC_DEBUG=1.
  */
 import type { Readable } from 'node:stream';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
 import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import { type OptionSpecs, parseCommandArgs, parseDuration, positiveInteger } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { EVAL_HELP, evalCommand } from './eval-command.js';
 import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
 import { JUDGE_FLAGS, LLM_FLAGS, readJudgeSample, readLlmEndpoint } from './llm-flags.js';
 import { MCP_HELP, mcpCommand, storeSessionOf } from './mcp-command.js';
-import { PROXY_HELP, proxyCommand } from './proxy-command.js';
+import { DEFAULT_RETAIN, PROXY_HELP, proxyCommand } from './proxy-command.js';
 import { REPLAY_HELP, replayCommand } from './replay-command.js';
+import { keyHashPrefix, openExistingStore, SESSIONS_HELP, sessionsCommand } from './sessions-command.js';
+import { formatStoredSession, readStoredSession } from './stored-session.js';
 
 export const MAIN_HELP = `selfgc — self-governing context for long-running LLM agents
 
@@ -23,7 +25,9 @@ Commands:
   eval <files...>      evaluate strategies on recorded sessions (prune rate, no-impact, cost)
   replay <files...>    write the view of one strategy at each cut or call, as JSON lines
   inspect <file>       print the ledger (objects, tokens, anchors, states) of a session
+                       (--store URL --session ID: a live proxy session, from its store)
   proxy                run the OpenAI/Anthropic-compatible governing proxy
+  sessions <action>    list, show, delete or purge the sessions of a proxy's store
   mcp                  serve a session's removed content to an agent over MCP (stdio)
 
 Run "selfgc <command> --help" for the options of a command.
@@ -32,14 +36,6 @@ Run "selfgc <command> --help" for the options of a command.
 function showHelp(io: CliIo, text: string): number {
   io.stdout(text);
   return 0;
-}
-
-function positiveInteger(value: string | undefined, name: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  const number = Number(value);
-  if (!Number.isInteger(number) || number <= 0)
-    throw new BadInputError(`${name} must be a positive integer, got "${value}"`);
-  return number;
 }
 
 /** Governance worker threads: 0 governs on the proxy's own thread. */
@@ -67,20 +63,31 @@ function keepShare(value: string | undefined): number | 'auto' {
   return number;
 }
 
-function parse(args: string[], options: NonNullable<ParseArgsConfig['options']>) {
+function parse(args: string[], options: OptionSpecs) {
+  return parseCommandArgs(args, options);
+}
+
+/** `--retain`: a duration, or `off` to keep sessions until purged. */
+function retention(value: string | undefined): number | undefined {
+  const text = value ?? DEFAULT_RETAIN;
+  return text === 'off' ? undefined : parseDuration(text, '--retain');
+}
+
+/** `selfgc inspect --store URL --session ID`: a live proxy session from its store. */
+async function inspectStored(
+  io: CliIo,
+  values: Record<string, string | boolean | undefined>,
+): Promise<number> {
+  if (typeof values.session !== 'string')
+    throw new BadInputError('inspect --store needs --session ID (see selfgc sessions list)');
+  const prefix = typeof values['key-hash'] === 'string' ? keyHashPrefix(values['key-hash']) : '';
+  const store = await openExistingStore(values.store as string);
   try {
-    const parsed = parseArgs({
-      args,
-      options: { ...options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    return {
-      values: parsed.values as Record<string, string | boolean | undefined>,
-      positionals: parsed.positionals,
-    };
-  } catch (error) {
-    throw new BadInputError(error instanceof Error ? error.message : String(error));
+    const report = await readStoredSession(store, `${prefix}${values.session}`);
+    io.stdout(values.json === true ? `${JSON.stringify(report, null, 2)}\n` : formatStoredSession(report));
+    return 0;
+  } finally {
+    await store.close();
   }
 }
 
@@ -94,8 +101,18 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
   const commandLine = ['selfgc', ...argv].join(' ');
   switch (command) {
     case 'inspect': {
-      const { values, positionals } = parse(rest, { session: { type: 'string' }, json: { type: 'boolean' } });
+      const { values, positionals } = parse(rest, {
+        session: { type: 'string' },
+        json: { type: 'boolean' },
+        store: { type: 'string' },
+        'key-hash': { type: 'string' },
+      });
       if (values.help) return showHelp(io, INSPECT_HELP);
+      if (typeof values.store === 'string') {
+        if (positionals.length > 0)
+          throw new BadInputError('inspect takes a sessions .jsonl file or --store URL, not both');
+        return inspectStored(io, values);
+      }
       if (positionals.length !== 1)
         throw new BadInputError('inspect takes exactly one sessions .jsonl file (see selfgc inspect --help)');
       return inspectCommand(io, positionals[0]!, {
@@ -196,8 +213,16 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         'fail-closed': { type: 'boolean' },
         'no-recovery': { type: 'boolean' },
         'governance-threads': { type: 'string' },
+        'upstream-timeout': { type: 'string' },
+        retain: { type: 'string' },
+        'tenant-header': { type: 'string' },
+        'tenant-from-address': { type: 'boolean' },
       });
       if (values.help) return showHelp(io, PROXY_HELP);
+      const retainMs = retention(values.retain as string | undefined);
+      const tenantHeader = values['tenant-header'] as string | undefined;
+      if (tenantHeader !== undefined && !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(tenantHeader))
+        throw new BadInputError(`--tenant-header: expected a header name, got "${tenantHeader}"`);
       const abShare = values['ab-share'] === undefined ? undefined : Number(values['ab-share']);
       if (abShare !== undefined && !(abShare >= 0 && abShare <= 1)) {
         throw new BadInputError(`--ab-share must be a share in [0, 1], got "${String(values['ab-share'])}"`);
@@ -223,9 +248,59 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           ? { governanceThreads: threadCount(values['governance-threads']) }
           : {}),
         store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db',
+        ...(retainMs === undefined ? {} : { retainMs }),
+        ...(typeof values['upstream-timeout'] === 'string'
+          ? { upstreamTimeoutMs: parseDuration(values['upstream-timeout'], '--upstream-timeout', 's') }
+          : {}),
+        ...(tenantHeader !== undefined || values['tenant-from-address'] === true
+          ? {
+              tenancy: {
+                ...(tenantHeader === undefined ? {} : { header: tenantHeader.toLowerCase() }),
+                ...(values['tenant-from-address'] === true ? { fromAddress: true } : {}),
+              },
+            }
+          : {}),
         ...(abShare === undefined ? {} : { abShare }),
         failClosed: values['fail-closed'] === true,
         recovery: values['no-recovery'] !== true,
+      });
+    }
+    case 'sessions': {
+      const { values, positionals } = parse(rest, {
+        store: { type: 'string' },
+        'key-hash': { type: 'string' },
+        'older-than': { type: 'string' },
+        limit: { type: 'string' },
+        json: { type: 'boolean' },
+      });
+      const [action, ...ids] = positionals;
+      if (values.help) return showHelp(io, SESSIONS_HELP);
+      if (action === undefined) {
+        io.stdout(SESSIONS_HELP);
+        return 2;
+      }
+      if (action !== 'list' && action !== 'show' && action !== 'delete' && action !== 'purge')
+        throw new BadInputError(`sessions: unknown action "${action}" (list, show, delete or purge)`);
+      if (action === 'show' && ids.length !== 1)
+        throw new BadInputError('sessions show takes one session id');
+      if (action === 'delete' && ids.length === 0)
+        throw new BadInputError('sessions delete needs session ids');
+      if ((action === 'list' || action === 'purge') && ids.length > 0)
+        throw new BadInputError(`sessions ${action} takes no session ids`);
+      if (action === 'purge' && typeof values['older-than'] !== 'string')
+        throw new BadInputError('sessions purge needs --older-than T (e.g. 7d)');
+      return sessionsCommand(io, {
+        action,
+        ids,
+        store: typeof values.store === 'string' ? values.store : 'sqlite:./selfgc.db',
+        ...(typeof values['key-hash'] === 'string' ? { keyHash: values['key-hash'] } : {}),
+        ...(typeof values['older-than'] === 'string'
+          ? { olderThanMs: parseDuration(values['older-than'], '--older-than') }
+          : {}),
+        ...(typeof values.limit === 'string'
+          ? { limit: positiveInteger(values.limit, '--limit', 1000) }
+          : {}),
+        json: values.json === true,
       });
     }
     case 'mcp': {

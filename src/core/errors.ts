@@ -3,6 +3,7 @@
  * to HTTP status and CLI exit code. Expected outcomes (a rejected operation, a planner that
  * proposed nothing) are returned values, not throws.
  */
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from './json-depth.js';
 
 export type ErrorCode =
   | 'bad-input'
@@ -78,8 +79,15 @@ export function toSelfGcError(value: unknown): SelfGcError {
   return new SelfGcError('internal', String(value));
 }
 
-/** Parse JSON from an untrusted source, with an error that says where. */
-export function parseJson(textValue: string, where: string): unknown {
+/**
+ * Parse JSON from an untrusted source, with an error that says where. Text nested deeper than
+ * `maxDepth` (default `MAX_JSON_DEPTH`) is refused before parsing: every walk of the value
+ * afterwards would overflow the stack.
+ */
+export function parseJson(textValue: string, where: string, maxDepth = MAX_JSON_DEPTH): unknown {
+  if (exceedsJsonDepth(textValue, maxDepth)) {
+    throw new BadInputError(`${where}: JSON nested deeper than ${maxDepth} levels`);
+  }
   try {
     return JSON.parse(textValue);
   } catch (error) {

@@ -48,7 +48,8 @@ const RECOVERY_POINTER = /expand\("([^"]+)"\) recovers (?:it|them)/g;
  * without a pointer stay the same objects.
  */
 export function withoutRecoveryRoute(view: readonly Message[]): Message[] {
-  const plain = (value: string) => value.replace(RECOVERY_POINTER, (_match, key: string) => `kept as "${key}"`);
+  const plain = (value: string) =>
+    value.replace(RECOVERY_POINTER, (_match, key: string) => `kept as "${key}"`);
   const hasPointer = (value: string) => value.includes('expand("');
   return view.map((message) => {
     if (!message.parts.some((part) => hasPointer(partText(part)))) return message;
@@ -58,7 +59,9 @@ export function withoutRecoveryRoute(view: readonly Message[]): Message[] {
       const content =
         typeof part.content === 'string'
           ? plain(part.content)
-          : part.content.map((inner) => (inner.type === 'text' ? { ...inner, text: plain(inner.text) } : inner));
+          : part.content.map((inner) =>
+              inner.type === 'text' ? { ...inner, text: plain(inner.text) } : inner,
+            );
       return { ...part, content };
     });
     return { ...message, parts };

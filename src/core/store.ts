@@ -99,6 +99,38 @@ export type WriteCommitResult =
 /** Outcome of `writeState`: as `writeCommit`, without duplicates. */
 export type WriteStateResult = Exclude<WriteCommitResult, { status: 'duplicate' }>;
 
+/** One session as `listSessions` reports it. */
+export interface SessionSummary {
+  /** The store's session id (the proxy's are `${keyHash}:${sessionId}`). */
+  sessionId: string;
+  /**
+   * Milliseconds since the epoch of the session's latest state write (every commit writes its
+   * state), or of its first payload write when it has no state yet, by the store's own clock
+   * (the database server's, for Postgres). Retention compares this with its cutoff.
+   */
+  updatedAt: number;
+  /** The state's version; 0 when only payloads were written. */
+  version: number;
+  /** Payloads in the sidecar. */
+  payloads: number;
+  /** Commits in the log. */
+  commits: number;
+}
+
+/** Options of `listSessions`. */
+export interface ListSessionsOptions {
+  /** Only sessions whose id starts with this, e.g. the proxy's `${keyHash}:` namespace. */
+  prefix?: string;
+  /** At most this many (default `DEFAULT_SESSION_LIST_LIMIT`). */
+  limit?: number;
+}
+
+/** Sessions `listSessions` returns when not told how many. */
+export const DEFAULT_SESSION_LIST_LIMIT = 1000;
+
+/** Sessions one `expireBefore` call removes when not told how many: bounded work per sweep. */
+export const DEFAULT_EXPIRE_LIMIT = 100;
+
 /**
  * Where payloads, commits and session state live. Methods reject with `StoreError` when the
  * backend fails; expected outcomes (not found, conflict) are returned values.
@@ -135,6 +167,18 @@ export interface SidecarStore {
   listCommits(sessionId: string): Promise<CommitRecord[]>;
   /** Remove everything of a session: payloads, commits, state. */
   deleteSession(sessionId: string): Promise<void>;
+  /**
+   * The sessions that hold anything (payloads or state), most recently written first. Sessions
+   * that were deleted or expired are not listed.
+   */
+  listSessions(options?: ListSessionsOptions): Promise<SessionSummary[]>;
+  /**
+   * Retention: remove everything (payloads, commits, state) of the sessions last written before
+   * `cutoff` (milliseconds since the epoch, compared with `SessionSummary.updatedAt`), oldest
+   * first, at most `limit` of them (default `DEFAULT_EXPIRE_LIMIT`) so one call's work is
+   * bounded. Returns the ids it removed; fewer than `limit` means nothing older is left.
+   */
+  expireBefore(cutoff: number, options?: { limit?: number }): Promise<string[]>;
   /** Release connections and file handles. */
   close(): Promise<void>;
 }

@@ -9,19 +9,34 @@ afterEach(async () => {
   fixture = undefined;
 });
 
-/** The provider's error shape, whichever it is; fails when the body is neither. */
-function errorOf(route: WireRoute, body: unknown): { type: string; message: string } {
+/**
+ * The provider's error shape, whichever it is, with the stable code and the request id; fails
+ * when the body is neither.
+ */
+function errorOf(route: WireRoute, body: unknown): { type: string; message: string; code: string } {
+  const requestId = expect.stringMatching(/^req_[0-9a-f]{32}$/);
   if (route === 'messages') {
-    expect(body).toMatchObject({
+    expect(body).toEqual({
       type: 'error',
-      error: { type: expect.any(String), message: expect.any(String) },
+      error: {
+        type: expect.any(String),
+        message: expect.any(String),
+        code: expect.stringMatching(/^selfgc_/),
+      },
+      request_id: requestId,
     });
-    return (body as { error: { type: string; message: string } }).error;
+    return (body as { error: { type: string; message: string; code: string } }).error;
   }
   expect(body).toEqual({
-    error: { message: expect.any(String), type: expect.any(String), param: null, code: null },
+    error: {
+      message: expect.any(String),
+      type: expect.any(String),
+      param: null,
+      code: expect.stringMatching(/^selfgc_/),
+    },
+    request_id: requestId,
   });
-  return (body as { error: { type: string; message: string } }).error;
+  return (body as { error: { type: string; message: string; code: string } }).error;
 }
 
 describe('pass-through routes', () => {
@@ -103,7 +118,7 @@ describe('bad input, in the provider error format', () => {
   it.each(ROUTES)(
     '%s: malformed JSON, wrong shapes and oversized bodies are 4xx and never reach the upstream',
     async (route) => {
-      fixture = await startProxyFixture({ proxy: { bodyLimitBytes: 4096 } });
+      fixture = await startProxyFixture({ proxy: { bodyLimitBytes: 256 * 1024 } });
       const cases: Array<[body: string, status: number, mentions: RegExp]> = [
         ['{"model": "x", "messages": [', 400, /invalid JSON/],
         ['[1, 2]', 400, /JSON object/],
@@ -114,7 +129,12 @@ describe('bad input, in the provider error format', () => {
           400,
           /0/,
         ],
-        [JSON.stringify({ ...conversationBody(route, { turns: 4 }) }), 413, /4096-byte limit/],
+        [JSON.stringify({ ...conversationBody(route, { turns: 4, lines: 2000 }) }), 413, /262144-byte limit/],
+        [
+          `{"model": "x", "messages": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+          400,
+          /nested deeper than 256/,
+        ],
       ];
       for (const [body, status, mentions] of cases) {
         const response = await fixture.post(route, body);
@@ -127,9 +147,33 @@ describe('bad input, in the provider error format', () => {
       }
       expect(fixture.upstream.requests).toHaveLength(0);
       const errors = fixture.logs.map((entry) => entry.error);
-      expect(errors).toEqual([...Array(5).fill('bad-input'), 'payload-too-large']);
+      expect(errors).toEqual([...Array(5).fill('bad-input'), 'payload-too-large', 'bad-input']);
     },
   );
+});
+
+describe('deeply nested JSON', () => {
+  it('refuses tool arguments nested too deep inside their string with a 400, not a stack overflow', async () => {
+    fixture = await startProxyFixture();
+    const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+    const response = await fixture.post('chat', {
+      model: 'gpt-4o',
+      messages: [
+        { role: 'user', content: 'run it' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'bash', arguments: deep } }],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: 'done' },
+      ],
+    });
+    expect(response.status).toBe(400);
+    expect(errorOf('chat', await response.json()).message).toMatch(
+      /message 1: tool call arguments nested deeper than 256 levels/,
+    );
+    expect(fixture.upstream.requests).toHaveLength(0);
+  });
 });
 
 describe('upstream failures', () => {
@@ -163,6 +207,7 @@ describe('upstream failures', () => {
       expect(response.status).toBe(504);
       const error = errorOf(route, await response.json());
       expect(error.message).toMatch(/150 ms/);
+      expect(error.code).toBe('selfgc_upstream_timeout');
       expect(error.type).toBe(route === 'messages' ? 'timeout_error' : 'server_error');
       expect(fixture.logs[0]?.error).toBe('upstream-timeout');
     },
@@ -174,9 +219,39 @@ describe('upstream failures', () => {
     });
     const chat = await fixture.post('chat', conversationBody('chat', { turns: 1 }));
     expect(chat.status).toBe(502);
-    expect(errorOf('chat', await chat.json()).message).toMatch(/upstream unreachable/);
+    const requestId = chat.headers.get('x-selfgc-request-id');
+    const error = errorOf('chat', await chat.json());
+    // The driver's reason names the address: the log has it, the client does not.
+    expect(error.message).toBe(
+      `the upstream could not be reached (request ${requestId}; details are in the proxy log)`,
+    );
+    expect(error.code).toBe('selfgc_upstream_failure');
+    expect(fixture.logs[0]).toMatchObject({ requestId, error: 'upstream-failure' });
+    expect(fixture.logs[0]?.detail).toMatch(/upstream unreachable: .*127\.0\.0\.1:9/);
     const models = await fixture.fetch('/v1/models', { headers: { 'x-api-key': 'k' } });
     expect(models.status).toBe(502);
     expect(errorOf('messages', await models.json()).type).toBe('api_error');
+  });
+});
+
+describe('options', () => {
+  it('refuses numbers that are not positive integers and a share outside [0, 1]', async () => {
+    const { createProxy } = await import('./create-proxy.js');
+    const upstreams = { openai: 'http://127.0.0.1:9', anthropic: 'http://127.0.0.1:9' };
+    for (const [options, message] of [
+      [{ window: 0 }, 'createProxy: window must be a positive integer, got 0'],
+      [
+        { upstreamTimeoutMs: Number.NaN },
+        'createProxy: upstreamTimeoutMs must be a positive integer, got NaN',
+      ],
+      [{ bodyLimitBytes: -1 }, 'createProxy: bodyLimitBytes must be a positive integer, got -1'],
+      [{ abSplit: { share: 2 } }, 'createProxy: abSplit.share must be a number in [0, 1], got 2'],
+      [
+        { tenancy: { header: 'x tenant' } },
+        'createProxy: tenancy.header must be a header name, got "x tenant"',
+      ],
+    ] as const) {
+      expect(() => createProxy({ upstreams, ...options })).toThrow(message);
+    }
   });
 });

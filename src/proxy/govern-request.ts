@@ -91,6 +91,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     headers.set('x-selfgc-governance', 'fail-open');
     trace.entry.governance = 'fail-open';
     trace.entry.error = selfGcError.code;
+    trace.entry.detail = selfGcError.message;
     return { body: undefined };
   } finally {
     settings.metrics.observe('selfgc_proxy_planner_seconds', labels, (settings.now() - started) / 1000);

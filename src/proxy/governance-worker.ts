@@ -11,7 +11,7 @@ import { createStoreFromUrl } from '../stores/parse-store-url.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
-import { contextWindowOf } from './context-window.js';
+import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
 import {
   type GovernanceWorkerOptions,
   transferOf,
@@ -31,7 +31,10 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerOptions) {
   // A commit's writes are on its request's path: checkpoints go to a thread of their own.
-  const store = await createStoreFromUrl(options.storeUrl, { sqliteCheckpoints: 'background' });
+  const store = await createStoreFromUrl(options.storeUrl, {
+    sqliteCheckpoints: 'background',
+    ...(options.retainMs === undefined ? {} : { retainMs: options.retainMs }),
+  });
   // One counter for the governor and for what a request carries beside its messages.
   const tokenCounter =
     options.tokenizer === undefined
@@ -64,7 +67,12 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     }
     if (message.type === 'expand' || message.type === 'search') {
       try {
-        const governor = pool({ provider: 'openai', model: '', window: options.window ?? 0 });
+        // Recovery reads the sidecar only: any valid window serves.
+        const governor = pool({
+          provider: 'openai',
+          model: '',
+          window: options.window ?? DEFAULT_CONTEXT_WINDOW,
+        });
         const value =
           message.type === 'expand'
             ? await governor.expand(message.sessionId, message.objectId, message.scope)

@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
+import { createProxy } from './create-proxy.js';
 import { createGovernanceWorkers, transferOf } from './governance-workers.js';
+import type { ProxyLogEntry } from './proxy-log.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
@@ -150,5 +152,37 @@ describe('governance in worker threads', () => {
     const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
     await expect(governance.ready()).rejects.toThrow(/cannot open/);
     await governance.close();
+  });
+
+  it('tells the client a worker’s store failed, by request id, without the store’s own words', async () => {
+    const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
+    const logs: ProxyLogEntry[] = [];
+    const proxy = createProxy({
+      governance,
+      upstreams: { openai: 'http://127.0.0.1:9', anthropic: 'http://127.0.0.1:9' },
+      logger: (entry) => logs.push(entry),
+    });
+    try {
+      const response = await proxy.handle(
+        new Request('http://proxy.test/v1/chat/completions', {
+          method: 'POST',
+          headers: { authorization: 'Bearer sk-x', 'content-type': 'application/json' },
+          body: JSON.stringify(conversationBody('chat', { turns: 1 })),
+        }),
+      );
+      expect(response.status).toBe(503);
+      const text = await response.text();
+      expect(text).not.toContain('nonexistent-directory');
+      expect(text).not.toContain('cannot open');
+      const requestId = response.headers.get('x-selfgc-request-id');
+      expect(JSON.parse(text)).toMatchObject({
+        error: { code: 'selfgc_store_failure' },
+        request_id: requestId,
+      });
+      expect(logs[0]).toMatchObject({ requestId, error: 'store-failure' });
+      expect(logs[0]?.detail).toMatch(/nonexistent-directory.*cannot open/);
+    } finally {
+      await governance.close();
+    }
   });
 });

@@ -36,6 +36,8 @@ export interface GovernanceWorkerOptions {
   cache?: 'blind';
   /** Count tokens with this BPE encoding. Default: the approximate counter. */
   tokenizer?: 'o200k_base';
+  /** Retention the workers' store applies as it writes (Redis TTLs; see `StoreUrlOptions`). */
+  retainMs?: number;
 }
 
 export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {

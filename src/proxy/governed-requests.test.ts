@@ -189,10 +189,14 @@ describe('A/B split', () => {
   });
 });
 
+/** What a driver says when its database goes away: an address the client must never see. */
+const DRIVER_MESSAGE =
+  'postgres readSession: connect ECONNREFUSED 10.20.30.40:5432 (terminating connection due to administrator command)';
+
 /** A store whose every call fails, as a database that went away. */
 function downStore(): SidecarStore {
   const fail = async () => {
-    throw new StoreError('sqlite store: database is locked');
+    throw new StoreError(DRIVER_MESSAGE);
   };
   return {
     ...createMemoryStore(),
@@ -216,7 +220,14 @@ describe('store failures', () => {
     const samples = await fixture.metrics();
     expect(sampleSum(samples, 'selfgc_proxy_fail_open_total', { arm: 'governed' })).toBe(1);
     expect(sampleSum(samples, 'selfgc_proxy_errors_total', { code: 'store-failure' })).toBe(1);
-    expect(fixture.logs[0]).toMatchObject({ governance: 'fail-open', error: 'store-failure', status: 200 });
+    expect(fixture.logs[0]).toMatchObject({
+      governance: 'fail-open',
+      error: 'store-failure',
+      detail: DRIVER_MESSAGE,
+      status: 200,
+    });
+    expect(response.headers.get('x-selfgc-request-id')).toBe(fixture.logs[0]?.requestId);
+    expect([...response.headers.values()].join(' ')).not.toContain('10.20.30.40');
     expect(await (await fixture.fetch('/healthz')).json()).toMatchObject({ status: 'ok', store: 'down' });
   });
 
@@ -224,10 +235,24 @@ describe('store failures', () => {
     fixture = await startProxyFixture({ script: answer, store: downStore(), proxy: { failOpen: false } });
     const response = await fixture.post('messages', conversationBody('messages', { turns: 2 }));
     expect(response.status).toBe(503);
-    expect(await response.json()).toEqual({
+    const requestId = response.headers.get('x-selfgc-request-id');
+    expect(requestId).toMatch(/^req_[0-9a-f]{32}$/);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({
       type: 'error',
-      error: { type: 'api_error', message: 'sqlite store: database is locked' },
+      error: {
+        type: 'api_error',
+        message: `the session store is unavailable; retry later (request ${requestId}; details are in the proxy log)`,
+        code: 'selfgc_store_failure',
+      },
+      request_id: requestId,
     });
+    for (const internal of ['10.20.30.40', '5432', 'ECONNREFUSED', 'administrator', 'postgres']) {
+      expect(text).not.toContain(internal);
+      expect([...response.headers.values()].join(' ')).not.toContain(internal);
+    }
+    // The operator finds the cause by the request id.
+    expect(fixture.logs[0]).toMatchObject({ requestId, error: 'store-failure', detail: DRIVER_MESSAGE });
     expect(fixture.upstream.requests).toHaveLength(0);
     expect((await fixture.fetch('/healthz')).status).toBe(503);
   });

@@ -3,6 +3,7 @@
  * the body, govern it, forward it with the client's headers, and answer with the upstream's
  * answer (streamed through, or after transparent recovery) plus the `x-selfgc-*` headers.
  */
+import { exceedsJsonDepth } from '../core/json-depth.js';
 import { chooseArm } from './ab-split.js';
 import {
   callUpstream,
@@ -11,11 +12,12 @@ import {
   upstreamRequestHeaders,
 } from './call-upstream.js';
 import { prepareUpstream } from './prepare-upstream.js';
+import { REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText } from './read-body-bytes.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
-import { hashApiKey } from './session-identity.js';
+import { namespaceOf } from './session-identity.js';
 import type { StreamMerger } from './stream-merger.js';
 import { streamRecovery } from './stream-recovery.js';
 import { tapEventStream } from './tap-event-stream.js';
@@ -37,15 +39,23 @@ interface Exchange {
   headers: Headers;
 }
 
+/** Logged once, with the first keyless request, when nothing tells keyless clients apart. */
+export const KEYLESS_NOTICE =
+  'requests without an API key share one session namespace, so transparent recovery (sidecar reads) is off for them; ' +
+  'give each client its own with the tenancy option (selfgc proxy --tenant-header NAME or --tenant-from-address)';
+
 export async function handleGoverned(
   settings: ProxySettings,
   dialect: WireDialect,
   request: ProxyRequest,
 ): Promise<ProxyAnswer> {
-  const keyHash = hashApiKey(request.headers);
+  const { keyHash, shared } = namespaceOf(request.headers, settings.tenancy, request.remoteAddress);
   const arm = chooseArm(keyHash, settings.abSplit);
   const trace = createRequestTrace(settings, request, dialect.route, arm);
-  const headers = new Headers({ 'x-selfgc-arm': arm });
+  // Keyless clients in one shared namespace must not read each other's sidecars.
+  const recoveryAllowed = settings.recovery && !shared;
+  if (settings.recovery && shared && settings.firstNotice('keyless')) trace.entry.notice = KEYLESS_NOTICE;
+  const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
     const input = {
@@ -59,9 +69,9 @@ export async function handleGoverned(
     };
     const prepared =
       settings.governance === undefined
-        ? await prepareUpstream({ ...input, settings })
+        ? await prepareUpstream({ ...input, settings: { ...settings, recovery: recoveryAllowed } })
         : await settings.governance.prepare(
-            { ...input, failOpen: settings.failOpen, recovery: settings.recovery },
+            { ...input, failOpen: settings.failOpen, recovery: recoveryAllowed },
             settings.metrics,
           );
     const { recovery: recovered, governor } = prepared;
@@ -154,7 +164,8 @@ async function readAnswer(
   });
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    // An answer too deep to walk is passed on as text, unread.
+    json = exceedsJsonDepth(text) ? undefined : JSON.parse(text);
   } catch {
     json = undefined;
   }

@@ -4,11 +4,11 @@
  */
 import { chooseArm } from './ab-split.js';
 import { callUpstream, clientResponseHeaders, upstreamRequestHeaders } from './call-upstream.js';
-import type { ProviderName } from './proxy-errors.js';
+import { type ProviderName, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { createRequestTrace } from './request-trace.js';
-import { hashApiKey } from './session-identity.js';
+import { namespaceOf } from './session-identity.js';
 
 /** Anthropic paths, and callers that send Anthropic's headers, go to the Anthropic upstream. */
 export function providerOf(request: ProxyRequest): ProviderName {
@@ -24,7 +24,8 @@ export async function handlePassThrough(
   request: ProxyRequest,
 ): Promise<ProxyAnswer> {
   const provider = providerOf(request);
-  const arm = chooseArm(hashApiKey(request.headers), settings.abSplit);
+  const { keyHash } = namespaceOf(request.headers, settings.tenancy, request.remoteAddress);
+  const arm = chooseArm(keyHash, settings.abSplit);
   const trace = createRequestTrace(settings, request, 'pass-through', arm);
   const started = settings.now();
   try {
@@ -44,7 +45,9 @@ export async function handlePassThrough(
     const source = answer.body;
     const stream = source === null ? null : passThrough(source, (outcome) => trace.end(outcome));
     if (stream === null) trace.end();
-    return { status: answer.status, headers: clientResponseHeaders(answer.headers), body: stream };
+    const headers = clientResponseHeaders(answer.headers);
+    headers.set(REQUEST_ID_HEADER, trace.requestId);
+    return { status: answer.status, headers, body: stream };
   } catch (error) {
     return trace.fail(error, provider, new Headers());
   }

@@ -14,5 +14,10 @@ export {
 export { createGovernorPool, type GovernorContext, type GovernorFactory } from './governor-pool.js';
 export { jsonLineLogger, type ProxyLogEntry } from './proxy-log.js';
 export type { ProxyOptions } from './proxy-options.js';
+export {
+  type RetentionSweeper,
+  type RetentionSweeperOptions,
+  startRetentionSweeper,
+} from './retention-sweeper.js';
 export { type ServedProxy, type ServeOptions, serveProxy } from './serve-proxy.js';
-export { SESSION_HEADER } from './session-identity.js';
+export { type KeylessTenancy, SESSION_HEADER } from './session-identity.js';

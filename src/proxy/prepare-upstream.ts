@@ -10,6 +10,8 @@
  */
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.js';
+import type { Message } from '../core/transcript.js';
 import { CLIENT_SESSION_HEADERS } from './client-session-id.js';
 import { LONG_CONTEXT_HEADER } from './context-window.js';
 import { type GovernSettings, governRequest } from './govern-request.js';
@@ -45,7 +47,7 @@ export interface PrepareInput {
   bytes: Uint8Array;
   /** The client's request headers (session ids and the long-context beta are read from them). */
   requestHeaders: Headers;
-  /** `hashApiKey(requestHeaders)`. */
+  /** The request's namespace (`namespaceOf`): the API key's hash, or the tenant's. */
   keyHash: string;
   /** The request's arm and log entry (filled in here). */
   trace: Pick<RequestTrace, 'arm' | 'entry'>;
@@ -75,12 +77,27 @@ export interface PreparedRequest extends PreparedUpstream {
   governor?: RecoveryGovernor;
 }
 
+/** Tool arguments are JSON inside a string, which the body's own depth check cannot see into. */
+function checkArgumentDepth(transcript: readonly Message[]): void {
+  transcript.forEach((message, messageIndex) => {
+    for (const part of message.parts) {
+      if (part.type === 'tool-call' && exceedsJsonDepth(part.arguments)) {
+        throw new BadInputError(
+          `message ${messageIndex}: tool call arguments nested deeper than ${MAX_JSON_DEPTH} levels`,
+          { messageIndex },
+        );
+      }
+    }
+  });
+}
+
 export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
   const { settings, dialect, trace, headers } = input;
   const body = parseJson(decodeBodyText(input.bytes), 'request body');
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
   const model = requireModel(body);
   const transcript = dialect.readTranscript(body);
+  checkArgumentDepth(transcript);
   const identity = deriveSessionIdentity({
     headers: input.requestHeaders,
     body,

@@ -20,19 +20,69 @@ const ERROR_TYPES: Record<ErrorCode, Record<ProviderName, string>> = {
   internal: { openai: 'server_error', anthropic: 'api_error' },
 };
 
-/** The JSON error body a provider's SDK expects. */
-export function providerErrorBody(provider: ProviderName, code: ErrorCode, message: string): object {
-  const type = ERROR_TYPES[code][provider];
-  if (provider === 'anthropic') return { type: 'error', error: { type, message } };
-  return { error: { message, type, param: null, code: null } };
+/**
+ * What a client reads for each code. Its own input's faults (and the timeout it ran into) are
+ * described in full; the proxy's own failures get fixed words, because their messages carry
+ * what only the operator should see (store addresses, driver messages): those go to the log,
+ * found by the request id.
+ */
+const PUBLIC_MESSAGES: Record<ErrorCode, string | undefined> = {
+  'bad-input': undefined,
+  'payload-too-large': undefined,
+  'upstream-timeout': undefined,
+  'not-found': 'not found',
+  'plan-rejected': 'the governance plan was rejected',
+  'store-failure': 'the session store is unavailable; retry later',
+  'upstream-failure': 'the upstream could not be reached',
+  internal: 'internal proxy error',
+};
+
+/** The stable code a client can match on, in the error body: `selfgc_store_failure`, … */
+export function publicErrorCode(code: ErrorCode): string {
+  return `selfgc_${code.replaceAll('-', '_')}`;
 }
 
-/** A complete error answer for a Self-GC error. */
+/** The message a client may read for an error: its own, or fixed words naming the request. */
+export function publicErrorMessage(error: SelfGcError, requestId: string): string {
+  const fixed = PUBLIC_MESSAGES[error.code];
+  return fixed === undefined
+    ? error.message
+    : `${fixed} (request ${requestId}; details are in the proxy log)`;
+}
+
+/** The message the client does not see, for the log; undefined when the client sees it whole. */
+export function hiddenErrorDetail(error: SelfGcError): string | undefined {
+  return PUBLIC_MESSAGES[error.code] === undefined ? undefined : error.message;
+}
+
+/**
+ * The JSON error body a provider's SDK expects, with the stable code and the request id
+ * (top-level `request_id`, where Anthropic's own error bodies carry it).
+ */
+export function providerErrorBody(
+  provider: ProviderName,
+  code: ErrorCode,
+  message: string,
+  requestId: string,
+): object {
+  const type = ERROR_TYPES[code][provider];
+  const stableCode = publicErrorCode(code);
+  if (provider === 'anthropic') {
+    return { type: 'error', error: { type, message, code: stableCode }, request_id: requestId };
+  }
+  return { error: { message, type, param: null, code: stableCode }, request_id: requestId };
+}
+
+/** The header every answer of the proxy carries, naming its log entry. */
+export const REQUEST_ID_HEADER = 'x-selfgc-request-id';
+
+/** A complete error answer for a Self-GC error: never its internal message (see above). */
 export function errorAnswer(
   provider: ProviderName,
   error: SelfGcError,
+  requestId: string,
   headers: Record<string, string> = {},
 ): ProxyAnswer {
-  const body = providerErrorBody(provider, error.code, error.message);
-  return jsonAnswer(ERROR_TABLE[error.code].status, body, headers);
+  const body = providerErrorBody(provider, error.code, publicErrorMessage(error, requestId), requestId);
+  return jsonAnswer(ERROR_TABLE[error.code].status, body, { ...headers, [REQUEST_ID_HEADER]: requestId });
 }

@@ -15,6 +15,8 @@ export interface ProxyRequest {
   headers: Headers;
   /** Aborts when the client goes away. */
   signal: AbortSignal;
+  /** The client's network address, when the server knows it (node:http does). */
+  remoteAddress?: string;
   /** The body as a stream (for routes that pass it on), or null when there is none. */
   body(): ReadableStream<Uint8Array> | null;
   /** The whole body; refused with `payload-too-large` past `limitBytes`. */

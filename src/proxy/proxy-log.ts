@@ -8,6 +8,8 @@ import type { Arm } from './ab-split.js';
 export interface ProxyLogEntry {
   /** ISO time the request arrived. */
   time: string;
+  /** The id the client got in `x-selfgc-request-id` (and in error bodies). */
+  requestId: string;
   method: string;
   /** Path without the query string. */
   path: string;
@@ -46,6 +48,13 @@ export interface ProxyLogEntry {
   /** How a stream ended, when it did not complete. */
   outcome?: string;
   error?: ErrorCode;
+  /**
+   * The message of an error the client was not shown (store, upstream or internal failures,
+   * fail-open included): for the operator only. Client input errors are not repeated here.
+   */
+  detail?: string;
+  /** A one-time advice to the operator about the proxy's configuration (never request content). */
+  notice?: string;
 }
 
 /** A logger writing one JSON line per entry. */

@@ -1,6 +1,7 @@
 /**
  * Options of `createProxy`, and the resolved settings the request handlers share.
  */
+import { BadInputError } from '../core/errors.js';
 import type { Governor } from '../core/governor/governor-types.js';
 import type { SidecarStore } from '../core/store.js';
 import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
@@ -13,6 +14,7 @@ import { nodeTransport } from './node-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
+import type { KeylessTenancy } from './session-identity.js';
 
 export interface ProxyOptions {
   /**
@@ -56,6 +58,12 @@ export interface ProxyOptions {
   abSplit?: AbSplit;
   /** Transparent expand/search_context, streamed or not. Default true. */
   recovery?: boolean;
+  /**
+   * How clients without an API key are told apart. Without it (or when a keyless request names
+   * no tenant) all keyless requests share one namespace, so they get no transparent recovery:
+   * a client could otherwise read what another one's session folded away.
+   */
+  tenancy?: KeylessTenancy;
   /** One structured entry per request (no keys, no message content). Default: none. */
   logger?: (entry: ProxyLogEntry) => void;
   /** Calls the upstream through this `fetch` instead of the default node:http(s) transport. */
@@ -72,6 +80,9 @@ export interface ProxySettings {
   abSplit: AbSplit | undefined;
   recovery: boolean;
   recoveryRounds: number;
+  tenancy: KeylessTenancy | undefined;
+  /** True the first time it is called with `topic`, false after: for one-time log notices. */
+  firstNotice(topic: string): boolean;
   store: SidecarStore | undefined;
   /** Governance worker threads, when the proxy governs off its own thread. */
   governance: GovernanceWorkers | undefined;
@@ -93,9 +104,33 @@ function trimBase(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
 
+/** Numbers that must be positive integers; anything else would misbehave silently. */
+function checkProxyOptions(options: ProxyOptions): void {
+  const numbers = {
+    window: typeof options.window === 'number' ? options.window : undefined,
+    bodyLimitBytes: options.bodyLimitBytes,
+    upstreamTimeoutMs: options.upstreamTimeoutMs,
+  };
+  for (const [field, value] of Object.entries(numbers)) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new BadInputError(`createProxy: ${field} must be a positive integer, got ${String(value)}`);
+    }
+  }
+  const share = options.abSplit?.share;
+  if (share !== undefined && !(share >= 0 && share <= 1)) {
+    throw new BadInputError(`createProxy: abSplit.share must be a number in [0, 1], got ${String(share)}`);
+  }
+  const header = options.tenancy?.header;
+  if (header !== undefined && !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(header)) {
+    throw new BadInputError(`createProxy: tenancy.header must be a header name, got "${header}"`);
+  }
+}
+
 export function resolveProxySettings(options: ProxyOptions): ProxySettings {
+  checkProxyOptions(options);
   const { governor, window } = options;
   const logger = options.logger;
+  const noticed = new Set<string>();
   return {
     upstreams: {
       openai: trimBase(options.upstreams.openai),
@@ -107,6 +142,12 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     abSplit: options.abSplit,
     recovery: options.recovery ?? true,
     recoveryRounds: 3,
+    tenancy: options.tenancy,
+    firstNotice(topic) {
+      if (noticed.has(topic)) return false;
+      noticed.add(topic);
+      return true;
+    },
     store: options.store,
     governance: options.governance,
     metrics: createProxyMetrics(),

@@ -1,9 +1,10 @@
 /**
  * The measurements of one request: metrics as it goes, and the one log entry when it ends.
  */
+import { randomUUID } from 'node:crypto';
 import { type SelfGcError, toSelfGcError } from '../core/errors.js';
 import type { Arm } from './ab-split.js';
-import { errorAnswer, type ProviderName } from './proxy-errors.js';
+import { errorAnswer, hiddenErrorDetail, type ProviderName } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import type { ProxySettings } from './proxy-options.js';
@@ -11,6 +12,8 @@ import type { TokenUsage } from './wire-dialect.js';
 
 export interface RequestTrace {
   readonly arm: Arm;
+  /** Names this request's log entry; sent to the client in `x-selfgc-request-id`. */
+  readonly requestId: string;
   /** Log fields filled in along the way. */
   readonly entry: ProxyLogEntry;
   /** Time an upstream call took, added to the request's upstream total. */
@@ -35,8 +38,10 @@ export function createRequestTrace(
   arm: Arm,
 ): RequestTrace {
   const started = settings.now();
+  const requestId = `req_${randomUUID().replaceAll('-', '')}`;
   const entry: ProxyLogEntry = {
     time: new Date(started).toISOString(),
+    requestId,
     method: request.method,
     path: request.pathname,
     route,
@@ -52,6 +57,7 @@ export function createRequestTrace(
 
   const trace: RequestTrace = {
     arm,
+    requestId,
     entry,
     addUpstreamTime(milliseconds) {
       upstreamMs += milliseconds;
@@ -96,7 +102,9 @@ export function createRequestTrace(
       }
       settings.metrics.count('selfgc_proxy_errors_total', { ...labels, code: selfGcError.code });
       entry.error = selfGcError.code;
-      const answer = errorAnswer(provider, selfGcError, Object.fromEntries(headers));
+      const detail = hiddenErrorDetail(selfGcError);
+      if (detail !== undefined) entry.detail = detail;
+      const answer = errorAnswer(provider, selfGcError, requestId, Object.fromEntries(headers));
       trace.respond(answer.status);
       trace.end();
       return answer;

@@ -78,7 +78,12 @@ describe('serveProxy', () => {
     expect(refused.status).toBe(413);
     expect(JSON.parse(refused.body)).toEqual({
       type: 'error',
-      error: { type: 'request_too_large', message: 'request body is larger than the 65536-byte limit' },
+      error: {
+        type: 'request_too_large',
+        message: 'request body is larger than the 65536-byte limit',
+        code: 'selfgc_payload_too_large',
+      },
+      request_id: expect.stringMatching(/^req_/),
     });
     expect(fixture.upstream.requests).toHaveLength(1);
   });

@@ -92,6 +92,7 @@ function toProxyRequest(req: IncomingMessage, base: string, signal: AbortSignal)
     search,
     headers: headersOf(req),
     signal,
+    ...(req.socket.remoteAddress === undefined ? {} : { remoteAddress: req.socket.remoteAddress }),
     body: () => (method === 'GET' || method === 'HEAD' ? null : bodyStream(req)),
     bytes: (limitBytes) => readIncomingBytes(req, limitBytes),
   };

@@ -44,6 +44,42 @@ export function hashApiKey(headers: Headers): string {
   return sha256(`selfgc-key\0${apiKeyOf(headers)}`).slice(0, 32);
 }
 
+/** How the proxy tells clients apart when they send no API key (local model servers). */
+export interface KeylessTenancy {
+  /** A request header naming the client (`--tenant-header`), e.g. `x-selfgc-tenant`. */
+  header?: string;
+  /** The client's network address (`--tenant-from-address`), where each client has its own. */
+  fromAddress?: boolean;
+}
+
+/** A request's namespace: the `keyHash` its store sessions are prefixed with. */
+export interface RequestNamespace {
+  keyHash: string;
+  /**
+   * True when nothing tells this client apart from others (no key, no configured tenant): every
+   * such request shares one namespace, so the proxy must not read sidecars for it.
+   */
+  shared: boolean;
+}
+
+/**
+ * The namespace of a request: the API key's hash, as `hashApiKey`, unless tenancy is configured
+ * and the request names a tenant (header or address), which then joins the key in the hash, so
+ * that clients sharing a placeholder key are kept apart too.
+ */
+export function namespaceOf(
+  headers: Headers,
+  tenancy: KeylessTenancy | undefined,
+  remoteAddress: string | undefined,
+): RequestNamespace {
+  const key = apiKeyOf(headers);
+  const tenant = tenancy?.header === undefined ? '' : (headers.get(tenancy.header) ?? '');
+  const address = tenancy?.fromAddress === true ? (remoteAddress ?? '') : '';
+  if (tenant === '' && address === '') return { keyHash: hashApiKey(headers), shared: key === '' };
+  const keyHash = sha256(`selfgc-tenant\0${key}\0${tenant}\0${address}`).slice(0, 32);
+  return { keyHash, shared: false };
+}
+
 /**
  * The stable start of a conversation: every system message before the first user message, and
  * that user message. Later turns never change it, so every turn of one conversation maps to the

@@ -9,6 +9,7 @@
  * recovered content, issues again the ones it still needs. The client never receives a call it
  * cannot answer, and what goes upstream keeps every call paired with its result.
  */
+import { toSelfGcError } from '../core/errors.js';
 import type { Governor } from '../core/governor/governor-types.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { type Message, partText } from '../core/transcript.js';
@@ -164,7 +165,8 @@ export async function answerInternalCall(
       ? await expandPage(governor, sessionId, call, room)
       : await searchHits(governor, sessionId, call, room);
   } catch (error) {
-    return `Recovery failed: ${error instanceof Error ? error.message : String(error)}`;
+    // The model (and through it the client) reads this: the code only, never the store's message.
+    return `Recovery failed (${toSelfGcError(error).code}).`;
   }
 }
 

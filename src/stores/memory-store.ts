@@ -1,6 +1,7 @@
 import { StoreError } from '../core/errors.js';
 import type {
   CommitRecord,
+  SessionSummary,
   SidecarRecord,
   SidecarStore,
   WriteCommitResult,
@@ -13,6 +14,7 @@ import {
   encodeJson,
   sortCommits,
 } from './record-codec.js';
+import { compareSummaries, readExpireOptions, readListOptions } from './retention-options.js';
 import { searchInProcess } from './search-in-process.js';
 import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
@@ -27,6 +29,8 @@ interface SessionData {
   commits: Map<string, string>;
   version: number;
   state: string;
+  /** Time of the latest write, for retention. */
+  updatedAt: number;
 }
 
 /**
@@ -46,13 +50,32 @@ export function createMemoryStore(): SidecarStore {
     });
   }
 
-  function sessionOf(sessionId: string): SessionData {
+  /**
+   * The session to write to: every write goes through here, so it marks the write's time
+   * (`touch`: a state write; payloads mark only the first write, as `SessionSummary` says).
+   */
+  function sessionOf(sessionId: string, touch = true): SessionData {
     let session = sessions.get(sessionId);
     if (session === undefined) {
-      session = { payloads: new Map(), commits: new Map(), version: 0, state: 'null' };
+      session = { payloads: new Map(), commits: new Map(), version: 0, state: 'null', updatedAt: Date.now() };
       sessions.set(sessionId, session);
     }
+    if (touch) session.updatedAt = Date.now();
     return session;
+  }
+
+  /** Sessions that hold anything (a refused write can leave an empty entry behind). */
+  function summaries(): SessionSummary[] {
+    return [...sessions]
+      .filter(([, session]) => session.version > 0 || session.payloads.size > 0)
+      .map(([sessionId, session]) => ({
+        sessionId,
+        updatedAt: session.updatedAt,
+        version: session.version,
+        payloads: session.payloads.size,
+        commits: session.commits.size,
+      }))
+      .sort(compareSummaries);
   }
 
   return {
@@ -62,7 +85,7 @@ export function createMemoryStore(): SidecarStore {
       run('putPayloads', () => {
         checkPayloadsWritable(records);
         for (const record of records) {
-          const payloads = sessionOf(record.sessionId).payloads;
+          const payloads = sessionOf(record.sessionId, false).payloads;
           if (!payloads.has(record.objectId)) payloads.set(record.objectId, { ...record });
         }
       }),
@@ -128,5 +151,34 @@ export function createMemoryStore(): SidecarStore {
       closed = true;
       sessions.clear();
     },
+
+    listSessions: (options) =>
+      run('listSessions', () => {
+        const { prefix, limit } = readListOptions(options);
+        return summaries()
+          .filter((summary) => summary.sessionId.startsWith(prefix))
+          .slice(0, limit);
+      }),
+
+    expireBefore: (cutoff, options) =>
+      run('expireBefore', () => {
+        const limit = readExpireOptions(cutoff, options);
+        // Empty entries left by refused writes go too; they count against no limit.
+        const expired = [...sessions]
+          .filter(([, session]) => session.updatedAt < cutoff)
+          .sort(
+            ([leftId, left], [rightId, right]) =>
+              left.updatedAt - right.updatedAt || (leftId < rightId ? -1 : 1),
+          );
+        const removed: string[] = [];
+        for (const [sessionId, session] of expired) {
+          const holdsData = session.version > 0 || session.payloads.size > 0;
+          if (holdsData && removed.length === limit) break;
+          states.forget(sessionId);
+          sessions.delete(sessionId);
+          if (holdsData) removed.push(sessionId);
+        }
+        return removed;
+      }),
   };
 }

@@ -89,7 +89,8 @@ describeWithService('createStoreFromUrl with Redis', redisUnavailable, () => {
       const session = newSessionId();
       await store.putPayloads([payloadRecord(session, 'function:bash:1')]);
       expect((await store.getPayload(session, 'function:bash:1'))?.objectId).toBe('function:bash:1');
-      expect(await client.keys(`${prefix}:*`)).toHaveLength(2);
+      // The session's payloads and their order, and the index of sessions.
+      expect(await client.keys(`${prefix}:*`)).toHaveLength(3);
       await store.deleteSession(session);
       expect(await client.keys(`${prefix}:*`)).toEqual([]);
     } finally {
@@ -118,11 +119,12 @@ describeWithService('createStoreFromUrl with PostgreSQL', postgresUnavailable, (
         "SELECT count(*) FROM information_schema.tables WHERE table_name LIKE $1 || '%'",
         [prefix],
       );
-      expect(rows[0]?.count).toBe('4');
+      expect(rows[0]?.count).toBe('5');
     } finally {
-      for (const table of ['payloads', 'commits', 'sessions', 'meta']) {
+      for (const table of ['payloads', 'commits', 'sessions', 'activity', 'meta']) {
         await pool.query(`DROP TABLE IF EXISTS "${prefix}${table}"`);
       }
+      await pool.query(`DROP FUNCTION IF EXISTS "${prefix}touch"()`);
       await pool.end();
     }
   });

@@ -59,6 +59,8 @@ async function loadDriver<T>(driver: string, load: () => Promise<T>): Promise<T>
 export interface StoreUrlOptions {
   /** SQLite: where WAL checkpoints run (see `SqliteStoreOptions.checkpoints`). */
   sqliteCheckpoints?: 'inline' | 'background';
+  /** Redis: session keys expire this long after their latest write (see `RedisStoreOptions.retainMs`). */
+  retainMs?: number;
 }
 
 export async function createStoreFromUrl(url: string, options: StoreUrlOptions = {}): Promise<SidecarStore> {
@@ -83,7 +85,11 @@ export async function createStoreFromUrl(url: string, options: StoreUrlOptions =
       const { url: driverUrl, values } = takeParameters(url, ['prefix']);
       const { createRedisStore } = await loadDriver('ioredis', () => import('./redis-store.js'));
       const keyPrefix = values.get('prefix');
-      return createRedisStore(keyPrefix === undefined ? { url: driverUrl } : { url: driverUrl, keyPrefix });
+      return createRedisStore({
+        url: driverUrl,
+        ...(keyPrefix === undefined ? {} : { keyPrefix }),
+        ...(options.retainMs === undefined ? {} : { retainMs: options.retainMs }),
+      });
     }
     case 'postgres':
     case 'postgresql': {

@@ -25,9 +25,10 @@ describeWithService('postgres store', unavailable, () => {
   });
 
   async function dropTables(prefix: string, inSchema = 'public'): Promise<void> {
-    for (const table of ['payloads', 'commits', 'sessions', 'meta']) {
+    for (const table of ['payloads', 'commits', 'sessions', 'activity', 'meta']) {
       await raw.query(`DROP TABLE IF EXISTS "${inSchema}"."${prefix}${table}"`);
     }
+    await raw.query(`DROP FUNCTION IF EXISTS "${inSchema}"."${prefix}touch"()`);
   }
 
   describeStoreContract(
@@ -63,8 +64,30 @@ describeWithService('postgres store', unavailable, () => {
         [schema],
       );
       expect(rows.map((row) => row.table_name)).toEqual(
-        ['commits', 'meta', 'payloads', 'sessions'].map((table) => `${tablePrefix}${table}`),
+        ['activity', 'commits', 'meta', 'payloads', 'sessions'].map((table) => `${tablePrefix}${table}`),
       );
+    });
+
+    it('marks the sessions of tables written before retention existed as written when it is added', async () => {
+      const prefix = `${tablePrefix}u_`;
+      const first = await createPostgresStore({ connectionString: postgresTestUrl, tablePrefix: prefix });
+      const session = newSessionId();
+      await first.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
+      await first.close();
+      // As a version without retention left them: no activity table, no triggers.
+      await raw.query(`DROP TABLE "${prefix}activity"`);
+      await raw.query(`DROP FUNCTION "${prefix}touch"() CASCADE`);
+      const upgraded = Date.now();
+      const store = await createPostgresStore({ connectionString: postgresTestUrl, tablePrefix: prefix });
+      try {
+        const [summary] = await store.listSessions({ prefix: session });
+        expect(summary).toMatchObject({ sessionId: session, version: 1, commits: 1 });
+        expect(summary!.updatedAt).toBeGreaterThanOrEqual(upgraded - 1000);
+        expect(await store.expireBefore(upgraded - 1000)).toEqual([]);
+      } finally {
+        await store.close();
+        await dropTables(prefix);
+      }
     });
 
     it('refuses tables written with a newer schema version', async () => {

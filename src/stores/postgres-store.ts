@@ -8,6 +8,7 @@ import type {
   WriteStateResult,
 } from '../core/store.js';
 import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } from './payload-row.js';
+import { createPostgresRetention } from './postgres-retention.js';
 import { createPostgresTables, type PostgresTables } from './postgres-tables.js';
 import { inTransaction } from './postgres-transaction.js';
 import { checkCommitWritable, checkPayloadsWritable, decodeCommit, encodeJson } from './record-codec.js';
@@ -83,6 +84,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   });
   let closed = false;
   const states = createStateCache();
+  const retention = createPostgresRetention(pool, tables);
 
   function run<T>(operation: string, body: () => Promise<T>): Promise<T> {
     return withStoreErrors(`postgres ${operation}`, () => {
@@ -213,7 +215,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       run('deleteSession', () =>
         inTransaction(pool, async (client) => {
           states.forget(sessionId);
-          for (const table of [tables.payloads, tables.commits, tables.sessions]) {
+          for (const table of [tables.payloads, tables.commits, tables.sessions, tables.activity]) {
             await client.query(`DELETE FROM ${table} WHERE session_id = $1`, [sessionId]);
           }
         }),
@@ -224,6 +226,15 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         if (closed) return;
         closed = true;
         if (ownsPool) await pool.end();
+      }),
+
+    listSessions: (options) => run('listSessions', () => retention.listSessions(options)),
+
+    expireBefore: (cutoff, options) =>
+      run('expireBefore', async () => {
+        const removed = await retention.expireBefore(cutoff, options);
+        for (const sessionId of removed) states.forget(sessionId);
+        return removed;
       }),
   };
 }

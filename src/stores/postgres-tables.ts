@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { BadInputError, StoreError } from '../core/errors.js';
 import { STORE_SCHEMA_VERSION } from '../core/store.js';
+import { preparePostgresRetention } from './postgres-retention.js';
 import { inTransaction } from './postgres-transaction.js';
 
 /** Quoted, schema-qualified names of a Postgres store's tables, ready to splice into SQL. */
@@ -9,6 +10,10 @@ export interface PostgresTables {
   payloads: string;
   commits: string;
   sessions: string;
+  /** When each session was last written (kept by triggers; see `postgres-retention.ts`). */
+  activity: string;
+  /** The trigger function that keeps `activity`. */
+  touchFunction: string;
   /**
    * How much of a payload's search text is indexed and searched. A tsvector cannot exceed
    * 1 MB, so indexing a huge payload whole could make its insert fail; the first 100k
@@ -43,6 +48,8 @@ export async function createPostgresTables(
     payloads: name('payloads'),
     commits: name('commits'),
     sessions: name('sessions'),
+    activity: name('activity'),
+    touchFunction: name('touch'),
     indexedChars: 100_000,
   };
   await inTransaction(pool, async (client) => {
@@ -76,6 +83,7 @@ export async function createPostgresTables(
         UNIQUE (session_id, commit_id));
       CREATE TABLE IF NOT EXISTS ${tables.sessions} (
         session_id text PRIMARY KEY, version integer NOT NULL, state text NOT NULL);`);
+    await preparePostgresRetention(client, tables, prefix);
     if (stored === undefined) {
       await client.query(`INSERT INTO ${tables.meta} (name, version) VALUES ('store', $1)`, [
         STORE_SCHEMA_VERSION,

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommitRecord, SidecarRecord } from '../core/store.js';
-import { createRedisStore, redisSessionKeys } from './redis-store.js';
+import { createRedisStore, redisSessionIndexKey, redisSessionKeys } from './redis-store.js';
 import { describeStoreContract } from './store-contract.case.js';
 import { commitRecord, newSessionId, payloadRecord } from './store-fixtures.case.js';
 import { describeWithService, probeRedis, redisTestUrl, runTag } from './test-services.case.js';
@@ -67,6 +67,37 @@ describeWithService('redis store', unavailable, () => {
       expect(await raw.exists(...keys)).toBe(keys.length);
       await store.deleteSession(session);
       expect(await raw.exists(...keys)).toBe(0);
+      await store.close();
+    });
+
+    it('with retainMs, gives every key of a session a TTL that each write renews', async () => {
+      const store = createRedisStore({ url: redisTestUrl, keyPrefix, retainMs: 60_000 });
+      const session = newSessionId();
+      await store.putPayloads([payloadRecord(session, 'function:bash:1')]);
+      await store.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
+      const keys = Object.values(redisSessionKeys(keyPrefix, session));
+      for (const key of keys) {
+        const ttl = await raw.pttl(key);
+        expect(ttl, key).toBeGreaterThan(50_000);
+        expect(ttl, key).toBeLessThanOrEqual(60_000);
+      }
+      // The index of sessions holds every session: it never expires.
+      expect(await raw.pttl(redisSessionIndexKey(keyPrefix))).toBe(-1);
+      await raw.pexpire(keys[0]!, 1000);
+      await store.writeState(session, { step: 2 }, 1);
+      expect(await raw.pttl(keys[0]!)).toBeGreaterThan(50_000);
+      await store.close();
+    });
+
+    it('lists no session whose keys expired, and expires its index entry', async () => {
+      const store = createRedisStore({ url: redisTestUrl, keyPrefix, retainMs: 60_000 });
+      const session = newSessionId();
+      await store.writeState(session, { step: 1 }, 0);
+      await raw.del(...Object.values(redisSessionKeys(keyPrefix, session)));
+      expect(await store.listSessions({ prefix: session })).toEqual([]);
+      expect(await raw.zscore(redisSessionIndexKey(keyPrefix), session)).not.toBeNull();
+      expect(await store.expireBefore(Date.now() + 1)).toContain(session);
+      expect(await raw.zscore(redisSessionIndexKey(keyPrefix), session)).toBeNull();
       await store.close();
     });
 

@@ -9,6 +9,7 @@ import {
   encodeJson,
   sortCommits,
 } from './record-codec.js';
+import { createRedisRetention } from './redis-retention.js';
 import { searchInProcess } from './search-in-process.js';
 import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
@@ -26,6 +27,12 @@ export type RedisStoreOptions = (
 ) & {
   /** First part of every key (default `selfgc`), so several deployments can share a database. */
   keyPrefix?: string;
+  /**
+   * Retention in milliseconds: every key of a session expires this long after the session's
+   * latest write (Redis TTLs), so an idle session leaves even when no sweep runs. Default: none
+   * (sessions stay until `expireBefore` or `deleteSession`).
+   */
+  retainMs?: number;
 };
 
 /** The keys of one session. All share the `{…}` hash tag, so in a cluster they share a slot. */
@@ -40,6 +47,15 @@ export interface RedisSessionKeys {
   commitIds: string;
   /** Hash: `version` and `state` (JSON). */
   state: string;
+}
+
+/**
+ * The sorted set of every session by time of latest write (ms), for `listSessions` and
+ * `expireBefore`. It lives outside the sessions' hash tags (in a cluster, in a slot of its own),
+ * so it is updated by a command of its own after each write, never inside a session's script.
+ */
+export function redisSessionIndexKey(keyPrefix: string): string {
+  return `${keyPrefix}:sessions`;
 }
 
 /** Key layout of a session; the session id is URI-encoded so it can never break the hash tag. */
@@ -109,6 +125,11 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
   const keysOf = (sessionId: string) => redisSessionKeys(keyPrefix, sessionId);
   let closed = false;
   const states = createStateCache();
+  const retention = createRedisRetention(client, {
+    index: redisSessionIndexKey(keyPrefix),
+    keysOf,
+    retainMs: options.retainMs,
+  });
 
   /** Every operation but `close` goes through here: backend errors become StoreError, and a closed store refuses work even when the client it was given is still open. */
   function run<T>(operation: string, body: () => Promise<T>): Promise<T> {
@@ -137,6 +158,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
           const keys = keysOf(sessionId);
           const pairs = group.flatMap((record) => [record.objectId, encodeJson(record)]);
           await client.eval(PUT_PAYLOADS, 2, keys.payloads, keys.payloadOrder, ...pairs);
+          await retention.touch(sessionId, 'payloads');
         }
       }),
 
@@ -174,7 +196,9 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
           encodeJson(state),
           expectedVersion,
         );
-        return readCasReply(reply);
+        const result = readCasReply(reply);
+        if (result.status === 'written') await retention.touch(sessionId);
+        return result;
       }),
 
     writeState: (sessionId, state, expectedVersion) =>
@@ -183,6 +207,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
           await client.eval(WRITE_STATE, 1, keysOf(sessionId).state, encodeJson(state), expectedVersion),
         );
         if (reply.status === 'duplicate') throw new StoreError('redis writeState: unexpected duplicate');
+        if (reply.status === 'written') await retention.touch(sessionId);
         return reply;
       }),
 
@@ -196,6 +221,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
       run('deleteSession', async () => {
         states.forget(sessionId);
         await client.del(...Object.values(keysOf(sessionId)));
+        await retention.forget(sessionId);
       }),
 
     close: () =>
@@ -203,6 +229,15 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
         if (closed) return;
         closed = true;
         if (ownsClient) await client.quit();
+      }),
+
+    listSessions: (listOptions) => run('listSessions', () => retention.listSessions(listOptions)),
+
+    expireBefore: (cutoff, expireOptions) =>
+      run('expireBefore', async () => {
+        const removed = await retention.expireBefore(cutoff, expireOptions);
+        for (const sessionId of removed) states.forget(sessionId);
+        return removed;
       }),
   };
 }

@@ -57,6 +57,37 @@ describeStoreContract(
 describeStoreContract('sqlite :memory:', async () => createSqliteStore({ path: ':memory:' }));
 
 describe('sqlite store files', () => {
+  it('marks the sessions of a file written before retention existed as written when it is added', async () => {
+    currentPath = nextPath();
+    const first = createSqliteStore({ path: currentPath });
+    const session = newSessionId();
+    await first.writeCommit(session, commitRecord(session, 'commit-1', 1), { step: 1 }, 0);
+    await first.close();
+    // As a version without retention left it: no activity table, no triggers.
+    withRawDatabase((db) => {
+      for (const trigger of [
+        'selfgc_payloads_touched',
+        'selfgc_sessions_created',
+        'selfgc_sessions_touched',
+      ]) {
+        db.exec(`DROP TRIGGER ${trigger}`);
+      }
+      db.exec('DROP TABLE selfgc_activity');
+    });
+    const upgraded = Date.now();
+    const store = createSqliteStore({ path: currentPath });
+    try {
+      const [summary] = await store.listSessions();
+      expect(summary).toMatchObject({ sessionId: session, version: 1, commits: 1 });
+      expect(summary!.updatedAt).toBeGreaterThanOrEqual(upgraded - 5);
+      expect(await store.expireBefore(upgraded - 5)).toEqual([]);
+      await store.writeState(session, { step: 2 }, 1);
+      expect((await store.listSessions())[0]!.updatedAt).toBeGreaterThanOrEqual(summary!.updatedAt);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('keeps payloads, commits and state across close and reopen', async () => {
     const path = nextPath();
     const session = newSessionId();

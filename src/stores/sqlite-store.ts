@@ -13,6 +13,7 @@ import { PAYLOAD_COLUMNS, type PayloadRow, payloadRowValues, recordFromRow } fro
 import { checkCommitWritable, checkPayloadsWritable, decodeCommit, encodeJson } from './record-codec.js';
 import { parseSearchQuery } from './search-query.js';
 import { BACKGROUND_WAL_LIMIT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
+import { createSqliteRetention, prepareSqliteRetention, SQLITE_SESSION_TABLES } from './sqlite-retention.js';
 import { createStateCache } from './state-cache.js';
 import { withStoreErrors } from './with-store-errors.js';
 
@@ -70,6 +71,7 @@ function prepareSchema(db: Database.Database, path: string): void {
       );
     }
     db.exec(SCHEMA);
+    prepareSqliteRetention(db);
     if (row === undefined) {
       db.prepare("INSERT INTO selfgc_schema (name, version) VALUES ('store', ?)").run(STORE_SCHEMA_VERSION);
     }
@@ -187,9 +189,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
     },
   );
 
-  const deletes = ['selfgc_payloads', 'selfgc_commits', 'selfgc_sessions'].map((table) =>
+  const deletes = SQLITE_SESSION_TABLES.map((table) =>
     db.prepare(`DELETE FROM ${table} WHERE session_id = ?`),
   );
+  const retention = createSqliteRetention(db);
+
   const removeSession = db.transaction((sessionId: string) => {
     for (const statement of deletes) statement.run(sessionId);
   });
@@ -268,5 +272,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SidecarStore {
         await checkpointer?.close();
         if (db.open) db.close();
       }),
+
+    listSessions: (listOptions) =>
+      withStoreErrors('sqlite listSessions', () => retention.listSessions(listOptions)),
+
+    expireBefore: (cutoff, expireOptions) =>
+      withStoreErrors('sqlite expireBefore', () =>
+        retention.expireBefore(cutoff, expireOptions, (sessionId) => states.forget(sessionId)),
+      ),
   };
 }

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreError } from '../core/errors.js';
+import { BadInputError, StoreError } from '../core/errors.js';
 import { createGovernor } from '../core/governor/create-governor.js';
 import { readSessionState } from '../core/session-state.js';
 import type { CommitRecord, SidecarRecord, SidecarStore } from '../core/store.js';
@@ -274,6 +274,18 @@ export function describeStoreContract(
           expect(await peer.readSession(session)).toEqual({ version: 2, state: { step: 2 } });
         });
 
+        it('lists what the other instance wrote, and the other reads nothing of what this one expired', async () => {
+          await peer.writeState(session, { step: 1 }, 0);
+          expect(await peer.readSession(session)).toEqual({ version: 1, state: { step: 1 } });
+          expect((await store.listSessions({ prefix: session })).map((summary) => summary.sessionId)).toEqual(
+            [session],
+          );
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          expect(await store.expireBefore(Date.now())).toContain(session);
+          expect(await peer.readSession(session)).toBeUndefined();
+          expect(await peer.listSessions({ prefix: session })).toEqual([]);
+        });
+
         it('reads a session the other instance deleted and wrote again from version 0', async () => {
           await store.writeState(session, { owner: 'old' }, 0);
           expect(await store.readSession(session)).toEqual({ version: 1, state: { owner: 'old' } });
@@ -318,6 +330,119 @@ export function describeStoreContract(
       expect(await store.readSession(session)).toBeUndefined();
       const result = await store.writeCommit(session, commitRecord(session, 'commit-1', 1), {}, 0);
       expect(result).toEqual({ status: 'written', version: 1 });
+    });
+
+    describe('listing and retention', () => {
+      /** Between writes, so that every store's clock tells them apart. */
+      const pause = () => new Promise((resolve) => setTimeout(resolve, 25));
+      /** Other tests' sessions share the backend: expire them all first. */
+      async function expireEverything(): Promise<void> {
+        while ((await store.expireBefore(Number.MAX_SAFE_INTEGER, { limit: 1000 })).length > 0);
+      }
+      async function writeSession(sessionId: string): Promise<void> {
+        await store.putPayloads([payloadRecord(sessionId, 'function:bash:1', { searchText: 'findable' })]);
+        await store.writeCommit(sessionId, commitRecord(sessionId, 'commit-1', 1), { step: 1 }, 0);
+      }
+
+      it('lists the sessions that hold anything, most recently written first, with their counts', async () => {
+        const prefix = `${session}:`;
+        const started = Date.now();
+        await store.putPayloads([payloadRecord(`${prefix}a`, 'x'), payloadRecord(`${prefix}a`, 'y')]);
+        await store.writeCommit(`${prefix}a`, commitRecord(`${prefix}a`, 'commit-1', 1), {}, 0);
+        await pause();
+        await store.writeState(`${prefix}b`, { cooldown: 1 }, 0);
+        await pause();
+        await store.putPayloads([payloadRecord(`${prefix}c`, 'x')]);
+        await writeSession(`${prefix}deleted`);
+        await store.deleteSession(`${prefix}deleted`);
+        // A refused write leaves nothing to list.
+        await store.writeCommit(`${prefix}refused`, commitRecord(`${prefix}refused`, 'c', 1), {}, 3);
+        await store.writeState(`${prefix}refused`, {}, 2);
+        const ended = Date.now();
+
+        const listed = await store.listSessions({ prefix });
+        expect(listed.map(({ updatedAt: _, ...rest }) => rest)).toEqual([
+          { sessionId: `${prefix}c`, version: 0, payloads: 1, commits: 0 },
+          { sessionId: `${prefix}b`, version: 1, payloads: 0, commits: 0 },
+          { sessionId: `${prefix}a`, version: 1, payloads: 2, commits: 1 },
+        ]);
+        for (const summary of listed) {
+          expect(summary.updatedAt).toBeGreaterThanOrEqual(started - 5);
+          expect(summary.updatedAt).toBeLessThanOrEqual(ended + 5);
+        }
+        expect(listed[0]!.updatedAt).toBeGreaterThan(listed[2]!.updatedAt);
+        expect((await store.listSessions({ prefix, limit: 2 })).map((summary) => summary.sessionId)).toEqual([
+          `${prefix}c`,
+          `${prefix}b`,
+        ]);
+        expect(
+          (await store.listSessions({ prefix: `${prefix}a` })).map((summary) => summary.sessionId),
+        ).toEqual([`${prefix}a`]);
+        const everything = (await store.listSessions()).map((summary) => summary.sessionId);
+        expect(everything).toEqual(expect.arrayContaining([`${prefix}a`, `${prefix}b`, `${prefix}c`]));
+        expect(await store.listSessions({ prefix: `${prefix}nothing` })).toEqual([]);
+      });
+
+      it('moves a session written again to the front', async () => {
+        const prefix = `${session}:`;
+        await writeSession(`${prefix}first`);
+        await pause();
+        await writeSession(`${prefix}second`);
+        await pause();
+        await store.writeState(`${prefix}first`, { step: 2 }, 1);
+        expect((await store.listSessions({ prefix })).map((summary) => summary.sessionId)).toEqual([
+          `${prefix}first`,
+          `${prefix}second`,
+        ]);
+      });
+
+      it('expires the sessions last written before the cutoff, oldest first, a bounded number per call', async () => {
+        await expireEverything();
+        const old = [`${session}:old-1`, `${session}:old-2`, `${session}:old-3`];
+        for (const sessionId of old) {
+          await writeSession(sessionId);
+          await pause();
+        }
+        const cutoff = Date.now();
+        await pause();
+        const fresh = `${session}:fresh`;
+        await writeSession(fresh);
+
+        expect(await store.expireBefore(cutoff, { limit: 2 })).toEqual(old.slice(0, 2));
+        expect(await store.expireBefore(cutoff, { limit: 2 })).toEqual(old.slice(2));
+        expect(await store.expireBefore(cutoff)).toEqual([]);
+        for (const sessionId of old) {
+          expect(await store.getPayload(sessionId, 'function:bash:1')).toBeUndefined();
+          expect(await store.listPayloads(sessionId)).toEqual([]);
+          expect(await store.searchPayloads(sessionId, 'findable')).toEqual([]);
+          expect(await store.listCommits(sessionId)).toEqual([]);
+          expect(await store.readSession(sessionId)).toBeUndefined();
+        }
+        expect((await store.listSessions()).map((summary) => summary.sessionId)).toEqual([fresh]);
+        expect(await store.readSession(fresh)).toEqual({ version: 1, state: { step: 1 } });
+        expect((await store.listPayloads(fresh)).length).toBe(1);
+        // An expired session starts afresh.
+        expect(await store.writeCommit(old[0]!, commitRecord(old[0]!, 'commit-1', 1), {}, 0)).toEqual({
+          status: 'written',
+          version: 1,
+        });
+      });
+
+      it('keeps a session written again after the cutoff', async () => {
+        await writeSession(session);
+        await pause();
+        const cutoff = Date.now();
+        await pause();
+        await store.writeState(session, { step: 2 }, 1);
+        expect(await store.expireBefore(cutoff)).not.toContain(session);
+        expect(await store.readSession(session)).toEqual({ version: 2, state: { step: 2 } });
+      });
+
+      it('refuses a limit that is not a positive integer and a cutoff that is not a number', async () => {
+        await expect(store.listSessions({ limit: 0 })).rejects.toBeInstanceOf(BadInputError);
+        await expect(store.expireBefore(Date.now(), { limit: -1 })).rejects.toBeInstanceOf(BadInputError);
+        await expect(store.expireBefore(Number.NaN)).rejects.toBeInstanceOf(BadInputError);
+      });
     });
 
     describe('schema versions', () => {

@@ -26,6 +26,7 @@ import type {
 } from './governor-types.js';
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
+import { validateGovernorOptions } from './validate-governor-options.js';
 
 /** Ledgers kept in memory, most recently used last. */
 const CACHED_LEDGERS = 1000;
@@ -87,6 +88,7 @@ type Snapshot = { version: number; state: SessionState };
 type Divergence = NonNullable<ProjectResult['divergence']>;
 
 export function createGovernor(options: GovernorOptions): Governor {
+  validateGovernorOptions(options);
   // The fallback below does the last resort, with span folds before prunes.
   const embedded = createEmbeddedPlanner();
   const planner: Planner = options.planner ?? embedded;

@@ -1,0 +1,131 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../core/errors.js';
+import { parseDuration, positiveInteger } from './cli-args.js';
+import type { CliIo } from './cli-io.js';
+import { runCommand } from './run-main.js';
+
+const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).pathname;
+
+/** An io that records output and counts progress reports (work done). */
+function captureIo() {
+  const out: string[] = [];
+  const err: string[] = [];
+  let progress = 0;
+  const io: CliIo = {
+    stdout: (text) => out.push(text),
+    stderr: (text) => err.push(text),
+    progress: () => {
+      progress += 1;
+    },
+    cwd: process.cwd(),
+    argv0: 'selfgc',
+  };
+  return { io, out: () => out.join(''), err: () => err.join(''), progress: () => progress };
+}
+
+async function refusal(argv: string[], io: CliIo): Promise<BadInputError> {
+  const error = await runCommand(argv, io).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error, argv.join(' ')).toBeInstanceOf(BadInputError);
+  return error as BadInputError;
+}
+
+describe('output paths are checked before any work', () => {
+  it('replay --emit into a missing directory: one clear line, no session replayed', async () => {
+    const { io, progress, err } = captureIo();
+    const error = await refusal(
+      ['replay', SAMPLE, '--strategy', 'none', '--emit', '/no/such/dir/x.jsonl'],
+      io,
+    );
+    expect(error.message).toBe('--emit: directory /no/such/dir does not exist');
+    expect(progress()).toBe(0);
+    expect(err()).toBe('');
+  });
+
+  // /dev/full (Linux) fails every write with ENOSPC.
+  it.skipIf(!existsSync('/dev/full'))(
+    'replay reports a write that fails midway (a full disk) with one line, not an unhandled error',
+    async () => {
+      const { io } = captureIo();
+      const error = await refusal(['replay', SAMPLE, '--strategy', 'none', '--emit', '/dev/full'], io);
+      expect(error.message).toMatch(/^--emit: cannot write \/dev\/full \(ENOSPC/);
+    },
+  );
+
+  it('eval --report or --json into a missing directory, or onto a directory: refused before evaluating', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
+    for (const [flag, path, message] of [
+      ['--report', '/no/such/dir/r.html', '--report: directory /no/such/dir does not exist'],
+      ['--json', '/no/such/dir/s.json', '--json: directory /no/such/dir does not exist'],
+      ['--json', folder, `--json: ${folder} is a directory, not a file`],
+      ['--report', join(SAMPLE, 'r.html'), `--report: ${SAMPLE} is not a directory`],
+    ] as const) {
+      const { io, err, progress } = captureIo();
+      const error = await refusal(['eval', SAMPLE, '--strategies', 'none', flag, path], io);
+      expect(error.message).toBe(message);
+      expect(err()).not.toContain('evaluating');
+      expect(progress()).toBe(0);
+    }
+  });
+});
+
+describe('numeric options', () => {
+  it('names the option of a negative or malformed number instead of "argument is ambiguous"', async () => {
+    const { io } = captureIo();
+    const out = join(mkdtempSync(join(tmpdir(), 'selfgc-hygiene-')), 'x.jsonl');
+    for (const [argv, message] of [
+      [
+        ['replay', SAMPLE, '--strategy', 'none', '--window', '-5', '--emit', out],
+        '--window: expected a positive integer, got "-5"',
+      ],
+      [['eval', SAMPLE, '--window', '0'], '--window: expected a positive integer, got "0"'],
+      [
+        ['eval', SAMPLE, '--cuts-per-session', '2.5'],
+        '--cuts-per-session: expected a positive integer, got "2.5"',
+      ],
+      [
+        ['proxy', '--upstream-timeout', '-1'],
+        '--upstream-timeout: expected a duration such as 600 (seconds), 1500ms, 90s or 10m, got "-1"',
+      ],
+      [['proxy', '--retain', '7 days'], '--retain: expected a duration such as 30m, 12h or 7d, got "7 days"'],
+      [
+        ['sessions', 'purge', '--older-than', 'soon'],
+        '--older-than: expected a duration such as 30m, 12h or 7d, got "soon"',
+      ],
+    ] as const) {
+      expect((await refusal([...argv], io)).message).toBe(message);
+    }
+  });
+
+  it('reads durations with units, and bare seconds where the option says so', () => {
+    expect(parseDuration('30m', '--retain')).toBe(1_800_000);
+    expect(parseDuration('12h', '--retain')).toBe(43_200_000);
+    expect(parseDuration('7d', '--retain')).toBe(604_800_000);
+    expect(parseDuration('1500ms', '--upstream-timeout', 's')).toBe(1500);
+    expect(parseDuration('600', '--upstream-timeout', 's')).toBe(600_000);
+    expect(parseDuration('0.5s', '--upstream-timeout', 's')).toBe(500);
+    expect(() => parseDuration('600', '--retain')).toThrow(/--retain: expected a duration/);
+    expect(() => parseDuration('0s', '--retain')).toThrow(BadInputError);
+    expect(() => parseDuration('', '--retain')).toThrow(BadInputError);
+    expect(() => positiveInteger(' ', '--limit', 1)).toThrow('--limit: expected a positive integer, got " "');
+  });
+});
+
+describe('one JSONL reader for every command', () => {
+  it('inspect --session refuses a malformed line before the session exactly as eval does', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'selfgc-hygiene-')), 'sessions.jsonl');
+    const sample = readFileSync(SAMPLE, 'utf8').split('\n');
+    writeFileSync(file, [sample[0], '{"id": "broken", "messages": [', sample[1]].join('\n'));
+    const target = (JSON.parse(sample[1]!) as { id: string }).id;
+    const { io } = captureIo();
+    const fromInspect = await refusal(['inspect', file, '--session', target], io);
+    const fromEval = await refusal(['eval', file, '--strategies', 'none'], io);
+    expect(fromInspect.message).toMatch(/sessions\.jsonl: line 2: invalid JSON/);
+    expect(fromInspect.message).toBe(fromEval.message);
+  });
+});
