@@ -1,7 +1,9 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../core/transcript.js';
+import { type Message, messageText, type OpaquePart } from '../../core/transcript.js';
 import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
-import type { AnthropicMessagesPrompt } from './anthropic-api.js';
+import { toOpenAIChat } from '../openai-chat/convert-to-openai-chat.js';
+import type { AnthropicMessage, AnthropicMessagesPrompt } from './anthropic-api.js';
 import { fromAnthropicMessages } from './convert-from-anthropic-messages.js';
 import { toAnthropicMessages } from './convert-to-anthropic-messages.js';
 
@@ -9,14 +11,17 @@ const fixture = (name: string) =>
   readFixture(new URL(`./fixtures/${name}`, import.meta.url)) as AnthropicMessagesPrompt;
 
 describe('anthropic round trip on fixtures', () => {
-  it.each(['thinking-tools-cache.json', 'string-content.json'])('%s', (name) => {
-    const { system, messages } = fixture(name);
-    const canonical = fromAnthropicMessages({ system, messages } as AnthropicMessagesPrompt);
-    const { warnings, ...back } = toAnthropicMessages(canonical.messages);
-    expect(back).toStrictEqual({ system, messages });
-    expect(JSON.stringify(back)).toBe(JSON.stringify({ system, messages }));
-    expect([...canonical.warnings, ...warnings]).toEqual([]);
-  });
+  it.each(['thinking-tools-cache.json', 'string-content.json', 'server-tools-documents.json'])(
+    '%s',
+    (name) => {
+      const { system, messages } = fixture(name);
+      const canonical = fromAnthropicMessages({ system, messages } as AnthropicMessagesPrompt);
+      const { warnings, ...back } = toAnthropicMessages(canonical.messages);
+      expect(back).toStrictEqual({ system, messages });
+      expect(JSON.stringify(back)).toBe(JSON.stringify({ system, messages }));
+      expect([...canonical.warnings, ...warnings]).toEqual([]);
+    },
+  );
 
   it('splits a user message with tool results into tool messages and a user message', () => {
     const { messages } = fromAnthropicMessages(fixture('thinking-tools-cache.json'));
@@ -52,6 +57,162 @@ describe('anthropic round trip on fixtures', () => {
       text: '',
       redactedData: expect.any(String),
     });
+  });
+});
+
+/**
+ * Server tool blocks are whole: every server or MCP tool use has its result after it in the same
+ * assistant message, and every result follows its use there.
+ */
+function serverPairsWhole(messages: readonly AnthropicMessage[]): boolean {
+  return messages.every((message) => {
+    if (typeof message.content === 'string') return true;
+    const uses = new Set<unknown>();
+    const answered = new Set<unknown>();
+    for (const block of message.content as Array<Record<string, unknown>>) {
+      if (block.type === 'server_tool_use' || block.type === 'mcp_tool_use') uses.add(block.id);
+      else if (
+        typeof block.type === 'string' &&
+        /(_tool_result)$/.test(block.type) &&
+        block.type !== 'tool_result'
+      ) {
+        if (!uses.has(block.tool_use_id)) return false;
+        answered.add(block.tool_use_id);
+      }
+    }
+    return [...uses].every((id) => answered.has(id));
+  });
+}
+
+describe('blocks the core does not read', () => {
+  const prompt = () => fixture('server-tools-documents.json');
+  const opaqueKinds = (message: Message | undefined) =>
+    (message?.parts ?? []).map((part) => (part.type === 'opaque' ? part.kind : part.type));
+
+  it('keeps them as opaque parts in place, with the text the model reads in them', () => {
+    const { messages } = fromAnthropicMessages(prompt());
+    expect(messages.map((message) => message.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'user',
+      'system',
+      'assistant',
+      'user',
+    ]);
+    expect(opaqueKinds(messages[1])).toEqual(['document', 'text']);
+    expect(opaqueKinds(messages[2])).toEqual([
+      'text',
+      'server_tool_use',
+      'web_search_tool_result',
+      'text',
+      'tool-call',
+    ]);
+    expect(opaqueKinds(messages[4])).toEqual(['search_result']);
+    expect(opaqueKinds(messages[6])).toEqual([
+      'reasoning',
+      'server_tool_use',
+      'bash_code_execution_tool_result',
+      'mcp_tool_use',
+      'mcp_tool_result',
+      'text',
+    ]);
+    expect(opaqueKinds(messages[7])).toEqual(['container_upload', 'text']);
+    const document = messages[1]?.parts[0] as OpaquePart;
+    expect(document).toMatchObject({ provider: 'anthropic', kind: 'document' });
+    expect(document.text).toContain('v2.4.0 drops Node 18 (see src/engine.ts)');
+    expect(document.text).toContain('notes.txt');
+    expect(messageText(messages[2]!)).toContain('example-engine latest release');
+    expect(messageText(messages[2]!)).toContain('https://github.com/example/engine/releases/tag/v2.5.0');
+    expect(messageText(messages[2]!)).not.toContain('EqgfCioIARgBIiQ3');
+    expect(messageText(messages[6]!)).toContain('2.5.0\n');
+    expect(messageText(messages[6]!)).toContain('#812 engine.start({ strict: true }) crashes on Windows');
+    expect((messages[7]!.parts[0] as OpaquePart).text).toBe('');
+    const pdf = messages[3]?.parts[0];
+    expect(pdf).toMatchObject({ type: 'tool-result', name: 'Read' });
+    expect(pdf?.type === 'tool-result' && Array.isArray(pdf.content) && pdf.content[1]?.type).toBe('opaque');
+  });
+
+  it('reads a mid-conversation system message as a system message and writes it back in place', () => {
+    const { messages } = fromAnthropicMessages(prompt());
+    expect(messages[5]).toEqual({
+      role: 'system',
+      parts: [{ type: 'text', text: 'Auto-approve mode is now enabled for file reads.' }],
+      providerData: { anthropic: { turn: 3, content: 'string' } },
+    });
+    const cached = fromAnthropicMessages({
+      messages: [
+        { role: 'user', content: 'hi' },
+        {
+          role: 'system',
+          content: [{ type: 'text', text: 'Be brief.' }],
+          cache_control: { type: 'ephemeral' },
+        },
+      ],
+    } as unknown as AnthropicMessagesPrompt);
+    const back = toAnthropicMessages(cached.messages);
+    expect(JSON.stringify(back.messages)).toBe(
+      '[{"role":"user","content":"hi"},{"role":"system","content":[{"type":"text","text":"Be brief."}],"cache_control":{"type":"ephemeral"}}]',
+    );
+    expect(back.warnings).toEqual([]);
+  });
+
+  it('a governed view (a folded result, a span replaced by a summary) stays valid: server pairs whole', () => {
+    const { messages } = fromAnthropicMessages(prompt());
+    const result = messages[3]!.parts[0]!;
+    const folded: Message[] = [
+      ...messages.slice(0, 3),
+      { ...messages[3]!, parts: [{ ...result, content: '[folded function:Read:1 → ok]' } as typeof result] },
+      ...messages.slice(4),
+    ];
+    const { system, messages: wire, warnings } = toAnthropicMessages(folded);
+    expect(warnings).toEqual([]);
+    expect(system).toEqual(prompt().system);
+    expect(serverPairsWhole(wire)).toBe(true);
+    expect(wire.map((message) => message.role)).toEqual([
+      'user',
+      'assistant',
+      'user',
+      'system',
+      'assistant',
+      'user',
+    ]);
+    expect(JSON.stringify(wire[2])).toContain('"content":"[folded function:Read:1 → ok]"');
+    expect(JSON.stringify(wire[2])).toContain('"type":"search_result"');
+    // A span fold: the work after the first request leaves for one summary message.
+    const spanFolded = [
+      ...messages.slice(0, 2),
+      { role: 'user' as const, parts: [{ type: 'text' as const, text: '[folded conversation:user:1@5]' }] },
+      ...messages.slice(5),
+    ];
+    const afterSpan = toAnthropicMessages(spanFolded);
+    expect(afterSpan.warnings).toEqual([]);
+    expect(afterSpan.messages.map((message) => message.role)).toEqual([
+      'user',
+      'system',
+      'assistant',
+      'user',
+    ]);
+    expect(serverPairsWhole(afterSpan.messages)).toBe(true);
+  });
+
+  it('another adapter writes them as their text, with a warning each, never silently', () => {
+    const { messages } = fromAnthropicMessages(prompt());
+    const { messages: chat, warnings } = toOpenAIChat(messages);
+    expect(JSON.stringify(chat)).toContain('example-engine latest release');
+    expect(JSON.stringify(chat)).toContain('[container_upload omitted]');
+    const opaque = messages.flatMap((message) =>
+      message.parts.flatMap((part) =>
+        part.type === 'opaque'
+          ? [part]
+          : part.type === 'tool-result' && Array.isArray(part.content)
+            ? part.content.filter((inner) => inner.type === 'opaque')
+            : [],
+      ),
+    );
+    const unsupported = warnings.filter((warning) => warning.code === 'unsupported-part');
+    expect(unsupported).toHaveLength(opaque.length);
   });
 });
 
@@ -159,15 +320,21 @@ describe('toAnthropicMessages for transcripts from elsewhere', () => {
 describe('fromAnthropicMessages validation', () => {
   const fails = (input: unknown) => () => fromAnthropicMessages(input as AnthropicMessagesPrompt);
 
-  it('names the message index of an unsupported block', () => {
-    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } };
+  it('names the message index of a malformed block of a type it reads', () => {
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png' } };
     const input = {
       messages: [
         { role: 'user', content: 'hi' },
-        { role: 'user', content: [document] },
+        { role: 'user', content: [image] },
       ],
     };
-    expectBadInputAt(fails(input), /anthropic message 1: content\.0\.type: Invalid discriminator value/, 1);
+    expectBadInputAt(fails(input), /anthropic message 1: content\.0\.source/, 1);
+    const callInUserTurn = { type: 'tool_use', id: 't', name: 'f', input: {} };
+    expectBadInputAt(
+      fails({ messages: [{ role: 'user', content: [callInUserTurn] }] }),
+      /message 0: content\.0/,
+      0,
+    );
   });
 
   it('names the field of a malformed message or system', () => {
@@ -176,12 +343,54 @@ describe('fromAnthropicMessages validation', () => {
         messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'x', name: 'f', input: 'ls' }] }],
       }),
     ).toThrow(/message 0: content\.0\.input/);
-    expect(fails({ messages: [{ role: 'system', content: 'x' }] })).toThrow(/message 0: role/);
+    expect(fails({ messages: [{ role: 'wizard', content: 'x' }] })).toThrow(/message 0: role/);
+    expect(fails({ messages: [{ role: 'system', content: [{ type: 'image', source: {} }] }] })).toThrow(
+      /message 0: content/,
+    );
     expect(fails({ system: [{ type: 'image' }], messages: [] })).toThrow(/anthropic system: 0/);
     expect(fails({ system: 'x' })).toThrow(/expected an array/);
     expect(fails([])).toThrow(/expected \{ system\?, messages \}/);
   });
 });
+
+/** The first part of the first message the adapter reads from `messages`. */
+function readPart(messages: unknown[]): OpaquePart {
+  const part = fromAnthropicMessages({ messages } as AnthropicMessagesPrompt).messages[0]?.parts[0];
+  const inner = part?.type === 'tool-result' && Array.isArray(part.content) ? part.content[0] : part;
+  if (inner?.type !== 'opaque') throw new Error('expected an opaque part');
+  return inner;
+}
+
+const words = fc.lorem({ maxCount: 6 });
+const documentBlock = words.map((data) => ({
+  type: 'document',
+  source: { type: 'text', media_type: 'text/plain', data },
+  title: 'notes.txt',
+}));
+const searchResultBlock = words.map((text) => ({
+  type: 'search_result',
+  source: 'https://docs.example.com/a',
+  title: 'A',
+  content: [{ type: 'text', text }],
+}));
+/** Opaque parts as the adapter reads its own blocks: user documents, server tool pairs, documents in results. */
+const anthropicOpaque = {
+  user: fc
+    .oneof(documentBlock, searchResultBlock)
+    .map((block) => readPart([{ role: 'user', content: [block] }])),
+  assistant: words.map((query) => {
+    const id = 'srvtoolu_01';
+    const use = { type: 'server_tool_use', id, name: 'web_search', input: { query } };
+    const result = { type: 'web_search_tool_result', tool_use_id: id, content: [] };
+    const { messages } = fromAnthropicMessages({
+      messages: [{ role: 'assistant', content: [use, result] }],
+    } as AnthropicMessagesPrompt);
+    return messages[0]!.parts as OpaquePart[];
+  }),
+  toolResult: documentBlock.map((block) =>
+    readPart([{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [block] }] }]),
+  ),
+};
 
 describeAdapterContract({
   name: 'anthropic',
@@ -190,6 +399,6 @@ describeAdapterContract({
     return { wire, warnings };
   },
   from: (wire) => fromAnthropicMessages(wire as AnthropicMessagesPrompt),
-  carries: { reasoning: ['signed', 'redacted'], toolResultImages: true },
+  carries: { reasoning: ['signed', 'redacted'], toolResultImages: true, opaque: anthropicOpaque },
   argumentsAsJson: true,
 });
