@@ -35,9 +35,11 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
 export const anthropicMessagesDialect: WireDialect = {
   route: 'messages',
   provider: 'anthropic',
-  readTranscript(body) {
+  checkBody(body) {
     requireModel(body);
     requireArray(body, 'messages');
+  },
+  readTranscript(body) {
     return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt).messages;
   },
   writeTranscript(body, view) {

@@ -24,8 +24,12 @@ export interface ProxyLogEntry {
   tokensBefore?: number;
   tokensAfter?: number;
   commit?: string;
-  /** What the governor did: `committed`, `deferred`, …, `fail-open`, `off`. */
+  /** What the governor did: `committed`, `deferred`, …, `fail-open`, `off`, `passthrough`. */
   governance?: string;
+  /** Why the body went upstream ungoverned as the client sent it (`unreadable-shape`). */
+  passthrough?: string;
+  /** For an unreadable body, the adapter's account of where: message index and field, never content. */
+  unreadable?: string;
   inputTokens?: number;
   cachedTokens?: number;
   recoveryCalls?: number;

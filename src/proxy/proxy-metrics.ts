@@ -42,6 +42,10 @@ export const METRICS = {
     help: 'Governed requests served ungoverned because governance failed.',
     seeded: true,
   },
+  selfgc_proxy_passthrough_total: {
+    type: 'counter',
+    help: 'Governed-route requests forwarded ungoverned as the client sent them, by reason (unreadable-shape: the adapters cannot read the conversation).',
+  },
   selfgc_proxy_recovery_calls_total: {
     type: 'counter',
     help: 'Internal expand/search_context calls answered by the proxy, by tool.',
