@@ -1,8 +1,13 @@
-/** Anthropic Messages (`POST /v1/messages`) as a governed route. */
+/**
+ * Anthropic Messages (`POST /v1/messages`) as a governed route. The governed body never carries
+ * more prompt-cache breakpoints than the client's did, nor more than the API's four
+ * (`limitCacheBreakpoints`).
+ */
 
 import {
   type AnthropicMessagesPrompt,
   fromAnthropicMessages,
+  limitCacheBreakpoints,
   toAnthropicMessages,
 } from '../adapters/index.js';
 import {
@@ -43,7 +48,8 @@ export const anthropicMessagesDialect: WireDialect = {
     return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt).messages;
   },
   writeTranscript(body, view) {
-    const { system, messages } = toAnthropicMessages([...view]);
+    const written = toAnthropicMessages([...view]);
+    const { system, messages } = limitCacheBreakpoints(body, written);
     return replaceFields(body, { system, messages });
   },
   usageOf(payload) {
