@@ -187,7 +187,8 @@ function markedAt(messages: unknown[], picks: readonly number[]): unknown[] {
   const places: Array<[number, number]> = [];
   messages.forEach((message, index) => {
     const content = (message as { content: unknown }).content;
-    if (Array.isArray(content)) content.forEach((_, blockIndex) => places.push([index, blockIndex]));
+    if (!Array.isArray(content)) return;
+    for (let blockIndex = 0; blockIndex < content.length; blockIndex += 1) places.push([index, blockIndex]);
   });
   const chosen = new Set(
     picks
