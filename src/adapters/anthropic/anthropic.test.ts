@@ -158,6 +158,50 @@ describe('blocks the core does not read', () => {
     expect(back.warnings).toEqual([]);
   });
 
+  it('a system message governance left where the API takes none goes as user text, with a warning', () => {
+    const wire = {
+      messages: [
+        { role: 'user', content: 'Fix it.' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Reading.' },
+            { type: 'tool_use', id: 't1', name: 'Read', input: {} },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'file' }] },
+        { role: 'system', content: 'Auto-approve is on.' },
+        { role: 'assistant', content: 'Done.' },
+      ],
+    } as unknown as AnthropicMessagesPrompt;
+    const { messages } = fromAnthropicMessages(wire);
+    expect(toAnthropicMessages(messages).warnings).toEqual([]);
+    // The call and its result pruned, the text of the turn kept: the system message would follow it.
+    const governed = [
+      messages[0]!,
+      { ...messages[1]!, parts: [messages[1]!.parts[0]!] },
+      messages[3]!,
+      messages[4]!,
+    ];
+    const { messages: written, warnings } = toAnthropicMessages(governed);
+    expect(written[2]).toEqual({ role: 'user', content: 'Auto-approve is on.' });
+    expect(warnings).toEqual([expect.objectContaining({ code: 'system-in-conversation', messageIndex: 2 })]);
+    // After server tool use (a paused turn), it stays a system message.
+    const paused = fromAnthropicMessages({
+      messages: [
+        { role: 'user', content: 'Search.' },
+        {
+          role: 'assistant',
+          content: [{ type: 'server_tool_use', id: 's1', name: 'web_search', input: { query: 'x' } }],
+        },
+        { role: 'system', content: 'Cite sources.' },
+      ],
+    } as unknown as AnthropicMessagesPrompt);
+    const back = toAnthropicMessages(paused.messages);
+    expect(back.messages[2]).toEqual({ role: 'system', content: 'Cite sources.' });
+    expect(back.warnings).toEqual([]);
+  });
+
   it('a governed view (a folded result, a span replaced by a summary) stays valid: server pairs whole', () => {
     const { messages } = fromAnthropicMessages(prompt());
     const result = messages[3]!.parts[0]!;

@@ -54,6 +54,8 @@ export function toAnthropicMessages(messages: Message[]): {
   const leading = messages.findIndex((message) => message.role !== 'system' || isWireSystem(message));
   const systemCount = leading === -1 ? messages.length : leading;
   const out: AnthropicMessage[] = [];
+  /** Where each system message of `messages` went in `out`, by its canonical index. */
+  const placed = new Map<number, number>();
   let group: Group | undefined;
   const flush = () => {
     if (group) out.push({ role: 'user', content: userContent(group) });
@@ -68,6 +70,7 @@ export function toAnthropicMessages(messages: Message[]): {
     }
     if (message.role === 'system' && isWireSystem(message)) {
       flush();
+      placed.set(out.length, systemCount + offset);
       out.push(systemMessage(message, emit));
       return;
     }
@@ -81,8 +84,43 @@ export function toAnthropicMessages(messages: Message[]): {
     group.blocks.push(...message.parts.map((part) => userBlock(part, emit)));
   });
   flush();
+  placeSystemMessages(out, placed, warnings);
   const system = systemCount > 0 ? systemContent(messages.slice(0, systemCount), warnings) : undefined;
   return { ...(system !== undefined ? { system } : {}), messages: out, warnings };
+}
+
+/**
+ * A system message in `messages` must follow a user turn or an assistant turn that ends in server
+ * tool use, and be last or followed by an assistant turn (so never next to another); the API
+ * refuses one anywhere else, except the directive-only form (empty content). Governance can
+ * leave one elsewhere (a call pruned with its shell takes the user turn before the message
+ * along): it is then sent as user text, with a `system-in-conversation` warning.
+ */
+function placeSystemMessages(
+  out: AnthropicMessage[],
+  placed: ReadonlyMap<number, number>,
+  warnings: Warning[],
+): void {
+  for (const [index, messageIndex] of placed) {
+    const message = out[index] as AnthropicSystemMessage;
+    if (Array.isArray(message.content) && message.content.length === 0) continue;
+    const before = out[index - 1];
+    const after = out[index + 1];
+    const follows = before?.role === 'user' || endsInServerToolUse(before);
+    if (follows && (after === undefined || after.role === 'assistant')) continue;
+    out[index] = { role: 'user', content: message.content };
+    warnings.push({
+      code: 'system-in-conversation',
+      messageIndex,
+      message: 'a system message left where the API takes none is sent as user text',
+    });
+  }
+}
+
+function endsInServerToolUse(message: AnthropicMessage | undefined): boolean {
+  if (message?.role !== 'assistant' || !Array.isArray(message.content)) return false;
+  const last = message.content.at(-1);
+  return last?.type === 'server_tool_use' || last?.type === 'mcp_tool_use';
 }
 
 /** A system message read from `messages` (it remembers its wire index), not from `system`. */
