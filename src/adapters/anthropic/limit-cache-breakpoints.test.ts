@@ -149,7 +149,7 @@ describe('limitCacheBreakpoints', () => {
     ];
     const limited = limitCacheBreakpoints(client, { messages: lost });
     expect(marks(limited.messages)).toEqual(['2.0']);
-    expect(limited.moved).toBe(1);
+    expect(limited).toMatchObject({ moved: 0, removed: 0 });
   });
 
   it('drops the mark of what left with nothing in its place, and never marks thinking', () => {
@@ -170,6 +170,17 @@ describe('limitCacheBreakpoints', () => {
     ];
     const limited = limitCacheBreakpoints(client, { messages: governed });
     expect(marks(limited.messages)).toEqual([]);
+  });
+
+  it('puts a mark the client placed since on the view, and takes off a later one it no longer places', () => {
+    // The view was first read when the client marked the reminder; now it marks the request.
+    const client = {
+      messages: [user(text('Fix the parser.', true)), assistant(text('On it.')), user(text('reminder'))],
+    };
+    const view = [user(text('Fix the parser.')), assistant(text('On it.')), user(text('reminder', true))];
+    const limited = limitCacheBreakpoints(client, { messages: view });
+    expect(marks(limited.messages)).toEqual(['0.0']);
+    expect(limited).toMatchObject({ moved: 0, removed: 1 });
   });
 
   it('a mid-conversation system message keeps its own breakpoint', () => {

@@ -1,25 +1,26 @@
 /**
  * Anthropic prompt-cache breakpoints on a governed request. The API takes at most four
- * `cache_control` breakpoints in a request, counted over `tools`, `system` and `messages` (and a
+ * `cache_control` breakpoints in a request, counted over `tools`, `system` and `messages` (a
  * top-level `cache_control`, automatic caching, takes one more); a fifth is a 400. A governed
- * view is written from canonical messages whose providerData may still carry the breakpoints an
- * earlier request placed on them, and a fold can swallow the block the client marked. So, once
- * the view is written:
+ * view is written from canonical messages whose providerData may carry the breakpoints an
+ * earlier request placed on them (and lack the ones the client placed since), and a fold can
+ * swallow the block the client marked. So, once the view is written, its messages carry the
+ * client's breakpoints and no others:
  *
- * 1. A client breakpoint whose block governance replaced moves to the block that took its place:
- *    the last block written where the replaced ones stood (a fold's summary, a folded result).
- *    When nothing took their place (a prune without tombstone), it goes with them.
- * 2. The messages then keep at most as many breakpoints as the client's request allows: its own
- *    count, capped at four, less the breakpoints outside `messages` (tools, system, top level),
- *    which governance never changes and which stay as they are. Past that, the earliest go and
- *    the latest stay: a breakpoint marks the end of a cached prefix, the latest one covers the
- *    longest prefix and is where the client's next request will read the cache, while earlier
- *    ones in the history are those that earlier requests placed (each read of a long prefix
- *    also finds the shorter entries behind it, within the API's look-back of about twenty
- *    blocks).
+ * 1. Each breakpoint of the client's messages sits on its own block, found in the governed
+ *    messages by what it holds (text, ids), or, when governance replaced that block, on the
+ *    block that took its place: the last one written where the replaced ones stood (a fold's
+ *    summary, a folded result). When nothing took their place (a prune without tombstone), it
+ *    goes with them. Any other breakpoint in the governed messages (one an earlier request
+ *    placed) is taken off.
+ * 2. At most the client's own count stays, capped at four, less the breakpoints outside
+ *    `messages` (tools, system, top level), which governance never changes and which stay as
+ *    they are. Past that, the earliest go and the latest stay: a breakpoint marks the end of a
+ *    cached prefix, and the latest one covers the longest prefix and is where the client's next
+ *    request reads the cache, while a read of a long prefix also finds the shorter entries
+ *    behind it (within the API's look-back of about twenty blocks).
  *
- * Blocks are matched between the client's messages and the governed ones by what they hold
- * (text, ids, tool result content), in order; nothing is ever added beyond the client's count.
+ * Nothing is mutated: changed messages and blocks are copies.
  */
 import { isRecord, type JsonRecord } from '../provider-data.js';
 
@@ -37,41 +38,54 @@ export interface CacheBreakpointBody {
 export interface LimitedBreakpoints {
   system: unknown;
   messages: unknown[];
-  /** Client breakpoints moved onto the block that replaced theirs. */
+  /** Client breakpoints put on the block that replaced theirs. */
   moved: number;
-  /** Breakpoints taken off the governed messages to stay within the limit. */
+  /** Breakpoints taken off the governed messages: placed by earlier requests, or past the limit. */
   removed: number;
 }
 
 type Path = ReadonlyArray<string | number>;
 
-/**
- * The governed `system` and `messages` with breakpoints moved and limited as the module says.
- * Nothing is mutated: changed messages and blocks are copies.
- */
+/** The governed `system` and `messages` with the client's breakpoints, as the module says. */
 export function limitCacheBreakpoints(
   client: CacheBreakpointBody,
   governed: { system?: unknown; messages: unknown[] },
 ): LimitedBreakpoints {
   const clientMessages = Array.isArray(client.messages) ? client.messages : [];
-  const outside =
-    countBreakpoints(client.tools) +
-    countBreakpoints(governed.system) +
-    (isBreakpoint(client.cache_control) ? 1 : 0);
+  const topLevel = isBreakpoint(client.cache_control) ? 1 : 0;
+  const outside = countBreakpoints(client.tools) + countBreakpoints(governed.system) + topLevel;
   const clientTotal =
     countBreakpoints(client.tools) +
     countBreakpoints(client.system) +
     countBreakpoints(clientMessages) +
-    (isBreakpoint(client.cache_control) ? 1 : 0);
+    topLevel;
   const allowed = Math.max(0, Math.min(clientTotal, MAX_CACHE_BREAKPOINTS) - outside);
+  if (countBreakpoints(clientMessages) === 0 && countBreakpoints(governed.messages) === 0)
+    return { system: governed.system, messages: governed.messages, moved: 0, removed: 0 };
 
-  const { messages: withMoved, moved } = moveReplacedBreakpoints(clientMessages, governed.messages);
+  const units = unitsOf(governed.messages);
+  const { targets, moved } = placeClientBreakpoints(unitsOf(clientMessages), units);
+  let messages = governed.messages;
+  let removed = 0;
+  // Take off what the client did not place, then give each target the client's breakpoint.
   const holders: Path[] = [];
-  collectHolders(withMoved, [], holders);
-  let messages = withMoved;
-  const removed = Math.max(0, holders.length - allowed);
-  for (const path of holders.slice(0, removed))
+  collectHolders(messages, [], holders);
+  for (const path of holders) {
+    if ([...targets.keys()].some((index) => startsWith(path, units[index]!.path))) continue;
     messages = updateAt(messages, path, withoutBreakpoint) as unknown[];
+    removed += 1;
+  }
+  for (const [index, breakpoint] of targets) {
+    const { path } = units[index]!;
+    if (ownBreakpoint(path, valueAt(messages, path)) === undefined)
+      messages = updateAt(messages, path, (value) => withBreakpoint(value, breakpoint)) as unknown[];
+  }
+  const placed: Path[] = [];
+  collectHolders(messages, [], placed);
+  for (const path of placed.slice(0, Math.max(0, placed.length - allowed))) {
+    messages = updateAt(messages, path, withoutBreakpoint) as unknown[];
+    removed += 1;
+  }
   return { system: governed.system, messages, moved, removed };
 }
 
@@ -87,73 +101,86 @@ function isBreakpoint(value: unknown): boolean {
 }
 
 function collectHolders(value: unknown, path: Path, out: Path[]): void {
+  walkHolders(value, [...path], out);
+}
+
+/** Depth first over objects and arrays (strings are not entered); `path` is a stack, copied per holder. */
+function walkHolders(value: unknown, path: Array<string | number>, out: Path[]): void {
+  if (typeof value !== 'object' || value === null) return;
   if (Array.isArray(value)) {
-    value.forEach((inner, index) => {
-      collectHolders(inner, [...path, index], out);
-    });
+    for (let index = 0; index < value.length; index += 1) {
+      const inner: unknown = value[index];
+      if (typeof inner !== 'object' || inner === null) continue;
+      path.push(index);
+      walkHolders(inner, path, out);
+      path.pop();
+    }
     return;
   }
-  if (!isRecord(value)) return;
-  if (isBreakpoint(value.cache_control)) out.push(path);
-  for (const [key, inner] of Object.entries(value)) {
-    if (key !== 'cache_control' && typeof inner === 'object' && inner !== null)
-      collectHolders(inner, [...path, key], out);
+  const record = value as JsonRecord;
+  if (isBreakpoint(record.cache_control)) out.push([...path]);
+  for (const key in record) {
+    const inner = record[key];
+    if (key === 'cache_control' || typeof inner !== 'object' || inner === null) continue;
+    path.push(key);
+    walkHolders(inner, path, out);
+    path.pop();
   }
 }
 
-/** One place a breakpoint can sit: a message (its own `cache_control`) or a content block. */
+/**
+ * One place a breakpoint can sit: a message (a system message's own `cache_control`; a string
+ * content) or a content block, with what identifies it: its kind, and its text or id.
+ */
 interface Unit {
   path: Path;
   value: unknown;
-  /** What it holds, to tell the same block in both bodies. */
+  kind: string;
   key: string;
 }
 
-/** Every message-level and top-level block unit of a message list, in order. */
+/** Every message-level and block unit of a message list, in order. */
 function unitsOf(messages: readonly unknown[]): Unit[] {
   const units: Unit[] = [];
   messages.forEach((message, index) => {
     if (!isRecord(message)) return;
-    const role = String(message.role);
+    const kind = `message:${String(message.role)}`;
     if (typeof message.content === 'string') {
-      units.push({ path: [index], value: message, key: `${role}\u0000${message.content}` });
+      units.push({ path: [index], value: message, kind, key: message.content });
       return;
     }
-    // A system message can hold a breakpoint itself; an empty message is a place all the same.
-    if (role === 'system' || !Array.isArray(message.content) || message.content.length === 0) {
-      const key = `${role}\u0000${JSON.stringify(message.content ?? null, dropBreakpoints)}`;
-      units.push({ path: [index], value: message, key });
-    }
+    if (message.role === 'system' || !Array.isArray(message.content) || message.content.length === 0)
+      units.push({
+        path: [index],
+        value: message,
+        kind,
+        key: JSON.stringify(message.content ?? null, dropBreakpoints),
+      });
     if (!Array.isArray(message.content)) return;
     message.content.forEach((block, blockIndex) => {
-      units.push({ path: [index, 'content', blockIndex], value: block, key: blockKey(block) });
+      const [blockKind, key] = identify(block);
+      units.push({ path: [index, 'content', blockIndex], value: block, kind: blockKind, key });
     });
   });
   return units;
 }
 
-/** What a block holds: its text or ids where it has them, else its JSON without breakpoints. */
-function blockKey(block: unknown): string {
-  if (!isRecord(block)) return JSON.stringify(block);
-  switch (block.type) {
-    case 'text':
-      return `text\u0000${String(block.text)}`;
-    case 'tool_use':
-      return `tool_use\u0000${String(block.id)}`;
-    case 'thinking':
-      return `thinking\u0000${String(block.signature)}`;
-    case 'redacted_thinking':
-      return `redacted_thinking\u0000${String(block.data)}`;
-    case 'tool_result': {
-      const content =
-        typeof block.content === 'string'
-          ? block.content
-          : JSON.stringify(block.content ?? null, dropBreakpoints);
-      return `tool_result\u0000${String(block.tool_use_id)}\u0000${content}`;
-    }
-    default:
-      return JSON.stringify(block, dropBreakpoints);
-  }
+/**
+ * What identifies a block in both bodies: its text, its id (a tool result by the call it
+ * answers, whatever a fold made of its content), its signature or data; else its JSON.
+ */
+function identify(block: unknown): [kind: string, key: string] {
+  if (!isRecord(block)) return ['?', JSON.stringify(block)];
+  const kind = String(block.type);
+  const field =
+    kind === 'text'
+      ? block.text
+      : kind === 'thinking'
+        ? block.signature
+        : kind === 'redacted_thinking'
+          ? block.data
+          : (block.tool_use_id ?? block.id);
+  return [kind, typeof field === 'string' ? field : JSON.stringify(block, dropBreakpoints)];
 }
 
 function dropBreakpoints(key: string, value: unknown): unknown {
@@ -161,58 +188,71 @@ function dropBreakpoints(key: string, value: unknown): unknown {
 }
 
 /**
- * Move each client breakpoint whose block is gone from the governed messages onto the last
- * governed block between the blocks matched before and after it (the block that took its place).
+ * Where each client breakpoint goes among the governed units (by index): its own block, matched
+ * in order by kind and key, or the last unit that can hold one between the matches before and
+ * after it (the block that took its place); none when nothing took it.
  */
-function moveReplacedBreakpoints(
-  clientMessages: readonly unknown[],
-  governedMessages: unknown[],
-): { messages: unknown[]; moved: number } {
-  const clientUnits = unitsOf(clientMessages);
-  const marked = clientUnits.filter((unit) => ownBreakpoint(unit) !== undefined);
-  if (marked.length === 0) return { messages: governedMessages, moved: 0 };
-  const governedUnits = unitsOf(governedMessages);
-  const positions = new Map<string, number[]>();
-  governedUnits.forEach((unit, position) => {
-    const list = positions.get(unit.key);
+function placeClientBreakpoints(
+  clientUnits: readonly Unit[],
+  units: readonly Unit[],
+): { targets: Map<number, unknown>; moved: number } {
+  const targets = new Map<number, unknown>();
+  const marks = clientUnits.map((unit) => ownBreakpoint(unit.path, unit.value));
+  if (marks.every((mark) => mark === undefined)) return { targets, moved: 0 };
+  const positions = new Map<string, Map<string, number[]>>();
+  units.forEach((unit, position) => {
+    const byKey = positions.get(unit.kind) ?? new Map<string, number[]>();
+    positions.set(unit.kind, byKey);
+    const list = byKey.get(unit.key);
     if (list) list.push(position);
-    else positions.set(unit.key, [position]);
+    else byKey.set(unit.key, [position]);
   });
-  // Each client unit's governed position (or -1): the first unused one after the last match.
+  // Each client unit's governed position (or -1): the first one after the last match.
   const matched: number[] = [];
   let last = -1;
   for (const unit of clientUnits) {
-    const next = (positions.get(unit.key) ?? []).find((position) => position > last);
+    const next = positions
+      .get(unit.kind)
+      ?.get(unit.key)
+      ?.find((position) => position > last);
     matched.push(next ?? -1);
     if (next !== undefined) last = next;
   }
-  let messages = governedMessages;
   let moved = 0;
-  clientUnits.forEach((unit, index) => {
-    const breakpoint = ownBreakpoint(unit);
-    if (breakpoint === undefined || matched[index] !== -1) return;
-    const before = Math.max(-1, ...matched.slice(0, index));
-    const after = matched.slice(index + 1).find((position) => position !== -1) ?? governedUnits.length;
-    for (let position = after - 1; position > before; position -= 1) {
-      const target = governedUnits[position]!;
-      if (!canHoldBreakpoint(target)) continue;
-      if (ownBreakpoint({ ...target, value: valueAt(messages, target.path) }) === undefined) {
-        messages = updateAt(messages, target.path, (value) => withBreakpoint(value, breakpoint)) as unknown[];
-        moved += 1;
+  let before = -1;
+  clientUnits.forEach((_, index) => {
+    const mark = marks[index];
+    const own = matched[index]!;
+    if (mark !== undefined) {
+      if (own !== -1) {
+        if (canHoldBreakpoint(units[own]!)) targets.set(own, mark);
+      } else {
+        const after = matched.slice(index + 1).find((position) => position !== -1) ?? units.length;
+        const target = replacement(units, before, after);
+        if (target !== undefined) {
+          targets.set(target, mark);
+          moved += 1;
+        }
       }
-      return;
     }
+    if (own !== -1) before = own;
   });
-  return { messages, moved };
+  return { targets, moved };
+}
+
+/** The last unit strictly between two positions that can hold a breakpoint. */
+function replacement(units: readonly Unit[], before: number, after: number): number | undefined {
+  for (let position = after - 1; position > before; position -= 1)
+    if (canHoldBreakpoint(units[position]!)) return position;
+  return undefined;
 }
 
 /**
  * The `cache_control` a unit carries: a message its own (its blocks are units of their own), a
  * block its own or the first inside it (a text block of a tool result).
  */
-function ownBreakpoint(unit: Unit): unknown {
-  const { value } = unit;
-  if (unit.path.length === 1)
+function ownBreakpoint(path: Path, value: unknown): unknown {
+  if (path.length === 1)
     return isRecord(value) && isBreakpoint(value.cache_control) ? value.cache_control : undefined;
   const holders: Path[] = [];
   collectHolders(value, [], holders);
@@ -222,7 +262,7 @@ function ownBreakpoint(unit: Unit): unknown {
   return isRecord(holder) ? holder.cache_control : undefined;
 }
 
-/** Thinking blocks and empty text take no breakpoint; a message only when it is a system message. */
+/** Thinking blocks and empty text take no breakpoint; a message only when it is a system message or a string. */
 function canHoldBreakpoint(unit: Unit): boolean {
   const value = unit.value;
   if (!isRecord(value)) return false;
@@ -243,6 +283,10 @@ function withoutBreakpoint(value: unknown): unknown {
   if (!isRecord(value)) return value;
   const { cache_control: _removed, ...rest } = value;
   return rest;
+}
+
+function startsWith(path: Path, prefix: Path): boolean {
+  return prefix.length <= path.length && prefix.every((step, index) => path[index] === step);
 }
 
 function valueAt(root: unknown, path: Path): unknown {
