@@ -39,7 +39,8 @@ const LABEL = 'openai-responses item';
  * `action`, its tool name `local_shell`), and each output item becomes one tool message. Items
  * the adapter does not read are opaque parts: answers to the model's items (types ending in
  * `_output` or `_response`) in a tool message of their own, so they stay after what they answer;
- * everything else (`web_search_call`, `compaction`, `item_reference`, ...) in the assistant run.
+ * the developer's (`additional_tools`) in a system message of their own; everything else
+ * (`web_search_call`, `compaction`, `item_reference`, ...) in the assistant run.
  * Lossless: `toOpenAIResponses` writes the items back byte for byte.
  *
  * @throws BadInputError naming the item index for a malformed item.
@@ -70,7 +71,7 @@ export function fromOpenAIResponses(input: ResponseInputItem[]): {
 
 /** Items the model produced: they join the assistant run. */
 function isAssistantSide(item: ResponseInputItem): boolean {
-  if (!isReadItem(item)) return !ANSWER_TYPE.test(item.type);
+  if (!isReadItem(item)) return !ANSWER_TYPE.test(item.type) && !isInstruction(item);
   return (
     item.type === 'function_call' ||
     item.type === 'custom_tool_call' ||
@@ -83,8 +84,16 @@ function isAssistantSide(item: ResponseInputItem): boolean {
 /** An item the client sends in answer to one of the model's (`computer_call_output`, `mcp_approval_response`). */
 const ANSWER_TYPE = /_(output|response)$/;
 
+/**
+ * An item the developer gave, not the model (`additional_tools`, role `developer`): a system
+ * message of its own, so that it is pinned as instructions are and never folded away.
+ */
+function isInstruction(item: ResponseOpaque): boolean {
+  return item.role === 'developer' || item.role === 'system';
+}
+
 function inputSideMessage(item: ResponseInputItem, toolNames: Map<string, string>): Message {
-  if (!isReadItem(item)) return { role: 'tool', parts: [opaque(item)] };
+  if (!isReadItem(item)) return { role: isInstruction(item) ? 'system' : 'tool', parts: [opaque(item)] };
   switch (item.type) {
     case 'function_call_output':
     case 'custom_tool_call_output':

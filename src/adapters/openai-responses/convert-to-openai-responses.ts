@@ -53,6 +53,12 @@ export function toOpenAIResponses(messages: Message[]): {
     if (message.role === 'assistant') items.push(...assistantItems(message, emit));
     else if (message.role === 'tool') items.push(...toolItems(message, emit));
     else {
+      // An item kept whole that stood as a message of its own (the developer's `additional_tools`).
+      const whole = message.parts.length === 1 ? opaqueItem(message.parts[0]!) : undefined;
+      if (whole) {
+        items.push(whole);
+        return;
+      }
       const parts = message.parts.map((part) => contentOf(part, emit));
       const hints = readSlice(message, NAMESPACE);
       const role = message.role === 'system' && hints.role === 'developer' ? 'developer' : message.role;

@@ -127,6 +127,7 @@ describe('what Codex sends: custom and local shell tools, compaction, web search
       'tool',
       'assistant',
       'tool',
+      'system',
       'assistant',
       'tool',
       'assistant',
@@ -161,10 +162,15 @@ describe('what Codex sends: custom and local shell tools, compaction, web search
       callId: 'call_Zr4Lm8',
       name: 'local_shell',
     });
+    // Tools the developer adds are instructions: a system message, pinned like one.
+    expect(messages[8]).toMatchObject({
+      role: 'system',
+      parts: [{ type: 'opaque', kind: 'additional_tools' }],
+    });
     // The tool search call joins the assistant run; its output answers it in a tool message.
-    expect(kinds(messages[8])).toEqual(['tool_search_call']);
-    expect(kinds(messages[9])).toEqual(['tool_search_output']);
-    expect(kinds(messages[10])).toEqual(['text', 'item_reference']);
+    expect(kinds(messages[9])).toEqual(['tool_search_call']);
+    expect(kinds(messages[10])).toEqual(['tool_search_output']);
+    expect(kinds(messages[11])).toEqual(['text', 'item_reference']);
     expect(kinds(messages[1])).toEqual(['text', 'input_file']);
     expect((messages[1]!.parts[1] as OpaquePart).text).toBe('parser-spec.pdf');
     expect(messageText(messages[2]!)).toContain('tree-sitter parser error recovery');
