@@ -1,9 +1,10 @@
 /**
  * The contract every adapter passes, run from each adapter's own test file: for random canonical
- * transcripts, `from(to(t))` gives back every text, tool call (id, name, arguments) and tool
- * result (id, name, content), with no orphaned results; the wire form is a fixed point
- * (`to(from(w))` is `w`, byte for byte); and whatever an adapter cannot carry is warned about
- * (a warning names every message that changed), never dropped silently.
+ * transcripts, `from(to(t))` gives back every text, tool call (id, name, arguments), tool
+ * result (id, name, content) and opaque part of its own (whole, in place), with no orphaned
+ * results; the wire form is a fixed point (`to(from(w))` is `w`, byte for byte); and whatever an
+ * adapter cannot carry, another provider's opaque parts included, is warned about (a warning
+ * names every message that changed), never dropped silently.
  */
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
@@ -35,16 +36,19 @@ function project(messages: readonly Message[], adapter: AdapterUnderTest): unkno
   }));
 }
 
+/** A part without its providerData (an opaque part has none: it is all data). */
+function withoutProviderData<P extends Part>(part: P): Omit<P, 'providerData'> {
+  const { providerData: _ignored, ...rest } = part as P & { providerData?: unknown };
+  return rest;
+}
+
 function projectPart(part: Part, adapter: AdapterUnderTest): unknown {
-  const { providerData: _ignored, ...rest } = part;
+  const rest = withoutProviderData(part);
   if (part.type === 'tool-call' && adapter.argumentsAsJson)
     return { ...rest, arguments: JSON.parse(part.arguments) };
   if (part.type === 'tool-result') {
     const listContent = typeof part.content !== 'string';
-    const content =
-      typeof part.content === 'string'
-        ? part.content
-        : part.content.map(({ providerData: _inner, ...inner }) => inner);
+    const content = typeof part.content === 'string' ? part.content : part.content.map(withoutProviderData);
     const ignore = adapter.ignores?.isError;
     const dropError = ignore === 'always' || (ignore === 'with-list-content' && listContent);
     const { isError, ...withoutError } = { ...rest, content } as typeof rest & { isError?: boolean };
@@ -91,7 +95,7 @@ export function describeAdapterContract(adapter: AdapterUnderTest): void {
   });
 
   it(`${adapter.name}: whatever is lost on the way is warned about`, () => {
-    const everything = { toolResultImages: true, endMidCall: true };
+    const everything = { toolResultImages: true, endMidCall: true, foreignOpaque: true };
     fc.assert(
       fc.property(transcriptArbitrary(everything), (transcript) => {
         const { wire, warnings } = adapter.to(transcript);

@@ -12,6 +12,12 @@ export { toModelMessages } from './ai-sdk/convert-to-model-messages.js';
 export * from './anthropic/anthropic-api.js';
 export { fromAnthropicMessages } from './anthropic/convert-from-anthropic-messages.js';
 export { toAnthropicMessages } from './anthropic/convert-to-anthropic-messages.js';
+export {
+  countBreakpoints,
+  type LimitedBreakpoints,
+  limitCacheBreakpoints,
+  MAX_CACHE_BREAKPOINTS,
+} from './anthropic/limit-cache-breakpoints.js';
 export { normalizeTranscript } from './normalize-transcript.js';
 export { fromOpenAIChat } from './openai-chat/convert-from-openai-chat.js';
 export { toOpenAIChat } from './openai-chat/convert-to-openai-chat.js';

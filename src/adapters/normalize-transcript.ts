@@ -29,7 +29,7 @@ import { type Message, type Part, partText, type ToolResultPart, type Warning } 
 export const HUGE_CONTENT_CHARS = 1_000_000;
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
-const PART_TYPES = new Set(['text', 'image', 'tool-call', 'tool-result', 'reasoning']);
+const PART_TYPES = new Set(['text', 'image', 'tool-call', 'tool-result', 'reasoning', 'opaque']);
 
 export function normalizeTranscript(messages: Message[]): { messages: Message[]; warnings: Warning[] } {
   messages.forEach(checkShape);

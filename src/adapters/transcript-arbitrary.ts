@@ -3,10 +3,11 @@
  * property tests of the core: an optional system message, then user turns, each followed by
  * assistant steps of 1..3 tool calls (each call answered by one tool message, in order), and
  * usually a final assistant reply without calls. Tool-call ids are unique, every result answers
- * an earlier call, arguments are JSON objects (compact or Python-style spaced text).
+ * an earlier call, arguments are JSON objects (compact or Python-style spaced text). On request,
+ * opaque parts: the adapter's own (made by its reader) and another provider's.
  */
 import fc from 'fast-check';
-import type { ImagePart, Message, Part, ReasoningPart, TextPart } from '../core/transcript.js';
+import type { ImagePart, Message, OpaquePart, Part, ReasoningPart, TextPart } from '../core/transcript.js';
 
 /** `plain`: text only (OpenAI Chat); `signed`: Anthropic thinking; `encrypted`: text plus an OpenAI
  * encrypted payload; `redacted`: Anthropic redacted thinking (no text). */
@@ -31,6 +32,18 @@ export interface TranscriptArbitraryOptions {
   toolErrors?: boolean;
   /** Let the last turn end right after its tool calls, with no results (as real runs do). Default false. */
   endMidCall?: boolean;
+  /**
+   * Opaque parts of the adapter under test, as its own reader makes them from its blocks, by
+   * where they may go. An assistant entry is a run kept together (a server tool use and its
+   * result). Default none.
+   */
+  opaque?: {
+    user?: fc.Arbitrary<OpaquePart>;
+    assistant?: fc.Arbitrary<OpaquePart[]>;
+    toolResult?: fc.Arbitrary<OpaquePart>;
+  };
+  /** Opaque parts of a provider no adapter knows, in user and assistant messages and tool results. Default false. */
+  foreignOpaque?: boolean;
 }
 
 const words = fc.lorem({ maxCount: 12 });
@@ -78,6 +91,27 @@ const imagePart: fc.Arbitrary<ImagePart> = fc.oneof(
   ),
 );
 
+/** An opaque part no adapter wrote: every adapter must say out loud what it does with it. */
+const foreignOpaquePart: fc.Arbitrary<OpaquePart> = fc
+  .tuple(fc.constantFrom('widget', 'hologram'), fc.oneof(fc.constant(''), words))
+  .map(([kind, value]) => ({
+    type: 'opaque',
+    provider: 'elsewhere',
+    kind,
+    text: value,
+    data: { type: kind, caption: value },
+  }));
+
+/** Opaque parts for one position: the adapter's own, another provider's, or none. */
+function opaqueChoices<T>(
+  own: fc.Arbitrary<T> | undefined,
+  foreign: fc.Arbitrary<T> | undefined,
+): fc.Arbitrary<T[]> {
+  const sources = [own, foreign].filter((source): source is fc.Arbitrary<T> => source !== undefined);
+  if (sources.length === 0) return fc.constant([]);
+  return fc.array(fc.oneof(...sources), { maxLength: 1 });
+}
+
 function reasoningPart(styles: readonly ReasoningStyle[]): fc.Arbitrary<ReasoningPart> {
   const token = fc.base64String({ minLength: 8, maxLength: 40 });
   return fc.tuple(fc.constantFrom(...styles), anyText, token).map(([style, value, opaque]): ReasoningPart => {
@@ -94,7 +128,20 @@ export function transcriptArbitrary(options: TranscriptArbitraryOptions = {}): f
     reasoningStyles.length > 0
       ? fc.option(reasoningPart(reasoningStyles), { nil: undefined })
       : fc.constant(undefined);
-  const resultInner = options.toolResultImages ? fc.oneof(textPart, imagePart) : textPart;
+  const foreign = options.foreignOpaque === true;
+  const resultOpaque = [options.opaque?.toolResult, foreign ? foreignOpaquePart : undefined].filter(
+    (source): source is fc.Arbitrary<OpaquePart> => source !== undefined,
+  );
+  const resultInner: fc.Arbitrary<TextPart | ImagePart | OpaquePart> = fc.oneof(
+    textPart,
+    ...(options.toolResultImages ? [imagePart] : []),
+    ...resultOpaque,
+  );
+  const userOpaque = opaqueChoices(options.opaque?.user, foreign ? foreignOpaquePart : undefined);
+  const assistantOpaque = opaqueChoices(
+    options.opaque?.assistant,
+    foreign ? foreignOpaquePart.map((part) => [part]) : undefined,
+  ).map((runs) => runs.flat());
   const result = fc.record({
     content: fc.oneof(
       fc.string({ maxLength: 60 }),
@@ -107,14 +154,16 @@ export function transcriptArbitrary(options: TranscriptArbitraryOptions = {}): f
   const step = fc.record({
     reasoning,
     text: fc.option(anyText, { nil: undefined }),
+    opaque: assistantOpaque,
     calls: fc.array(call, { minLength: 1, maxLength: options.maxToolCalls ?? 3 }),
   });
   const user = fc
     .tuple(
       fc.array(textPart, { minLength: 1, maxLength: 2 }),
       options.userImages === false ? fc.constant([]) : fc.array(imagePart, { maxLength: 1 }),
+      userOpaque,
     )
-    .map(([texts, images]): Message => ({ role: 'user', parts: [...texts, ...images] }));
+    .map(([texts, images, opaque]): Message => ({ role: 'user', parts: [...texts, ...images, ...opaque] }));
   const turn = fc
     .record({
       user,
@@ -145,6 +194,7 @@ export function transcriptArbitrary(options: TranscriptArbitraryOptions = {}): f
           const parts: Part[] = [
             ...(stepValue.reasoning ? [stepValue.reasoning] : []),
             ...(stepValue.text !== undefined ? [{ type: 'text' as const, text: stepValue.text }] : []),
+            ...stepValue.opaque,
             ...stepValue.calls.map(
               (value, index): Part => ({
                 type: 'tool-call',

@@ -87,6 +87,22 @@ function pairingProblems(view: readonly Message[], transcript: readonly Message[
   const callsSeen = new Set<string>();
   const resultsSeen = new Set<string>();
   view.forEach((message, position) => {
+    // A server tool use and its result (opaque parts, not calls) stay side by side in one message.
+    message.parts.forEach((part, partIndex) => {
+      const next = message.parts[partIndex + 1];
+      if (
+        part.type === 'opaque' &&
+        part.kind === 'server_tool_use' &&
+        !(next?.type === 'opaque' && next.kind === 'web_search_tool_result')
+      )
+        problems.push(`server tool use without its result at ${position}`);
+      if (
+        part.type === 'opaque' &&
+        part.kind === 'web_search_tool_result' &&
+        message.parts[partIndex - 1]?.type !== 'opaque'
+      )
+        problems.push(`server tool result without its use at ${position}`);
+    });
     for (const part of message.parts) {
       if (part.type === 'tool-call') {
         if (message.role !== 'assistant') problems.push(`call ${part.id} in a ${message.role} message`);

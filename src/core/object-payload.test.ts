@@ -72,6 +72,17 @@ describe('parseObjectPayload', () => {
     expect(() => parseObjectPayload(textValue, 'here')).toThrow(BadInputError);
     expect(() => parseObjectPayload(textValue, 'here')).toThrow(/spec version/);
   });
+
+  it('reads a version 1 payload (written before opaque parts) as it is', () => {
+    const stored = {
+      specVersion: 1,
+      objectId: 'conversation:user:1',
+      kind: 'conversation',
+      start: 1,
+      messages: [],
+    };
+    expect(parseObjectPayload(JSON.stringify(stored), 'here')).toEqual(stored);
+  });
 });
 
 describe('payloadText and payloadSearchText', () => {

@@ -66,10 +66,13 @@ export function payloadSearchText(ledger: Ledger, object: LedgerObject, spanEnd 
   return object.kind === 'conversation' ? spanText(ledger, object, spanEnd) : objectText(ledger, object);
 }
 
+/** Spec versions whose payloads read as the current one unchanged (version 2 only added a part type). */
+const READABLE_SPEC_VERSIONS: ReadonlySet<unknown> = new Set([1, TRANSCRIPT_SPEC_VERSION]);
+
 /** Read a stored payload back, checking its spec version. */
 export function parseObjectPayload(payload: string, where: string): ObjectPayload {
   const value = parseJson(payload, where) as Partial<ObjectPayload>;
-  if (value.specVersion !== TRANSCRIPT_SPEC_VERSION) {
+  if (!READABLE_SPEC_VERSIONS.has(value.specVersion)) {
     throw new BadInputError(
       `${where}: payload spec version ${String(value.specVersion)} is not ${TRANSCRIPT_SPEC_VERSION}`,
     );
@@ -83,7 +86,7 @@ export function payloadText(payload: ObjectPayload): string {
     const content = payload.part.content;
     return typeof content === 'string'
       ? content
-      : content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
+      : content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
   }
   return payload.messages.map((message) => `${message.role}: ${messageText(message)}`).join('\n\n');
 }

@@ -16,7 +16,7 @@ export function objectText(ledger: Ledger, object: LedgerObject): string {
     if (part?.type !== 'tool-result') return '';
     return typeof part.content === 'string'
       ? part.content
-      : part.content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
+      : part.content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
   }
   const message = ledger.messages[object.messageIndex];
   return message ? messageText(message) : '';

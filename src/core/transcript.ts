@@ -7,8 +7,11 @@
  * refuse versions they do not know.
  */
 
-/** Version of this spec. Bump on any change that an older reader would misread. */
-export const TRANSCRIPT_SPEC_VERSION = 1;
+/**
+ * Version of this spec. Bump on any change that an older reader would misread. Version 2 added
+ * `OpaquePart`; a version 1 record is a valid version 2 record as it is.
+ */
+export const TRANSCRIPT_SPEC_VERSION = 2;
 
 /** Who produced a message. `tool` messages carry tool results only. */
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
@@ -61,8 +64,11 @@ export interface ToolResultPart {
   callId: string;
   /** Tool name, copied from the call when the provider does not repeat it. */
   name: string;
-  /** The payload: text, or a list of text and image parts for providers that allow it. */
-  content: string | Array<TextPart | ImagePart>;
+  /**
+   * The payload: text, or a list of text, image and opaque parts (an Anthropic `document` or
+   * `search_result`) for providers that allow it.
+   */
+  content: string | Array<TextPart | ImagePart | OpaquePart>;
   /** True when the tool reported a failure (Anthropic `is_error`). */
   isError?: boolean;
   /** Opaque provider extras (Anthropic `cache_control`, Responses item id). */
@@ -82,8 +88,34 @@ export interface ReasoningPart {
   providerData?: Record<string, unknown>;
 }
 
+/**
+ * A provider block or item the core does not read (an Anthropic `document` or
+ * `web_search_tool_result`, an OpenAI Chat `input_audio` part, a Responses `web_search_call`
+ * item), kept whole and in order so that the adapter that read it writes it back byte for byte.
+ * Server-side tool use and its result are two opaque parts of one assistant message: they are not
+ * tool calls, so nothing pairs, renames or splits them. Another adapter writes an opaque part as
+ * text (its `text`, or a placeholder naming its `kind`) with an `unsupported-part` warning.
+ */
+export interface OpaquePart {
+  type: 'opaque';
+  /** The providerData namespace of the adapter that read it (`anthropic`, `openaiChat`, ...). */
+  provider: string;
+  /** The wire type (`web_search_tool_result`, `input_audio`), for placeholders and warnings. */
+  kind: string;
+  /**
+   * What the block shows the model as text, derived from `data` when read (search queries,
+   * titles, URLs, command output, plain-text documents); empty for audio, PDFs and encrypted
+   * payloads. Counted as tokens and read for anchors; never written back.
+   */
+  text: string;
+  /** The wire block or item exactly as it came; what its own adapter writes back. */
+  data: Record<string, unknown>;
+  /** Adapter bookkeeping beside the block (which wire item it opened), never part of `data`. */
+  providerData?: Record<string, unknown>;
+}
+
 /** Any part of a message. */
-export type Part = TextPart | ImagePart | ToolCallPart | ToolResultPart | ReasoningPart;
+export type Part = TextPart | ImagePart | ToolCallPart | ToolResultPart | ReasoningPart | OpaquePart;
 
 /** One message of the transcript. */
 export interface Message {
@@ -117,10 +149,9 @@ export function partText(part: Part): string {
     case 'tool-call':
       return `${part.name} ${part.arguments}`;
     case 'tool-result':
-      return typeof part.content === 'string'
-        ? part.content
-        : part.content.map((inner) => (inner.type === 'text' ? inner.text : '')).join('\n');
+      return typeof part.content === 'string' ? part.content : part.content.map(partText).join('\n');
     case 'reasoning':
+    case 'opaque':
       return part.text;
   }
 }

@@ -72,11 +72,13 @@ function partText(part: Part): string {
       const content =
         typeof part.content === 'string'
           ? part.content
-          : part.content.map((inner) => (inner.type === 'text' ? inner.text : '[image]')).join('\n');
+          : part.content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
       return `[result of ${part.name}${part.isError ? ', error' : ''}]\n${content}`;
     }
     case 'reasoning':
       return part.text === '' ? '' : `[thinking] ${part.text}`;
+    case 'opaque':
+      return `[${part.kind}] ${part.text}`;
   }
 }
 

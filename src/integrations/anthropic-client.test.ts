@@ -154,8 +154,9 @@ describe('governAnthropic', () => {
     });
     expect(count.input_tokens).toBeGreaterThan(0);
 
+    // A block of a type it does not know is carried whole; a malformed one of a type it reads is not.
     const unknownBlock = [
-      { role: 'user', content: [{ type: 'hologram', data: '…' }] },
+      { role: 'user', content: [{ type: 'image', source: { type: 'base64', data: '…' } }] },
     ] as unknown as MessageParam[];
     await expect(
       governed.messages.create({ model: 'claude-test', max_tokens: 16, messages: unknownBlock }),

@@ -1,8 +1,13 @@
-/** Anthropic Messages (`POST /v1/messages`) as a governed route. */
+/**
+ * Anthropic Messages (`POST /v1/messages`) as a governed route. The governed body never carries
+ * more prompt-cache breakpoints than the client's did, nor more than the API's four
+ * (`limitCacheBreakpoints`).
+ */
 
 import {
   type AnthropicMessagesPrompt,
   fromAnthropicMessages,
+  limitCacheBreakpoints,
   toAnthropicMessages,
 } from '../adapters/index.js';
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
@@ -38,13 +43,16 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
 export const anthropicMessagesDialect: WireDialect = {
   route: 'messages',
   provider: 'anthropic',
-  readTranscript(body) {
+  checkBody(body) {
     requireModel(body);
     requireArray(body, 'messages');
+  },
+  readTranscript(body) {
     return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt).messages;
   },
   writeTranscript(body, view) {
-    const { system, messages } = toAnthropicMessages([...view]);
+    const written = toAnthropicMessages([...view]);
+    const { system, messages } = limitCacheBreakpoints(body, written);
     return replaceFields(body, { system, messages });
   },
   promptBesideTranscript(body) {

@@ -25,8 +25,11 @@ function onlyMessage(answer: unknown): JsonObject | undefined {
 export const chatDialect: WireDialect = {
   route: 'chat',
   provider: 'openai',
-  readTranscript(body) {
+  checkBody(body) {
     requireModel(body);
+    requireArray(body, 'messages');
+  },
+  readTranscript(body) {
     return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[]).messages;
   },
   writeTranscript(body, view) {

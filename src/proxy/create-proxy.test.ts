@@ -116,19 +116,16 @@ describe('auth headers', () => {
 
 describe('bad input, in the provider error format', () => {
   it.each(ROUTES)(
-    '%s: malformed JSON, wrong shapes and oversized bodies are 4xx and never reach the upstream',
+    '%s: malformed JSON, bodies the provider would refuse and oversized bodies are 4xx and never reach the upstream',
     async (route) => {
       fixture = await startProxyFixture({ proxy: { bodyLimitBytes: 256 * 1024 } });
+      // A conversation the adapters cannot read is not among them: it goes upstream ungoverned
+      // (see unreadable-shapes.test.ts).
       const cases: Array<[body: string, status: number, mentions: RegExp]> = [
         ['{"model": "x", "messages": [', 400, /invalid JSON/],
         ['[1, 2]', 400, /JSON object/],
         [JSON.stringify({ messages: [] }), 400, /model/],
         [JSON.stringify({ model: 'gpt-4o', messages: 'hello', input: 7 }), 400, /messages|input/],
-        [
-          JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'wizard' }], input: [{ type: 'bogus' }] }),
-          400,
-          /0/,
-        ],
         [JSON.stringify({ ...conversationBody(route, { turns: 4, lines: 2000 }) }), 413, /262144-byte limit/],
         [
           `{"model": "x", "messages": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
@@ -147,7 +144,7 @@ describe('bad input, in the provider error format', () => {
       }
       expect(fixture.upstream.requests).toHaveLength(0);
       const errors = fixture.logs.map((entry) => entry.error);
-      expect(errors).toEqual([...Array(5).fill('bad-input'), 'payload-too-large', 'bad-input']);
+      expect(errors).toEqual([...Array(4).fill('bad-input'), 'payload-too-large', 'bad-input']);
     },
   );
 });

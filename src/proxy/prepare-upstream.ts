@@ -7,6 +7,12 @@
  * wait (a second or more, with hundreds of requests in flight: kept, they would survive
  * young-generation collections and be copied again and again). A body governance leaves as it
  * is goes upstream as the client's own bytes.
+ *
+ * Only a body the provider itself would refuse is refused here (not JSON, no `model`, no
+ * `messages` array): one whose conversation the adapters cannot read (a block or item of a shape
+ * they do not know, or a malformed one) goes upstream ungoverned, as the client's own bytes,
+ * flagged `x-selfgc-governance: passthrough` with the reason in `x-selfgc-passthrough`, counted
+ * in `selfgc_proxy_passthrough_total{reason}` and logged; the upstream has the last word on it.
  */
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
@@ -91,12 +97,18 @@ function checkArgumentDepth(transcript: readonly Message[]): void {
   });
 }
 
+/** Why a governed route's body went upstream ungoverned: the adapters could not read it. */
+export const UNREADABLE_SHAPE = 'unreadable-shape';
+
 export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
   const { settings, dialect, trace, headers } = input;
   const body = parseJson(decodeBodyText(input.bytes), 'request body');
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
   const model = requireModel(body);
-  const transcript = dialect.readTranscript(body);
+  dialect.checkBody(body);
+  trace.entry.stream = body.stream === true;
+  const transcript = readOrPassThrough(input, body);
+  if (transcript === undefined) return { body: input.bytes };
   checkArgumentDepth(transcript);
   const identity = deriveSessionIdentity({
     headers: input.requestHeaders,
@@ -108,7 +120,6 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   headers.set(SESSION_HEADER, identity.sessionId);
   trace.entry.session = sessionLogId(identity);
   trace.entry.sessionSource = identity.source;
-  trace.entry.stream = body.stream === true;
   const recoveryRoute = settings.recovery && dialect.recoverable?.(body) !== false;
   const governed = await governRequest(settings, {
     dialect,
@@ -141,3 +152,27 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     governor: scopeRecovery(governor, scope),
   };
 }
+
+/**
+ * The body's transcript, or undefined when the adapters cannot read it: then the request is
+ * flagged, counted and logged as a pass-through (the log names where, never what: an adapter's
+ * message holds indexes and field names, not content).
+ */
+function readOrPassThrough(input: PrepareInput, body: JsonObject): Message[] | undefined {
+  try {
+    return input.dialect.readTranscript(body);
+  } catch (error) {
+    if (!(error instanceof BadInputError)) throw error;
+    const { settings, trace, headers } = input;
+    settings.metrics.count('selfgc_proxy_passthrough_total', { arm: trace.arm, reason: UNREADABLE_SHAPE });
+    headers.set('x-selfgc-governance', 'passthrough');
+    headers.set('x-selfgc-passthrough', UNREADABLE_SHAPE);
+    trace.entry.governance = 'passthrough';
+    trace.entry.passthrough = UNREADABLE_SHAPE;
+    trace.entry.unreadable = error.message.slice(0, UNREADABLE_DETAIL_CHARS);
+    return undefined;
+  }
+}
+
+/** Enough of an adapter's message to name the message index and field it could not read. */
+const UNREADABLE_DETAIL_CHARS = 300;

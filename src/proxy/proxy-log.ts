@@ -32,8 +32,12 @@ export interface ProxyLogEntry {
   /** Output tokens the window kept free: the request's limit, or the configured reserve. */
   outputReserve?: number;
   commit?: string;
-  /** What the governor did: `committed`, `deferred`, …, `fail-open`, `off`. */
+  /** What the governor did: `committed`, `deferred`, …, `fail-open`, `off`, `passthrough`. */
   governance?: string;
+  /** Why the body went upstream ungoverned as the client sent it (`unreadable-shape`). */
+  passthrough?: string;
+  /** For an unreadable body, the adapter's account of where: message index and field, never content. */
+  unreadable?: string;
   inputTokens?: number;
   cachedTokens?: number;
   recoveryCalls?: number;

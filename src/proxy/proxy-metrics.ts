@@ -47,6 +47,10 @@ export const METRICS = {
     help: 'Governed requests whose history was not an append to the one governed before (edited, truncated, or another conversation under the same session id): state past the divergence stopped applying.',
     seeded: true,
   },
+  selfgc_proxy_passthrough_total: {
+    type: 'counter',
+    help: 'Governed-route requests forwarded ungoverned as the client sent them, by reason (unreadable-shape: the adapters cannot read the conversation).',
+  },
   selfgc_proxy_recovery_calls_total: {
     type: 'counter',
     help: 'Internal expand/search_context calls answered by the proxy, by tool.',

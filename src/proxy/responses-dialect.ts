@@ -33,8 +33,11 @@ function outputItems(answer: unknown): JsonObject[] {
 export const responsesDialect: WireDialect = {
   route: 'responses',
   provider: 'openai',
-  readTranscript(body) {
+  checkBody(body) {
     requireModel(body);
+    inputItems(body);
+  },
+  readTranscript(body) {
     return fromOpenAIResponses(inputItems(body) as ResponseInputItem[]).messages;
   },
   writeTranscript(body, view) {

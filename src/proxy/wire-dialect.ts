@@ -41,7 +41,15 @@ export interface WireDialect {
   /** Route name used in metrics and logs. */
   readonly route: 'chat' | 'responses' | 'messages';
   readonly provider: ProviderName;
-  /** The canonical transcript of a request body; throws `BadInputError` on a wrong shape. */
+  /**
+   * The checks the provider itself makes before reading a conversation (`model` present,
+   * `messages` an array): a `BadInputError` here is the client's error, answered with a 400.
+   */
+  checkBody(body: JsonObject): void;
+  /**
+   * The canonical transcript of a body that passed `checkBody`. A `BadInputError` here is a shape
+   * the adapters cannot read, not proof of a bad request: the proxy forwards it ungoverned.
+   */
   readTranscript(body: JsonObject): Message[];
   /** The body with its transcript replaced by `view`, every other field as it came. */
   writeTranscript(body: JsonObject, view: readonly Message[]): JsonObject;

@@ -197,13 +197,18 @@ function toolResultPart(part: ToolResultPart, emit: Emit): ModelToolResultPart {
   const outputOptions = isRecord(hints.outputProviderOptions)
     ? { providerOptions: hints.outputProviderOptions as ModelProviderOptions }
     : {};
-  const output = { ...toolOutput(part, hints), ...outputOptions } as ModelToolResultOutput;
+  const output = { ...toolOutput(part, hints, emit), ...outputOptions } as ModelToolResultOutput;
   return withPartHints({ type: 'tool-result', toolCallId: part.callId, toolName: part.name, output }, hints);
 }
 
-function toolOutput(part: ToolResultPart, hints: JsonRecord): ModelToolResultOutput {
+function toolOutput(part: ToolResultPart, hints: JsonRecord, emit: Emit): ModelToolResultOutput {
   const { content } = part;
-  if (typeof content !== 'string') return { type: 'content', value: content.map(contentItem) };
+  if (typeof content !== 'string') {
+    const value = content.map((inner) =>
+      contentItem(inner.type === 'opaque' ? placeholder(inner, emit) : inner),
+    );
+    return { type: 'content', value };
+  }
   if (hints.output === 'execution-denied')
     return {
       type: 'execution-denied',

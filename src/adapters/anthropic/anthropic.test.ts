@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../core/transcript.js';
+import type { Message, OpaquePart } from '../../core/transcript.js';
 import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import type { AnthropicMessagesPrompt } from './anthropic-api.js';
 import { fromAnthropicMessages } from './convert-from-anthropic-messages.js';
@@ -9,14 +10,17 @@ const fixture = (name: string) =>
   readFixture(new URL(`./fixtures/${name}`, import.meta.url)) as AnthropicMessagesPrompt;
 
 describe('anthropic round trip on fixtures', () => {
-  it.each(['thinking-tools-cache.json', 'string-content.json'])('%s', (name) => {
-    const { system, messages } = fixture(name);
-    const canonical = fromAnthropicMessages({ system, messages } as AnthropicMessagesPrompt);
-    const { warnings, ...back } = toAnthropicMessages(canonical.messages);
-    expect(back).toStrictEqual({ system, messages });
-    expect(JSON.stringify(back)).toBe(JSON.stringify({ system, messages }));
-    expect([...canonical.warnings, ...warnings]).toEqual([]);
-  });
+  it.each(['thinking-tools-cache.json', 'string-content.json', 'server-tools-documents.json'])(
+    '%s',
+    (name) => {
+      const { system, messages } = fixture(name);
+      const canonical = fromAnthropicMessages({ system, messages } as AnthropicMessagesPrompt);
+      const { warnings, ...back } = toAnthropicMessages(canonical.messages);
+      expect(back).toStrictEqual({ system, messages });
+      expect(JSON.stringify(back)).toBe(JSON.stringify({ system, messages }));
+      expect([...canonical.warnings, ...warnings]).toEqual([]);
+    },
+  );
 
   it('splits a user message with tool results into tool messages and a user message', () => {
     const { messages } = fromAnthropicMessages(fixture('thinking-tools-cache.json'));
@@ -159,15 +163,21 @@ describe('toAnthropicMessages for transcripts from elsewhere', () => {
 describe('fromAnthropicMessages validation', () => {
   const fails = (input: unknown) => () => fromAnthropicMessages(input as AnthropicMessagesPrompt);
 
-  it('names the message index of an unsupported block', () => {
-    const document = { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'x' } };
+  it('names the message index of a malformed block of a type it reads', () => {
+    const image = { type: 'image', source: { type: 'base64', media_type: 'image/png' } };
     const input = {
       messages: [
         { role: 'user', content: 'hi' },
-        { role: 'user', content: [document] },
+        { role: 'user', content: [image] },
       ],
     };
-    expectBadInputAt(fails(input), /anthropic message 1: content\.0\.type: Invalid discriminator value/, 1);
+    expectBadInputAt(fails(input), /anthropic message 1: content\.0\.source/, 1);
+    const callInUserTurn = { type: 'tool_use', id: 't', name: 'f', input: {} };
+    expectBadInputAt(
+      fails({ messages: [{ role: 'user', content: [callInUserTurn] }] }),
+      /message 0: content\.0/,
+      0,
+    );
   });
 
   it('names the field of a malformed message or system', () => {
@@ -176,12 +186,54 @@ describe('fromAnthropicMessages validation', () => {
         messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'x', name: 'f', input: 'ls' }] }],
       }),
     ).toThrow(/message 0: content\.0\.input/);
-    expect(fails({ messages: [{ role: 'system', content: 'x' }] })).toThrow(/message 0: role/);
+    expect(fails({ messages: [{ role: 'wizard', content: 'x' }] })).toThrow(/message 0: role/);
+    expect(fails({ messages: [{ role: 'system', content: [{ type: 'image', source: {} }] }] })).toThrow(
+      /message 0: content/,
+    );
     expect(fails({ system: [{ type: 'image' }], messages: [] })).toThrow(/anthropic system: 0/);
     expect(fails({ system: 'x' })).toThrow(/expected an array/);
     expect(fails([])).toThrow(/expected \{ system\?, messages \}/);
   });
 });
+
+/** The first part of the first message the adapter reads from `messages`. */
+function readPart(messages: unknown[]): OpaquePart {
+  const part = fromAnthropicMessages({ messages } as AnthropicMessagesPrompt).messages[0]?.parts[0];
+  const inner = part?.type === 'tool-result' && Array.isArray(part.content) ? part.content[0] : part;
+  if (inner?.type !== 'opaque') throw new Error('expected an opaque part');
+  return inner;
+}
+
+const words = fc.lorem({ maxCount: 6 });
+const documentBlock = words.map((data) => ({
+  type: 'document',
+  source: { type: 'text', media_type: 'text/plain', data },
+  title: 'notes.txt',
+}));
+const searchResultBlock = words.map((text) => ({
+  type: 'search_result',
+  source: 'https://docs.example.com/a',
+  title: 'A',
+  content: [{ type: 'text', text }],
+}));
+/** Opaque parts as the adapter reads its own blocks: user documents, server tool pairs, documents in results. */
+const anthropicOpaque = {
+  user: fc
+    .oneof(documentBlock, searchResultBlock)
+    .map((block) => readPart([{ role: 'user', content: [block] }])),
+  assistant: words.map((query) => {
+    const id = 'srvtoolu_01';
+    const use = { type: 'server_tool_use', id, name: 'web_search', input: { query } };
+    const result = { type: 'web_search_tool_result', tool_use_id: id, content: [] };
+    const { messages } = fromAnthropicMessages({
+      messages: [{ role: 'assistant', content: [use, result] }],
+    } as AnthropicMessagesPrompt);
+    return messages[0]!.parts as OpaquePart[];
+  }),
+  toolResult: documentBlock.map((block) =>
+    readPart([{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: [block] }] }]),
+  ),
+};
 
 describeAdapterContract({
   name: 'anthropic',
@@ -190,6 +242,6 @@ describeAdapterContract({
     return { wire, warnings };
   },
   from: (wire) => fromAnthropicMessages(wire as AnthropicMessagesPrompt),
-  carries: { reasoning: ['signed', 'redacted'], toolResultImages: true },
+  carries: { reasoning: ['signed', 'redacted'], toolResultImages: true, opaque: anthropicOpaque },
   argumentsAsJson: true,
 });

@@ -1,6 +1,7 @@
 import { BadInputError } from '../../core/errors.js';
-import type { ImagePart, Message, Part, TextPart, Warning } from '../../core/transcript.js';
+import type { ImagePart, Message, OpaquePart, Part, TextPart, Warning } from '../../core/transcript.js';
 import { buildBase64DataUri } from '../data-uri.js';
+import { opaquePart } from '../opaque-part.js';
 import { extrasOf, isRecord, sliceProviderData } from '../provider-data.js';
 import { describeIssues, validateMessages } from '../validate-messages.js';
 import {
@@ -8,10 +9,14 @@ import {
   type AnthropicImageBlock,
   AnthropicMessage,
   type AnthropicMessagesPrompt,
+  type AnthropicOpaqueBlock,
   AnthropicSystem,
+  type AnthropicSystemMessage,
   type AnthropicTextBlock,
   type AnthropicToolResultBlock,
+  type AnthropicToolResultContentBlock,
   type AnthropicUserMessage,
+  isReadBlock,
 } from './anthropic-api.js';
 
 export const NAMESPACE = 'anthropic';
@@ -22,10 +27,13 @@ export const NAMESPACE = 'anthropic';
  * becomes one canonical tool message (its name looked up from the matching `tool_use`), and the
  * runs of other blocks between them become user messages. Every canonical message split from
  * one wire user message remembers that message's index (`providerData.anthropic.turn`) so that
- * `toAnthropicMessages` rebuilds the same messages with the same block order. Tool arguments
- * are the JSON text of `input`.
+ * `toAnthropicMessages` rebuilds the same messages with the same block order; a `system` message
+ * of `messages` (mid-conversation instructions) remembers its index too, which is what tells it
+ * from the top-level `system`. Tool arguments are the JSON text of `input`. Blocks the core does
+ * not read (documents, search results, server tool use and results, ...) become opaque parts,
+ * in place.
  *
- * @throws BadInputError naming the message index for a malformed or unsupported message.
+ * @throws BadInputError naming the message index for a malformed message.
  */
 export function fromAnthropicMessages(prompt: AnthropicMessagesPrompt): {
   messages: Message[];
@@ -39,6 +47,10 @@ export function fromAnthropicMessages(prompt: AnthropicMessagesPrompt): {
   wire.forEach((message, turn) => {
     if (message.role === 'user') {
       out.push(...userMessages(message, turn, toolNames));
+      return;
+    }
+    if (message.role === 'system') {
+      out.push(midConversationSystem(message, turn));
       return;
     }
     const content = typeof message.content === 'string' ? 'string' : undefined;
@@ -64,6 +76,17 @@ function systemMessage(system: unknown): Message {
   return { role: 'system', parts: (system as AnthropicTextBlock[]).map(textPart) };
 }
 
+/** A `system` message inside `messages`; its own fields (`cache_control`, ...) ride as `extra`. */
+function midConversationSystem(message: AnthropicSystemMessage, turn: number): Message {
+  const extra = extrasOf(message, ['role', 'content']);
+  if (typeof message.content === 'string') {
+    const hints = sliceProviderData(NAMESPACE, { turn, content: 'string', extra });
+    return { role: 'system', parts: [{ type: 'text', text: message.content }], ...hints };
+  }
+  const hints = sliceProviderData(NAMESPACE, { turn, extra });
+  return { role: 'system', parts: message.content.map(textPart), ...hints };
+}
+
 function userMessages(
   message: AnthropicUserMessage,
   turn: number,
@@ -77,7 +100,7 @@ function userMessages(
   const hints = sliceProviderData(NAMESPACE, { turn });
   let pending: Part[] | undefined;
   for (const block of message.content) {
-    if (block.type === 'tool_result') {
+    if (isReadBlock(block) && block.type === 'tool_result') {
       pending = undefined;
       out.push({ role: 'tool', parts: [toolResultPart(block, toolNames)], ...hints });
       continue;
@@ -86,13 +109,14 @@ function userMessages(
       pending = [];
       out.push({ role: 'user', parts: pending, ...hints });
     }
-    pending.push(block.type === 'text' ? textPart(block) : imagePart(block));
+    pending.push(contentPart(block));
   }
   if (out.length === 0) out.push({ role: 'user', parts: [], ...hints });
   return out;
 }
 
 function assistantPart(block: AnthropicAssistantBlock, toolNames: Map<string, string>): Part {
+  if (!isReadBlock(block)) return opaque(block);
   switch (block.type) {
     case 'text':
       return textPart(block);
@@ -133,7 +157,7 @@ function toolResultPart(block: AnthropicToolResultBlock, toolNames: Map<string, 
   const content =
     block.content === undefined || typeof block.content === 'string'
       ? (block.content ?? '')
-      : block.content.map((inner) => (inner.type === 'text' ? textPart(inner) : imagePart(inner)));
+      : block.content.map(contentPart);
   const hints = sliceProviderData(NAMESPACE, {
     content: block.content === undefined ? 'absent' : undefined,
     extra: extrasOf(block, ['type', 'tool_use_id', 'content', 'is_error']),
@@ -141,6 +165,16 @@ function toolResultPart(block: AnthropicToolResultBlock, toolNames: Map<string, 
   const isError = block.is_error === undefined ? {} : { isError: block.is_error };
   const name = toolNames.get(block.tool_use_id) ?? '';
   return { type: 'tool-result', callId: block.tool_use_id, name, content, ...isError, ...hints };
+}
+
+/** A block of user content or of a tool result's content (never a `tool_result` itself). */
+function contentPart(block: AnthropicToolResultContentBlock): TextPart | ImagePart | OpaquePart {
+  if (!isReadBlock(block)) return opaque(block);
+  return block.type === 'text' ? textPart(block) : imagePart(block);
+}
+
+function opaque(block: AnthropicOpaqueBlock): OpaquePart {
+  return opaquePart(NAMESPACE, block);
 }
 
 function textPart(block: AnthropicTextBlock): TextPart {

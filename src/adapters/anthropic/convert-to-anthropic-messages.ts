@@ -1,6 +1,7 @@
 import type {
   ImagePart,
   Message,
+  OpaquePart,
   Part,
   ReasoningPart,
   TextPart,
@@ -9,6 +10,7 @@ import type {
   Warning,
 } from '../../core/transcript.js';
 import { parseDataUri } from '../data-uri.js';
+import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, readSlice, withExtras } from '../provider-data.js';
 import type {
@@ -16,9 +18,12 @@ import type {
   AnthropicImageBlock,
   AnthropicImageSource,
   AnthropicMessage,
+  AnthropicOpaqueBlock,
   AnthropicSystem,
+  AnthropicSystemMessage,
   AnthropicTextBlock,
   AnthropicToolResultBlock,
+  AnthropicToolResultContentBlock,
   AnthropicToolUseBlock,
   AnthropicUserBlock,
 } from './anthropic-api.js';
@@ -29,12 +34,16 @@ type Group = { blocks: AnthropicUserBlock[]; members: Message[]; turn: unknown }
 /**
  * Canonical transcript to Anthropic Messages `{ system?, messages }`; the exact inverse of
  * `fromAnthropicMessages` for transcripts it produced. Leading system messages become the
- * top-level `system`. Consecutive user and tool messages merge into one user message, in order,
- * so that roles alternate, unless they remember different wire messages. Empty text parts next to other content are left out (the API rejects empty
+ * top-level `system`; a system message read from `messages` goes back there, in place. Opaque
+ * parts this adapter read are written back as they came. Consecutive user and tool messages
+ * merge into one user message, in order, so that roles alternate, unless they remember different
+ * wire messages. Empty text parts next to other content are left out (the API rejects empty
  * text blocks). Lossy cases push a warning: `reasoning-dropped` (reasoning without a signature
  * cannot be sent; redacted reasoning keeps only its data), `malformed-tool-arguments`
  * (arguments that are not a JSON object are wrapped as `{ raw_arguments }`), `unsupported-part`
- * and `system-in-conversation` (a later system message is sent as user text).
+ * (including another provider's opaque part, sent as its text) and `system-in-conversation` (a
+ * later system message from elsewhere is sent as user text: only some models take system
+ * messages mid-conversation).
  */
 export function toAnthropicMessages(messages: Message[]): {
   system?: AnthropicSystem;
@@ -42,9 +51,11 @@ export function toAnthropicMessages(messages: Message[]): {
   warnings: Warning[];
 } {
   const warnings: Warning[] = [];
-  const leading = messages.findIndex((message) => message.role !== 'system');
+  const leading = messages.findIndex((message) => message.role !== 'system' || isWireSystem(message));
   const systemCount = leading === -1 ? messages.length : leading;
   const out: AnthropicMessage[] = [];
+  /** Where each system message of `messages` went in `out`, by its canonical index. */
+  const placed = new Map<number, number>();
   let group: Group | undefined;
   const flush = () => {
     if (group) out.push({ role: 'user', content: userContent(group) });
@@ -57,6 +68,12 @@ export function toAnthropicMessages(messages: Message[]): {
       out.push({ role: 'assistant', content: assistantContent(message, emit) });
       return;
     }
+    if (message.role === 'system' && isWireSystem(message)) {
+      flush();
+      placed.set(out.length, systemCount + offset);
+      out.push(systemMessage(message, emit));
+      return;
+    }
     if (message.role === 'system')
       emit({ code: 'system-in-conversation', message: 'a later system message is sent as user text' });
     const turn = readSlice(message, NAMESPACE).turn;
@@ -67,8 +84,59 @@ export function toAnthropicMessages(messages: Message[]): {
     group.blocks.push(...message.parts.map((part) => userBlock(part, emit)));
   });
   flush();
+  placeSystemMessages(out, placed, warnings);
   const system = systemCount > 0 ? systemContent(messages.slice(0, systemCount), warnings) : undefined;
   return { ...(system !== undefined ? { system } : {}), messages: out, warnings };
+}
+
+/**
+ * A system message in `messages` must follow a user turn or an assistant turn that ends in server
+ * tool use, and be last or followed by an assistant turn (so never next to another); the API
+ * refuses one anywhere else, except the directive-only form (empty content). Governance can
+ * leave one elsewhere (a call pruned with its shell takes the user turn before the message
+ * along): it is then sent as user text, with a `system-in-conversation` warning.
+ */
+function placeSystemMessages(
+  out: AnthropicMessage[],
+  placed: ReadonlyMap<number, number>,
+  warnings: Warning[],
+): void {
+  for (const [index, messageIndex] of placed) {
+    const message = out[index] as AnthropicSystemMessage;
+    if (Array.isArray(message.content) && message.content.length === 0) continue;
+    const before = out[index - 1];
+    const after = out[index + 1];
+    const follows = before?.role === 'user' || endsInServerToolUse(before);
+    if (follows && (after === undefined || after.role === 'assistant')) continue;
+    out[index] = { role: 'user', content: message.content };
+    warnings.push({
+      code: 'system-in-conversation',
+      messageIndex,
+      message: 'a system message left where the API takes none is sent as user text',
+    });
+  }
+}
+
+function endsInServerToolUse(message: AnthropicMessage | undefined): boolean {
+  if (message?.role !== 'assistant' || !Array.isArray(message.content)) return false;
+  const last = message.content.at(-1);
+  return last?.type === 'server_tool_use' || last?.type === 'mcp_tool_use';
+}
+
+/** A system message read from `messages` (it remembers its wire index), not from `system`. */
+function isWireSystem(message: Message): boolean {
+  return message.role === 'system' && readSlice(message, NAMESPACE).turn !== undefined;
+}
+
+function systemMessage(message: Message, emit: Emit): AnthropicSystemMessage {
+  const blocks = message.parts.map((part) =>
+    textBlock(part.type === 'text' ? part : placeholder(part, emit)),
+  );
+  const content = asString(message, 1) ?? withoutEmptyText(blocks);
+  return withExtras(
+    { role: 'system', content } as AnthropicSystemMessage,
+    readSlice(message, NAMESPACE).extra,
+  );
 }
 
 function systemContent(system: readonly Message[], warnings: Warning[]): AnthropicSystem {
@@ -105,11 +173,19 @@ function assistantContent(message: Message, emit: Emit): string | AnthropicAssis
         return reasoningBlock(part, emit);
       case 'tool-call':
         return [toolUseBlock(part, emit)];
+      case 'opaque':
+        return [opaqueBlock(part, emit)];
       default:
         return [textBlock(placeholder(part, emit))];
     }
   });
   return asString(message, 1) ?? withoutEmptyText(blocks);
+}
+
+/** The block this adapter read, as it came; another provider's opaque part as text. */
+function opaqueBlock(part: OpaquePart, emit: Emit): AnthropicOpaqueBlock | AnthropicTextBlock {
+  const data = ownOpaqueData(part, NAMESPACE);
+  return data ? (data as AnthropicOpaqueBlock) : textBlock(placeholder(part, emit));
 }
 
 function withoutEmptyText<B extends { type: string }>(blocks: B[]): B[] {
@@ -132,6 +208,8 @@ function userBlock(part: Part, emit: Emit): AnthropicUserBlock {
       return imageBlock(part) ?? textBlock(placeholder(part, emit));
     case 'tool-result':
       return toolResultBlock(part, emit);
+    case 'opaque':
+      return opaqueBlock(part, emit);
     default:
       return textBlock(placeholder(part, emit));
   }
@@ -197,11 +275,11 @@ function toolResultBlock(part: ToolResultPart, emit: Emit): AnthropicToolResultB
   const content =
     typeof part.content === 'string'
       ? part.content
-      : part.content.map((inner) =>
-          inner.type === 'text'
-            ? textBlock(inner)
-            : (imageBlock(inner) ?? textBlock(placeholder(inner, emit))),
-        );
+      : part.content.map((inner): AnthropicToolResultContentBlock => {
+          if (inner.type === 'text') return textBlock(inner);
+          if (inner.type === 'opaque') return opaqueBlock(inner, emit);
+          return imageBlock(inner) ?? textBlock(placeholder(inner, emit));
+        });
   const block: AnthropicToolResultBlock = {
     type: 'tool_result',
     tool_use_id: part.callId,

@@ -1,4 +1,4 @@
-import type { ImagePart, Part, TextPart } from '../../core/transcript.js';
+import type { ImagePart, OpaquePart, Part, TextPart } from '../../core/transcript.js';
 import { readSlice } from '../provider-data.js';
 
 export const NAMESPACE = 'openaiChat';
@@ -6,19 +6,21 @@ export const NAMESPACE = 'openaiChat';
 /** How a chat message wrote its `content`: remembered only when it differs from the default. */
 export type ContentShape = 'string' | 'array' | 'null' | 'absent';
 
-/** Text and image parts that live in `content` (a refusal kept in the `refusal` field does not). */
-export function contentParts(parts: readonly Part[]): Array<TextPart | ImagePart> {
+/** Parts that `content` can hold. */
+export type ContentPart = TextPart | ImagePart | OpaquePart;
+
+/** Parts that live in `content` (a refusal kept in the `refusal` field does not). */
+export function contentParts(parts: readonly Part[]): ContentPart[] {
   return parts.filter(
-    (part): part is TextPart | ImagePart =>
-      (part.type === 'text' && readSlice(part, NAMESPACE).refusal !== 'field') || part.type === 'image',
+    (part): part is ContentPart =>
+      (part.type === 'text' && readSlice(part, NAMESPACE).refusal !== 'field') ||
+      part.type === 'image' ||
+      part.type === 'opaque',
   );
 }
 
 /** The shape `toOpenAIChat` writes when nothing was remembered. */
-export function defaultContentShape(
-  content: ReadonlyArray<TextPart | ImagePart>,
-  hasToolCalls: boolean,
-): ContentShape {
+export function defaultContentShape(content: readonly ContentPart[], hasToolCalls: boolean): ContentShape {
   if (content.length === 0) return hasToolCalls ? 'null' : 'string';
   const [only] = content;
   const plainText = only?.type === 'text' && readSlice(only, NAMESPACE).refusal === undefined;
@@ -26,10 +28,7 @@ export function defaultContentShape(
 }
 
 /** Whether a remembered shape can still hold the (possibly edited) content. */
-export function shapeFits(
-  shape: unknown,
-  content: ReadonlyArray<TextPart | ImagePart>,
-): shape is ContentShape {
+export function shapeFits(shape: unknown, content: readonly ContentPart[]): shape is ContentShape {
   switch (shape) {
     case 'array':
       return true;

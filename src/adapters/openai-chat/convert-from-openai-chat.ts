@@ -1,12 +1,15 @@
-import type { ImagePart, Message, Part, TextPart, Warning } from '../../core/transcript.js';
+import type { ImagePart, Message, OpaquePart, Part, TextPart, Warning } from '../../core/transcript.js';
 import { parseDataUri } from '../data-uri.js';
+import { opaquePart } from '../opaque-part.js';
 import { extrasOf, type JsonRecord, sliceProviderData } from '../provider-data.js';
 import { validateMessages } from '../validate-messages.js';
 import { type ContentShape, contentParts, defaultContentShape, NAMESPACE } from './content-shape.js';
 import {
+  isReadUserPart,
   type OpenAIChatAssistantMessage,
   type OpenAIChatImagePart,
   OpenAIChatMessage,
+  type OpenAIChatOpaquePart,
   type OpenAIChatRefusalPart,
   type OpenAIChatTextPart,
   type OpenAIChatToolCall,
@@ -24,7 +27,8 @@ const MESSAGE_KEYS: Record<OpenAIChatMessage['role'], readonly string[]> = {
  * OpenAI Chat Completions messages to the canonical transcript. Lossless: every field that the
  * canonical shape cannot say is kept in `providerData.openaiChat`, so `toOpenAIChat` writes the
  * messages back byte for byte. Each tool message becomes one canonical tool message; its tool
- * name is looked up from the assistant call it answers (empty when there is none).
+ * name is looked up from the assistant call it answers (empty when there is none). User content
+ * parts the adapter does not read (`input_audio`, `file`) become opaque parts, in place.
  *
  * @throws BadInputError naming the message index when a message does not match the schema.
  */
@@ -108,15 +112,29 @@ function shapeHint(
   return actual === defaultContentShape(contentParts(parts), hasToolCalls) ? undefined : actual;
 }
 
-type WireContentPart = OpenAIChatTextPart | OpenAIChatImagePart | OpenAIChatRefusalPart;
+type WireContentPart =
+  | OpenAIChatTextPart
+  | OpenAIChatImagePart
+  | OpenAIChatRefusalPart
+  | OpenAIChatOpaquePart;
 
-function convertContent(content: string | readonly WireContentPart[] | null): Array<TextPart | ImagePart> {
+function convertContent(
+  content: string | readonly WireContentPart[] | null,
+): Array<TextPart | ImagePart | OpaquePart> {
   if (content === null) return [];
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   return content.map(convertContentPart);
 }
 
-function convertContentPart(part: WireContentPart): TextPart | ImagePart {
+/** Whether a content part is one the adapter reads (only user content may hold others). */
+function isReadContentPart(
+  part: WireContentPart,
+): part is OpenAIChatTextPart | OpenAIChatImagePart | OpenAIChatRefusalPart {
+  return part.type === 'refusal' || isReadUserPart(part);
+}
+
+function convertContentPart(part: WireContentPart): TextPart | ImagePart | OpaquePart {
+  if (!isReadContentPart(part)) return opaquePart(NAMESPACE, part);
   switch (part.type) {
     case 'text':
       return convertText(part);

@@ -7,17 +7,26 @@ import type {
   ToolCallPart,
   Warning,
 } from '../../core/transcript.js';
+import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { readSlice, withExtras } from '../provider-data.js';
-import { contentParts, defaultContentShape, NAMESPACE, shapeFits } from './content-shape.js';
+import {
+  type ContentPart,
+  contentParts,
+  defaultContentShape,
+  NAMESPACE,
+  shapeFits,
+} from './content-shape.js';
 import type {
   OpenAIChatAssistantMessage,
   OpenAIChatImagePart,
   OpenAIChatMessage,
+  OpenAIChatOpaquePart,
   OpenAIChatRefusalPart,
   OpenAIChatTextPart,
   OpenAIChatToolCall,
   OpenAIChatToolMessage,
+  OpenAIChatUserPart,
 } from './openai-chat-api.js';
 
 /**
@@ -25,7 +34,8 @@ import type {
  * for transcripts it produced. Lossy cases push a warning instead of throwing:
  * `reasoning-metadata-dropped` (signatures and encrypted reasoning have no chat field),
  * `tool-error-flag-dropped` (chat tool messages have no error flag), `unsupported-part` (an
- * image or other part a role cannot hold becomes a text placeholder).
+ * image or other part a role cannot hold, or another provider's opaque part, becomes a text
+ * placeholder). An opaque user content part this adapter read goes back as it came.
  */
 export function toOpenAIChat(messages: Message[]): { messages: OpenAIChatMessage[]; warnings: Warning[] } {
   const out: OpenAIChatMessage[] = [];
@@ -43,12 +53,12 @@ function convertSystemOrUser(message: Message, emit: Emit): OpenAIChatMessage {
   const hints = readSlice(message, NAMESPACE);
   const name = typeof hints.name === 'string' ? { name: hints.name } : {};
   if (message.role === 'user') {
-    const parts = message.parts.map((part) =>
-      part.type === 'text' || part.type === 'image' ? part : placeholder(part, emit),
-    );
-    const content = writeContent(parts, false, hints.content, (part) =>
-      part.type === 'text' ? convertText(part) : convertImage(part),
-    );
+    const parts = message.parts.map((part): ContentPart => {
+      if (part.type === 'text' || part.type === 'image') return part;
+      if (part.type === 'opaque' && ownOpaqueData(part, NAMESPACE)) return part;
+      return placeholder(part, emit);
+    });
+    const content = writeContent(parts, false, hints.content, convertUserPart);
     return withExtras({ role: 'user', content, ...name }, hints.extra);
   }
   const parts = message.parts.map((part) => (part.type === 'text' ? part : placeholder(part, emit)));
@@ -132,8 +142,14 @@ function convertTool(message: Message, emit: Emit): OpenAIChatMessage[] {
   });
 }
 
+function convertUserPart(part: ContentPart): OpenAIChatUserPart {
+  if (part.type === 'text') return convertText(part);
+  if (part.type === 'image') return convertImage(part);
+  return part.data as OpenAIChatOpaquePart;
+}
+
 /** Content as a string or an array, by the remembered shape when it still fits. */
-function writeContent<P extends TextPart | ImagePart, W>(
+function writeContent<P extends ContentPart, W>(
   parts: readonly P[],
   hasToolCalls: boolean,
   hint: unknown,
@@ -160,7 +176,7 @@ function convertImage(part: ImagePart): OpenAIChatImagePart {
   return withExtras({ type: 'image_url', image_url: { url: part.ref, ...detail } }, hints.extra);
 }
 
-function textOnly(parts: ReadonlyArray<TextPart | ImagePart>): TextPart[] {
+function textOnly(parts: readonly ContentPart[]): TextPart[] {
   return parts.filter((part): part is TextPart => part.type === 'text');
 }
 

@@ -5,9 +5,26 @@
  * objects are strict so that nothing unknown inside them is lost unnoticed.
  *
  * Also accepted, as found in recorded sessions and OpenAI-compatible servers (DeepSeek, vLLM):
- * `reasoning_content` on assistant messages, the model's thinking text.
+ * `reasoning_content` on assistant messages, the model's thinking text. A user content part of a
+ * type the adapter does not read (`input_audio`, `file`, and any type yet to come) is kept whole
+ * as an opaque part.
  */
 import { z } from 'zod';
+import { type OpaqueWire, opaqueSchema } from '../opaque-part.js';
+
+/** User content part types the adapter reads; any other part is kept opaque. */
+export const READ_USER_PART_TYPES: ReadonlySet<string> = new Set(['text', 'image_url']);
+
+/** A user content part the adapter keeps whole: `input_audio`, `file`, ... */
+export const OpenAIChatOpaquePart = opaqueSchema(READ_USER_PART_TYPES);
+export type OpenAIChatOpaquePart = OpaqueWire;
+
+/** Whether a user content part is one the adapter reads. */
+export function isReadUserPart<P extends { type: string }>(
+  part: P,
+): part is Extract<P, { type: 'text' | 'image_url' }> {
+  return READ_USER_PART_TYPES.has(part.type);
+}
 
 export const OpenAIChatTextPart = z.object({ type: z.literal('text'), text: z.string() });
 export type OpenAIChatTextPart = z.infer<typeof OpenAIChatTextPart>;
@@ -68,15 +85,20 @@ export const OpenAIChatDeveloperMessage = z.object({
 });
 export type OpenAIChatDeveloperMessage = z.infer<typeof OpenAIChatDeveloperMessage>;
 
+export const OpenAIChatUserPart = z.union([
+  z.discriminatedUnion('type', [OpenAIChatTextPart, OpenAIChatImagePart]),
+  OpenAIChatOpaquePart,
+]);
+export type OpenAIChatUserPart = OpenAIChatTextPart | OpenAIChatImagePart | OpenAIChatOpaquePart;
+
 export const OpenAIChatUserMessage = z.object({
   role: z.literal('user'),
-  content: z.union([
-    z.string(),
-    z.array(z.discriminatedUnion('type', [OpenAIChatTextPart, OpenAIChatImagePart])),
-  ]),
+  content: z.union([z.string(), z.array(OpenAIChatUserPart)]),
   name: z.string().optional(),
 });
-export type OpenAIChatUserMessage = z.infer<typeof OpenAIChatUserMessage>;
+export type OpenAIChatUserMessage = Omit<z.infer<typeof OpenAIChatUserMessage>, 'content'> & {
+  content: string | OpenAIChatUserPart[];
+};
 
 export const OpenAIChatAssistantMessage = z.object({
   role: z.literal('assistant'),
@@ -111,4 +133,9 @@ export const OpenAIChatMessage = z.discriminatedUnion('role', [
   OpenAIChatAssistantMessage,
   OpenAIChatToolMessage,
 ]);
-export type OpenAIChatMessage = z.infer<typeof OpenAIChatMessage>;
+export type OpenAIChatMessage =
+  | OpenAIChatSystemMessage
+  | OpenAIChatDeveloperMessage
+  | OpenAIChatUserMessage
+  | OpenAIChatAssistantMessage
+  | OpenAIChatToolMessage;

@@ -1,5 +1,6 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../core/transcript.js';
+import type { Message, OpaquePart } from '../../core/transcript.js';
 import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import { fromOpenAIChat } from './convert-from-openai-chat.js';
 import { toOpenAIChat } from './convert-to-openai-chat.js';
@@ -9,13 +10,37 @@ const fixture = (name: string) =>
   readFixture(new URL(`./fixtures/${name}`, import.meta.url)) as { messages: OpenAIChatMessage[] };
 
 describe('openai-chat round trip on fixtures', () => {
-  it.each(['parallel-tools-with-reasoning.json', 'developer-refusal-shapes.json'])('%s', (name) => {
-    const { messages } = fixture(name);
-    const canonical = fromOpenAIChat(messages);
-    const back = toOpenAIChat(canonical.messages);
-    expect(back.messages).toStrictEqual(messages);
-    expect(JSON.stringify(back.messages)).toBe(JSON.stringify(messages));
-    expect([...canonical.warnings, ...back.warnings]).toEqual([]);
+  it.each(['parallel-tools-with-reasoning.json', 'developer-refusal-shapes.json', 'audio-file-parts.json'])(
+    '%s',
+    (name) => {
+      const { messages } = fixture(name);
+      const canonical = fromOpenAIChat(messages);
+      const back = toOpenAIChat(canonical.messages);
+      expect(back.messages).toStrictEqual(messages);
+      expect(JSON.stringify(back.messages)).toBe(JSON.stringify(messages));
+      expect([...canonical.warnings, ...back.warnings]).toEqual([]);
+    },
+  );
+
+  it('keeps input_audio and file parts as opaque parts in place', () => {
+    const { messages } = fromOpenAIChat(fixture('audio-file-parts.json').messages);
+    expect(messages[1]?.parts.map((part) => (part.type === 'opaque' ? part.kind : part.type))).toEqual([
+      'text',
+      'input_audio',
+      'file',
+    ]);
+    const [, audio, file] = messages[1]!.parts as [unknown, OpaquePart, OpaquePart];
+    expect(audio).toMatchObject({ provider: 'openaiChat', text: '' });
+    expect(file.text).toBe('spec-v2.pdf');
+    expect(messages[3]?.parts).toEqual([
+      {
+        type: 'opaque',
+        provider: 'openaiChat',
+        kind: 'file',
+        text: '',
+        data: { type: 'file', file: { file_id: 'file-6F2ksmvXxt4VdoqmHRw6kL' } },
+      },
+    ]);
   });
 
   it('maps reasoning, parallel calls, tool names and images to canonical parts', () => {
@@ -152,15 +177,31 @@ describe('fromOpenAIChat validation', () => {
     expect(fails({ role: 'user' })).toThrow(/expected an array/);
   });
 
-  it('refuses content it cannot keep instead of dropping it', () => {
-    const audio = {
-      role: 'user',
-      content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }],
-    };
-    expect(fails([audio])).toThrow(/message 0: content\.0\.type/);
+  it('refuses a malformed part of a type it reads, and a role it does not know', () => {
+    const image = { role: 'user', content: [{ type: 'image_url', image_url: { detail: 'low' } }] };
+    expect(fails([image])).toThrow(/message 0: content\.0\.image_url\.url/);
     expect(fails([{ role: 'function', name: 'f', content: 'x' }])).toThrow(/message 0: role/);
   });
 });
+
+/** Audio and file parts, as the adapter reads them. */
+const chatOpaque = {
+  user: fc
+    .oneof(
+      fc
+        .base64String({ minLength: 4, maxLength: 16 })
+        .map((data) => ({ type: 'input_audio', input_audio: { data, format: 'wav' } })),
+      fc
+        .stringMatching(/^[a-z]{1,8}\.pdf$/)
+        .map((filename) => ({ type: 'file', file: { filename, file_id: 'file-1' } })),
+    )
+    .map((part) => {
+      const read = fromOpenAIChat([{ role: 'user', content: [part] }] as OpenAIChatMessage[]).messages[0]
+        ?.parts[0];
+      if (read?.type !== 'opaque') throw new Error('expected an opaque part');
+      return read;
+    }),
+};
 
 describeAdapterContract({
   name: 'openai-chat',
@@ -169,6 +210,6 @@ describeAdapterContract({
     return { wire, warnings };
   },
   from: (wire) => fromOpenAIChat(wire as OpenAIChatMessage[]),
-  carries: { reasoning: ['plain'] },
+  carries: { reasoning: ['plain'], opaque: chatOpaque },
   ignores: { isError: 'always' },
 });

@@ -1,15 +1,22 @@
 import { BadInputError } from '../../core/errors.js';
-import type { ImagePart, Message, Part, Role, TextPart, Warning } from '../../core/transcript.js';
+import type { ImagePart, Message, OpaquePart, Part, Role, TextPart, Warning } from '../../core/transcript.js';
 import { parseDataUri } from '../data-uri.js';
+import { opaquePart } from '../opaque-part.js';
 import { extrasOf, readSlice, sliceProviderData } from '../provider-data.js';
 import { validateMessage } from '../validate-messages.js';
 import {
+  isReadContent,
+  isReadItem,
   itemSchema,
+  type ResponseCustomToolCallOutputItem,
   type ResponseFunctionCallOutputItem,
   type ResponseInputImage,
   type ResponseInputItem,
+  type ResponseLocalShellCallOutputItem,
   type ResponseMessageContentPart,
   type ResponseMessageItem,
+  type ResponseOpaque,
+  type ResponseReadItem,
   type ResponseReasoningItem,
 } from './openai-responses-api.js';
 import {
@@ -24,12 +31,19 @@ const LABEL = 'openai-responses item';
 
 /**
  * OpenAI Responses input items to the canonical transcript. A run of assistant-side items
- * (reasoning, assistant message, function_call) becomes one assistant message whose parts keep
+ * (reasoning, assistant message, tool calls) becomes one assistant message whose parts keep
  * the item order; item-level details ride on the parts (`providerData.openaiResponses.message`
- * marks the first part of each assistant message item). Each `function_call_output` becomes one
- * tool message. Lossless: `toOpenAIResponses` writes the items back byte for byte.
+ * marks the first part of each assistant message item). `custom_tool_call` and
+ * `local_shell_call` are tool calls like `function_call` (the item type rides in
+ * `providerData.openaiResponses.item`; a shell call's arguments are the JSON text of its
+ * `action`, its tool name `local_shell`), and each output item becomes one tool message. Items
+ * the adapter does not read are opaque parts: answers to the model's items (types ending in
+ * `_output` or `_response`) in a tool message of their own, so they stay after what they answer;
+ * the developer's (`additional_tools`) in a system message of their own; everything else
+ * (`web_search_call`, `compaction`, `item_reference`, ...) in the assistant run.
+ * Lossless: `toOpenAIResponses` writes the items back byte for byte.
  *
- * @throws BadInputError naming the item index for a malformed or unsupported item.
+ * @throws BadInputError naming the item index for a malformed item.
  */
 export function fromOpenAIResponses(input: ResponseInputItem[]): {
   messages: Message[];
@@ -41,11 +55,7 @@ export function fromOpenAIResponses(input: ResponseInputItem[]): {
   let assistant: Message | undefined;
   input.forEach((raw, index) => {
     const item = validateItem(raw, index);
-    if (
-      item.type === 'function_call' ||
-      item.type === 'reasoning' ||
-      (isMessage(item) && item.role === 'assistant')
-    ) {
+    if (isAssistantSide(item)) {
       if (!assistant) {
         assistant = { role: 'assistant', parts: [] };
         messages.push(assistant);
@@ -54,9 +64,50 @@ export function fromOpenAIResponses(input: ResponseInputItem[]): {
       return;
     }
     assistant = undefined;
-    messages.push(item.type === 'function_call_output' ? toolMessage(item, toolNames) : inputMessage(item));
+    messages.push(inputSideMessage(item, toolNames));
   });
   return { messages, warnings: [] };
+}
+
+/** Items the model produced: they join the assistant run. */
+function isAssistantSide(item: ResponseInputItem): boolean {
+  if (!isReadItem(item)) return !ANSWER_TYPE.test(item.type) && !isInstruction(item);
+  return (
+    item.type === 'function_call' ||
+    item.type === 'custom_tool_call' ||
+    item.type === 'local_shell_call' ||
+    item.type === 'reasoning' ||
+    (isMessage(item) && item.role === 'assistant')
+  );
+}
+
+/** An item the client sends in answer to one of the model's (`computer_call_output`, `mcp_approval_response`). */
+const ANSWER_TYPE = /_(output|response)$/;
+
+/**
+ * An item the developer gave, not the model (`additional_tools`, role `developer`): a system
+ * message of its own, so that it is pinned as instructions are and never folded away.
+ */
+function isInstruction(item: ResponseOpaque): boolean {
+  return item.role === 'developer' || item.role === 'system';
+}
+
+function inputSideMessage(item: ResponseInputItem, toolNames: Map<string, string>): Message {
+  if (!isReadItem(item)) return { role: isInstruction(item) ? 'system' : 'tool', parts: [opaque(item)] };
+  switch (item.type) {
+    case 'function_call_output':
+    case 'custom_tool_call_output':
+      return toolMessage(item, toolNames);
+    case 'local_shell_call_output':
+      return localShellOutputMessage(item);
+    default:
+      return inputMessage(item as ResponseMessageItem);
+  }
+}
+
+/** An item kept whole; `level: 'item'` tells it from an opaque content part of a message. */
+function opaque(item: ResponseOpaque): OpaquePart {
+  return { ...opaquePart(NAMESPACE, item), ...sliceProviderData(NAMESPACE, { level: 'item' }) };
 }
 
 function validateItem(raw: unknown, index: number): ResponseInputItem {
@@ -68,12 +119,12 @@ function validateItem(raw: unknown, index: number): ResponseInputItem {
   return validateMessage(raw, schema, LABEL, index);
 }
 
-function isMessage(item: ResponseInputItem): item is ResponseMessageItem {
+function isMessage(item: ResponseReadItem): item is ResponseMessageItem {
   return item.type === undefined || item.type === 'message';
 }
 
 /** Item-level details of a message item that the canonical message cannot say. */
-function messageHints(item: ResponseMessageItem, parts: ReadonlyArray<TextPart | ImagePart>) {
+function messageHints(item: ResponseMessageItem, parts: ReadonlyArray<TextPart | ImagePart | OpaquePart>) {
   const shape = typeof item.content === 'string' ? 'string' : 'array';
   return {
     typed: item.type === 'message' ? true : undefined,
@@ -92,14 +143,47 @@ function inputMessage(item: ResponseMessageItem): Message {
   return { role, parts, ...sliceProviderData(NAMESPACE, { role: developer, ...messageHints(item, parts) }) };
 }
 
+/** The tool name of a `local_shell_call`, which names none. */
+export const LOCAL_SHELL_TOOL = 'local_shell';
+
 function assistantParts(item: ResponseInputItem, toolNames: Map<string, string>): Part[] {
+  if (!isReadItem(item)) return [opaque(item)];
   if (isMessage(item)) return assistantMessageParts(item);
-  if (item.type === 'reasoning') return [reasoningPart(item)];
-  if (item.type !== 'function_call') return [];
-  toolNames.set(item.call_id, item.name);
-  const extra = extrasOf(item, ['type', 'id', 'call_id', 'name', 'arguments', 'status']);
-  const hints = sliceProviderData(NAMESPACE, { id: item.id, status: item.status, extra });
-  return [{ type: 'tool-call', id: item.call_id, name: item.name, arguments: item.arguments, ...hints }];
+  switch (item.type) {
+    case 'reasoning':
+      return [reasoningPart(item)];
+    case 'function_call': {
+      toolNames.set(item.call_id, item.name);
+      const extra = extrasOf(item, ['type', 'id', 'call_id', 'name', 'arguments', 'status']);
+      const hints = sliceProviderData(NAMESPACE, { id: item.id, status: item.status, extra });
+      return [{ type: 'tool-call', id: item.call_id, name: item.name, arguments: item.arguments, ...hints }];
+    }
+    case 'custom_tool_call': {
+      toolNames.set(item.call_id, item.name);
+      const extra = extrasOf(item, ['type', 'id', 'call_id', 'name', 'input', 'status']);
+      const hints = sliceProviderData(NAMESPACE, {
+        item: item.type,
+        id: item.id,
+        status: item.status,
+        extra,
+      });
+      return [{ type: 'tool-call', id: item.call_id, name: item.name, arguments: item.input, ...hints }];
+    }
+    case 'local_shell_call': {
+      toolNames.set(item.call_id, LOCAL_SHELL_TOOL);
+      const extra = extrasOf(item, ['type', 'id', 'call_id', 'action', 'status']);
+      const hints = sliceProviderData(NAMESPACE, {
+        item: item.type,
+        id: item.id,
+        status: item.status,
+        extra,
+      });
+      const args = JSON.stringify(item.action);
+      return [{ type: 'tool-call', id: item.call_id, name: LOCAL_SHELL_TOOL, arguments: args, ...hints }];
+    }
+    default:
+      return [];
+  }
 }
 
 /** The item's parts, the first one marked with the item's own details so the item can be rebuilt. */
@@ -123,6 +207,8 @@ function reasoningPart(item: ResponseReasoningItem): Part {
   const summary = item.summary.map((entry) => entry.text);
   const hints = {
     id: item.id,
+    // Codex sends reasoning without ids (stateless, encrypted): nothing to warn about on the way back.
+    idAbsent: item.id === undefined ? true : undefined,
     summary: summaryLengths(summary),
     content: item.content,
     encrypted_content: item.encrypted_content === null ? null : undefined,
@@ -138,21 +224,43 @@ function reasoningPart(item: ResponseReasoningItem): Part {
   };
 }
 
-function toolMessage(item: ResponseFunctionCallOutputItem, toolNames: Map<string, string>): Message {
+function toolMessage(
+  item: ResponseFunctionCallOutputItem | ResponseCustomToolCallOutputItem,
+  toolNames: Map<string, string>,
+): Message {
   const content =
     typeof item.output === 'string' ? item.output : item.output.map((part) => contentPart(part, 'tool'));
   const extra = extrasOf(item, ['type', 'id', 'call_id', 'output', 'status']);
-  const hints = sliceProviderData(NAMESPACE, { id: item.id, status: item.status, extra });
+  const kind = item.type === 'custom_tool_call_output' ? item.type : undefined;
+  const hints = sliceProviderData(NAMESPACE, { item: kind, id: item.id, status: item.status, extra });
   const name = toolNames.get(item.call_id) ?? '';
   return { role: 'tool', parts: [{ type: 'tool-result', callId: item.call_id, name, content, ...hints }] };
 }
 
-function contentParts(content: ResponseMessageItem['content'], role: Role): Array<TextPart | ImagePart> {
+/** A `local_shell_call_output`: its `id` is the `call_id` of the call it answers. */
+function localShellOutputMessage(item: ResponseLocalShellCallOutputItem): Message {
+  const extra = extrasOf(item, ['type', 'id', 'output', 'status']);
+  const hints = sliceProviderData(NAMESPACE, { item: item.type, status: item.status, extra });
+  const result: Part = {
+    type: 'tool-result',
+    callId: item.id,
+    name: LOCAL_SHELL_TOOL,
+    content: item.output,
+    ...hints,
+  };
+  return { role: 'tool', parts: [result] };
+}
+
+function contentParts(
+  content: ResponseMessageItem['content'],
+  role: Role,
+): Array<TextPart | ImagePart | OpaquePart> {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   return content.map((part) => contentPart(part, role));
 }
 
-function contentPart(part: ResponseMessageContentPart, role: Role): TextPart | ImagePart {
+function contentPart(part: ResponseMessageContentPart, role: Role): TextPart | ImagePart | OpaquePart {
+  if (!isReadContent(part)) return opaquePart(NAMESPACE, part);
   switch (part.type) {
     case 'input_text':
     case 'output_text': {

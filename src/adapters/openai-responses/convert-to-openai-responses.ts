@@ -1,6 +1,7 @@
 import type {
   ImagePart,
   Message,
+  OpaquePart,
   Part,
   ReasoningPart,
   Role,
@@ -9,26 +10,37 @@ import type {
   ToolResultPart,
   Warning,
 } from '../../core/transcript.js';
+import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
 import type {
+  ResponseCustomToolCallItem,
   ResponseFunctionCallItem,
   ResponseFunctionCallOutputItem,
   ResponseInputImage,
   ResponseInputItem,
+  ResponseLocalShellCallItem,
+  ResponseLocalShellCallOutputItem,
   ResponseMessageContentPart,
   ResponseMessageItem,
+  ResponseOpaque,
+  ResponseOutputContentPart,
   ResponseReasoningItem,
 } from './openai-responses-api.js';
 import { defaultContentShape, defaultTextType, NAMESPACE, splitSummary } from './responses-hints.js';
 
+/** Parts a message item's content can hold. */
+type ContentPart = TextPart | ImagePart | OpaquePart;
+
 /**
  * Canonical transcript to OpenAI Responses input items; the exact inverse of
- * `fromOpenAIResponses` for transcripts it produced. Lossy cases push a warning:
- * `reasoning-metadata-dropped` (a signature has no Responses field), `reasoning-without-id`
- * (the API may refuse a reasoning item it did not issue), `tool-error-flag-dropped`,
- * `unsupported-part` (a part the role cannot hold becomes a text placeholder) and
- * `empty-content` (an assistant message with no parts yields no item).
+ * `fromOpenAIResponses` for transcripts it produced (custom and local shell tool calls and their
+ * outputs go back as the items they came as; opaque parts it read go back as they came). Lossy
+ * cases push a warning: `reasoning-metadata-dropped` (a signature has no Responses field),
+ * `reasoning-without-id` (the API may refuse a reasoning item it did not issue),
+ * `tool-error-flag-dropped`, `unsupported-part` (a part the role cannot hold, or another
+ * provider's opaque part, becomes a text placeholder) and `empty-content` (an assistant message
+ * with no parts yields no item).
  */
 export function toOpenAIResponses(messages: Message[]): {
   messages: ResponseInputItem[];
@@ -41,9 +53,13 @@ export function toOpenAIResponses(messages: Message[]): {
     if (message.role === 'assistant') items.push(...assistantItems(message, emit));
     else if (message.role === 'tool') items.push(...toolItems(message, emit));
     else {
-      const parts = message.parts.map((part) =>
-        part.type === 'text' || part.type === 'image' ? part : placeholder(part, emit),
-      );
+      // An item kept whole that stood as a message of its own (the developer's `additional_tools`).
+      const whole = message.parts.length === 1 ? opaqueItem(message.parts[0]!) : undefined;
+      if (whole) {
+        items.push(whole);
+        return;
+      }
+      const parts = message.parts.map((part) => contentOf(part, emit));
       const hints = readSlice(message, NAMESPACE);
       const role = message.role === 'system' && hints.role === 'developer' ? 'developer' : message.role;
       items.push(messageItem(role, message.role, parts, hints));
@@ -52,26 +68,43 @@ export function toOpenAIResponses(messages: Message[]): {
   return { messages: items, warnings };
 }
 
+/** A part as message content: text, an image, or an opaque part this adapter read; else text. */
+function contentOf(part: Part, emit: Emit): ContentPart {
+  if (part.type === 'text' || part.type === 'image') return part;
+  if (part.type === 'opaque' && ownOpaqueData(part, NAMESPACE)) return part;
+  return placeholder(part, emit);
+}
+
+/** The item an opaque part stands for, when this adapter read it as a whole item. */
+function opaqueItem(part: Part): ResponseOpaque | undefined {
+  if (part.type !== 'opaque' || readSlice(part, NAMESPACE).level !== 'item') return undefined;
+  return ownOpaqueData(part, NAMESPACE) as ResponseOpaque | undefined;
+}
+
 function assistantItems(message: Message, emit: Emit): ResponseInputItem[] {
   if (message.parts.length === 0)
     emit({ code: 'empty-content', message: 'an assistant message with no parts yields no item' });
   const items: ResponseInputItem[] = [];
-  let run: { parts: TextPart[]; hints: JsonRecord } | undefined;
+  let run: { parts: ContentPart[]; hints: JsonRecord } | undefined;
   const flush = () => {
     if (run) items.push(messageItem('assistant', 'assistant', run.parts, run.hints));
     run = undefined;
   };
   for (const part of message.parts) {
-    if (part.type === 'reasoning' || part.type === 'tool-call') {
+    const item = opaqueItem(part);
+    if (part.type === 'reasoning' || part.type === 'tool-call' || item) {
       flush();
-      items.push(part.type === 'reasoning' ? reasoningItem(part, emit) : functionCallItem(part));
+      if (item) items.push(item);
+      else if (part.type === 'reasoning') items.push(reasoningItem(part, emit));
+      else if (part.type === 'tool-call') items.push(toolCallItem(part));
       continue;
     }
-    const text = part.type === 'text' ? part : placeholder(part, emit);
-    const itemHints = readSlice(text, NAMESPACE).message;
+    const content =
+      part.type === 'text' || part.type === 'opaque' ? contentOf(part, emit) : placeholder(part, emit);
+    const itemHints = readSlice(content, NAMESPACE).message;
     if (isRecord(itemHints)) flush();
     run ??= { parts: [], hints: isRecord(itemHints) ? itemHints : {} };
-    if (run.hints.content !== 'empty') run.parts.push(text);
+    if (run.hints.content !== 'empty') run.parts.push(content);
   }
   flush();
   return items;
@@ -80,7 +113,7 @@ function assistantItems(message: Message, emit: Emit): ResponseInputItem[] {
 function messageItem(
   role: ResponseMessageItem['role'],
   canonicalRole: Role,
-  parts: ReadonlyArray<TextPart | ImagePart>,
+  parts: readonly ContentPart[],
   hints: JsonRecord,
 ): ResponseMessageItem {
   const useString =
@@ -99,7 +132,8 @@ function messageItem(
   return withExtras(item, hints.extra);
 }
 
-function contentPart(part: TextPart | ImagePart, role: Role): ResponseMessageContentPart {
+function contentPart(part: ContentPart, role: Role): ResponseMessageContentPart {
+  if (part.type === 'opaque') return part.data as ResponseOpaque;
   const hints = readSlice(part, NAMESPACE);
   if (part.type === 'image') return imagePart(part, hints);
   if (hints.partType === 'refusal') return withExtras({ type: 'refusal', refusal: part.text }, hints.extra);
@@ -135,7 +169,7 @@ function reasoningItem(part: ReasoningPart, emit: Emit): ResponseReasoningItem {
       message: 'a reasoning signature has no OpenAI Responses field',
     });
   }
-  if (typeof hints.id !== 'string') {
+  if (typeof hints.id !== 'string' && hints.idAbsent !== true) {
     emit({
       code: 'reasoning-without-id',
       message: 'a reasoning item without an id may be refused by the API',
@@ -157,28 +191,64 @@ function reasoningItem(part: ReasoningPart, emit: Emit): ResponseReasoningItem {
   return withExtras(item, hints.extra);
 }
 
-function functionCallItem(part: ToolCallPart): ResponseFunctionCallItem {
+/** The call item a tool-call part came as: a function call unless it remembers another kind. */
+function toolCallItem(part: ToolCallPart): ResponseInputItem {
   const hints = readSlice(part, NAMESPACE);
+  const id = typeof hints.id === 'string' ? { id: hints.id } : {};
+  const status = typeof hints.status === 'string' ? { status: hints.status } : {};
+  if (hints.item === 'custom_tool_call') {
+    const item: ResponseCustomToolCallItem = {
+      type: 'custom_tool_call',
+      ...id,
+      ...status,
+      call_id: part.id,
+      name: part.name,
+      input: part.arguments,
+    };
+    return withExtras(item, hints.extra);
+  }
+  const action = hints.item === 'local_shell_call' ? shellAction(part.arguments) : undefined;
+  if (action) {
+    // Codex's order: the status before the action.
+    const item: ResponseLocalShellCallItem = {
+      type: 'local_shell_call',
+      ...id,
+      call_id: part.id,
+      ...status,
+      action,
+    };
+    return withExtras(item, hints.extra);
+  }
   const item: ResponseFunctionCallItem = {
     type: 'function_call',
-    ...(typeof hints.id === 'string' ? { id: hints.id } : {}),
+    ...id,
     call_id: part.id,
     name: part.name,
     arguments: part.arguments,
-    ...(typeof hints.status === 'string' ? { status: hints.status } : {}),
+    ...status,
   };
   return withExtras(item, hints.extra);
 }
 
-function toolItems(message: Message, emit: Emit): ResponseInputItem[] {
-  return message.parts.map((part) =>
-    part.type === 'tool-result'
-      ? functionCallOutputItem(part, emit)
-      : messageItem('user', 'user', [placeholder(part, emit)], {}),
-  );
+/** A shell call's action back from its arguments, or undefined when they are no longer one. */
+function shellAction(args: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(args);
+    return isRecord(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
-function functionCallOutputItem(part: ToolResultPart, emit: Emit): ResponseFunctionCallOutputItem {
+function toolItems(message: Message, emit: Emit): ResponseInputItem[] {
+  return message.parts.map((part) => {
+    if (part.type === 'tool-result') return outputItem(part, emit);
+    return opaqueItem(part) ?? messageItem('user', 'user', [placeholder(part, emit)], {});
+  });
+}
+
+/** The output item a tool-result part came as: a function call output unless it remembers another. */
+function outputItem(part: ToolResultPart, emit: Emit): ResponseInputItem {
   const hints = readSlice(part, NAMESPACE);
   if (part.isError === true) {
     emit({
@@ -186,20 +256,38 @@ function functionCallOutputItem(part: ToolResultPart, emit: Emit): ResponseFunct
       message: `tool result ${part.callId}: Responses has no error flag`,
     });
   }
+  const status = typeof hints.status === 'string' || hints.status === null ? { status: hints.status } : {};
+  if (hints.item === 'local_shell_call_output') {
+    const item: ResponseLocalShellCallOutputItem = {
+      type: 'local_shell_call_output',
+      id: part.callId,
+      output: typeof part.content === 'string' ? part.content : outputText(part.content),
+      ...status,
+    };
+    return withExtras(item, hints.extra);
+  }
   const output: ResponseFunctionCallOutputItem['output'] =
-    typeof part.content === 'string'
-      ? part.content
-      : part.content.map((inner) =>
-          inner.type === 'image' ? imagePart(inner, readSlice(inner, NAMESPACE)) : textPart(inner),
-        );
-  const item: ResponseFunctionCallOutputItem = {
-    type: 'function_call_output',
+    typeof part.content === 'string' ? part.content : part.content.map((inner) => outputPart(inner, emit));
+  const item = {
+    type: hints.item === 'custom_tool_call_output' ? 'custom_tool_call_output' : 'function_call_output',
     ...(typeof hints.id === 'string' || hints.id === null ? { id: hints.id } : {}),
     call_id: part.callId,
     output,
-    ...(typeof hints.status === 'string' || hints.status === null ? { status: hints.status } : {}),
-  };
+    ...status,
+  } as const;
   return withExtras(item, hints.extra);
+}
+
+/** Text of list content, for an output that can only be a string. */
+function outputText(content: readonly ContentPart[]): string {
+  return content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
+}
+
+function outputPart(part: ContentPart, emit: Emit): ResponseOutputContentPart {
+  if (part.type === 'image') return imagePart(part, readSlice(part, NAMESPACE));
+  const own = part.type === 'opaque' ? ownOpaqueData(part, NAMESPACE) : undefined;
+  if (own) return own as ResponseOpaque;
+  return textPart(part.type === 'text' ? part : placeholder(part, emit));
 }
 
 function textPart(part: TextPart): { type: 'input_text'; text: string } {

@@ -1,4 +1,4 @@
-import type { ImagePart, Role, TextPart } from '../../core/transcript.js';
+import type { ImagePart, OpaquePart, Role, TextPart } from '../../core/transcript.js';
 import { readSlice } from '../provider-data.js';
 
 export const NAMESPACE = 'openaiResponses';
@@ -9,7 +9,9 @@ export function defaultTextType(role: Role): 'input_text' | 'output_text' {
 }
 
 /** A lone text part with no remembered detail is written as a string; anything else as an array. */
-export function defaultContentShape(parts: ReadonlyArray<TextPart | ImagePart>): 'string' | 'array' {
+export function defaultContentShape(
+  parts: ReadonlyArray<TextPart | ImagePart | OpaquePart>,
+): 'string' | 'array' {
   const [only] = parts;
   if (parts.length !== 1 || only?.type !== 'text') return 'array';
   const hints = readSlice(only, NAMESPACE);

@@ -2,11 +2,12 @@
  * Random canonical transcripts shaped for GC, complementing the provider-shaped
  * `src/adapters/transcript-arbitrary.ts`: anchor-rich text, long listings fit for masking,
  * repeated calls on the same targets, errors, images inside results, several results in one tool
- * message or one message each, reasoning with and without signatures, and optionally a last call
- * that never got its result.
+ * message or one message each, reasoning with and without signatures, opaque provider blocks
+ * (an attached document, a server tool use and its result, a document inside a result), and
+ * optionally a last call that never got its result.
  */
 import fc from 'fast-check';
-import type { ImagePart, Message, Part, TextPart, ToolResultPart } from '../transcript.js';
+import type { ImagePart, Message, OpaquePart, Part, TextPart, ToolResultPart } from '../transcript.js';
 
 const WORDS = [
   'src/app.ts',
@@ -59,16 +60,23 @@ const body = fc.oneof(
   { weight: 1, arbitrary: fc.constant('') },
 );
 
+/** An opaque block as an adapter keeps it: the core sees only its kind and text. */
+function opaque(kind: string, textValue: string): OpaquePart {
+  return { type: 'opaque', provider: 'test', kind, text: textValue, data: { type: kind, text: textValue } };
+}
+
 interface CallShape {
   name: string;
   argument: string;
-  output: string | Array<TextPart | ImagePart>;
+  output: string | Array<TextPart | ImagePart | OpaquePart>;
   isError: boolean;
 }
 
 interface RoundShape {
   reasoning: { text: string; signature?: string | undefined } | undefined;
   text: string | undefined;
+  /** A server-side search and its result, two opaque parts of the assistant message. */
+  serverSearch: string | undefined;
   calls: CallShape[];
   /** Results in one tool message (Anthropic style) or one message each (OpenAI style). */
   splitResults: boolean;
@@ -76,6 +84,8 @@ interface RoundShape {
 
 interface TurnShape {
   request: string;
+  /** An attached document beside the request. */
+  attachment: string | undefined;
   rounds: RoundShape[];
   answer: string | undefined;
 }
@@ -95,11 +105,12 @@ const callShape: fc.Arbitrary<CallShape> = fc.record({
     {
       weight: 1,
       arbitrary: fc
-        .tuple(body, fc.boolean())
+        .tuple(body, fc.boolean(), fc.option(line, { nil: undefined }))
         .map(
-          ([textValue, withImage]): Array<TextPart | ImagePart> => [
+          ([textValue, withImage, document]): Array<TextPart | ImagePart | OpaquePart> => [
             { type: 'text', text: textValue },
             ...(withImage ? [{ type: 'image' as const, ref: 'file-abc', source: 'file-id' as const }] : []),
+            ...(document === undefined ? [] : [opaque('document', document)]),
           ],
         ),
     },
@@ -118,12 +129,14 @@ const roundShape: fc.Arbitrary<RoundShape> = fc.record({
     },
   ),
   text: fc.option(line, { nil: undefined }),
+  serverSearch: fc.option(line, { nil: undefined, freq: 4 }),
   calls: fc.array(callShape, { minLength: 0, maxLength: 3 }),
   splitResults: fc.boolean(),
 });
 
 const turnShape: fc.Arbitrary<TurnShape> = fc.record({
   request: line,
+  attachment: fc.option(line, { nil: undefined, freq: 4 }),
   rounds: fc.array(roundShape, { minLength: 0, maxLength: 4 }),
   answer: fc.option(line, { nil: undefined }),
 });
@@ -150,7 +163,8 @@ function buildTranscript(system: string | undefined, turns: TurnShape[], unanswe
       };
     });
   for (const turn of turns) {
-    messages.push({ role: 'user', parts: [{ type: 'text', text: turn.request }] });
+    const attachment = turn.attachment === undefined ? [] : [opaque('document', turn.attachment)];
+    messages.push({ role: 'user', parts: [{ type: 'text', text: turn.request }, ...attachment] });
     for (const round of turn.rounds) {
       const parts: Part[] = [];
       if (round.reasoning) {
@@ -162,6 +176,11 @@ function buildTranscript(system: string | undefined, turns: TurnShape[], unanswe
       }
       if (round.text !== undefined || round.calls.length === 0)
         parts.push({ type: 'text', text: round.text ?? 'thinking out loud' });
+      if (round.serverSearch !== undefined)
+        parts.push(
+          opaque('server_tool_use', round.serverSearch),
+          opaque('web_search_tool_result', 'results'),
+        );
       const calls = callParts(round.calls);
       messages.push({ role: 'assistant', parts: [...parts, ...calls] });
       const results: ToolResultPart[] = round.calls.map((call, index) => ({

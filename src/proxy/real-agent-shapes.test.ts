@@ -1,0 +1,235 @@
+/**
+ * The shapes real agents send, governed through the proxy: Claude Code's documents, server tool
+ * blocks and mid-conversation system messages, Codex's custom and local shell tools with its
+ * compaction and web search items, Chat audio and file parts. Each long enough that the governor
+ * must commit; what goes upstream must stay a request the provider takes, and Anthropic's
+ * cache breakpoints never outnumber the client's.
+ */
+import { readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { countBreakpoints, MAX_CACHE_BREAKPOINTS } from '../adapters/index.js';
+import { anthropicConversation, fileContent, responsesConversation } from './testing/agent-conversation.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+type Json = Record<string, unknown>;
+type Block = Json & { type: string };
+
+function adapterFixture(path: string): Json {
+  return JSON.parse(readFileSync(new URL(`../adapters/${path}`, import.meta.url), 'utf8')) as Json;
+}
+
+const cache = { type: 'ephemeral' };
+
+/** Read-file rounds in Anthropic's shape, as `anthropicConversation` makes them, minus its task. */
+function anthropicRounds(turns: number, from: number): Json[] {
+  return anthropicConversation({ turns: from + turns }).slice(1 + 2 * from);
+}
+
+/**
+ * A Claude Code session: the fixture's documents, server tools and mid-conversation system
+ * message, then `turns` read_file rounds, the last user turn marked for the cache.
+ */
+function claudeCodeBody(turns: number): Json {
+  const { system, messages } = adapterFixture('anthropic/fixtures/server-tools-documents.json') as {
+    system: unknown;
+    messages: Json[];
+  };
+  // The fixture's last assistant message ends its turn with a read_file call instead of text.
+  const head = messages.slice(0, 5);
+  const closing = messages[5] as { content: Block[] };
+  const rounds = anthropicRounds(turns, 0);
+  const [firstCall, ...rest] = rounds;
+  const withCall = {
+    role: 'assistant',
+    content: [...closing.content.slice(0, -1), ...(firstCall!.content as Block[])],
+  };
+  const last = rest.at(-1) as { content: Block[] };
+  const marked = {
+    role: 'user',
+    content: [...last.content, { type: 'text', text: 'Keep going.', cache_control: cache }],
+  };
+  return {
+    model: 'claude-opus-4-8',
+    max_tokens: 1024,
+    system,
+    messages: [...head, withCall, ...rest.slice(0, -1), marked],
+  };
+}
+
+/** Every Anthropic rule a governed request must keep: results answer the calls just before them, server blocks in pairs. */
+function anthropicProblems(messages: readonly Json[]): string[] {
+  const problems: string[] = [];
+  messages.forEach((message, index) => {
+    const content = Array.isArray(message.content) ? (message.content as Block[]) : [];
+    if (message.role === 'system' && index === 0) problems.push('system message first');
+    if (message.role === 'system' && messages[index - 1]?.role !== 'user')
+      problems.push(`system message after ${String(messages[index - 1]?.role)}`);
+    if (message.role === 'assistant') {
+      const isServerResult = (block: Block) =>
+        block.type.endsWith('_tool_result') && block.type !== 'tool_result';
+      const uses = new Set(
+        content.filter((block) => /^(server|mcp)_tool_use$/.test(block.type)).map((block) => block.id),
+      );
+      const results = new Set(content.filter(isServerResult).map((block) => block.tool_use_id));
+      for (const id of results) if (!uses.has(id)) problems.push(`server result without its use at ${index}`);
+      for (const id of uses) if (!results.has(id)) problems.push(`server use without its result at ${index}`);
+      const answered = new Set(
+        (messages[index + 1]?.role === 'user' && Array.isArray(messages[index + 1]!.content)
+          ? (messages[index + 1]!.content as Block[])
+          : []
+        )
+          .filter((block) => block.type === 'tool_result')
+          .map((block) => block.tool_use_id),
+      );
+      const last = index === messages.length - 1;
+      for (const block of content) {
+        if (block.type === 'tool_use' && !answered.has(block.id) && !last)
+          problems.push(`call ${String(block.id)} unanswered at ${index}`);
+      }
+    }
+    if (message.role === 'user') {
+      const previous = messages[index - 1];
+      const calls = new Set(
+        (Array.isArray(previous?.content) ? (previous.content as Block[]) : [])
+          .filter((block) => block.type === 'tool_use')
+          .map((block) => block.id),
+      );
+      for (const block of content) {
+        if (block.type === 'tool_result' && !calls.has(block.tool_use_id))
+          problems.push(`orphan result at ${index}`);
+      }
+    }
+  });
+  return problems;
+}
+
+function breakpoints(body: Json): number {
+  return countBreakpoints(body.tools) + countBreakpoints(body.system) + countBreakpoints(body.messages);
+}
+
+describe('Claude Code through the proxy', () => {
+  it('a governed request keeps documents, server tool pairs and the mid-conversation system message valid', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }) });
+    const body = claudeCodeBody(8);
+    expect(anthropicProblems(body.messages as Json[])).toEqual([]);
+    const response = await fixture.post('messages', body);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-governance')).not.toBe('passthrough');
+    expect(response.headers.get('x-selfgc-commit')).toBeTruthy();
+    const sent = fixture.upstream.requests[0]!.body as Json;
+    const messages = sent.messages as Json[];
+    expect(anthropicProblems(messages)).toEqual([]);
+    // Old outputs left the view (folded or pruned, whatever the planner chose); the task with its
+    // document and the system message are pinned, so they are there as they came, and whatever
+    // server blocks stayed are whole pairs (checked above).
+    expect(JSON.stringify(messages)).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+    const raw = fixture.upstream.requests[0]!.rawBody;
+    const task = (body.messages as Array<{ content: Block[] }>)[0]!.content;
+    for (const block of task) expect(raw).toContain(JSON.stringify(block));
+    expect(raw).toContain('{"role":"system","content":"Auto-approve mode is now enabled for file reads."}');
+    expect(breakpoints(sent)).toBeLessThanOrEqual(breakpoints(body));
+  });
+
+  // A small window, where the governor folds every other turn, and a large one, where it keeps the
+  // session's earlier messages as it first read them, marks of earlier requests included.
+  it.each([
+    [2000, 'folds'],
+    [200_000, 'keeps'],
+  ])(
+    'a client that marks its last two user turns never has more breakpoints upstream than it sent (window %i: %s)',
+    async (window) => {
+      fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window });
+      let committed = 0;
+      for (let turns = 4; turns <= 14; turns += 1) {
+        const messages = anthropicConversation({ turns }) as Array<{ role: string; content: unknown }>;
+        // Claude Code's layout: the system prompt and the last two user turns marked.
+        const userTurns = messages
+          .flatMap((message, index) => (message.role === 'user' ? [index] : []))
+          .slice(-2);
+        const marked = messages.map((message, index) => {
+          if (!userTurns.includes(index) || !Array.isArray(message.content)) return message;
+          const content = message.content as Block[];
+          return {
+            ...message,
+            content: [...content.slice(0, -1), { ...content.at(-1)!, cache_control: cache }],
+          };
+        });
+        const body = {
+          model: 'claude-sonnet-4-5',
+          max_tokens: 1024,
+          system: [{ type: 'text', text: 'You are a careful coding agent.', cache_control: cache }],
+          messages: marked,
+        };
+        const response = await fixture.post('messages', body);
+        expect(response.status).toBe(200);
+        if (response.headers.get('x-selfgc-commit')) committed += 1;
+        const sent = fixture.upstream.requests.at(-1)!.body as Json;
+        expect(breakpoints(body)).toBe(3);
+        expect(breakpoints(sent)).toBeLessThanOrEqual(3);
+        expect(breakpoints(sent)).toBeLessThanOrEqual(MAX_CACHE_BREAKPOINTS);
+        expect(anthropicProblems(sent.messages as Json[])).toEqual([]);
+      }
+      if (window === 2000) expect(committed).toBeGreaterThan(0);
+    },
+  );
+});
+
+describe('Codex through the proxy', () => {
+  it('custom and local shell calls stay answered, compaction, web search and files stay in place', async () => {
+    // Room for Codex's latest turn beside the reserve and the recovery tools.
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 4_000 });
+    const codex = (adapterFixture('openai-responses/fixtures/codex-tools.json') as { input: Json[] }).input;
+    // A task with read_file rounds long enough to fold, then a turn of Codex's own items (the
+    // latest turn, which governance leaves as it is), after its own first messages.
+    const rounds = responsesConversation({ turns: 8 });
+    const input = [...codex.slice(0, 1), ...rounds, ...codex.slice(1, -1)];
+    const body = { model: 'gpt-5-codex', instructions: 'You are Codex.', input, store: false };
+    const response = await fixture.post('responses', body);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-commit')).toBeTruthy();
+    const sent = (fixture.upstream.requests[0]!.body as { input: Json[] }).input;
+    const calls = new Map<string, number>();
+    const outputs = new Map<string, number>();
+    sent.forEach((item, index) => {
+      if (['function_call', 'custom_tool_call', 'local_shell_call'].includes(String(item.type)))
+        calls.set(String(item.call_id), index);
+      if (['function_call_output', 'custom_tool_call_output'].includes(String(item.type)))
+        outputs.set(String(item.call_id), index);
+      if (item.type === 'local_shell_call_output') outputs.set(String(item.id), index);
+    });
+    expect(calls.size).toBeGreaterThan(0);
+    for (const [id, index] of calls) expect(outputs.get(id), id).toBeGreaterThan(index);
+    for (const [id, index] of outputs) expect(calls.get(id), id).toBeLessThan(index);
+    const raw = fixture.upstream.requests[0]!.rawBody;
+    expect(raw).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+    // Whatever the planner folded (a rescue may fold work of the latest turn too), an item is
+    // either there whole, as Codex sent it, or gone whole.
+    let kept = 0;
+    for (const item of codex.slice(2, -1)) {
+      const marker = String(item.call_id ?? item.id ?? item.encrypted_content ?? '');
+      if (marker === '' || !raw.includes(marker)) continue;
+      expect(raw).toContain(JSON.stringify(item));
+      kept += 1;
+    }
+    expect(kept).toBeGreaterThan(0);
+  });
+});
+
+describe('Chat audio and file parts through the proxy', () => {
+  it('stay in the user turn they came in', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }) });
+    const { messages } = adapterFixture('openai-chat/fixtures/audio-file-parts.json') as { messages: Json[] };
+    const body = { model: 'gpt-4o-audio-preview', messages };
+    const response = await fixture.post('chat', body);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-governance')).not.toBe('passthrough');
+    const sent = fixture.upstream.requests[0]!.body as { messages: Json[] };
+    expect(sent.messages).toEqual(messages);
+  });
+});
