@@ -18,7 +18,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startScriptedUpstream } from '../src/testing/index.js';
-import { AGENT_CLIS, type AgentCli, type AgentName } from './agent-clis.js';
+import { AGENT_CLIS, type AgentCli, type AgentName, OUTPUT_RESERVE } from './agent-clis.js';
 import {
   createScenario,
   expectedAnswer,
@@ -63,7 +63,17 @@ function tail(text: string): string {
 
 function startProxy(upstreamUrl: string, window: number, storeDirectory: string, result: ScenarioResult) {
   const args = ['--import', 'tsx', join(ROOT, 'e2e', 'selfgc-from-source.ts'), 'proxy'];
-  args.push('--port', '0', '--host', '127.0.0.1', '--window', String(window));
+  // The reserve the CLIs are set to, for a CLI that names none in its requests (Codex).
+  args.push(
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--window',
+    String(window),
+    '--reserve-output',
+    String(OUTPUT_RESERVE),
+  );
   args.push('--store', `sqlite:${join(storeDirectory, 'selfgc.db')}`);
   args.push('--upstream-openai', upstreamUrl, '--upstream-anthropic', upstreamUrl);
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });

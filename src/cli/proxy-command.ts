@@ -2,7 +2,6 @@
  * `selfgc proxy`: the governing gateway on a port, until SIGINT or SIGTERM.
  */
 import { BadInputError } from '../core/errors.js';
-import { memoizeTokenCounter } from '../core/tokens.js';
 import {
   createGovernanceWorkers,
   createGovernorPool,
@@ -16,7 +15,7 @@ import {
   startRetentionSweeper,
 } from '../proxy/index.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
-import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
 
 /** Retention of `selfgc proxy` when `--retain` is not given. */
@@ -146,14 +145,14 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
         ? undefined
         : createGovernanceWorkers({
             storeUrl: options.store,
-            tokenizer: 'o200k_base',
+            tokenizer: 'per-provider',
             threads,
             ...(options.window ? { window: options.window } : {}),
             ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
             ...retain,
           });
     // The governor and the proxy count with one counter, so messages, tools and recovered pages add up.
-    const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
+    const tokenCounter = providerTokenCounters();
     startProxy(
       createProxy({
         ...(governance === undefined

@@ -50,7 +50,7 @@ export interface GovernInput {
 
 export type GovernSettings = Pick<
   ProxySettings,
-  'failOpen' | 'metrics' | 'now' | 'governorFor' | 'windowFor' | 'tokenCounter' | 'reserveOutput'
+  'failOpen' | 'metrics' | 'now' | 'governorFor' | 'windowFor' | 'tokenCounterFor' | 'reserveOutput'
 >;
 
 export async function governRequest(settings: GovernSettings, input: GovernInput): Promise<GovernedBody> {
@@ -75,7 +75,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
       dialect,
       body: input.body,
       window,
-      tokenCounter: settings.tokenCounter,
+      tokenCounter: settings.tokenCounterFor(dialect.provider),
       ...(settings.reserveOutput === undefined ? {} : { reserveOutput: settings.reserveOutput }),
       proxyTools: input.proxyTools,
     });

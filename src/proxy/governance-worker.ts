@@ -6,9 +6,9 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { toSelfGcError } from '../core/errors.js';
-import { approximateTokenCounter, memoizeTokenCounter } from '../core/tokens.js';
+import { approximateTokenCounter } from '../core/tokens.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
-import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
@@ -36,10 +36,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     ...(options.retainMs === undefined ? {} : { retainMs: options.retainMs }),
   });
   // One counter for the governor and for what a request carries beside its messages.
-  const tokenCounter =
-    options.tokenizer === undefined
-      ? approximateTokenCounter
-      : memoizeTokenCounter(createTokenCounter(options.tokenizer));
+  const tokenCounter = options.tokenizer === undefined ? approximateTokenCounter : providerTokenCounters();
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),
@@ -100,7 +97,8 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
           now: () => performance.timeOrigin + performance.now(),
           governorFor: pool,
           windowFor,
-          tokenCounter,
+          tokenCounterFor: (provider) =>
+            typeof tokenCounter === 'function' ? tokenCounter(provider) : tokenCounter,
           reserveOutput: options.reserveOutput,
         },
         dialect,

@@ -34,8 +34,11 @@ export interface GovernanceWorkerOptions {
   reserveOutput?: number;
   /** The governor's cache rule (see `GovernorOptions.cache`). */
   cache?: 'blind';
-  /** Count tokens with this BPE encoding. Default: the approximate counter. */
-  tokenizer?: 'o200k_base';
+  /**
+   * Count tokens with real BPE encodings, each provider's own (`per-provider`: o200k for OpenAI,
+   * Anthropic's conservative estimate for Anthropic). Default: the approximate counter.
+   */
+  tokenizer?: 'per-provider';
   /** Retention the workers' store applies as it writes (Redis TTLs; see `StoreUrlOptions`). */
   retainMs?: number;
 }

@@ -4,6 +4,7 @@
  */
 import { createGovernor } from '../core/governor/create-governor.js';
 import type { Governor, GovernorOptions } from '../core/governor/governor-types.js';
+import type { TokenCounter } from '../core/tokens.js';
 import type { ProviderName } from './proxy-errors.js';
 
 /** What the proxy knows when it needs a governor. */
@@ -16,13 +17,20 @@ export interface GovernorContext {
 
 export type GovernorFactory = (context: GovernorContext) => Governor;
 
-export function createGovernorPool(base: Omit<GovernorOptions, 'provider' | 'window'>): GovernorFactory {
+/** The pool's options: a governor's, with the token counter given per provider if need be. */
+export type GovernorPoolOptions = Omit<GovernorOptions, 'provider' | 'window' | 'tokenCounter'> & {
+  tokenCounter?: TokenCounter | ((provider: ProviderName) => TokenCounter);
+};
+
+export function createGovernorPool(base: GovernorPoolOptions): GovernorFactory {
   const governors = new Map<string, Governor>();
+  const { tokenCounter, ...rest } = base;
   return ({ provider, window }) => {
     const key = `${provider}:${window}`;
     let governor = governors.get(key);
     if (governor === undefined) {
-      governor = createGovernor({ ...base, provider, window });
+      const counter = typeof tokenCounter === 'function' ? tokenCounter(provider) : tokenCounter;
+      governor = createGovernor({ ...rest, ...(counter ? { tokenCounter: counter } : {}), provider, window });
       governors.set(key, governor);
     }
     return governor;

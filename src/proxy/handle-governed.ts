@@ -83,7 +83,7 @@ export async function handleGoverned(
       body: () => JSON.parse(decodeBodyText(prepared.body)) as JsonObject,
       client: recovered.client,
       window: recovered.window,
-      counter: settings.tokenCounter,
+      counter: settings.tokenCounterFor(dialect.provider),
       maxRounds: settings.recoveryRounds,
       onInternalCall: (tool) => {
         trace.entry.recoveryCalls = (trace.entry.recoveryCalls ?? 0) + 1;

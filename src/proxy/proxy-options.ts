@@ -42,7 +42,7 @@ export interface ProxyOptions {
    * transparent recovery adds to it (pages of recovered content, the window check after each
    * round): give it the governor's counter. Default: characters / 4, the governor's default.
    */
-  tokenCounter?: TokenCounter;
+  tokenCounter?: TokenCounter | ((provider: ProviderName) => TokenCounter);
   /**
    * Output tokens to keep free when a request names no output limit (`max_tokens`,
    * `max_completion_tokens`, `max_output_tokens`). Default: 16,384, at most a quarter of the window.
@@ -91,7 +91,7 @@ export interface ProxySettings {
   now: () => number;
   log: (entry: ProxyLogEntry) => void;
   /** Counts the prompt a request carries besides its messages, and what recovery adds. */
-  tokenCounter: TokenCounter;
+  tokenCounterFor(provider: ProviderName): TokenCounter;
   /** Output tokens to keep free when a request names none; undefined for the default. */
   reserveOutput: number | undefined;
   /** The window a request of `model` is kept inside. */
@@ -160,7 +160,10 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
         // A failing logger must not fail the request.
       }
     },
-    tokenCounter: options.tokenCounter ?? approximateTokenCounter,
+    tokenCounterFor: (provider) => {
+      const counter = options.tokenCounter ?? approximateTokenCounter;
+      return typeof counter === 'function' ? counter(provider) : counter;
+    },
     reserveOutput: options.reserveOutput,
     windowFor(model, requestHeaders) {
       if (typeof window === 'number') return window;

@@ -2,6 +2,7 @@ import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { BadInputError } from '../core/errors.js';
 import type { TokenCounter } from '../core/tokens.js';
+import { memoizeTokenCounter } from '../core/tokens.js';
 
 export type TokenizerName = 'o200k_base' | 'cl100k_base' | 'anthropic';
 
@@ -42,4 +43,20 @@ export function createTokenCounter(name: TokenizerName = 'o200k_base'): TokenCou
 /** The counter that fits a provider by default. */
 export function tokenCounterForProvider(provider: 'openai' | 'anthropic'): TokenCounter {
   return createTokenCounter(provider === 'anthropic' ? 'anthropic' : 'o200k_base');
+}
+
+/**
+ * Each provider's counter, memoized and made once: a proxy counts Anthropic requests as Anthropic
+ * counts them (conservatively) and OpenAI's with o200k, so a window holds on either side.
+ */
+export function providerTokenCounters(): (provider: 'openai' | 'anthropic') => TokenCounter {
+  const counters = new Map<string, TokenCounter>();
+  return (provider) => {
+    let counter = counters.get(provider);
+    if (counter === undefined) {
+      counter = memoizeTokenCounter(tokenCounterForProvider(provider));
+      counters.set(provider, counter);
+    }
+    return counter;
+  };
 }
