@@ -10,7 +10,7 @@ import {
   serveProxy,
 } from '../proxy/index.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
-import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import { loadTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
 
 export const PROXY_HELP = `Usage: selfgc proxy [options]
@@ -92,7 +92,7 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
     throw error;
   }
   // The governor and the proxy count with one counter, so messages, tools and recovered pages add up.
-  const tokenCounter = memoizeTokenCounter(createTokenCounter('o200k_base'));
+  const tokenCounter = memoizeTokenCounter(await loadTokenCounter('o200k_base'));
   const proxy = createProxy({
     ...(governance === undefined
       ? { governor: createGovernorPool({ store, tokenCounter }) }

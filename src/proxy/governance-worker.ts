@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { toSelfGcError } from '../core/errors.js';
 import { approximateTokenCounter, memoizeTokenCounter } from '../core/tokens.js';
 import { createStoreFromUrl } from '../stores/parse-store-url.js';
-import { createTokenCounter } from '../tokenizers/create-token-counter.js';
+import { loadTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { contextWindowOf } from './context-window.js';
@@ -32,11 +32,12 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerOptions) {
   // A commit's writes are on its request's path: checkpoints go to a thread of their own.
   const store = await createStoreFromUrl(options.storeUrl, { sqliteCheckpoints: 'background' });
-  // One counter for the governor and for what a request carries beside its messages.
+  // One counter for the governor and for what a request carries beside its messages; its table
+  // loads before the worker says it is ready, not on the first request.
   const tokenCounter =
     options.tokenizer === undefined
       ? approximateTokenCounter
-      : memoizeTokenCounter(createTokenCounter(options.tokenizer));
+      : memoizeTokenCounter(await loadTokenCounter(options.tokenizer));
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),
