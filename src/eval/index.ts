@@ -12,6 +12,7 @@ export {
   type CutModeResult,
   type CutPoint,
   EVAL_SUMMARY_VERSION,
+  type EvalParameters,
   type EvalSummary,
   type Rate,
   type SessionModeResult,
@@ -55,6 +56,7 @@ export {
   type SessionPolicy,
   type SessionReplayOptions,
 } from './replay-session.js';
+export { type MarkdownOptions, renderMarkdown } from './report/render-markdown.js';
 export { renderReport } from './report/render-report.js';
 export { type RunEvalOptions, runEval } from './run-eval.js';
 export {
