@@ -1,11 +1,13 @@
 /**
- * `npm run bench`: the ledger benchmark. On the longest recorded sessions (when
+ * `npm run bench`: start-up times of the built package (importing each entry, `selfgc --help`, a
+ * governance worker; informative), then the ledger benchmark. On the longest recorded sessions (when
  * `../shared/traces/dev` exists) and on generated ~250k-token sessions it measures, in one run:
  * full indexing; incremental append + project per model call; the reference — re-tokenizing
  * the whole view from scratch per call — and the governor end to end. Ratios compare
  * measurements of the same run, since the machine is noisy. Prints only; exits 1 when a target
  * is missed.
  */
+import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { memoizeTokenCounter, type TokenCounter } from '../src/core/tokens.js';
@@ -39,6 +41,7 @@ import {
   type Targets,
 } from './ledger-report.js';
 import { distribution, median, medianDistribution, medianSeries } from './ledger-stats.js';
+import { formatStartupTable, measureStartup } from './startup-time.js';
 
 const TARGETS: Targets = { maxRatio: 0.05, maxP99Ms: 20, judgedUpToTokens: 300_000 };
 /** Each measurement runs this many times (after a warm-up); the median run is reported. */
@@ -47,6 +50,10 @@ const RUNS = 3;
 const REFERENCE_SAMPLES = 40;
 const TRACE_SESSIONS = 3;
 const GOVERNOR_WINDOW = 128_000;
+/** Fresh processes per start-up measurement. */
+const STARTUP_RUNS = 5;
+/** What importing the main entry may cost: a governance worker thread pays it at start. */
+const STARTUP_TARGET_MS = 150;
 
 const repositoryRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const tracesFolder = resolve(repositoryRoot, '../shared/traces/dev');
@@ -157,6 +164,24 @@ async function runSection(
   return results;
 }
 
+/** Informative: start-up times follow the machine's load more than the code. */
+function reportStartup(): void {
+  const load = loadavg()[0]!.toFixed(1);
+  console.log(
+    `\n## Start-up (the built package, ${STARTUP_RUNS} fresh processes each, median; load ${load})\n`,
+  );
+  const startup = measureStartup(repositoryRoot, STARTUP_RUNS);
+  if (!startup) {
+    console.log('(no dist/: run npm run build first)');
+    return;
+  }
+  console.log(formatStartupTable(startup));
+  const main = startup[0]!;
+  console.log(
+    `\n${main.name}: ${main.wallMs.toFixed(0)} ms wall (target ≤ ${STARTUP_TARGET_MS} ms, informative).`,
+  );
+}
+
 async function main(): Promise<number> {
   const started = performance.now();
   const counter = createTokenCounter('o200k_base');
@@ -174,6 +199,7 @@ async function main(): Promise<number> {
       `Governor: createGovernor (memory store, embedded planner, window ${GOVERNOR_WINDOW}) .project per call. Times in ms.`,
     ].join('\n'),
   );
+  reportStartup();
   await warmUp(counter);
 
   const all: SessionResult[] = [];

@@ -3,33 +3,173 @@
  *
  * The main entry holds the core — the canonical transcript, the ledger, operations, projection,
  * rehearsal, commit, the governor and its planners, the agent's GC tools — and the real
- * tokenizers. Edges have their own entries: `self-gc/adapters`, `self-gc/stores`
- * (memory and by URL), `self-gc/stores/sqlite`, `self-gc/stores/redis`, `self-gc/stores/postgres`,
- * `self-gc/llm`, `self-gc/integrations`, `self-gc/proxy`, `self-gc/eval`.
+ * tokenizers, whose tables load on a counter's first count (or `loadTokenCounter`), never at
+ * import. Each entry lists its exports by name. Edges have their own entries:
+ * `self-gc/adapters`, `self-gc/stores` (memory and by URL), `self-gc/stores/sqlite`,
+ * `self-gc/stores/redis`, `self-gc/stores/postgres`, `self-gc/llm`, `self-gc/integrations`,
+ * `self-gc/proxy`, `self-gc/eval`.
  */
-export * from './core/anchors.js';
-export * from './core/commit-plan.js';
-export * from './core/errors.js';
-export * from './core/gc-tools/index.js';
-export * from './core/governor/cache-cost.js';
+export { type Anchor, type AnchorKind, anchorValues, extractAnchors } from './core/anchors.js';
+export {
+  type CommitContext,
+  type CommitOutcome,
+  commitIdFor,
+  commitRehearsal,
+  undoCommit,
+} from './core/commit-plan.js';
+export {
+  BadInputError,
+  ERROR_TABLE,
+  type ErrorCode,
+  NotFoundError,
+  parseJson,
+  SelfGcError,
+  StoreError,
+  toSelfGcError,
+  UpstreamError,
+} from './core/errors.js';
+export {
+  type AiSdkFunctionTool,
+  type AnthropicTool,
+  budgetUsedPct,
+  createGcToolHandler,
+  ExpandArguments,
+  FoldArguments,
+  GC_TOOL_ARGUMENTS,
+  type GcToolCall,
+  type GcToolDependencies,
+  type GcToolHandler,
+  type GcToolName,
+  type GcToolSpec,
+  gcToolSpecs,
+  gcToolsForAiSdk,
+  gcToolsForAnthropic,
+  gcToolsForOpenAIChat,
+  gcToolsForOpenAIResponses,
+  isGcToolName,
+  type JsonSchema,
+  type LedgerMessageOptions,
+  type LedgerRow,
+  type LedgerRowOptions,
+  ledgerRows,
+  type OpenAIChatFunctionTool,
+  type OpenAIResponsesFunctionTool,
+  PruneArguments,
+  protectionOf,
+  renderLedgerMessage,
+  SearchContextArguments,
+} from './core/gc-tools/index.js';
+export {
+  ANTHROPIC_PRICING,
+  ANTHROPIC_PRICING_1H,
+  type CachePricing,
+  type CommitEconomics,
+  defaultPricing,
+  OPENAI_PRICING,
+  weighCommit,
+} from './core/governor/cache-cost.js';
 export { createGovernor } from './core/governor/create-governor.js';
-export * from './core/governor/governor-types.js';
+export type {
+  AgentPlanResult,
+  GovernanceDecision,
+  Governor,
+  GovernorOptions,
+  PinOptions,
+  ProjectCallOptions,
+  ProjectResult,
+  RecoveryScope,
+  TriggerOptions,
+} from './core/governor/governor-types.js';
 export { createPinRule, globToRegExp } from './core/governor/pins.js';
 export { exceedsJsonDepth, MAX_JSON_DEPTH } from './core/json-depth.js';
-export * from './core/ledger.js';
-export * from './core/object-payload.js';
-export * from './core/operations.js';
+export {
+  countMessageTokens,
+  createLedger,
+  defaultPin,
+  indexTranscript,
+  type Ledger,
+  type LedgerObject,
+  type LedgerOptions,
+  type ObjectKind,
+} from './core/ledger.js';
+export { type ObjectPayload, objectPayload, parseObjectPayload, payloadText } from './core/object-payload.js';
+export {
+  type AcceptedOperation,
+  type ContentBinding,
+  type ObjectState,
+  type OperationKind,
+  type Plan,
+  type PlannedOperation,
+  type RejectedOperation,
+  type RejectionReason,
+  supersedeOperations,
+  type ViewState,
+} from './core/operations.js';
 export {
   createEmbeddedPlanner,
   type EmbeddedPlannerOptions,
   planEmbedded,
 } from './core/planners/embedded-planner.js';
-export * from './core/planners/planner.js';
-export * from './core/project-view.js';
-export * from './core/rehearse-plan.js';
-export * from './core/render-replacement.js';
-export * from './core/session-state.js';
-export * from './core/store.js';
-export * from './core/tokens.js';
-export * from './core/transcript.js';
-export * from './tokenizers/create-token-counter.js';
+export type { Planner, PlannerInput, PlanResult } from './core/planners/planner.js';
+export { type ProjectOptions, projectView, type View, type ViewItem } from './core/project-view.js';
+export { type Rehearsal, type RehearseOptions, rehearsePlan } from './core/rehearse-plan.js';
+export {
+  type FoldOptions,
+  isMaskable,
+  type MaskOptions,
+  objectText,
+  renderFold,
+  renderMask,
+  renderSpanFold,
+  renderTombstone,
+  sidecarKey,
+  spanText,
+} from './core/render-replacement.js';
+export {
+  emptySessionState,
+  parseSessionState,
+  readSessionState,
+  SESSION_STATE_VERSION,
+  type SessionState,
+  type TriggerBookkeeping,
+} from './core/session-state.js';
+export {
+  type CommitRecord,
+  type CommittedOperation,
+  type RemovingOperation,
+  type SearchHit,
+  type SessionSnapshot,
+  type SidecarRecord,
+  type SidecarStore,
+  STORE_SCHEMA_VERSION,
+  type WriteCommitResult,
+  type WriteStateResult,
+} from './core/store.js';
+export {
+  approximateTokenCounter,
+  MESSAGE_OVERHEAD_TOKENS,
+  memoizeTokenCounter,
+  type TokenCounter,
+} from './core/tokens.js';
+export {
+  type ImagePart,
+  type Message,
+  messageText,
+  type Part,
+  partText,
+  type ReasoningPart,
+  type Role,
+  type TextPart,
+  type ToolCallPart,
+  type ToolResultPart,
+  TRANSCRIPT_SPEC_VERSION,
+  text,
+  type Warning,
+} from './core/transcript.js';
+export {
+  ANTHROPIC_SCALE,
+  createTokenCounter,
+  loadTokenCounter,
+  type TokenizerName,
+  tokenCounterForProvider,
+} from './tokenizers/create-token-counter.js';

@@ -6,10 +6,42 @@
  * it cannot carry. Provider-specific details ride in `providerData.<namespace>` on messages
  * and parts: `openaiChat`, `openaiResponses`, `anthropic`, `aiSdk`.
  */
-export * from './ai-sdk/ai-sdk-api.js';
+export {
+  AssistantModelMessage,
+  ModelDataContent,
+  ModelFilePart,
+  ModelImagePart,
+  ModelMessage,
+  ModelProviderOptions,
+  ModelReasoningPart,
+  ModelTextPart,
+  ModelToolCallPart,
+  ModelToolResultContentItem,
+  ModelToolResultOutput,
+  ModelToolResultPart,
+  SystemModelMessage,
+  ToolModelMessage,
+  UserModelMessage,
+} from './ai-sdk/ai-sdk-api.js';
 export { fromModelMessages } from './ai-sdk/convert-from-model-messages.js';
 export { toModelMessages } from './ai-sdk/convert-to-model-messages.js';
-export * from './anthropic/anthropic-api.js';
+export {
+  AnthropicAssistantBlock,
+  AnthropicAssistantMessage,
+  AnthropicCacheControl,
+  AnthropicImageBlock,
+  AnthropicImageSource,
+  AnthropicMessage,
+  type AnthropicMessagesPrompt,
+  AnthropicRedactedThinkingBlock,
+  AnthropicSystem,
+  AnthropicTextBlock,
+  AnthropicThinkingBlock,
+  AnthropicToolResultBlock,
+  AnthropicToolUseBlock,
+  AnthropicUserBlock,
+  AnthropicUserMessage,
+} from './anthropic/anthropic-api.js';
 export { fromAnthropicMessages } from './anthropic/convert-from-anthropic-messages.js';
 export { toAnthropicMessages } from './anthropic/convert-to-anthropic-messages.js';
 export {
@@ -21,10 +53,34 @@ export {
 export { normalizeTranscript } from './normalize-transcript.js';
 export { fromOpenAIChat } from './openai-chat/convert-from-openai-chat.js';
 export { toOpenAIChat } from './openai-chat/convert-to-openai-chat.js';
-export * from './openai-chat/openai-chat-api.js';
+export {
+  OpenAIChatAssistantMessage,
+  OpenAIChatCustomToolCall,
+  OpenAIChatDeveloperMessage,
+  OpenAIChatFunctionToolCall,
+  OpenAIChatImagePart,
+  OpenAIChatMessage,
+  OpenAIChatRefusalPart,
+  OpenAIChatSystemMessage,
+  OpenAIChatTextPart,
+  OpenAIChatToolCall,
+  OpenAIChatToolMessage,
+  OpenAIChatUserMessage,
+} from './openai-chat/openai-chat-api.js';
 export { fromOpenAIResponses } from './openai-responses/convert-from-openai-responses.js';
 export { toOpenAIResponses } from './openai-responses/convert-to-openai-responses.js';
-export * from './openai-responses/openai-responses-api.js';
+export {
+  ResponseFunctionCallItem,
+  ResponseFunctionCallOutputItem,
+  ResponseInputImage,
+  type ResponseInputItem,
+  ResponseInputText,
+  ResponseMessageContentPart,
+  ResponseMessageItem,
+  ResponseOutputRefusal,
+  ResponseOutputText,
+  ResponseReasoningItem,
+} from './openai-responses/openai-responses-api.js';
 export {
   parseSessionLine,
   parseSessionsJsonl,

@@ -1,13 +1,15 @@
 /**
  * `selfgc eval`: every strategy, both modes, on worker threads; a table, and optionally the
- * summary as JSON and the HTML report.
+ * summary as JSON, the HTML report and the results as Markdown.
  */
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
 import type { EvalSummary } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
 import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
+import { renderMarkdown } from '../eval/report/render-markdown.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
 import { LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from '../eval/strategies/registry.js';
@@ -30,6 +32,8 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
   --workers N            worker threads (default: one per core)
   --json FILE            write the summary as JSON
   --report FILE          write the self-contained HTML report
+  --markdown FILE        write the results as Markdown: the tables below, under the command,
+                         the date and the settings of the run
   --judge anchors|llm    anchors: the deterministic anchor judge alone (default); llm: also ask
                          the model for a rubric verdict (G-Eval style) on sampled cuts at each
                          strategy's own budget: llmNoImpact next to the anchor judge's (needs --llm-url)
@@ -46,6 +50,7 @@ export interface EvalOptions {
   workers?: number;
   json?: string;
   report?: string;
+  markdown?: string;
   /** The endpoint of `selfgc-llm` and the LLM judge. */
   llm?: LlmEndpoint;
   /** With `llm`: cuts per strategy the LLM judge reads (`--judge llm`). */
@@ -147,7 +152,8 @@ export async function evalCommand(
     ...(options.judgeSample === undefined ? {} : { judgeSample: options.judgeSample }),
     onProgress: (done, total) => io.progress(done, total, 'sessions'),
   });
-  io.stderr(`done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  const seconds = (Date.now() - started) / 1000;
+  io.stderr(`done in ${seconds.toFixed(1)} s\n`);
   io.stdout(formatSummary(summary));
   if (options.json) {
     writeFileSync(options.json, `${JSON.stringify(summary, null, 2)}\n`);
@@ -156,6 +162,11 @@ export async function evalCommand(
   if (options.report) {
     writeFileSync(options.report, renderReport(summary));
     io.stderr(`report: ${options.report}\n`);
+  }
+  if (options.markdown) {
+    const runtime = `node ${process.version}, ${availableParallelism()} cores`;
+    writeFileSync(options.markdown, renderMarkdown(summary, { seconds, runtime }));
+    io.stderr(`results: ${options.markdown}\n`);
   }
   return 0;
 }

@@ -105,7 +105,7 @@ describe('selfgc replay', () => {
 });
 
 describe('selfgc eval', () => {
-  it('evaluates the sample and writes the summary and the report', async () => {
+  it('evaluates the sample and writes the summary, the report and the results file', async () => {
     const { io, out } = captureIo();
     const folder = mkdtempSync(join(tmpdir(), 'selfgc-'));
     const code = await runCommand(
@@ -122,6 +122,8 @@ describe('selfgc eval', () => {
         join(folder, 's.json'),
         '--report',
         join(folder, 'r.html'),
+        '--markdown',
+        join(folder, 'results.md'),
       ],
       io,
     );
@@ -142,6 +144,18 @@ describe('selfgc eval', () => {
     expect(summary.cutMode.every((result) => result.own.cuts > 0)).toBe(true);
     expect(summary.sessionMode.find((result) => result.strategy === 'selfgc')?.calls).toBeGreaterThan(0);
     expect(readFileSync(join(folder, 'r.html'), 'utf8')).toContain('data-chart="tradeoff"');
+    const results = readFileSync(join(folder, 'results.md'), 'utf8');
+    expect(results).toContain(
+      `selfgc eval ${SAMPLE} --strategies none,tool-prune,selfgc,oracle --window 8000`,
+    );
+    expect(results).toContain(
+      `- Strategies: \`none\`, \`tool-prune\`, \`selfgc\`, \`oracle\`.\n- Cut mode: ${summary.cutMode[0]!.own.cuts} cuts (4 per session)`,
+    );
+    expect(results).toContain('window 8,000 tokens');
+    // The same rows the CLI printed, strategy by strategy.
+    for (const result of summary.cutMode)
+      expect(results).toMatch(new RegExp(`^\\| ${result.strategy}( \\(upper bound\\))? \\| `, 'm'));
+    for (const result of summary.sessionMode) expect(results).toContain(`| ${result.strategy} | `);
   }, 120_000);
 
   it('shows help', async () => {

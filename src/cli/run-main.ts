@@ -162,6 +162,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         workers: { type: 'string' },
         json: { type: 'string' },
         report: { type: 'string' },
+        markdown: { type: 'string' },
         ...LLM_FLAGS,
         ...JUDGE_FLAGS,
       });
@@ -194,6 +195,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
             : {}),
           ...(typeof values.json === 'string' ? { json: values.json } : {}),
           ...(typeof values.report === 'string' ? { report: values.report } : {}),
+          ...(typeof values.markdown === 'string' ? { markdown: values.markdown } : {}),
           ...(llm ? { llm } : {}),
           ...(judgeSample === undefined ? {} : { judgeSample }),
         },

@@ -2,7 +2,13 @@
  * From per-cut and per-call outcomes to the `EvalSummary`: prune rates, no-impact with Wilson
  * intervals, the sweep, matched-rate comparison, and session-mode cost under cache pricing.
  */
-import type { CutModeResult, CutPoint, EvalSummary, SessionModeResult } from './eval-summary.js';
+import type {
+  CutModeResult,
+  CutPoint,
+  EvalParameters,
+  EvalSummary,
+  SessionModeResult,
+} from './eval-summary.js';
 import { EVAL_SUMMARY_VERSION } from './eval-summary.js';
 import { wilson } from './wilson.js';
 
@@ -203,6 +209,7 @@ export function buildSummary(input: {
   window: number;
   now: Date;
   llm?: EvalSummary['llm'];
+  parameters?: EvalParameters;
 }): EvalSummary {
   const cutMode = aggregateCuts(input.cuts);
   return {
@@ -216,5 +223,6 @@ export function buildSummary(input: {
     matched: matchedComparison(cutMode),
     pricing: PRICING,
     ...(input.llm ? { llm: input.llm } : {}),
+    ...(input.parameters ? { parameters: input.parameters } : {}),
   };
 }

@@ -1,8 +1,8 @@
 /**
  * The results of `selfgc eval`: what `--json` writes and what the HTML report draws.
- * Version-stamped; the report refuses a summary of another version. Fields marked optional
- * appear only when an LLM endpoint was configured (`--llm-url`): readers of version 1 that do
- * not know them can ignore them.
+ * Version-stamped; the report refuses a summary of another version. Optional fields (`llm…`,
+ * set only when an LLM endpoint was configured with `--llm-url`, and `parameters`) are
+ * additions: readers of version 1 that do not know them can ignore them.
  */
 
 export const EVAL_SUMMARY_VERSION = 1;
@@ -104,4 +104,19 @@ export interface EvalSummary {
    * or key); `judgeSample` is set with `--judge llm`: cuts per strategy the judge was to read.
    */
   llm?: { provider: string; model: string; judgeSample?: number };
+  /** The evaluation's own settings (absent from summaries written before they were recorded). */
+  parameters?: EvalParameters;
+}
+
+export interface EvalParameters {
+  strategies: string[];
+  modes: Array<'cut' | 'session'>;
+  /** Session mode's context window, in tokens. */
+  window: number;
+  /** Automatic cut points per session in cut mode (explicit cuts replace them). */
+  cutsPerSession: number;
+  /** Keep shares of the cut-mode budget sweep, besides each strategy's own budget. */
+  sweep: number[];
+  /** Assistant messages after a cut whose anchors the judge looks for. */
+  continuationSteps: number;
 }

@@ -1,18 +1,91 @@
 /** Counterfactual replay: strategies, judges, aggregation, the report. */
-export * from './aggregate.js';
-export * from './eval-summary.js';
-export * from './evaluate-sessions.js';
-export * from './judge-anchors.js';
+export {
+  aggregateCuts,
+  aggregateSessions,
+  buildSummary,
+  type CallOutcome,
+  type CutOutcome,
+  matchedComparison,
+  PRICING,
+} from './aggregate.js';
+export {
+  type CutModeResult,
+  type CutPoint,
+  EVAL_SUMMARY_VERSION,
+  type EvalParameters,
+  type EvalSummary,
+  type Rate,
+  type SessionModeResult,
+} from './eval-summary.js';
+export { DEFAULT_SWEEP, type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
+export {
+  type AnchorLocator,
+  type AnchorVerdict,
+  continuationAnchors,
+  type JudgeInput,
+  judgeAnchors,
+  type NeededAnchors,
+  neededAnchors,
+} from './judge-anchors.js';
 export { judgeWithLlm } from './judge-llm.js';
-export * from './llm-endpoint.js';
-export * from './load-sessions.js';
-export * from './replay-cut.js';
-export * from './replay-session.js';
+export {
+  createEndpointClient,
+  DEFAULT_KEY_ENV,
+  ENDPOINT_FAILURE_LIMIT,
+  type Environment,
+  type LlmEndpoint,
+} from './llm-endpoint.js';
+export {
+  loadSessions,
+  parseRecordedSession,
+  type RecordedSession,
+  readSessionLines,
+} from './load-sessions.js';
+export {
+  autoCuts,
+  CONTINUATION_STEPS,
+  type CutRecord,
+  type CutReplayOptions,
+  continuationAt,
+  replayableCuts,
+  replayCuts,
+} from './replay-cut.js';
+export {
+  type CallRecord,
+  replaySession,
+  type SessionPolicy,
+  type SessionReplayOptions,
+} from './replay-session.js';
+export { type MarkdownOptions, renderMarkdown } from './report/render-markdown.js';
 export { renderReport } from './report/render-report.js';
-export * from './run-eval.js';
-export * from './strategies/baselines.js';
-export * from './strategies/registry.js';
-export * from './strategies/selfgc-llm-strategy.js';
-export * from './strategies/selfgc-strategies.js';
-export * from './strategies/strategy.js';
+export { type RunEvalOptions, runEval } from './run-eval.js';
+export {
+  clearToolUsesStrategy,
+  hybridStrategy,
+  lastObservationsStrategy,
+  noneStrategy,
+  oldestTurnStrategy,
+  toolMaskPruneStrategy,
+  toolPruneStrategy,
+} from './strategies/baselines.js';
+export {
+  BASELINE_NAMES,
+  LLM_STRATEGY_NAMES,
+  STRATEGY_NAMES,
+  type StrategyContext,
+  strategyByName,
+} from './strategies/registry.js';
+export { createSelfGcLlmStrategy, type SelfGcLlmStrategyOptions } from './strategies/selfgc-llm-strategy.js';
+export {
+  createSelfGcStrategy,
+  oracleStrategy,
+  type SelfGcStrategyOptions,
+} from './strategies/selfgc-strategies.js';
+export {
+  DEFAULT_BASELINE_KEEP,
+  type Strategy,
+  type StrategyInput,
+  type StrategyOutput,
+  type SyncStrategy,
+} from './strategies/strategy.js';
 export { wilson } from './wilson.js';

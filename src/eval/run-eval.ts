@@ -8,6 +8,7 @@ import { buildSummary, type CallOutcome, type CutOutcome } from './aggregate.js'
 import type { EvalSummary } from './eval-summary.js';
 import { type EvaluateOptions, sampleJudgeCuts } from './evaluate-sessions.js';
 import type { RecordedSession } from './load-sessions.js';
+import { CONTINUATION_STEPS } from './replay-cut.js';
 
 export interface RunEvalOptions extends EvaluateOptions {
   inputs: string[];
@@ -73,6 +74,14 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
     calls: results.flatMap((result) => result.calls),
     window: options.window,
     now: (now ?? (() => new Date()))(),
+    parameters: {
+      strategies: [...options.strategies],
+      modes: [...options.modes],
+      window: options.window,
+      cutsPerSession: options.cutsPerSession,
+      sweep: [...options.sweep],
+      continuationSteps: CONTINUATION_STEPS,
+    },
     ...(options.llm
       ? {
           llm: {

@@ -1,8 +1,7 @@
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { BadInputError } from '../core/errors.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
+import { type CountTokens, type EncodingName, loadEncoding, loadEncodingSync } from './load-encoding.js';
 
 export type TokenizerName = 'o200k_base' | 'cl100k_base' | 'anthropic';
 
@@ -21,23 +20,46 @@ const PLAIN = { disallowedSpecial: new Set<string>() } as const;
  */
 export const ANTHROPIC_SCALE = 1.15;
 
-/** A real BPE token counter by encoding name. */
+const TOKENIZERS: Readonly<Record<TokenizerName, { label: string; encoding: EncodingName; scale: number }>> =
+  {
+    o200k_base: { label: 'o200k_base', encoding: 'o200k_base', scale: 1 },
+    cl100k_base: { label: 'cl100k_base', encoding: 'cl100k_base', scale: 1 },
+    anthropic: { label: 'anthropic (cl100k_base × 1.15)', encoding: 'cl100k_base', scale: ANTHROPIC_SCALE },
+  };
+
+function tokenizerOf(name: TokenizerName) {
+  const tokenizer = Object.hasOwn(TOKENIZERS, name) ? TOKENIZERS[name] : undefined;
+  if (!tokenizer)
+    throw new BadInputError(`unknown tokenizer "${String(name)}" (use o200k_base, cl100k_base or anthropic)`);
+  return tokenizer;
+}
+
+function counterOf(name: TokenizerName, load: () => CountTokens): TokenCounter {
+  const { label, scale } = tokenizerOf(name);
+  let countTokens: CountTokens | undefined;
+  return {
+    name: label,
+    count(text) {
+      if (text.length === 0) return 0;
+      countTokens ??= load();
+      const tokens = countTokens(text, PLAIN);
+      return scale === 1 ? tokens : Math.ceil(tokens * scale);
+    },
+  };
+}
+
+/**
+ * A real BPE token counter by encoding name. Its table (megabytes) loads on the first count
+ * that is not of an empty text; `loadTokenCounter` loads it ahead of time instead.
+ */
 export function createTokenCounter(name: TokenizerName = 'o200k_base'): TokenCounter {
-  switch (name) {
-    case 'o200k_base':
-      return { name, count: (text) => (text.length === 0 ? 0 : countO200k(text, PLAIN)) };
-    case 'cl100k_base':
-      return { name, count: (text) => (text.length === 0 ? 0 : countCl100k(text, PLAIN)) };
-    case 'anthropic':
-      return {
-        name: 'anthropic (cl100k_base × 1.15)',
-        count: (text) => (text.length === 0 ? 0 : Math.ceil(countCl100k(text, PLAIN) * ANTHROPIC_SCALE)),
-      };
-    default:
-      throw new BadInputError(
-        `unknown tokenizer "${String(name)}" (use o200k_base, cl100k_base or anthropic)`,
-      );
-  }
+  return counterOf(name, () => loadEncodingSync(tokenizerOf(name).encoding));
+}
+
+/** A real BPE token counter whose table is loaded before it is returned (for a server's start-up). */
+export async function loadTokenCounter(name: TokenizerName = 'o200k_base'): Promise<TokenCounter> {
+  const countTokens = await loadEncoding(tokenizerOf(name).encoding);
+  return counterOf(name, () => countTokens);
 }
 
 /** The counter that fits a provider by default. */

@@ -1,0 +1,156 @@
+import { describe, expect, it } from 'vitest';
+import type { EvalSummary } from '../eval-summary.js';
+import { wilson } from '../wilson.js';
+import { renderMarkdown } from './render-markdown.js';
+import { sampleSummary } from './sample-summary.js';
+
+const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+
+/** The Markdown tables of a document, each under the heading above it, as rows of cells. */
+function tablesOf(markdown: string): Map<string, string[][]> {
+  const tables = new Map<string, string[][]>();
+  let heading = '';
+  for (const line of markdown.split('\n')) {
+    if (line.startsWith('## ')) heading = line.slice(3);
+    if (!line.startsWith('| ')) continue;
+    const cells = line
+      .slice(2, -2)
+      .split(/ (?<!\\)\| /)
+      .map((cell) => cell.replaceAll('\\|', '|'));
+    tables.set(heading, [...(tables.get(heading) ?? []), cells]);
+  }
+  return tables;
+}
+
+function withParameters(summary: EvalSummary): EvalSummary {
+  return {
+    ...summary,
+    parameters: {
+      strategies: summary.cutMode.map((result) => result.strategy),
+      modes: ['cut', 'session'],
+      window: 128_000,
+      cutsPerSession: 4,
+      sweep: [0.9, 0.5, 0.2],
+      continuationSteps: 3,
+    },
+  };
+}
+
+describe('renderMarkdown', () => {
+  const summary = withParameters(sampleSummary());
+  const markdown = renderMarkdown(summary, { seconds: 42.4, runtime: 'node v20.20.2, 2 cores' });
+  const tables = tablesOf(markdown);
+
+  it('opens with the command, the date and the settings of the run', () => {
+    expect(markdown.startsWith('# Self-GC evaluation results\n')).toBe(true);
+    expect(markdown).toContain(`\`\`\`sh\n${summary.command}\n\`\`\``);
+    expect(markdown).toContain('Written by `selfgc eval` at 2026-07-14 09:30 UTC:');
+    expect(markdown).toContain(
+      '- Sessions: 14, from `test-fixture/sessions-a.jsonl`, `test-fixture/sessions-b.jsonl`.',
+    );
+    expect(markdown).toContain('(4 per session)');
+    expect(markdown).toContain('keep shares 0.9, 0.5, 0.2');
+    expect(markdown).toContain('the next 3 assistant messages');
+    expect(markdown).toContain('window 128,000 tokens; cache writes cost 1.25× and cache reads 0.1×');
+    expect(markdown).toContain('- Run: 42 s, node v20.20.2, 2 cores.');
+    expect(markdown).not.toMatch(/undefined|NaN|Infinity|null/);
+  });
+
+  it('writes every table with as many cells in each row as in its header', () => {
+    expect(tables.size).toBe(3);
+    for (const [heading, rows] of tables) {
+      expect(
+        rows[1]!.every((cell) => /^-{3}:?$/.test(cell)),
+        heading,
+      ).toBe(true);
+      for (const row of rows) expect(row.length, `${heading}: ${row.join(' | ')}`).toBe(rows[0]!.length);
+    }
+  });
+
+  it('gives each strategy its cut-mode row at its own budget', () => {
+    const rows = tables.get('Cut mode, each strategy at its own budget')!.slice(2);
+    expect(rows).toHaveLength(summary.cutMode.length);
+    for (const [index, result] of summary.cutMode.entries()) {
+      const { own } = result;
+      expect(rows[index]).toEqual([
+        result.strategy + (result.upperBound ? ' (upper bound)' : ''),
+        percent(own.pruneRate),
+        `${percent(own.strictNoImpact.value)} [${percent(own.strictNoImpact.low)}–${percent(own.strictNoImpact.high)}]`,
+        percent(own.recoverableNoImpact.value),
+        percent(own.unrecoverableLoss.value),
+      ]);
+    }
+  });
+
+  it('compares at matched prune rates only the strategies and rates a sweep reaches', () => {
+    const [header, , ...rows] = tables.get('Strict no-impact at matched prune rates')!;
+    const reached = (name: string) => summary.matched.some((row) => row.strictNoImpact[name] != null);
+    expect(header).toEqual([
+      'prune rate',
+      ...summary.cutMode.map((result) => result.strategy).filter(reached),
+    ]);
+    const expected = summary.matched.filter((row) =>
+      header!.slice(1).some((name) => row.strictNoImpact[name] != null),
+    );
+    expect(rows.map((row) => row[0])).toEqual(expected.map((row) => percent(row.pruneRate)));
+    for (const [index, row] of expected.entries())
+      for (const [column, name] of header!.slice(1).entries()) {
+        const value = row.strictNoImpact[name];
+        expect(rows[index]![column + 1]).toBe(value == null ? '–' : percent(value));
+      }
+  });
+
+  it('gives each strategy its session-mode row', () => {
+    const rows = tables.get('Session mode, window 128,000')!.slice(2);
+    expect(rows.map((row) => row[0])).toEqual(summary.sessionMode.map((result) => result.strategy));
+    for (const [index, result] of summary.sessionMode.entries()) {
+      expect(rows[index]![4]).toBe(result.costRelative.toFixed(3));
+      expect(rows[index]![6]).toBe(
+        `${percent(result.strictNoImpactChanged.value)} of ${result.strictNoImpactChanged.total.toLocaleString('en-US')}`,
+      );
+    }
+  });
+
+  it('leaves out what a run did not measure or record', () => {
+    const bare = sampleSummary();
+    const cutOnly = renderMarkdown({ ...bare, sessionMode: [] });
+    expect(cutOnly).not.toContain('## Session mode');
+    expect(cutOnly).not.toContain('- Session mode:');
+    expect(cutOnly).not.toContain('per session');
+    expect(cutOnly).not.toContain('- Run:');
+    expect(cutOnly).not.toContain('LLM judge');
+    expect(cutOnly).not.toMatch(/undefined|NaN/);
+    const sessionOnly = renderMarkdown({ ...bare, cutMode: [], matched: [] });
+    expect(sessionOnly).not.toContain('## Cut mode');
+    expect(sessionOnly).not.toContain('matched prune rates');
+    expect(sessionOnly).toContain('## Session mode');
+  });
+
+  it('adds the LLM judge and planner fallbacks when a model was asked', () => {
+    const [first, ...rest] = summary.cutMode;
+    const judged: EvalSummary = {
+      ...summary,
+      llm: { provider: 'openai', model: 'judge-model', judgeSample: 20 },
+      cutMode: [
+        {
+          ...first!,
+          strategy: 'selfgc|llm',
+          llmNoImpact: wilson(15, 20),
+          llmAgreement: wilson(18, 20),
+          llmJudgeFailures: 1,
+          llmPlannerFallbacks: 2,
+        },
+        ...rest,
+      ],
+    };
+    const text = renderMarkdown(judged);
+    expect(text).toContain('- Model endpoint: openai `judge-model`; LLM judge on 20 cuts per strategy.');
+    const rows = tablesOf(text).get("LLM judge (judge-model), sampled cuts at each strategy's own budget")!;
+    const rate = wilson(15, 20);
+    expect(rows.slice(2)).toEqual([
+      ['selfgc|llm', `75.0% [${percent(rate.low)}–${percent(rate.high)}] of 20`, '90.0%', '1'],
+    ]);
+    expect(text).toContain('| selfgc\\|llm |');
+    expect(text).toContain('- cut mode, selfgc|llm: the LLM planner failed for 2 plan(s)');
+  });
+});

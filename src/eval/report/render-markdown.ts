@@ -1,0 +1,190 @@
+/**
+ * The results file of `selfgc eval --markdown`: the tables the CLI prints, as Markdown, under the
+ * command, the date and the evaluation's settings, so a document can link to measured numbers
+ * instead of copying them.
+ */
+import type { CutModeResult, EvalSummary, Rate, SessionModeResult } from '../eval-summary.js';
+
+export interface MarkdownOptions {
+  /** How long the evaluation took, in seconds. */
+  seconds?: number;
+  /** Where it ran, e.g. `node v20.20.2, 2 cores`. */
+  runtime?: string;
+}
+
+const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+const count = (value: number) => value.toLocaleString('en-US');
+const interval = (rate: Rate) => `${percent(rate.value)} [${percent(rate.low)}–${percent(rate.high)}]`;
+
+function table(headers: readonly string[], numeric: readonly boolean[], rows: readonly string[][]): string {
+  const cell = (text: string) => text.replaceAll('|', '\\|');
+  const line = (cells: readonly string[]) => `| ${cells.map(cell).join(' | ')} |`;
+  const rule = `| ${numeric.map((right) => (right ? '---:' : '---')).join(' | ')} |`;
+  return [line(headers), rule, ...rows.map(line)].join('\n');
+}
+
+function settings(summary: EvalSummary, options: MarkdownOptions): string {
+  const parameters = summary.parameters;
+  const cutMode = summary.cutMode[0];
+  const sessionMode = summary.sessionMode[0];
+  const lines = [
+    `- Sessions: ${count(summary.sessions)}, from ${summary.inputs.map((input) => `\`${input}\``).join(', ')}.`,
+  ];
+  if (parameters)
+    lines.push(`- Strategies: ${parameters.strategies.map((name) => `\`${name}\``).join(', ')}.`);
+  if (cutMode) {
+    const sweep = parameters ? ` and a budget sweep over keep shares ${parameters.sweep.join(', ')}` : '';
+    const perSession = parameters ? ` (${parameters.cutsPerSession} per session)` : '';
+    const steps = parameters
+      ? `the next ${parameters.continuationSteps} assistant messages`
+      : 'the continuation';
+    lines.push(
+      `- Cut mode: ${count(cutMode.own.cuts)} cuts${perSession}, each strategy at its own budget${sweep}; the anchor judge reads ${steps}.`,
+    );
+  }
+  if (sessionMode)
+    lines.push(
+      `- Session mode: ${count(sessionMode.calls)} model calls, window ${count(sessionMode.window)} tokens; cache writes cost ${summary.pricing.cacheWrite}× and cache reads ${summary.pricing.cacheRead}× the input price.`,
+    );
+  if (summary.llm) {
+    const judge =
+      summary.llm.judgeSample === undefined
+        ? ''
+        : `; LLM judge on ${summary.llm.judgeSample} cuts per strategy`;
+    lines.push(`- Model endpoint: ${summary.llm.provider} \`${summary.llm.model}\`${judge}.`);
+  }
+  const run = [
+    options.seconds === undefined ? undefined : `${options.seconds.toFixed(0)} s`,
+    options.runtime,
+  ].filter((part) => part !== undefined);
+  if (run.length > 0) lines.push(`- Run: ${run.join(', ')}.`);
+  return lines.join('\n');
+}
+
+function cutModeSection(results: readonly CutModeResult[]): string {
+  const rows = results.map((result) => [
+    result.strategy + (result.upperBound ? ' (upper bound)' : ''),
+    percent(result.own.pruneRate),
+    interval(result.own.strictNoImpact),
+    percent(result.own.recoverableNoImpact.value),
+    percent(result.own.unrecoverableLoss.value),
+  ]);
+  return `## Cut mode, each strategy at its own budget
+
+${table(
+  ['strategy', 'prune rate', 'strict no-impact [95% CI]', 'recoverable', 'unrecoverable loss'],
+  [false, true, true, true, true],
+  rows,
+)}`;
+}
+
+function llmJudgeSection(summary: EvalSummary): string | undefined {
+  const judged = summary.cutMode.filter((result) => result.llmNoImpact !== undefined);
+  if (judged.length === 0) return undefined;
+  const rows = judged.map((result) => [
+    result.strategy,
+    `${interval(result.llmNoImpact!)} of ${result.llmNoImpact!.total}`,
+    percent(result.llmAgreement?.value ?? 0),
+    String(result.llmJudgeFailures ?? 0),
+  ]);
+  return `## LLM judge (${summary.llm?.model ?? 'model'}), sampled cuts at each strategy's own budget
+
+${table(['strategy', 'no-impact [95% CI]', 'agrees with strict', 'no verdict'], [false, true, true, true], rows)}`;
+}
+
+/** Only the strategies and rates a sweep reaches: a column or row of dashes says nothing. */
+function matchedSection(summary: EvalSummary): string | undefined {
+  const strategies = summary.cutMode
+    .map((result) => result.strategy)
+    .filter((name) => summary.matched.some((row) => row.strictNoImpact[name] != null));
+  const rows = summary.matched.filter((row) => strategies.some((name) => row.strictNoImpact[name] != null));
+  if (rows.length === 0) return undefined;
+  const value = (rate: number | null | undefined) => (rate == null ? '–' : percent(rate));
+  return `## Strict no-impact at matched prune rates
+
+Interpolated on each strategy's budget sweep; – where a sweep does not reach.
+
+${table(
+  ['prune rate', ...strategies],
+  [true, ...strategies.map(() => true)],
+  rows.map((row) => [percent(row.pruneRate), ...strategies.map((name) => value(row.strictNoImpact[name]))]),
+)}`;
+}
+
+function sessionModeSection(results: readonly SessionModeResult[]): string {
+  const rows = results.map((result) => [
+    result.strategy,
+    percent(result.inputTokens / Math.max(1, result.baselineInputTokens)),
+    count(result.overWindowCalls),
+    percent(result.cacheHitRate),
+    result.costRelative.toFixed(3),
+    count(result.commits),
+    `${percent(result.strictNoImpactChanged.value)} of ${count(result.strictNoImpactChanged.total)}`,
+  ]);
+  return `## Session mode, window ${count(results[0]!.window)}
+
+Cost under cache pricing, relative to no governance.
+
+${table(
+  [
+    'strategy',
+    'input tokens vs none',
+    'over-window calls',
+    'cache hit rate',
+    'cost vs none',
+    'commits',
+    'strict no-impact on changed calls',
+  ],
+  [false, true, true, true, true, true, true],
+  rows,
+)}`;
+}
+
+function fallbackNotes(summary: EvalSummary): string | undefined {
+  const notes = [
+    ...summary.cutMode
+      .filter((result) => result.llmPlannerFallbacks)
+      .map(
+        (result) =>
+          `- cut mode, ${result.strategy}: the LLM planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in.`,
+      ),
+    ...summary.sessionMode
+      .filter((result) => result.llmPlannerFallbacks)
+      .map(
+        (result) =>
+          `- session mode, ${result.strategy}: the LLM planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in.`,
+      ),
+  ];
+  return notes.length === 0 ? undefined : `## Planner fallbacks\n\n${notes.join('\n')}`;
+}
+
+const READING = `## Reading the tables
+
+- **Prune rate**: 1 − view tokens / prefix tokens, averaged over cuts.
+- **Strict no-impact**: every anchor the continuation uses that also appears in the prefix is
+  visible in the view. **Recoverable**: each is visible or inside removed content whose recovery
+  pointer is visible. **Unrecoverable loss**: a needed anchor is neither, though a fold or mask
+  removed it. Rates carry Wilson 95% intervals.
+- **Session mode**: one model call per assistant message under the window, state carried from
+  call to call; strict no-impact is over the calls whose view differs from the full transcript.
+  \`+sticky\` is a baseline's cache-friendly form, which edits again only when the window forces it.`;
+
+export function renderMarkdown(summary: EvalSummary, options: MarkdownOptions = {}): string {
+  const sections = [
+    `# Self-GC evaluation results
+
+Written by \`selfgc eval\` at ${summary.createdAt.slice(0, 16).replace('T', ' ')} UTC:
+
+\`\`\`sh
+${summary.command}
+\`\`\``,
+    settings(summary, options),
+    summary.cutMode.length > 0 ? cutModeSection(summary.cutMode) : undefined,
+    llmJudgeSection(summary),
+    summary.cutMode.length > 0 ? matchedSection(summary) : undefined,
+    summary.sessionMode.length > 0 ? sessionModeSection(summary.sessionMode) : undefined,
+    fallbackNotes(summary),
+    READING,
+  ];
+  return `${sections.filter((section) => section !== undefined).join('\n\n')}\n`;
+}

@@ -1,0 +1,60 @@
+/**
+ * The BPE rank tables behind the real token counters. Each is megabytes of JavaScript (o200k
+ * has 200k ranks) that take longer to load than the rest of the package together, so nothing
+ * loads one at import: a table loads on the first count that needs it, or ahead of time through
+ * `loadEncoding`. Either way, once per process.
+ */
+import { createRequire } from 'node:module';
+
+export type EncodingName = 'o200k_base' | 'cl100k_base';
+
+/** Counts tokens of a text; the options carry which special tokens to reject (none, for us). */
+export type CountTokens = (text: string, options: { disallowedSpecial: Set<string> }) => number;
+
+interface EncodingModule {
+  countTokens: CountTokens;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Each encoding's two ways in, spelled out so bundlers and readers see which files load: `count`
+ * is synchronous, so a first count loads the CommonJS build; `loadEncoding` imports the ESM one.
+ */
+const LOADERS: Readonly<Record<EncodingName, { now(): EncodingModule; later(): Promise<EncodingModule> }>> = {
+  o200k_base: {
+    now: () => require('gpt-tokenizer/encoding/o200k_base') as EncodingModule,
+    later: () => import('gpt-tokenizer/encoding/o200k_base'),
+  },
+  cl100k_base: {
+    now: () => require('gpt-tokenizer/encoding/cl100k_base') as EncodingModule,
+    later: () => import('gpt-tokenizer/encoding/cl100k_base'),
+  },
+};
+
+const loaded = new Map<EncodingName, CountTokens>();
+
+/** The table of an encoding, loaded now if it is not yet. */
+export function loadEncodingSync(name: EncodingName): CountTokens {
+  const known = loaded.get(name);
+  if (known) return known;
+  const count = LOADERS[name].now().countTokens;
+  loaded.set(name, count);
+  return count;
+}
+
+/** Load an encoding's table ahead of its first count, without blocking on file reads. */
+export async function loadEncoding(name: EncodingName): Promise<CountTokens> {
+  const known = loaded.get(name);
+  if (known) return known;
+  const { countTokens } = await LOADERS[name].later();
+  // A synchronous load may have finished while this one read its files: keep one table.
+  const count = loaded.get(name) ?? countTokens;
+  loaded.set(name, count);
+  return count;
+}
+
+/** Whether an encoding's table is in memory (for tests and the benchmark). */
+export function isEncodingLoaded(name: EncodingName): boolean {
+  return loaded.has(name);
+}
