@@ -14,16 +14,55 @@ import type { Message } from './transcript.js';
 const LINK_HEX = 32;
 
 const IGNORED_KEYS = new Set(['cache_control']);
+const IGNORED_MARK = /"cache_control"/;
+
+type Extras = Record<string, unknown>;
+
+function isExtras(value: unknown): value is Extras {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Extras without the keys that do not change content: at the top, and where adapters keep the
+ * wire fields they do not map (`providerData[namespace].extra`). What is left empty goes too, so
+ * a block that carried only a breakpoint digests as one that never had it.
+ */
+function withoutIgnored(extras: Extras): Extras | undefined {
+  const kept: Extras = {};
+  for (const [key, value] of Object.entries(extras)) {
+    if (IGNORED_KEYS.has(key)) continue;
+    if (!isExtras(value) || !isExtras(value.extra)) {
+      kept[key] = value;
+      continue;
+    }
+    const { extra, ...slice } = value;
+    const keptExtra = withoutIgnored(extra);
+    const keptSlice = keptExtra === undefined ? slice : { ...value, extra: keptExtra };
+    if (Object.keys(keptSlice).length > 0) kept[key] = keptSlice;
+  }
+  return Object.keys(kept).length > 0 ? kept : undefined;
+}
 
 /** Provider extras without the keys that do not change content. */
-function contentExtras(extras: Record<string, unknown> | undefined): string {
+function contentExtras(extras: Extras | undefined): string {
   if (extras === undefined) return '';
-  let ignored = false;
-  for (const key of IGNORED_KEYS) if (key in extras) ignored = true;
-  if (!ignored) return JSON.stringify(extras);
-  const kept: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(extras)) if (!IGNORED_KEYS.has(key)) kept[key] = value;
-  return JSON.stringify(kept);
+  const text = JSON.stringify(extras);
+  if (!IGNORED_MARK.test(text)) return text;
+  const kept = withoutIgnored(extras);
+  return kept === undefined ? '' : JSON.stringify(kept);
+}
+
+/** A part as digested: its fields (inner parts of a tool result with their extras cleaned) apart from its own extras. */
+function partContent(rest: Extras): string {
+  const text = JSON.stringify(rest);
+  if (!IGNORED_MARK.test(text) || !Array.isArray(rest.content)) return text;
+  const content = rest.content.map((inner: unknown) => {
+    if (!isExtras(inner) || !isExtras(inner.providerData)) return inner;
+    const { providerData, ...fields } = inner;
+    const kept = withoutIgnored(providerData);
+    return kept === undefined ? fields : { ...fields, providerData: kept };
+  });
+  return JSON.stringify({ ...rest, content });
 }
 
 /**
@@ -35,8 +74,8 @@ export function messageDigest(message: Message): string {
   hash.update(message.role);
   hash.update('\u0000');
   for (const part of message.parts) {
-    const { providerData, ...rest } = part as { providerData?: Record<string, unknown> };
-    hash.update(JSON.stringify(rest));
+    const { providerData, ...rest } = part as { providerData?: Extras };
+    hash.update(partContent(rest));
     hash.update('\u0001');
     hash.update(contentExtras(providerData));
     hash.update('\u0002');
