@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
+import type { EntryModel } from '../core/valuator/entry-model.js';
 import type { EvalSummary } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
 import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
@@ -16,6 +17,7 @@ import { LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from '../eval/stra
 import { checkOutputPath } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
+import { MODEL_FLAG_HELP } from './model-flag.js';
 
 export const EVAL_HELP = `Usage: selfgc eval <files...> [options]
 
@@ -39,6 +41,7 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
                          strategy's own budget: llmNoImpact next to the anchor judge's (needs --llm-url)
   --judge-sample N       cuts per strategy the LLM judge reads, the same for every strategy
                          (default ${DEFAULT_JUDGE_SAMPLE}; one model call each)
+${MODEL_FLAG_HELP}
 
 ${LLM_FLAGS_HELP}`;
 
@@ -55,6 +58,8 @@ export interface EvalOptions {
   llm?: LlmEndpoint;
   /** With `llm`: cuts per strategy the LLM judge reads (`--judge llm`). */
   judgeSample?: number;
+  /** The valuator's model for Self-GC (`--model`). */
+  entryModel?: EntryModel | 'none';
 }
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
@@ -150,6 +155,7 @@ export async function evalCommand(
     ...(options.workers ? { workers: options.workers } : {}),
     ...(options.llm ? { llm: options.llm } : {}),
     ...(options.judgeSample === undefined ? {} : { judgeSample: options.judgeSample }),
+    ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
     onProgress: (done, total) => io.progress(done, total, 'sessions'),
   });
   const seconds = (Date.now() - started) / 1000;

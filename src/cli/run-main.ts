@@ -12,10 +12,12 @@ import { EVAL_HELP, evalCommand } from './eval-command.js';
 import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
 import { JUDGE_FLAGS, LLM_FLAGS, readJudgeSample, readLlmEndpoint } from './llm-flags.js';
 import { MCP_HELP, mcpCommand, storeSessionOf } from './mcp-command.js';
+import { readModelFlag } from './model-flag.js';
 import { DEFAULT_RETAIN, PROXY_HELP, proxyCommand } from './proxy-command.js';
 import { REPLAY_HELP, replayCommand } from './replay-command.js';
 import { keyHashPrefix, openExistingStore, SESSIONS_HELP, sessionsCommand } from './sessions-command.js';
 import { formatStoredSession, readStoredSession } from './stored-session.js';
+import { TRAIN_HELP, trainCommand } from './train-command.js';
 
 export const MAIN_HELP = `selfgc — self-governing context for long-running LLM agents
 
@@ -29,6 +31,7 @@ Commands:
   proxy                run the OpenAI/Anthropic-compatible governing proxy
   sessions <action>    list, show, delete or purge the sessions of a proxy's store
   mcp                  serve a session's removed content to an agent over MCP (stdio)
+  train <files...>     fit the valuator's model on recorded sessions (--model FILE uses it)
 
 Run "selfgc <command> --help" for the options of a command.
 `;
@@ -153,6 +156,24 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         ...(llm ? { llm } : {}),
       });
     }
+    case 'train': {
+      const { values, positionals } = parse(rest, {
+        out: { type: 'string' },
+        'calls-per-session': { type: 'string' },
+        'leave-one-family-out': { type: 'boolean' },
+      });
+      if (values.help) return showHelp(io, TRAIN_HELP);
+      if (typeof values.out !== 'string') throw new BadInputError('train needs --out FILE for the model');
+      return trainCommand(io, positionals, {
+        out: values.out,
+        callsPerSession: positiveInteger(
+          values['calls-per-session'] as string | undefined,
+          '--calls-per-session',
+          16,
+        ),
+        leaveOneFamilyOut: values['leave-one-family-out'] === true,
+      });
+    }
     case 'eval': {
       const { values, positionals } = parse(rest, {
         strategies: { type: 'string' },
@@ -163,10 +184,12 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         json: { type: 'string' },
         report: { type: 'string' },
         markdown: { type: 'string' },
+        model: { type: 'string' },
         ...LLM_FLAGS,
         ...JUDGE_FLAGS,
       });
       if (values.help) return showHelp(io, EVAL_HELP);
+      const entryModel = readModelFlag(values.model);
       const modes = (typeof values.modes === 'string' ? values.modes : 'cut,session')
         .split(',')
         .map((mode) => mode.trim());
@@ -198,6 +221,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           ...(typeof values.markdown === 'string' ? { markdown: values.markdown } : {}),
           ...(llm ? { llm } : {}),
           ...(judgeSample === undefined ? {} : { judgeSample }),
+          ...(entryModel === undefined ? {} : { entryModel }),
         },
         commandLine,
       );

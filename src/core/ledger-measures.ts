@@ -19,3 +19,13 @@ export function assistantStepsAfter(ledger: Ledger): number[] {
   }
   return steps;
 }
+
+/** Where the last `steps` assistant steps before `end` begin: work from there on stays whole. */
+export function recentStepsStart(ledger: Ledger, end: number, steps: number): number {
+  let seen = 0;
+  for (let index = end - 1; index >= 0; index -= 1) {
+    if (ledger.messages[index]?.role === 'assistant') seen += 1;
+    if (seen >= steps) return index;
+  }
+  return 0;
+}

@@ -40,6 +40,12 @@ export interface LedgerObject {
   anchors: Anchor[];
   /** Indexes of later messages that mention one of this object's anchors, ascending. */
   references: number[];
+  /**
+   * For a system message that repeats an earlier one word for word (agents re-send their
+   * instructions mid-session): the id of the first. Its content stays visible there, so it is
+   * neither pinned nor needed twice.
+   */
+  restates?: string;
   /** Pinned objects may not be touched by any operation. */
   pinned: boolean;
   pinReason?: string;
@@ -102,7 +108,7 @@ const ERROR_TEXT =
 
 /** Default pins: the system prompt and the first user request (the task goal). */
 export function defaultPin(object: LedgerObject): string | undefined {
-  if (object.kind === 'system') return 'system prompt';
+  if (object.kind === 'system' && object.restates === undefined) return 'system prompt';
   if (object.id === 'conversation:user:1') return 'first user request (task goal)';
   return undefined;
 }
@@ -152,6 +158,8 @@ export function createLedger(options: LedgerOptions): Ledger {
   const maxAnchors = options.maxAnchorsPerObject ?? 400;
   let userCount = 0;
   let systemCount = 0;
+  // The first system object of each text, for restatements.
+  const systemTexts = new Map<string, string>();
   let functionCount = 0;
   let totalTokens = 0;
   let openConversation: LedgerObject | undefined;
@@ -206,6 +214,10 @@ export function createLedger(options: LedgerOptions): Ledger {
         sumOf(partCounts),
         indexAnchors,
       );
+      const textValue = message.parts.map(partText).join('\n');
+      const first = systemTexts.get(textValue);
+      if (first === undefined) systemTexts.set(textValue, object.id);
+      else object.restates = first;
       for (const anchor of object.anchors) spokenAnchors.add(anchor.value);
       register(object, message);
       created.add(object);

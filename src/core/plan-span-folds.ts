@@ -3,10 +3,11 @@
  * Shared by the embedded planner (under pressure, keeping the recent steps) and the fallback
  * (down to the latest turn).
  */
+
+import { indexEntryChars } from './index-entries.js';
 import type { Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
 import { autoAnchorBudget, SPAN_INDEX_CHARS_PER_ANCHOR } from './rehearse-plan.js';
-import { indexEntryChars } from './render-replacement.js';
 
 /** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
 export function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
@@ -76,14 +77,4 @@ export function planSpanFolds(
  */
 export function spanIndexTokens(folded: number, entryChars: number): number {
   return 40 + Math.ceil(Math.min(entryChars, SPAN_INDEX_CHARS_PER_ANCHOR * autoAnchorBudget(folded)) / 4);
-}
-
-/** Where the last `steps` assistant steps before `end` begin: work from there on stays whole. */
-export function recentStepsStart(ledger: Ledger, end: number, steps: number): number {
-  let seen = 0;
-  for (let index = end - 1; index >= 0; index -= 1) {
-    if (ledger.messages[index]?.role === 'assistant') seen += 1;
-    if (seen >= steps) return index;
-  }
-  return 0;
 }

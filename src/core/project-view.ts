@@ -89,6 +89,25 @@ function projectToolMessage(
   return parts.length === 0 ? undefined : { message: { ...message, parts }, tokens };
 }
 
+/**
+ * A system message under a state (one that restates an earlier one, pruned): its replacement as
+ * a system message, or nothing when the replacement is empty; undefined when it has no state.
+ */
+function projectSystemMessage(
+  ledger: Ledger,
+  index: number,
+  state: ViewState,
+): { message?: Message; tokens?: number } | undefined {
+  const object = ledger.objectsByMessage.get(index)?.find((candidate) => candidate.kind === 'system');
+  const entry = object ? state[object.id] : undefined;
+  if (!entry) return undefined;
+  if (entry.replacement === '') return {};
+  return {
+    message: { role: 'system', parts: [{ type: 'text', text: entry.replacement }] },
+    ...(entry.tokens === undefined ? {} : { tokens: entry.tokens + MESSAGE_OVERHEAD_TOKENS }),
+  };
+}
+
 /** Project the view of the ledger under the given committed states. */
 export function projectView(ledger: Ledger, state: ViewState, options: ProjectOptions = {}): View {
   const end = Math.min(options.end ?? ledger.messages.length, ledger.messages.length);
@@ -124,6 +143,13 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
       const projected = projectToolMessage(ledger, index, message, state, showIds, droppedCalls);
       if (projected) push(index, projected.message, projected.message !== message, projected.tokens);
       continue;
+    }
+    if (message.role === 'system') {
+      const replaced = projectSystemMessage(ledger, index, state);
+      if (replaced) {
+        if (replaced.message) push(index, replaced.message, true, replaced.tokens);
+        continue;
+      }
     }
     if (message.role === 'user' && showIds && conversation?.messageIndex === index) {
       push(index, withIdHeader(message, conversation.id), true);

@@ -25,6 +25,7 @@ import {
   renderTombstone,
 } from './render-replacement.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
+import { type EntryModel, type EntryScorer, entryScorer } from './valuator/entry-model.js';
 
 export interface RehearseOptions {
   /** Objects whose payload message is at or after this index belong to the latest turn. */
@@ -52,6 +53,11 @@ export interface RehearseOptions {
    * of the window).
    */
   spanAnchorTokens?: number;
+  /**
+   * The valuator's model: fold indexes list their entries by its future-use score, so their room
+   * goes to what later steps will quote (default: none, the extractor's ranking).
+   */
+  entryModel?: EntryModel;
 }
 
 export interface Rehearsal {
@@ -146,8 +152,11 @@ function judgeOperation(
   if (object.messageIndex >= protectFrom || object.span.end > protectFrom) {
     return { reason: 'latest-turn', detail: `${object.id} belongs to the latest turn` };
   }
-  if (object.kind === 'system')
-    return { reason: 'not-applicable', detail: 'system prompts are never edited' };
+  if (object.kind === 'system' && !(object.restates !== undefined && operation.operation === 'prune'))
+    return {
+      reason: 'not-applicable',
+      detail: 'system prompts are never edited; only one that restates an earlier one is pruned',
+    };
   if (object.kind === 'conversation' && object.span.end >= ledger.messages.length) {
     return { reason: 'open-conversation', detail: `${object.id} is still running` };
   }
@@ -183,6 +192,7 @@ function judgeOperation(
       const auto = (options.foldAnchors ?? 'auto') === 'auto';
       const replacement = renderFold(ledger, object, {
         ...(operation.summary ? { summary: operation.summary } : {}),
+        ...scoring(ledger, options),
         ...(object.kind === 'conversation'
           ? messagesIndexBudget(liveTokens(ledger, object), options)
           : {
@@ -252,6 +262,7 @@ function judgeSpanFold(
   const replacement = renderSpanFold(ledger, object, spanEnd, {
     ...(operation.summary ? { summary: operation.summary } : {}),
     ...messagesIndexBudget(before, options),
+    ...scoring(ledger, options),
   });
   const tokens = ledger.options.tokenCounter.count(replacement);
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
@@ -288,6 +299,11 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
       SPAN_INDEX_CHARS_PER_ANCHOR * budget,
     ),
   };
+}
+
+/** The entry scorer of the valuator's model, for the ledger as it stands. */
+function scoring(ledger: Ledger, options: RehearseOptions): { scoreEntry?: EntryScorer } {
+  return options.entryModel ? { scoreEntry: entryScorer(options.entryModel, ledger) } : {};
 }
 
 /** Keep one operation per object: the strongest. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { codeLines } from './index-entries.js';
 import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
 import {
-  codeLines,
   describeCall,
   isMaskable,
   keyAnchorsOf,

@@ -2,10 +2,11 @@
  * What the model sees in place of a folded, masked or pruned object. Every replacement names
  * the object id, so the agent (or the proxy) can recover it with `expand(id)`.
  */
-import { type Anchor, callExpressions, extractAnchors } from './anchors.js';
+import { type Anchor, callExpressions } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
+import { entriesOf, messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
-import { type LedgerObject, messageReferenceText, rankAnchors } from './ledger.js';
+import { type LedgerObject, rankAnchors } from './ledger.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
 
 /** The text payload of an object, as the model saw it. */
@@ -82,53 +83,17 @@ export function renderSpanFold(
   const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
   // The request stays in the view: what it says is not repeated.
-  const anchors = chooseAnchors(interleavedEntries(steps), options, objectText(ledger, object));
+  const anchors = chooseAnchors(
+    messagesEntries(steps, object.span.start + 1, options),
+    options,
+    objectText(ledger, object),
+  );
   return [
     `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
     ...(options.summary ? [oneLine(options.summary, 600)] : []),
     ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
     `(exact messages kept; expand("${key}") recovers them)`,
   ].join('\n');
-}
-
-/**
- * What a fold index may list, kept per message and per output: rehearsal renders the same spans
- * again and again as a plan deepens, and a session's messages do not change.
- */
-interface IndexEntries {
-  /** Anchors, ranked by weight. */
-  anchors: readonly Anchor[];
-  /** Short lines of code, in order. */
-  lines: readonly Anchor[];
-  calls: readonly Anchor[];
-}
-const entriesByMessage = new WeakMap<Message, IndexEntries>();
-const callsByObject = new WeakMap<LedgerObject, readonly Anchor[]>();
-
-function messageEntries(message: Message): IndexEntries {
-  let entries = entriesByMessage.get(message);
-  if (!entries) {
-    const textValue = messageReferenceText(message);
-    entries = {
-      anchors: rankAnchors(extractAnchors(textValue)),
-      lines: message.role === 'assistant' ? agentLines(message, textValue) : codeLines(textValue),
-      calls: callExpressions(textValue),
-    };
-    entriesByMessage.set(message, entries);
-  }
-  return entries;
-}
-
-/**
- * The characters the index entries of a message take (with their separators): about what an
- * index over it would hold if its budget had room for all of them.
- */
-export function indexEntryChars(message: Message): number {
-  const entries = messageEntries(message);
-  let chars = 0;
-  for (const list of [entries.anchors, entries.lines, entries.calls])
-    for (const entry of list) chars += entry.value.length + 2;
-  return chars;
 }
 
 /**
@@ -148,62 +113,56 @@ function* interleavedEntries(messages: readonly Message[]): Generator<Anchor> {
   yield* roundRobin(entries.map((entry) => entry.calls));
 }
 
+/**
+ * The entries of the index of `messages` (the first at `start`): with a scorer, each message's
+ * entries by the valuator's score, taken a round at a time over the messages, latest first.
+ */
+function messagesEntries(
+  messages: readonly Message[],
+  start: number,
+  options: FoldOptions,
+): Iterable<Anchor> {
+  const score = options.scoreEntry;
+  if (!score) return interleavedEntries(messages);
+  const lists = messages
+    .map((message, offset) =>
+      byScore(
+        entriesOf(message).map((entry) => ({ entry, holder: start + offset })),
+        score,
+      ),
+    )
+    .reverse();
+  return roundRobin(lists);
+}
+
+/**
+ * Entries by the valuator's score, highest first; among equal scores the later message first,
+ * and each value once.
+ */
+function byScore(
+  candidates: readonly { entry: Anchor; holder: number }[],
+  score: (entry: Anchor, holder: number) => number,
+): Anchor[] {
+  const best = new Map<string, { entry: Anchor; holder: number; score: number }>();
+  for (const candidate of candidates) {
+    const known = best.get(candidate.entry.value);
+    if (known && known.holder >= candidate.holder) continue;
+    // Value per character: the index's room is counted in characters.
+    const value = score(candidate.entry, candidate.holder) / (candidate.entry.value.length + 2);
+    best.set(candidate.entry.value, { ...candidate, score: value });
+  }
+  return [...best.values()]
+    .sort((a, b) => b.score - a.score || b.holder - a.holder)
+    .map((candidate) => candidate.entry);
+}
+
 function* roundRobin(lists: ReadonlyArray<readonly Anchor[]>): Generator<Anchor> {
   const longest = Math.max(0, ...lists.map((list) => list.length));
   for (let round = 0; round < longest; round += 1)
     for (const list of lists) if (round < list.length) yield list[round]!;
 }
 
-// A line number that a listing puts before each line (`cat -n`, `grep -n`, Claude Code's Read).
-const LINE_NUMBER = /^\s*\d+(?:→|\t|:|-)\s?/;
-
-/**
- * What marks a line as code: an assignment, a call or a colon, and also the brackets, braces,
- * tags and sigils of languages that need none of those (`if existing_count > 0 do`,
- * `@sha ~r/\A[0-9a-f]{40}\z/`, `<span>`). Not `|`: a table row is not code. Measured on the
- * dev sessions against `=`, `(` and `:` alone: matched no-impact +0.1 at 20% and 30% prune,
- * -0.2 at 50%; session mode unchanged.
- */
-const CODE_MARK = /[=(:{}[\]<>@~]/;
-
-/**
- * The short lines of a text that look like code: 10 to 80 characters once trimmed (and rid of a
- * listing's line number), with a letter and a mark of code. Each once, in order.
- */
-export function codeLines(textValue: string): Anchor[] {
-  return shortLines(textValue, (line) => CODE_MARK.test(line));
-}
-
-const FENCED_CODE = /```[^\n]*\n([\s\S]*?)```/g;
-
-/**
- * The short lines of what the agent ran or wrote: its tool-call arguments and the fenced code in
- * its text (an agent that acts through a shell block, as mini-swe-agent's do, writes its command
- * there), any line with a letter, since agents quote their own commands again (`ls -R sympy |
- * grep diophantine`). Its prose is not code.
- */
-function agentLines(message: Message, textValue: string): Anchor[] {
-  const calls = messageReferenceText({
-    ...message,
-    parts: message.parts.filter((part) => part.type !== 'text'),
-  });
-  const fenced = [...textValue.matchAll(FENCED_CODE)].map((match) => match[1]!);
-  return shortLines([calls, ...fenced].join('\n'), () => true);
-}
-
-/**
- * Lines of 10 to 80 characters once trimmed (and rid of a listing's line number), with a letter,
- * that pass `test`; each once, in order.
- */
-function shortLines(textValue: string, test: (line: string) => boolean): Anchor[] {
-  const lines = new Map<string, Anchor>();
-  for (const raw of textValue.split('\n')) {
-    const line = raw.replace(LINE_NUMBER, '').trim();
-    if (line.length < 10 || line.length > 80 || lines.has(line)) continue;
-    if (/[A-Za-z_]/.test(line) && test(line)) lines.set(line, { kind: 'line', value: line });
-  }
-  return [...lines.values()];
-}
+const callsByObject = new WeakMap<LedgerObject, readonly Anchor[]>();
 
 /** An output's anchors, then its call expressions. */
 function outputEntries(ledger: Ledger, object: LedgerObject): Anchor[] {
@@ -250,6 +209,11 @@ export interface FoldOptions {
   preferredAnchors?: readonly string[];
   /** Anchors visible elsewhere anyway (what the user or agent wrote): not repeated. */
   omitAnchors?: ReadonlySet<string>;
+  /**
+   * The valuator's future-use score of an entry held by message `holder`: the index lists its
+   * entries by it, highest first, instead of by the extractor's ranking.
+   */
+  scoreEntry?: (entry: Anchor, holder: number) => number;
 }
 
 /** Pick the key anchors of an object: preferred ones first, then by weight. */
@@ -326,7 +290,17 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
   if (object.kind === 'function') {
     const head = describeCall(object);
     const status = object.isError ? 'error' : 'ok';
-    const anchors = keyAnchorsOf(outputEntries(ledger, object), options, head);
+    const entries = outputEntries(ledger, object);
+    const anchors = options.scoreEntry
+      ? chooseAnchors(
+          byScore(
+            entries.map((entry) => ({ entry, holder: object.messageIndex })),
+            options.scoreEntry,
+          ),
+          options,
+          head,
+        )
+      : keyAnchorsOf(entries, options, head);
     const lines = [
       `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
       ...(options.summary ? [oneLine(options.summary, 400)] : []),
@@ -337,7 +311,7 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
   }
   const request = oneLine(objectText(ledger, object), 200);
   const anchors = chooseAnchors(
-    interleavedEntries(ledger.messages.slice(object.span.start, object.span.end)),
+    messagesEntries(ledger.messages.slice(object.span.start, object.span.end), object.span.start, options),
     options,
     request,
   );
@@ -352,6 +326,8 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
 
 /** The one-line tombstone of a pruned object. */
 export function renderTombstone(ledger: Ledger, object: LedgerObject): string {
+  if (object.restates !== undefined)
+    return `[${object.id}: the same instructions as ${object.restates} above, word for word]`;
   if (object.kind === 'function') {
     return `[pruned ${object.id}: ${oneLine(describeCall(object), 100)}${object.isError ? ', failed' : ''}, ${compactTokens(object.tokens)} tokens]`;
   }

@@ -5,6 +5,7 @@
 import { UpstreamError } from '../core/errors.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
+import type { EntryModel } from '../core/valuator/entry-model.js';
 import { createLlmPlanner } from '../llm/llm-planner.js';
 import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
@@ -30,6 +31,8 @@ export interface EvaluateOptions {
   llm?: LlmEndpoint;
   /** Cuts the LLM judge reads at each strategy's own budget, by session id (`sampleJudgeCuts`); needs `llm`. */
   judgeCuts?: Record<string, number[]>;
+  /** A valuator model for Self-GC's fold indexes (`--model`); default none. */
+  entryModel?: EntryModel | 'none';
 }
 
 export const DEFAULT_SWEEP = [0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2];
@@ -45,10 +48,11 @@ export function sessionPolicies(
   counter: ReturnType<typeof createTokenCounter>,
   context: StrategyContext,
 ): SessionPolicy[] {
-  if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware')];
+  const model = context.entryModel === undefined ? {} : { entryModel: context.entryModel };
+  if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware', model)];
   if (name === 'selfgc-llm' && context.llmClient) {
     const planner = createLlmPlanner({ client: context.llmClient });
-    return [governorPolicy(name, window, counter, 'aware', { planner })];
+    return [governorPolicy(name, window, counter, 'aware', { planner, ...model })];
   }
   if (name === 'oracle') return [];
   const strategy = strategyByName(name, context);
@@ -111,7 +115,10 @@ export async function evaluateSessions(
   env: Environment = {},
 ): Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }> {
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));
-  const context: StrategyContext = options.llm ? { llmClient: createEndpointClient(options.llm, env) } : {};
+  const context: StrategyContext = {
+    ...(options.llm ? { llmClient: createEndpointClient(options.llm, env) } : {}),
+    ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
+  };
   const strategies = options.strategies.map((name) => strategyByName(name, context));
   const asksModel = (name: string) => LLM_STRATEGY_NAMES.includes(name);
   const cuts: CutOutcome[] = [];

@@ -101,6 +101,10 @@ export function createGovernor(options: GovernorOptions): Governor {
   const softPressure = options.triggers?.softPressure ?? 0.7;
   const targetShare = options.triggers?.target ?? 0.4;
   const project = { showIds: options.showIds === true };
+  const entryModel =
+    options.entryModel === undefined || options.entryModel === 'none'
+      ? {}
+      : { entryModel: options.entryModel };
   const limitsFor = (reservedTokens = 0): CallLimits => {
     const window = Math.max(Math.min(MIN_VIEW_TOKENS, options.window), options.window - reservedTokens);
     return {
@@ -109,7 +113,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       minBatch: Math.floor(window * (options.triggers?.minBatch ?? 0.05)),
       // A span fold's anchor index is bounded by its size: up to a fifth of the window (a tenth
       // lost the names long sessions quote later; a quarter or a third cost more cache writes).
-      rehearse: { project, spanAnchorTokens: Math.max(200, Math.floor(window / 5)) },
+      rehearse: { project, spanAnchorTokens: Math.max(200, Math.floor(window / 5)), ...entryModel },
     };
   };
 

@@ -5,8 +5,9 @@
  * (tombstones stay), then past conversations, and last outputs leave with their call shells.
  */
 import type { Ledger, LedgerObject } from '../ledger.js';
+import { recentStepsStart } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
-import { messageViewTokens, planSpanFolds, recentStepsStart } from '../plan-span-folds.js';
+import { messageViewTokens, planSpanFolds } from '../plan-span-folds.js';
 import { latestTurnStart } from '../rehearse-plan.js';
 import { renderTombstone } from '../render-replacement.js';
 

@@ -8,6 +8,7 @@ import type { Planner } from '../planners/planner.js';
 import type { CommitRecord, SidecarStore } from '../store.js';
 import type { TokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
+import type { EntryModel } from '../valuator/entry-model.js';
 import type { CachePricing } from './cache-cost.js';
 
 /** When governance runs. All fractions are of the window. */
@@ -61,6 +62,12 @@ export interface GovernorOptions {
   cache?: 'aware' | 'blind' | CachePricing;
   /** Show ids as light metadata in the view (needed when the agent has GC tools). Default false. */
   showIds?: boolean;
+  /**
+   * A valuator model (`selfgc train` fits one; `defaultEntryModel()` is the one fitted on the
+   * recorded sessions the project evaluates on): fold indexes then list each message's entries by
+   * its future-use score. Default `'none'`: entries by the extractor's kind.
+   */
+  entryModel?: EntryModel | 'none';
   /** Injected clock. */
   now?: () => number;
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createPinRule } from '../governor/pins.js';
 import { indexTranscript, type Ledger } from '../ledger.js';
+import { recentStepsStart } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
-import { recentStepsStart } from '../plan-span-folds.js';
 import { projectView } from '../project-view.js';
 import { latestTurnStart, rehearsePlan } from '../rehearse-plan.js';
 import { longSession, moduleSource } from '../testing/long-session.js';

@@ -5,12 +5,14 @@
  * (or mask) for what is old and unreferenced, and keep for the rest. Under pressure it goes
  * further, least-needed first, until the target is reached.
  */
+
+import { indexEntryChars } from '../index-entries.js';
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
-import { assistantStepsAfter, spanTokens } from '../ledger-measures.js';
+import { assistantStepsAfter, recentStepsStart, spanTokens } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
-import { planSpanFolds, recentStepsStart, spanIndexTokens } from '../plan-span-folds.js';
+import { planSpanFolds, spanIndexTokens } from '../plan-span-folds.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
-import { indexEntryChars, isMaskable, objectText } from '../render-replacement.js';
+import { isMaskable, objectText } from '../render-replacement.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
 export interface EmbeddedPlannerOptions {
@@ -183,7 +185,8 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const { ledger, state } = input;
   // Outputs inside a committed fold of their conversation are out of the view already.
   const hidden = (object: LedgerObject) => {
-    const conversation = object.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
+    const conversation =
+      object.kind !== 'conversation' ? ledger.conversationAt(object.messageIndex) : undefined;
     const entry = conversation ? state[conversation.id] : undefined;
     return entry !== undefined && object.messageIndex < (entry.spanEnd ?? conversation!.span.end);
   };
@@ -226,8 +229,13 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     propose(object, operation, reason);
   };
 
-  // 1. Proven staleness, whatever the pressure: duplicated outputs leave, superseded ones fold
-  // (a re-run after a fix supersedes the failure, but its error may still be quoted).
+  // 1. Proven staleness, whatever the pressure: instructions sent again word for word leave
+  // (the first copy stays), duplicated outputs leave, superseded ones fold (a re-run after a fix
+  // supersedes the failure, but its error may still be quoted).
+  for (const object of ledger.objects) {
+    if (object.restates === undefined || object.span.end > input.protectFrom || hidden(object)) continue;
+    propose(object, 'prune', `restates ${object.restates}`);
+  }
   for (const entry of evidence) {
     const { object } = entry;
     if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= 1) continue;

@@ -2,6 +2,7 @@
  * Strategies by their command-line names.
  */
 import { BadInputError } from '../../core/errors.js';
+import type { EntryModel } from '../../core/valuator/entry-model.js';
 import type { LlmClient } from '../../llm/llm-types.js';
 import {
   clearToolUsesStrategy,
@@ -19,9 +20,11 @@ import type { Strategy } from './strategy.js';
 /** What strategies that ask a model need; `llmClient` is there only when an endpoint is configured. */
 export interface StrategyContext {
   llmClient?: LlmClient;
+  /** A valuator model for Self-GC's fold indexes (default none). */
+  entryModel?: EntryModel | 'none';
 }
 
-const STRATEGIES: Record<string, () => Strategy> = {
+const STRATEGIES: Record<string, (context: StrategyContext) => Strategy> = {
   none: () => noneStrategy,
   'oldest-turn': () => oldestTurnStrategy,
   'tool-prune': () => toolPruneStrategy,
@@ -29,7 +32,8 @@ const STRATEGIES: Record<string, () => Strategy> = {
   hybrid: () => hybridStrategy,
   'clear-tool-uses': () => clearToolUsesStrategy,
   'last-5-observations': () => lastObservationsStrategy,
-  selfgc: () => createSelfGcStrategy(),
+  selfgc: (context) =>
+    createSelfGcStrategy(context.entryModel === undefined ? {} : { entryModel: context.entryModel }),
   oracle: () => oracleStrategy,
 };
 
@@ -64,5 +68,5 @@ export function strategyByName(name: string, context: StrategyContext = {}): Str
       `unknown strategy "${name}" (choose from ${STRATEGY_NAMES.join(', ')}; selfgc-llm needs --llm-url)`,
     );
   }
-  return make();
+  return make(context);
 }

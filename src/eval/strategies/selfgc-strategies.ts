@@ -15,6 +15,7 @@ import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
 import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
+import type { EntryModel } from '../../core/valuator/entry-model.js';
 import { continuationAnchors } from '../judge-anchors.js';
 import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
 
@@ -49,9 +50,11 @@ export function cutPlannerInput(input: StrategyInput): PlannerInput {
 export function cutRehearseOptions(
   input: StrategyInput,
   foldAnchors: RehearseOptions['foldAnchors'] = 'auto',
+  entryModel: EntryModel | 'none' = 'none',
 ): RehearseOptions {
   return {
     foldAnchors,
+    ...(entryModel === 'none' ? {} : { entryModel }),
     ...(input.keep === 'auto'
       ? {}
       : { spanAnchorTokens: Math.floor((input.ledger.totalTokens * input.keep) / 2) }),
@@ -60,6 +63,8 @@ export function cutRehearseOptions(
 
 export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
   foldAnchors?: RehearseOptions['foldAnchors'];
+  /** A valuator model for fold indexes (default none). */
+  entryModel?: EntryModel | 'none';
 }
 
 /**
@@ -76,8 +81,9 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
     name,
     run(input) {
       const plannerInput = cutPlannerInput(input);
-      const plannerOptions = { ...CUT_PLANNER_OPTIONS, ...options };
-      const rehearse = cutRehearseOptions(input, options.foldAnchors);
+      const { entryModel, foldAnchors, ...planner } = options;
+      const plannerOptions = { ...CUT_PLANNER_OPTIONS, ...planner };
+      const rehearse = cutRehearseOptions(input, foldAnchors, entryModel);
       let operations = planEmbedded(plannerInput, plannerOptions);
       let rehearsal = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
       // The planner estimates what each fold's index keeps; rehearsal renders it. While the

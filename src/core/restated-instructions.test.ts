@@ -1,0 +1,98 @@
+import { describe, expect, it } from 'vitest';
+import { createPinRule } from './governor/pins.js';
+import { indexTranscript } from './ledger.js';
+import { planEmbedded } from './planners/embedded-planner.js';
+import { projectView } from './project-view.js';
+import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
+import { assistantMessage, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
+import { approximateTokenCounter } from './tokens.js';
+import { messageText } from './transcript.js';
+
+const INSTRUCTIONS = `<permissions instructions>\n${'Filesystem sandboxing: workspace-write. '.repeat(80)}`;
+
+/** An agent that re-sends its instructions as a system message at each new request (as Codex does). */
+function session() {
+  return [
+    systemMessage('You are a coding agent.'),
+    systemMessage(INSTRUCTIONS),
+    userMessage('fix the parser'),
+    ...toolRound('c1', 'bash', { command: 'cat parser.py' }, 'def parse(): pass'),
+    assistantMessage('Fixed parse() in parser.py.'),
+    systemMessage(INSTRUCTIONS),
+    userMessage('now the lexer'),
+    ...toolRound('c2', 'bash', { command: 'cat lexer.py' }, 'def lex(): pass'),
+    systemMessage(`${INSTRUCTIONS} Network access: enabled.`),
+    userMessage('and the docs'),
+  ];
+}
+
+function ledgerOf() {
+  return indexTranscript(session(), { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+}
+
+describe('system messages that restate earlier ones', () => {
+  it('are marked with the first copy and not pinned; changed instructions stay pinned', () => {
+    const ledger = ledgerOf();
+    const systems = ledger.objects.filter((object) => object.kind === 'system');
+    expect(systems.map((object) => [object.id, object.restates, object.pinned])).toEqual([
+      ['system:1', undefined, true],
+      ['system:2', undefined, true],
+      ['system:3', 'system:2', false],
+      ['system:4', undefined, true],
+    ]);
+  });
+
+  it('are pruned as proven stale, to a line that names the copy still in the view', () => {
+    const ledger = ledgerOf();
+    const protectFrom = latestTurnStart(ledger);
+    const viewTokens = projectView(ledger, {}).tokens;
+    const operations = planEmbedded({
+      ledger,
+      state: {},
+      protectFrom,
+      viewTokens,
+      targetTokens: viewTokens,
+      window: viewTokens * 2,
+    });
+    expect(operations).toContainEqual(expect.objectContaining({ objectId: 'system:3', operation: 'prune' }));
+    const rehearsal = rehearsePlan(ledger, {}, { planner: 'embedded', operations }, { protectFrom });
+    const view = projectView(ledger, rehearsal.stateAfter);
+    const systemTexts = view.items
+      .filter((item) => item.message.role === 'system')
+      .map((item) => messageText(item.message));
+    expect(systemTexts).toHaveLength(4);
+    expect(systemTexts[2]).toBe('[system:3: the same instructions as system:2 above, word for word]');
+    expect(systemTexts.filter((text) => text === INSTRUCTIONS)).toHaveLength(1);
+    expect(view.tokens).toBeLessThan(viewTokens - 500);
+    // The measured tokens of the view agree with counting it again.
+    const counted = projectView(ledger, rehearsal.stateAfter).items.reduce(
+      (sum, item) => sum + (item.tokens ?? 0),
+      0,
+    );
+    expect(view.tokens).toBe(counted);
+  });
+
+  it('are the only system messages an operation may touch', () => {
+    const ledger = ledgerOf();
+    const protectFrom = latestTurnStart(ledger);
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      {
+        planner: 'test',
+        operations: [
+          { objectId: 'system:2', operation: 'prune', reason: 'test' },
+          { objectId: 'system:3', operation: 'fold', reason: 'test' },
+          { objectId: 'system:4', operation: 'prune', reason: 'test' },
+        ],
+      },
+      { protectFrom },
+    );
+    expect(rehearsal.accepted).toEqual([]);
+    expect(rehearsal.rejected.map((rejected) => [rejected.operation.objectId, rejected.reason])).toEqual([
+      ['system:2', 'pinned'],
+      ['system:3', 'not-applicable'],
+      ['system:4', 'pinned'],
+    ]);
+  });
+});
