@@ -1,5 +1,5 @@
 /**
- * `--model FILE|none`: the valuator's model for the governor, as `selfgc train` writes it.
+ * `--model FILE|default`: a valuator model for the governor, as `selfgc train` writes it.
  */
 import { readFileSync } from 'node:fs';
 import { BadInputError } from '../core/errors.js';
@@ -9,12 +9,12 @@ export const MODEL_FLAG_HELP = `  --model FILE|default   a valuator model for wh
                          it; default: the one fitted on the project's recorded sessions
                          (without --model: fold indexes list entries by kind)`;
 
-/** The model a `--model` value names; undefined keeps the default. */
-export function readModelFlag(value: unknown): EntryModel | 'none' | undefined {
+/** The model a `--model` value names; undefined without one. */
+export function readModelFlag(value: unknown): EntryModel | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value.length === 0)
-    throw new BadInputError('--model needs a FILE or none');
-  if (value === 'none') return 'none';
+    throw new BadInputError('--model needs a FILE or default');
+  if (value === 'default') return defaultEntryModel();
   let text: string;
   try {
     text = readFileSync(value, 'utf8');

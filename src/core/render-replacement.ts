@@ -4,7 +4,7 @@
  */
 import { type Anchor, callExpressions } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
-import { entriesOf, messageEntries } from './index-entries.js';
+import { messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
 import { type LedgerObject, rankAnchors } from './ledger.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
@@ -114,8 +114,8 @@ function* interleavedEntries(messages: readonly Message[]): Generator<Anchor> {
 }
 
 /**
- * The entries of the index of `messages` (the first at `start`): with a scorer, each message's
- * entries by the valuator's score, taken a round at a time over the messages, latest first.
+ * The entries of the index of `messages` (the first at `start`): with a scorer, the anchors of
+ * all of them by the valuator's score, then the lines and calls as without one.
  */
 function messagesEntries(
   messages: readonly Message[],
@@ -124,15 +124,18 @@ function messagesEntries(
 ): Iterable<Anchor> {
   const score = options.scoreEntry;
   if (!score) return interleavedEntries(messages);
-  const lists = messages
-    .map((message, offset) =>
-      byScore(
-        entriesOf(message).map((entry) => ({ entry, holder: start + offset })),
-        score,
-      ),
-    )
-    .reverse();
-  return roundRobin(lists);
+  const anchors = byScore(
+    messages.flatMap((message, offset) =>
+      messageEntries(message).anchors.map((entry) => ({ entry, holder: start + offset })),
+    ),
+    score,
+  );
+  const entries = [...messages].reverse().map(messageEntries);
+  return [
+    ...anchors,
+    ...roundRobin(entries.map((entry) => entry.lines)),
+    ...roundRobin(entries.map((entry) => entry.calls)),
+  ];
 }
 
 /**
@@ -147,9 +150,7 @@ function byScore(
   for (const candidate of candidates) {
     const known = best.get(candidate.entry.value);
     if (known && known.holder >= candidate.holder) continue;
-    // Value per character: the index's room is counted in characters.
-    const value = score(candidate.entry, candidate.holder) / (candidate.entry.value.length + 2);
-    best.set(candidate.entry.value, { ...candidate, score: value });
+    best.set(candidate.entry.value, { ...candidate, score: score(candidate.entry, candidate.holder) });
   }
   return [...best.values()]
     .sort((a, b) => b.score - a.score || b.holder - a.holder)
@@ -210,8 +211,8 @@ export interface FoldOptions {
   /** Anchors visible elsewhere anyway (what the user or agent wrote): not repeated. */
   omitAnchors?: ReadonlySet<string>;
   /**
-   * The valuator's future-use score of an entry held by message `holder`: the index lists its
-   * entries by it, highest first, instead of by the extractor's ranking.
+   * The valuator's future-use score of an anchor held by message `holder`: the index lists its
+   * anchors by it, highest first, instead of by the extractor's ranking (lines and calls follow).
    */
   scoreEntry?: (entry: Anchor, holder: number) => number;
 }
@@ -291,12 +292,16 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
     const head = describeCall(object);
     const status = object.isError ? 'error' : 'ok';
     const entries = outputEntries(ledger, object);
-    const anchors = options.scoreEntry
+    const score = options.scoreEntry;
+    const anchors = score
       ? chooseAnchors(
-          byScore(
-            entries.map((entry) => ({ entry, holder: object.messageIndex })),
-            options.scoreEntry,
-          ),
+          [
+            ...byScore(
+              object.anchors.map((entry) => ({ entry, holder: object.messageIndex })),
+              score,
+            ),
+            ...entries.filter((entry) => entry.kind === 'call'),
+          ],
           options,
           head,
         )

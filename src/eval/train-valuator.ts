@@ -1,28 +1,51 @@
 /**
  * Fitting the entry valuator on recorded sessions, with labels from the sessions themselves: at
- * a call, every entry a fold index could list from the older messages is an example, labelled 1
- * when one of the next assistant messages uses it (writes it, or passes it to a tool). Entries the
- * latest steps still show are left out: they are visible without any index.
+ * a call, every anchor a fold index could list from the older messages is an example, labelled 1
+ * when one of the next assistant messages uses it (writes it, or passes it to a tool). Anchors the
+ * request, the instructions or the latest steps show are left out: they are visible without any
+ * index.
  */
 import { basename } from 'node:path';
-import type { Anchor } from '../core/anchors.js';
-import { entriesOf } from '../core/index-entries.js';
-import { createLedger } from '../core/ledger.js';
+import { type Anchor, anchorValues } from '../core/anchors.js';
+import { BadInputError } from '../core/errors.js';
+import { messageEntries } from '../core/index-entries.js';
+import { createLedger, messageReferenceText } from '../core/ledger.js';
 import { recentStepsStart } from '../core/ledger-measures.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import { ENTRY_FEATURES, entryFeaturizer, LATEST_STEPS } from '../core/valuator/entry-features.js';
 import { ENTRY_MODEL_FORMAT, type EntryModel } from '../core/valuator/entry-model.js';
 import { fitLogistic, rocAuc } from '../core/valuator/logistic.js';
-import { continuationAnchors } from './judge-anchors.js';
 import type { RecordedSession } from './load-sessions.js';
-import { continuationAt } from './replay-cut.js';
 
 export interface TrainingOptions {
   /** Calls sampled per session, evenly spread (default 16). */
   callsPerSession?: number;
   /** One unused entry in this many is kept, weighted back up (default 16). */
   negativeSampling?: number;
+  /**
+   * Assistant messages after a call whose use of an anchor labels it (default 20): a fold's
+   * index stands for many calls after the one that folded it, so the label looks that far.
+   */
+  horizon?: number;
+}
+
+export const DEFAULT_HORIZON = 20;
+
+/**
+ * The anchors the next `count` assistant messages from `cut` on use: in what they write and in
+ * the arguments of the tools they call.
+ */
+function usedAnchors(messages: readonly Message[], cut: number, count: number): Set<string> {
+  const used = new Set<string>();
+  let seen = 0;
+  for (let index = cut; index < messages.length && seen < count; index += 1) {
+    const message = messages[index]!;
+    if (message.role !== 'assistant') continue;
+    seen += 1;
+    for (const value of anchorValues(messageReferenceText(message))) used.add(value);
+  }
+  return used;
 }
 
 /** Examples as flat arrays, grouped by family (the file a session came from). */
@@ -31,8 +54,6 @@ export interface ExampleSet {
   labels: number[];
   weights: number[];
   families: string[];
-  /** For each call: the index of its first row (calls are contiguous). */
-  callStarts: number[];
   sessions: number;
 }
 
@@ -49,30 +70,6 @@ function sampleHash(value: string): number {
     hash = Math.imul(hash, 0x01000193);
   }
   return hash >>> 0;
-}
-
-/** Whether `textValue` holds `value` with no word character glued to either end. */
-export function usesValue(textValue: string, value: string): boolean {
-  const word = /[A-Za-z0-9_]/;
-  for (let at = textValue.indexOf(value); at >= 0; at = textValue.indexOf(value, at + 1)) {
-    const before = textValue[at - 1];
-    const after = textValue[at + value.length];
-    if (
-      (before === undefined || !word.test(before) || !word.test(value[0]!)) &&
-      (after === undefined || !word.test(after) || !word.test(value.at(-1)!))
-    )
-      return true;
-  }
-  return false;
-}
-
-/**
- * Whether an entry gives the agent an anchor it used next: the anchor itself, or a line or call
- * that holds one.
- */
-function holdsUsedAnchor(entry: Anchor, used: readonly string[]): boolean {
-  if (entry.kind !== 'line' && entry.kind !== 'call') return used.includes(entry.value);
-  return used.some((value) => usesValue(entry.value, value));
 }
 
 function callIndexes(messages: readonly Message[], count: number): number[] {
@@ -92,8 +89,9 @@ export function collectExamples(
   options: TrainingOptions = {},
   onSession?: (done: number) => void,
 ): ExampleSet {
-  const set: ExampleSet = { rows: [], labels: [], weights: [], families: [], callStarts: [], sessions: 0 };
+  const set: ExampleSet = { rows: [], labels: [], weights: [], families: [], sessions: 0 };
   const sampling = Math.max(1, options.negativeSampling ?? 16);
+  const horizon = Math.max(1, options.horizon ?? DEFAULT_HORIZON);
   for (const session of sessions) {
     const family = familyOf(session);
     const ledger = createLedger({ tokenCounter: approximateTokenCounter, indexAnchors: false });
@@ -101,18 +99,17 @@ export function collectExamples(
       ledger.append(session.messages.slice(ledger.messages.length, cut));
       const featurizer = entryFeaturizer(ledger);
       const recentStart = recentStepsStart(ledger, cut, LATEST_STEPS);
-      const used = [...continuationAnchors(continuationAt(session.messages, cut))];
+      const used = usedAnchors(session.messages, cut, horizon);
       const holders = new Map<string, { entry: Anchor; holder: number }>();
       for (let index = 0; index < recentStart; index += 1) {
         const message = ledger.messages[index]!;
         if (message.role !== 'assistant' && message.role !== 'tool') continue;
-        for (const entry of entriesOf(message))
+        for (const entry of messageEntries(message).anchors)
           if (!featurizer.shownElsewhere(entry)) holders.set(entry.value, { entry, holder: index });
       }
       if (holders.size === 0) continue;
-      set.callStarts.push(set.rows.length);
       for (const [value, { entry, holder }] of holders) {
-        const label = holdsUsedAnchor(entry, used) ? 1 : 0;
+        const label = used.has(value) ? 1 : 0;
         if (label === 0 && sampleHash(`${session.id}\n${cut}\n${value}`) % sampling !== 0) continue;
         set.rows.push(featurizer.features(entry, holder));
         set.labels.push(label);
@@ -143,9 +140,12 @@ function subset(set: ExampleSet, keep: (family: string) => boolean) {
 /** Fit a model on the rows whose family passes `keep` (all by default). */
 export function fitEntryModel(set: ExampleSet, keep: (family: string) => boolean = () => true): EntryModel {
   const { rows, labels, weights } = subset(set, keep);
-  if (rows.length === 0) throw new Error('no training examples: the sessions hold no calls with older work');
+  if (rows.length === 0)
+    throw new BadInputError('no training examples: the sessions hold no calls with older work');
   if (!labels.includes(1) || !labels.includes(0))
-    throw new Error('training needs entries that were used and entries that were not');
+    throw new BadInputError(
+      'training needs anchors the agent used again and anchors it did not: these sessions hold only one kind',
+    );
   const fit = fitLogistic(rows, labels, weights);
   const families = [...new Set(set.families.filter(keep))].sort();
   return {

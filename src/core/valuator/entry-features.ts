@@ -1,7 +1,6 @@
 /**
- * The valuator's signals for the entries of a fold index (an anchor, a line of code, a call
- * expression, from one message): what the transcript shows about whether the agent will use the
- * entry again soon. Pure functions of the ledger at the time of the call; the learned model in
+ * The valuator's signals for the anchors a fold index may list (a path, a name, a number from
+ * one message): what the transcript shows about whether the agent will use the anchor again soon. Pure functions of the ledger at the time of the call; the learned model in
  * `entry-model.ts` turns them into a future-use score.
  */
 import { type Anchor, anchorWeight } from '../anchors.js';
@@ -24,10 +23,6 @@ export const ENTRY_FEATURES = [
   'userMention',
   /** 1 when the holder is an assistant message (its own plan, command or code). */
   'holderIsAgent',
-  /** 1 for a line of code, 0 otherwise. */
-  'isLine',
-  /** 1 for a call expression. */
-  'isCall',
   /** 1 for a path or URL. */
   'isPath',
   /** 1 for a number or hash. */
@@ -148,8 +143,6 @@ export function entryFeaturizer(ledger: Ledger): EntryFeaturizer {
         Math.log1p(seen?.agent ?? 0),
         seen?.user === true ? 1 : 0,
         holderMessage?.role === 'assistant' ? 1 : 0,
-        entry.kind === 'line' ? 1 : 0,
-        entry.kind === 'call' ? 1 : 0,
         entry.kind === 'path' || entry.kind === 'url' ? 1 : 0,
         entry.kind === 'number' || entry.kind === 'hash' ? 1 : 0,
         Math.log1p(entry.value.length),

@@ -141,7 +141,7 @@ export function rocAuc(
   labels: readonly number[],
   weights?: readonly number[],
 ): number {
-  const order = scores.map((score, index) => index).sort((a, b) => scores[a]! - scores[b]!);
+  const order = scores.map((_score, index) => index).sort((a, b) => scores[a]! - scores[b]!);
   let positives = 0;
   let negatives = 0;
   for (let index = 0; index < labels.length; index += 1) {

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../errors.js';
+import { indexTranscript } from '../ledger.js';
+import { renderSpanFold } from '../render-replacement.js';
+import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
+import { approximateTokenCounter } from '../tokens.js';
+import { ENTRY_FEATURES, entryFeaturizer } from './entry-features.js';
+import { defaultEntryModel, ENTRY_MODEL_FORMAT, entryScorer, parseEntryModel } from './entry-model.js';
+
+function session() {
+  const messages = [userMessage('find why parse_config fails')];
+  for (let index = 1; index <= 8; index += 1)
+    messages.push(
+      ...toolRound(
+        `c${index}`,
+        'bash',
+        { command: `cat src/module_${index}.py` },
+        `def handler_${index}(): return ${1000 + index}`,
+      ),
+    );
+  messages.push(assistantMessage('handler_8 in src/module_8.py looks wrong.'));
+  return indexTranscript(messages, { tokenCounter: approximateTokenCounter });
+}
+
+describe('entry models', () => {
+  it('the default model parses and names this version of the features', () => {
+    const model = defaultEntryModel();
+    expect(model.format).toBe(ENTRY_MODEL_FORMAT);
+    expect(model.features).toEqual([...ENTRY_FEATURES]);
+    expect(model.weights.some((weight) => weight !== 0)).toBe(true);
+  });
+
+  it('a file that is not a model gets a clear error, not a crash later', () => {
+    const model = defaultEntryModel();
+    expect(() => parseEntryModel({ format: 'other' }, 'm.json')).toThrow(BadInputError);
+    expect(() => parseEntryModel({ ...model, features: ['age'] }, 'm.json')).toThrow(/features must be/);
+    expect(() => parseEntryModel({ ...model, scale: model.scale.map(() => 0) }, 'm.json')).toThrow(
+      /scale must be positive/,
+    );
+    expect(() => parseEntryModel({ ...model, weights: [1] }, 'm.json')).toThrow(/weights needs/);
+  });
+
+  it('an anchor the latest steps or the request still show scores 0: it needs no index', () => {
+    const ledger = session();
+    const featurizer = entryFeaturizer(ledger);
+    expect(featurizer.shownElsewhere({ kind: 'identifier', value: 'parse_config' })).toBe(true);
+    expect(featurizer.shownElsewhere({ kind: 'identifier', value: 'handler_8' })).toBe(true);
+    expect(featurizer.shownElsewhere({ kind: 'identifier', value: 'handler_1' })).toBe(false);
+    const score = entryScorer(defaultEntryModel(), ledger);
+    expect(score({ kind: 'identifier', value: 'handler_8' }, 23)).toBe(0);
+    expect(score({ kind: 'identifier', value: 'handler_1' }, 2)).toBeGreaterThan(0);
+    expect(featurizer.features({ kind: 'identifier', value: 'handler_1' }, 2)).toHaveLength(
+      ENTRY_FEATURES.length,
+    );
+  });
+
+  it('a fold index lists its anchors by the score it is given, within its budget', () => {
+    const ledger = session();
+    const conversation = ledger.get('conversation:user:1')!;
+    // Prefer the oldest module's names: the index must start with them.
+    const oldestFirst = (entry: { value: string }) => (entry.value.includes('_1') ? 1 : 0.1);
+    const folded = renderSpanFold(ledger, conversation, 10, { scoreEntry: oldestFirst, maxAnchors: 3 });
+    const listed = (text: string) =>
+      text
+        .split('\n')
+        .find((line) => line.startsWith('anchors: '))!
+        .slice('anchors: '.length)
+        .split(', ');
+    expect(listed(folded).slice(0, 2).sort()).toEqual(['handler_1', 'src/module_1.py']);
+    expect(listed(folded)).toHaveLength(3);
+    // Without a score the latest work comes first, and the oldest module's names are left out.
+    expect(listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 3 }))).not.toContain('handler_1');
+  });
+});
