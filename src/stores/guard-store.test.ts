@@ -35,7 +35,12 @@ const failingStore = () =>
 /** A clock the test moves. */
 function testClock() {
   let time = 1_000_000;
-  return { now: () => time, advance: (ms: number) => void (time += ms) };
+  return {
+    now: () => time,
+    advance: (ms: number) => {
+      time += ms;
+    },
+  };
 }
 
 describe('guardStore: every operation is forwarded', () => {
