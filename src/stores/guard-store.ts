@@ -13,15 +13,13 @@
  */
 import { StoreError, toSelfGcError } from '../core/errors.js';
 import { SIDECAR_STORE_OPERATIONS, type SidecarStore, type SidecarStoreOperation } from '../core/store.js';
+import {
+  DEFAULT_BREAKER_FAILURES,
+  DEFAULT_BREAKER_OPEN_MS,
+  DEFAULT_MAINTENANCE_TIMEOUT_MS,
+  DEFAULT_STORE_TIMEOUT_MS,
+} from './store-policy.js';
 
-/** Deadline of a store call, connecting included: a local or same-zone store answers in a few ms. */
-export const DEFAULT_STORE_TIMEOUT_MS = 250;
-/** Deadline of maintenance calls (retention sweeps, listings), which go through many sessions. */
-export const DEFAULT_MAINTENANCE_TIMEOUT_MS = 10_000;
-/** Failures in a row that open the breaker: one slow call is noise, three are an outage. */
-export const DEFAULT_BREAKER_FAILURES = 3;
-/** How long an open breaker refuses calls before one probes the store again. */
-export const DEFAULT_BREAKER_OPEN_MS = 2_000;
 /** How long `close` waits for an open still under way (the store is closed when it lands). */
 const CLOSE_WAIT_MS = 2_000;
 /** The session `probe` reads: any id does; this one names its purpose in a store's logs. */
