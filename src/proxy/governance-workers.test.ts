@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
+import { startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { createProxy } from './create-proxy.js';
 import { createGovernanceWorkers, transferOf } from './governance-workers.js';
 import type { ProxyLogEntry } from './proxy-log.js';
@@ -148,17 +149,52 @@ describe('governance in worker threads', () => {
     }
   });
 
-  it('reports a worker that cannot open its store', async () => {
-    const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
-    await expect(governance.ready()).rejects.toThrow(/cannot open/);
-    await governance.close();
-  });
-
-  it('tells the client a worker’s store failed, by request id, without the store’s own words', async () => {
-    const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
+  it('starts a worker whose store cannot be opened, degraded: its requests go through the stateless lane', async () => {
+    const upstream = await startScriptedUpstream({ script: () => ({ text: 'Served.' }) });
+    const governance = createGovernanceWorkers({
+      storeUrl: 'sqlite:/nonexistent-directory/selfgc.db',
+      window: 2000,
+      reserveOutput: 256,
+      threads: 1,
+    });
     const logs: ProxyLogEntry[] = [];
     const proxy = createProxy({
       governance,
+      upstreams: { openai: upstream.url, anthropic: upstream.url },
+      window: 2000,
+      reserveOutput: 256,
+      logger: (entry) => logs.push(entry),
+    });
+    try {
+      await governance.ready();
+      const response = await proxy.handle(
+        new Request('http://proxy.test/v1/chat/completions', {
+          method: 'POST',
+          headers: { authorization: 'Bearer sk-x', 'content-type': 'application/json' },
+          body: JSON.stringify(conversationBody('chat', { turns: 8 })),
+        }),
+      );
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-selfgc-governance')).toBe('fail-open');
+      expect(response.headers.get('x-selfgc-warnings')).toContain('stateless-reduction');
+      expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBeLessThanOrEqual(2000 - 256);
+      expect(logs[0]).toMatchObject({ lane: 'store-unavailable', error: 'store-failure' });
+      expect(logs[0]?.detail).toMatch(/nonexistent-directory.*cannot open/);
+    } finally {
+      await governance.close();
+      await upstream.close();
+    }
+  });
+
+  it('failing closed, tells the client a worker’s store failed, by request id, without the store’s own words', async () => {
+    const governance = createGovernanceWorkers({
+      storeUrl: 'sqlite:/nonexistent-directory/selfgc.db',
+      threads: 1,
+    });
+    const logs: ProxyLogEntry[] = [];
+    const proxy = createProxy({
+      governance,
+      failOpen: false,
       upstreams: { openai: 'http://127.0.0.1:9', anthropic: 'http://127.0.0.1:9' },
       logger: (entry) => logs.push(entry),
     });
