@@ -8,6 +8,7 @@ import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
+import { withinDeadline } from '../stores/within-deadline.js';
 import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
@@ -64,13 +65,7 @@ class OverTimeBudget extends Error {}
 
 /** `work`, or a rejection with `OverTimeBudget` once `budgetMs` have passed (work goes on, unheard). */
 function withinBudget<T>(work: Promise<T>, budgetMs: number | undefined): Promise<T> {
-  if (budgetMs === undefined) return work;
-  work.catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const over = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new OverTimeBudget()), budgetMs);
-  });
-  return Promise.race([work, over]).finally(() => clearTimeout(timer));
+  return budgetMs === undefined ? work : withinDeadline(work, budgetMs, () => new OverTimeBudget());
 }
 
 /** A request governance did not take, reduced into the window by the stateless lane. */

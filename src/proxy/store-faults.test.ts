@@ -23,13 +23,7 @@ import {
   redisTestUrl,
   runTag,
 } from '../stores/test-services.case.js';
-import {
-  FAULT_RESERVE,
-  FAULT_WINDOW,
-  type FaultProxy,
-  startFaultProxy,
-  type TimedResponse,
-} from './testing/fault-proxy.js';
+import { FAULT_WINDOW, type FaultProxy, startFaultProxy, type TimedResponse } from './testing/fault-proxy.js';
 
 const tag = runTag();
 /** Far below the ~10 s of driver retries a request used to wait, far above a loaded machine's jitter. */

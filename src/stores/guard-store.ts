@@ -19,6 +19,7 @@ import {
   DEFAULT_MAINTENANCE_TIMEOUT_MS,
   DEFAULT_STORE_TIMEOUT_MS,
 } from './store-policy.js';
+import { withinDeadline } from './within-deadline.js';
 
 /** How long `close` waits for an open still under way (the store is closed when it lands). */
 const CLOSE_WAIT_MS = 2_000;
@@ -85,16 +86,6 @@ function positive(value: number | undefined, fallback: number, name: string): nu
     throw new StoreError(`guardStore: ${name} must be a positive integer, got ${String(value)}`);
   }
   return value;
-}
-
-/** Settle with `work`, or reject with `onLate()` once `ms` have passed (work goes on, unheard). */
-function withinDeadline<T>(work: Promise<T>, ms: number, onLate: () => Error): Promise<T> {
-  work.catch(() => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(onLate()), ms);
-  });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** Failures of the store itself; anything else (bad input) is an answer and proves it alive. */
