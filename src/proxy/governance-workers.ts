@@ -53,6 +53,8 @@ export interface GovernanceWorkerOptions {
 export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {
   /** Governance worker threads. Default `defaultGovernanceThreads()`. */
   threads?: number;
+  /** How a worker thread starts (default `startWorkerThread`): tests put a failing one in its place. */
+  startThread?: (data: GovernanceWorkerData) => WorkerThread;
 }
 
 /** What a worker thread is started with: governance (with a store) or the stateless lane (none). */
@@ -199,14 +201,14 @@ function applyReply(
 }
 
 export function createGovernanceWorkers(options: GovernanceWorkersOptions): GovernanceWorkers {
-  const { threads = defaultGovernanceThreads(), ...workerOptions } = options;
+  const { threads = defaultGovernanceThreads(), startThread = startWorkerThread, ...workerOptions } = options;
   const governance: WorkerScheduler = createWorkerScheduler({
     threads,
-    start: () => startWorkerThread({ ...workerOptions, role: 'governance' }),
+    start: () => startThread({ ...workerOptions, role: 'governance' }),
   });
   const lane: WorkerScheduler = createWorkerScheduler({
     threads: 1,
-    start: () => startWorkerThread({ ...workerOptions, role: 'lane' }),
+    start: () => startThread({ ...workerOptions, role: 'lane' }),
   });
 
   /** The request through the lane worker (which has the body now: a lane worker that dies fails it). */

@@ -75,10 +75,7 @@ export async function handleGoverned(
     };
     const prepared =
       settings.governance === undefined
-        ? await prepareUpstream({
-            ...input,
-            settings: { ...settings, recovery: recoveryAllowed },
-          })
+        ? await prepareUpstream({ ...input, settings: { ...settings, recovery: recoveryAllowed } })
         : await settings.governance.prepare(
             {
               ...input,

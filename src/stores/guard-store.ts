@@ -137,7 +137,7 @@ export function guardStore(
     options.onChange?.(health());
   };
 
-  /** Whether a call may reach the store now, and whether it is the half-open probe. */
+  /** Whether a call may reach the store now (once the open time has passed, as the half-open probe). */
   const admit = (): boolean => {
     if (breaker === 'closed') return true;
     if (breaker === 'open' && now() - openedAt >= openMs) {
