@@ -9,9 +9,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { toSelfGcError } from '../core/errors.js';
 import type { SidecarStore } from '../core/store.js';
-import { approximateTokenCounter } from '../core/tokens.js';
+import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { openGuardedStore } from '../stores/open-guarded-store.js';
-import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
+import { providerTokenCounters, tokenCounterForProvider } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
@@ -23,6 +23,7 @@ import {
 } from './governance-workers.js';
 import { createGovernorPool, type GovernorFactory } from './governor-pool.js';
 import { prepareUpstream } from './prepare-upstream.js';
+import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createMetricsRecorder } from './proxy-metrics.js';
 import { responsesDialect } from './responses-dialect.js';
@@ -35,7 +36,7 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
 /** The worker's store and governors: none for a lane worker. */
 async function openGovernance(
   options: GovernanceWorkerData,
-  tokenCounter: ReturnType<typeof providerTokenCounters> | typeof approximateTokenCounter,
+  tokenCounter: TokenCounter | ((provider: ProviderName) => TokenCounter),
 ): Promise<{ store?: SidecarStore; pool: GovernorFactory | undefined }> {
   if (options.role === 'lane') return { pool: undefined };
   // A commit's writes are on its request's path: checkpoints go to a thread of their own.
@@ -52,9 +53,24 @@ async function openGovernance(
   return { store, pool };
 }
 
+/**
+ * One counter for the governor and for what a request carries beside its messages. The lane's
+ * counts are not remembered: its bodies are the largest, and a memo would keep their texts alive.
+ */
+function countersOf(
+  options: GovernanceWorkerData,
+): TokenCounter | ((provider: ProviderName) => TokenCounter) {
+  if (options.tokenizer === undefined) return approximateTokenCounter;
+  if (options.role === 'governance') return providerTokenCounters();
+  const counters = {
+    openai: tokenCounterForProvider('openai'),
+    anthropic: tokenCounterForProvider('anthropic'),
+  };
+  return (provider) => counters[provider];
+}
+
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerData) {
-  // One counter for the governor and for what a request carries beside its messages.
-  const tokenCounter = options.tokenizer === undefined ? approximateTokenCounter : providerTokenCounters();
+  const tokenCounter = countersOf(options);
   const { store, pool } = await openGovernance(options, tokenCounter);
   const windowFor = (model: string, requestHeaders: Headers) =>
     options.window ?? contextWindowOf(model, requestHeaders);
