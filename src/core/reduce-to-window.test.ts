@@ -64,7 +64,7 @@ describe('reduceToWindow', () => {
     const reduced = reduceToWindow(messages, { room: 100_000, tokenCounter: counter });
     expect(reduced.messages).toEqual(messages);
     expect(reduced.messages.every((message, index) => message === messages[index])).toBe(true);
-    expect(reduced).toMatchObject({ elided: 0, dropped: 0, trimmed: 0, fits: true });
+    expect(reduced).toMatchObject({ changed: false, elided: 0, dropped: 0, trimmed: 0, fits: true });
     expect(reduced.tokensAfter).toBe(reduced.tokensBefore);
   });
 
@@ -156,24 +156,40 @@ describe('reduceToWindow', () => {
     expect(pairingProblems(messages, reduced.messages)).toEqual([]);
   });
 
-  it('measures a multi-megabyte text by a bound instead of tokenizing it', () => {
-    const counted: number[] = [];
+  it('tokenizes only what it keeps: a transcript many times the room is never counted whole', () => {
+    let countedChars = 0;
+    let longest = 0;
     const spy: TokenCounter = {
       name: 'spy',
       count: (text) => {
-        counted.push(text.length);
+        countedChars += text.length;
+        longest = Math.max(longest, text.length);
         return counter.count(text);
       },
     };
     const messages = [
-      ...session(1),
+      ...session(200),
       ...toolRound('call_dump', 'bash', { command: 'cat dump' }, 'x'.repeat(3_000_000)),
       ...toolRound('call_next', 'bash', { command: 'ls' }, 'a b c'),
     ];
+    const transcriptChars = JSON.stringify(messages).length;
     const reduced = reduceToWindow(messages, { room: 4_000, tokenCounter: spy });
-    expect(reduced.fits).toBe(true);
-    expect(Math.max(...counted)).toBeLessThanOrEqual(EXACT_COUNT_CHARS);
+    expect(reduced).toMatchObject({ changed: true, fits: true });
+    expect(reduced.tokensAfter).toBeLessThanOrEqual(4_000);
+    expect(longest).toBeLessThanOrEqual(EXACT_COUNT_CHARS);
+    expect(countedChars).toBeLessThan(transcriptChars / 20);
     expect(JSON.stringify(reduced.messages)).not.toContain('x'.repeat(1000));
+  });
+
+  it('counts what it keeps with the real counter, eliding more when the estimate fell short', () => {
+    // A counter that finds three times the tokens characters suggest (dense, non-English text).
+    const dense: TokenCounter = { name: 'dense', count: (text) => Math.ceil((text.length * 3) / 4) };
+    const reduced = reduceToWindow(session(40), { room: 6_000, tokenCounter: dense });
+    expect(reduced.fits).toBe(true);
+    expect(reduced.tokensAfter).toBeLessThanOrEqual(6_000);
+    expect(reduced.tokensAfter).toBe(
+      reduced.messages.reduce((sum, message) => sum + countMessageTokens(dense, message), 0),
+    );
   });
 
   it('reports a transcript whose system prompt alone is over the room as not fitting', () => {

@@ -10,12 +10,15 @@
  *    message), with a note of how many messages left;
  * 3. then, only when what is kept still does not fit, the middle of the largest texts left.
  *
- * Cache-friendly: what leaves is chosen by a cut on the original transcript's token positions,
- * and the cut moves in steps of a quarter of the room. A conversation that grows keeps the
- * same reduced prefix, byte for byte, until the cut moves again.
+ * Cache-friendly: what leaves is chosen by a cut on the original transcript's positions, and
+ * the cut moves in steps of a quarter of the room. A conversation that grows keeps the same
+ * reduced prefix, byte for byte, until the cut moves again.
+ *
+ * Cheap on huge transcripts: positions are measured by characters, and only what is kept is
+ * tokenized; a transcript many times the room is never counted whole.
  */
 import { countMessageTokens, partTokens } from './ledger.js';
-import type { TokenCounter } from './tokens.js';
+import { approximateTokenCounter, type TokenCounter } from './tokens.js';
 import type { Message, Part, TextPart, ToolResultPart } from './transcript.js';
 
 /** The cut moves in steps of this share of the room: at most one cache break per step of growth. */
@@ -30,6 +33,9 @@ export const EXACT_COUNT_CHARS = 200_000;
 /** Tokens per UTF-8 byte, at most: a BPE token is at least one byte, and scaled estimators stay below 1.25. */
 export const TOKENS_PER_BYTE_BOUND = 1.25;
 
+/** A transcript up to this many times the room is counted whole first: it may fit as it is. */
+export const COUNT_WHOLE_FACTOR = 2;
+
 /** Trimming a text that still measures over its share tries again this many times, smaller each time. */
 const TRIM_ATTEMPTS = 4;
 
@@ -41,8 +47,14 @@ export interface ReduceToWindowOptions {
 
 export interface WindowReduction {
   messages: Message[];
-  /** Tokens of the messages before and after; texts over `EXACT_COUNT_CHARS` by their upper bound. */
+  /** False when the messages fit as they are (and are returned as they came). */
+  changed: boolean;
+  /**
+   * Tokens of the messages before: counted when the transcript is at most `COUNT_WHOLE_FACTOR`
+   * times the room, else estimated by characters (it is not tokenized whole).
+   */
   tokensBefore: number;
+  /** Tokens of the messages after, counted (texts over `EXACT_COUNT_CHARS` by their upper bound). */
   tokensAfter: number;
   /** Tool results whose content was elided. */
   elided: number;
@@ -160,38 +172,57 @@ interface Working {
 
 const totalOf = (sizes: readonly number[]) => sizes.reduce((sum, size) => sum + size, 0);
 
-/** Step 1: elide the contents of the oldest tool results before `limit`, as far as the cut says. */
+/** A message's size by characters: the cheap, stable ruler the cut is placed on. */
+function estimateOf(message: Message): number {
+  return countMessageTokens(approximateTokenCounter, message);
+}
+
+/**
+ * Step 1: elide the contents of the oldest tool results before `limit`, as far as the cut says:
+ * placed by the estimates, then moved on a step at a time while what is kept, counted, does not
+ * fit. Leaves `working.sizes` counted.
+ */
 function elideOldResults(
   working: Working,
-  ends: readonly number[],
+  estimates: { ends: readonly number[]; excess: number },
   limit: number,
   room: number,
   step: number,
-) {
-  const { messages, sizes, counter } = working;
+): number {
+  const { messages, counter } = working;
   const candidates: Array<Removable & { index: number; part: number; tokens: number }> = [];
   for (let index = 0; index < limit; index += 1) {
     const message = messages[index]!;
     if (message.role !== 'tool') continue;
     message.parts.forEach((part, partIndex) => {
       if (part.type !== 'tool-result') return;
-      const tokens = partTokens(counter, part);
-      const saving = tokens - partTokens(counter, elidedResult(part, tokens));
-      if (saving > 0) candidates.push({ end: ends[index]!, saving, index, part: partIndex, tokens });
+      const tokens = partTokens(approximateTokenCounter, part);
+      const saving = tokens - partTokens(approximateTokenCounter, elidedResult(part, tokens));
+      if (saving > 0)
+        candidates.push({ end: estimates.ends[index]!, saving, index, part: partIndex, tokens });
     });
   }
-  const cut = smallestCut(totalOf(sizes) - room, candidates, step) ?? Number.POSITIVE_INFINITY;
-  let elided = 0;
-  for (const candidate of candidates) {
-    if (candidate.end > cut) break;
-    const message = messages[candidate.index]!;
-    const parts = [...message.parts];
-    parts[candidate.part] = elidedResult(parts[candidate.part] as ToolResultPart, candidate.tokens);
-    messages[candidate.index] = { ...message, parts };
-    sizes[candidate.index] = countMessageTokens(counter, messages[candidate.index]!);
-    elided += 1;
+  let next = 0;
+  const elideUpTo = (cut: number): Set<number> => {
+    const changed = new Set<number>();
+    for (; next < candidates.length && candidates[next]!.end <= cut; next += 1) {
+      const candidate = candidates[next]!;
+      const message = messages[candidate.index]!;
+      const parts = [...message.parts];
+      parts[candidate.part] = elidedResult(parts[candidate.part] as ToolResultPart, candidate.tokens);
+      messages[candidate.index] = { ...message, parts };
+      changed.add(candidate.index);
+    }
+    return changed;
+  };
+  let cut = smallestCut(estimates.excess, candidates, step) ?? Number.POSITIVE_INFINITY;
+  elideUpTo(cut);
+  working.sizes = messages.map((message) => countMessageTokens(counter, message));
+  while (totalOf(working.sizes) > room && next < candidates.length) {
+    cut += step;
+    for (const index of elideUpTo(cut)) working.sizes[index] = countMessageTokens(counter, messages[index]!);
   }
-  return elided;
+  return next;
 }
 
 /** Step 2: leave out the oldest steps between the head and the latest turn, as far as the cut says. */
@@ -284,28 +315,45 @@ export function reduceToWindow(
 ): WindowReduction {
   const counter = boundedCounter(options.tokenCounter);
   const room = Math.max(0, options.room);
-  const working: Working = {
-    messages: [...messages],
-    sizes: messages.map((message) => countMessageTokens(counter, message)),
-    counter,
-  };
-  const tokensBefore = totalOf(working.sizes);
-  const result = { elided: 0, dropped: 0, trimmed: 0 };
-  if (tokensBefore > room) {
-    const ends: number[] = [];
-    working.sizes.reduce((position, size) => {
-      ends.push(position + size);
-      return position + size;
-    }, 0);
-    const step = Math.max(1, Math.floor(room * CUT_STEP_SHARE));
-    const latest = latestTurnStart(messages);
-    const head = protectedHeadEnd(messages, latest);
-    result.elided = elideOldResults(working, ends, latest, room, step);
-    if (totalOf(working.sizes) > room) {
-      result.dropped = dropOldSteps(working, ends, head, latest, room, step);
+  const working: Working = { messages: [...messages], sizes: [], counter };
+  const estimated = messages.map(estimateOf);
+  let tokensBefore = totalOf(estimated);
+  if (tokensBefore <= room * COUNT_WHOLE_FACTOR) {
+    working.sizes = messages.map((message) => countMessageTokens(counter, message));
+    tokensBefore = totalOf(working.sizes);
+    if (tokensBefore <= room) {
+      return {
+        messages: working.messages,
+        changed: false,
+        tokensBefore,
+        tokensAfter: tokensBefore,
+        elided: 0,
+        dropped: 0,
+        trimmed: 0,
+        fits: true,
+      };
     }
-    if (totalOf(working.sizes) > room) result.trimmed = trimLargest(working, room);
   }
+  const ends: number[] = [];
+  estimated.reduce((position, size) => {
+    ends.push(position + size);
+    return position + size;
+  }, 0);
+  const step = Math.max(1, Math.floor(room * CUT_STEP_SHARE));
+  const latest = latestTurnStart(messages);
+  const head = protectedHeadEnd(messages, latest);
+  const result = { elided: 0, dropped: 0, trimmed: 0 };
+  result.elided = elideOldResults(working, { ends, excess: totalOf(estimated) - room }, latest, room, step);
+  if (totalOf(working.sizes) > room) result.dropped = dropOldSteps(working, ends, head, latest, room, step);
+  if (totalOf(working.sizes) > room) result.trimmed = trimLargest(working, room);
   const tokensAfter = totalOf(working.sizes);
-  return { messages: working.messages, tokensBefore, tokensAfter, ...result, fits: tokensAfter <= room };
+  const changed = result.elided + result.dropped + result.trimmed > 0;
+  return {
+    messages: working.messages,
+    changed,
+    tokensBefore,
+    tokensAfter,
+    ...result,
+    fits: tokensAfter <= room,
+  };
 }

@@ -76,7 +76,6 @@ export function reduceStatelessly(
     room: Math.max(0, window - reserve.total),
     tokenCounter: counter,
   });
-  const changed = reduction.tokensAfter !== reduction.tokensBefore;
   const tokensBefore = reduction.tokensBefore + reserve.promptTokens;
   const tokensAfter = reduction.tokensAfter + reserve.promptTokens;
   headers.set('x-selfgc-tokens-before', String(tokensBefore));
@@ -89,7 +88,7 @@ export function reduceStatelessly(
     lane: reason,
   });
   settings.metrics.count('selfgc_proxy_stateless_lane_total', { arm: trace.arm, reason });
-  if (!changed) return undefined;
+  if (!reduction.changed) return undefined;
   addWarnings(
     headers,
     trace.entry,
