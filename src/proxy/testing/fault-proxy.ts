@@ -16,6 +16,7 @@ import { authHeaders, conversationBody, ROUTE_PATHS, type WireRoute } from './ag
 /** The window of every fault proxy, small enough that the test conversations must be governed. */
 export const FAULT_WINDOW = 2000;
 export const FAULT_RESERVE = 256;
+export const FAULT_TIME_BUDGET_MS = 1_000;
 
 export interface FaultProxyOptions {
   storeUrl: string;
@@ -85,6 +86,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     window: FAULT_WINDOW,
     reserveOutput: FAULT_RESERVE,
     logger: (entry) => logs.push(entry),
+    // However long a loaded machine takes to govern, a request is answered within about this.
+    governanceTimeBudgetMs: FAULT_TIME_BUDGET_MS,
     ...options.proxy,
   });
   const post = (route: WireRoute, body: string, apiKey: string, headers: Record<string, string> = {}) =>
