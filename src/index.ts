@@ -112,6 +112,11 @@ export {
 } from './core/planners/embedded-planner.js';
 export type { Planner, PlannerInput, PlanResult } from './core/planners/planner.js';
 export { type ProjectOptions, projectView, type View, type ViewItem } from './core/project-view.js';
+export {
+  type ReduceToWindowOptions,
+  reduceToWindow,
+  type WindowReduction,
+} from './core/reduce-to-window.js';
 export { type Rehearsal, type RehearseOptions, rehearsePlan } from './core/rehearse-plan.js';
 export {
   type FoldOptions,
@@ -139,8 +144,10 @@ export {
   type RemovingOperation,
   type SearchHit,
   type SessionSnapshot,
+  SIDECAR_STORE_OPERATIONS,
   type SidecarRecord,
   type SidecarStore,
+  type SidecarStoreOperation,
   STORE_SCHEMA_VERSION,
   type WriteCommitResult,
   type WriteStateResult,

@@ -6,6 +6,7 @@ import {
   createGovernanceWorkers,
   createGovernorPool,
   createProxy,
+  defaultGovernanceThreads,
   type GovernanceWorkers,
   jsonLineLogger,
   type KeylessTenancy,
@@ -14,7 +15,8 @@ import {
   serveProxy,
   startRetentionSweeper,
 } from '../proxy/index.js';
-import { createStoreFromUrl } from '../stores/parse-store-url.js';
+import type { StoreHealth } from '../stores/guard-store.js';
+import { openGuardedStore } from '../stores/open-guarded-store.js';
 import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
 
@@ -44,6 +46,12 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              (max_tokens, max_completion_tokens, max_output_tokens); default
                              16,384, at most a quarter of the window
   --store URL                sqlite:./selfgc.db (default), redis://..., postgres://..., memory:
+  --store-timeout T          deadline of each store call, connecting included (default 250ms;
+                             a bare number is milliseconds). After 3 failures in a row the
+                             store's circuit breaker opens: requests stop waiting on the store,
+                             and every 2 s one call probes it. A store that is down, at start-up
+                             too, only degrades the proxy: /healthz answers "degraded" and
+                             requests go through the stateless lane until it answers again
   --retain T                 remove a session (its sidecar payloads, commits and state) once it
                              has not been written for T: 30m, 12h, 7d (default ${DEFAULT_RETAIN}); "off"
                              keeps sessions until "selfgc sessions purge". The proxy sweeps
@@ -55,17 +63,28 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              transparent recovery, so none reads another's sidecar)
   --ab-share F               govern only this share (0..1) of accounts, by hash of the API key;
                              the rest is the control arm, forwarded as is but measured
-  --fail-closed              refuse requests (503) when the store is down, instead of serving
-                             them ungoverned
+  --fail-closed              refuse requests (503) while the store is unavailable, instead of
+                             serving them through the stateless lane
   --no-recovery              do not answer expand/search_context transparently
   --governance-threads N     govern in N worker threads, each with its own store connection,
-                             so commits never hold the proxy's event loop (default 1; 0
-                             governs on the proxy's own thread)
+                             so commits never hold the proxy's event loop (default: one per
+                             core but one, from 2 to 4; 0 governs on the proxy's own thread)
+  --governance-max-bytes N   a body over N bytes goes through the stateless lane instead of
+                             governance (default 8388608, 8 MiB)
+  --governance-time-budget T time governance may take for one request, its wait for a worker
+                             included (default 3000ms); then the stateless lane serves it
 
 Sessions: the x-selfgc-session header; else the id the client sends for its conversation
 (Claude Code, Codex, opencode, prompt_cache_key); else a hash of the conversation's start.
 Response headers: x-selfgc-session, x-selfgc-tokens-before and -after (the prompt: messages, tool
 definitions, instructions), x-selfgc-output-reserve, x-selfgc-warnings (codes), x-selfgc-commit.
+
+The stateless lane serves a request governance cannot take (store unavailable, body or time
+over budget): with no store, its conversation is brought inside the window — the oldest tool
+outputs elided first (each call keeps its result), then the oldest steps — keeping the system
+prompt, the task and the latest turn, so that successive calls share a prefix. It is flagged
+x-selfgc-warnings: stateless-reduction and counted in selfgc_proxy_stateless_lane_total.
+Requests waiting for a governance worker are queued per tenant and served in turn.
 
 Several instances share sessions through Redis or Postgres: start each with the same --store.
 Bodies larger than 32 MiB are refused (413), and JSON nested deeper than 256 levels (400).
@@ -90,8 +109,27 @@ export interface ProxyCommandOptions {
   abShare?: number;
   failClosed?: boolean;
   recovery?: boolean;
-  /** Governance worker threads (default 1); 0 governs on the proxy's thread. */
+  /** Governance worker threads (default `defaultGovernanceThreads()`); 0 governs on the proxy's thread. */
   governanceThreads?: number;
+  /** Deadline of each store call, in ms (default 250). */
+  storeTimeoutMs?: number;
+  /** Largest body governance takes, in bytes; larger ones take the stateless lane. */
+  governanceMaxBytes?: number;
+  /** Time governance may take per request, in ms; then the stateless lane takes it. */
+  governanceTimeBudgetMs?: number;
+}
+
+/** One JSON line on stderr when the store's breaker opens or closes (never the store's address). */
+function storeEvent(io: CliIo, health: StoreHealth): void {
+  io.stderr(
+    `${JSON.stringify({
+      time: new Date().toISOString(),
+      event: 'store',
+      store: health.kind,
+      breaker: health.breaker,
+      status: health.status,
+    })}\n`,
+  );
 }
 
 /** Why the port cannot be had, in one line: the process then exits instead of lingering. */
@@ -110,12 +148,19 @@ function listenError(error: unknown, options: ProxyCommandOptions): unknown {
 }
 
 export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
-  const threads = options.governanceThreads ?? 1;
+  const threads = options.governanceThreads ?? defaultGovernanceThreads();
   const retain = options.retainMs === undefined ? {} : { retainMs: options.retainMs };
+  const storeTimeout = options.storeTimeoutMs === undefined ? {} : { storeTimeoutMs: options.storeTimeoutMs };
+  // A store that is down starts the proxy degraded (requests go through the stateless lane) and
+  // is used again once it answers; only a URL that can never work stops the start-up.
   // Governing on this thread, its store takes the commits: checkpoints go to a thread of their own.
-  const store = await createStoreFromUrl(options.store, {
+  const store = await openGuardedStore(options.store, {
     ...(threads === 0 ? { sqliteCheckpoints: 'background' as const } : {}),
     ...retain,
+    guard: {
+      ...(options.storeTimeoutMs === undefined ? {} : { timeoutMs: options.storeTimeoutMs }),
+      onChange: (health) => storeEvent(io, health),
+    },
   });
   // The port first: a port in use fails at once, before any worker starts (they take seconds to
   // load their tokenizer); requests that arrive meanwhile wait for the proxy.
@@ -147,6 +192,7 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
             storeUrl: options.store,
             tokenizer: 'per-provider',
             threads,
+            ...storeTimeout,
             ...(options.window ? { window: options.window } : {}),
             ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
             ...retain,
@@ -167,6 +213,12 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
         ...(options.tenancy === undefined ? {} : { tenancy: options.tenancy }),
         ...(options.abShare === undefined ? {} : { abSplit: { share: options.abShare } }),
         failOpen: options.failClosed !== true,
+        ...(options.governanceMaxBytes === undefined
+          ? {}
+          : { governanceMaxBytes: options.governanceMaxBytes }),
+        ...(options.governanceTimeBudgetMs === undefined
+          ? {}
+          : { governanceTimeBudgetMs: options.governanceTimeBudgetMs }),
         recovery: options.recovery !== false,
         logger: jsonLineLogger(io.stderr),
       }),
@@ -197,9 +249,13 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
         });
   const retention =
     options.retainMs === undefined ? 'sessions kept' : `sessions kept ${formatRetention(options.retainMs)}`;
-  io.stderr(
-    `selfgc proxy listening on ${served.url} (store ${store.kind}, ${retention}, ${threads === 0 ? 'governing on its own thread' : `${threads} governance thread${threads === 1 ? '' : 's'}`})\n`,
-  );
+  const health = store.health();
+  const storeState =
+    health.status === 'ok' ? `store ${store.kind}` : `store ${store.kind} unavailable: serving degraded`;
+  const governing =
+    threads === 0 ? 'governing on its own thread' : `${threads} governance thread${threads === 1 ? '' : 's'}`;
+  io.stderr(`selfgc proxy listening on ${served.url} (${storeState}, ${retention}, ${governing})\n`);
+  if (health.status !== 'ok') storeEvent(io, health);
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
     process.once('SIGINT', stop);

@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
 import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import { DEFAULT_GOVERNANCE_MAX_BYTES } from '../proxy/proxy-options.js';
 import { type OptionSpecs, parseCommandArgs, parseDuration, positiveInteger } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { EVAL_HELP, evalCommand } from './eval-command.js';
@@ -239,6 +240,9 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         'fail-closed': { type: 'boolean' },
         'no-recovery': { type: 'boolean' },
         'governance-threads': { type: 'string' },
+        'governance-max-bytes': { type: 'string' },
+        'governance-time-budget': { type: 'string' },
+        'store-timeout': { type: 'string' },
         'upstream-timeout': { type: 'string' },
         retain: { type: 'string' },
         'tenant-header': { type: 'string' },
@@ -277,6 +281,27 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         ...(retainMs === undefined ? {} : { retainMs }),
         ...(typeof values['upstream-timeout'] === 'string'
           ? { upstreamTimeoutMs: parseDuration(values['upstream-timeout'], '--upstream-timeout', 's') }
+          : {}),
+        ...(typeof values['store-timeout'] === 'string'
+          ? { storeTimeoutMs: parseDuration(values['store-timeout'], '--store-timeout', 'ms') }
+          : {}),
+        ...(typeof values['governance-max-bytes'] === 'string'
+          ? {
+              governanceMaxBytes: positiveInteger(
+                values['governance-max-bytes'],
+                '--governance-max-bytes',
+                DEFAULT_GOVERNANCE_MAX_BYTES,
+              ),
+            }
+          : {}),
+        ...(typeof values['governance-time-budget'] === 'string'
+          ? {
+              governanceTimeBudgetMs: parseDuration(
+                values['governance-time-budget'],
+                '--governance-time-budget',
+                'ms',
+              ),
+            }
           : {}),
         ...(tenantHeader !== undefined || values['tenant-from-address'] === true
           ? {

@@ -118,7 +118,8 @@ export function toolIdName(name: string): string {
   return name.replace(/[^\w.-]+/g, '_') || 'tool';
 }
 
-function partTokens(counter: TokenCounter, part: Part): number {
+/** Tokens of one part as sent (images at a fixed budget). */
+export function partTokens(counter: TokenCounter, part: Part): number {
   // Images count as a fixed budget: their real cost depends on the provider and the resolution.
   if (part.type === 'image') return 765;
   if (part.type === 'tool-result' && typeof part.content !== 'string') {

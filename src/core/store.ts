@@ -182,3 +182,28 @@ export interface SidecarStore {
   /** Release connections and file handles. */
   close(): Promise<void>;
 }
+
+/**
+ * The name of every operation of `SidecarStore` (all but `kind`): what a wrapper around a store
+ * (`guardStore`) must forward. A type test fails when a method is added to the interface and
+ * not here, so no wrapper can drop one silently.
+ */
+export const SIDECAR_STORE_OPERATIONS = [
+  'putPayloads',
+  'getPayload',
+  'listPayloads',
+  'searchPayloads',
+  'readSession',
+  'writeCommit',
+  'writeState',
+  'listCommits',
+  'deleteSession',
+  'listSessions',
+  'expireBefore',
+  'close',
+] as const satisfies ReadonlyArray<keyof SidecarStore>;
+
+export type SidecarStoreOperation = (typeof SIDECAR_STORE_OPERATIONS)[number];
+
+/** Methods of `SidecarStore` missing from `SIDECAR_STORE_OPERATIONS`: `never` while the list is whole (a test checks). */
+export type UnlistedStoreOperation = Exclude<keyof SidecarStore, SidecarStoreOperation | 'kind'>;

@@ -75,7 +75,13 @@ describe('pass-through routes', () => {
     fixture = await startProxyFixture();
     const health = await fixture.fetch('/healthz');
     expect(health.status).toBe(200);
-    expect(await health.json()).toEqual({ status: 'ok', store: 'ok', failOpen: true });
+    expect(await health.json()).toEqual({
+      status: 'ok',
+      store: 'ok',
+      storeKind: 'memory',
+      breaker: 'closed',
+      failOpen: true,
+    });
   });
 });
 

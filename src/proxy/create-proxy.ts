@@ -53,16 +53,24 @@ export function createProxy(options: ProxyOptions): SelfGcProxy {
   };
 }
 
-/** 200 while the proxy can serve; 503 when the store is down and the proxy would refuse. */
+/**
+ * `ok` while the store answers; `degraded` (200, with the store's kind and breaker) while it does
+ * not and requests are served through the stateless lane; `unavailable` (503) while it does not
+ * and the proxy fails closed. Answers within the store's deadline: an open breaker is reported
+ * without asking the store.
+ */
 async function health(settings: ProxySettings): Promise<ProxyAnswer> {
-  let store: 'ok' | 'down' | 'none' = 'none';
-  if (settings.store !== undefined) {
-    store = await settings.store.readSession('selfgc-healthz').then(
-      () => 'ok' as const,
-      () => 'down' as const,
-    );
+  if (settings.storeHealth === undefined) {
+    return jsonAnswer(200, { status: 'ok', store: 'none', failOpen: settings.failOpen });
   }
-  const ready = store !== 'down' || settings.failOpen;
-  const body = { status: ready ? 'ok' : 'unavailable', store, failOpen: settings.failOpen };
-  return jsonAnswer(ready ? 200 : 503, body);
+  const store = await settings.storeHealth().catch(() => undefined);
+  const down = store === undefined || store.status === 'down';
+  const status = !down ? 'ok' : settings.failOpen ? 'degraded' : 'unavailable';
+  const body = {
+    status,
+    store: down ? 'down' : 'ok',
+    ...(store === undefined ? {} : { storeKind: store.kind, breaker: store.breaker }),
+    failOpen: settings.failOpen,
+  };
+  return jsonAnswer(status === 'unavailable' ? 503 : 200, body);
 }

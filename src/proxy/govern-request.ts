@@ -8,10 +8,12 @@ import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
+import { withinDeadline } from '../stores/within-deadline.js';
 import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
 import type { SessionIdentity } from './session-identity.js';
+import { type LaneReason, reduceStatelessly } from './stateless-lane.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
 
 /** The proxy's own warning: the reserve alone fills the window, so no view can fit. */
@@ -46,27 +48,48 @@ export interface GovernInput {
    */
   recoveryRoute: boolean;
   signal: AbortSignal;
+  /** Send the request through the stateless lane instead of governing it (it is over budget). */
+  lane?: LaneReason;
 }
 
 export type GovernSettings = Pick<
   ProxySettings,
   'failOpen' | 'metrics' | 'now' | 'governorFor' | 'windowFor' | 'tokenCounterFor' | 'reserveOutput'
->;
+> & {
+  /** Governance that takes longer is left to finish on its own; the request takes the stateless lane. */
+  governanceTimeBudgetMs?: number | undefined;
+};
+
+/** Governance ran past its time budget. */
+class OverTimeBudget extends Error {}
+
+/** `work`, or a rejection with `OverTimeBudget` once `budgetMs` have passed (work goes on, unheard). */
+function withinBudget<T>(work: Promise<T>, budgetMs: number | undefined): Promise<T> {
+  return budgetMs === undefined ? work : withinDeadline(work, budgetMs, () => new OverTimeBudget());
+}
+
+/** A request governance did not take, reduced into the window by the stateless lane. */
+function throughLane(settings: GovernSettings, input: GovernInput, reason: LaneReason): GovernedBody {
+  const governance = reason === 'over-size' || reason === 'over-time' ? 'over-budget' : 'fail-open';
+  input.headers.set('x-selfgc-governance', governance);
+  input.trace.entry.governance = governance;
+  return { body: reduceStatelessly(settings, input, reason) };
+}
 
 export async function governRequest(settings: GovernSettings, input: GovernInput): Promise<GovernedBody> {
   const { dialect, trace, headers } = input;
   const labels = { arm: trace.arm };
   const ungoverned = dialect.ungovernedReason?.(input.body);
-  const window = settings.windowFor(input.model, input.requestHeaders);
-  const governor =
-    trace.arm === 'governed' && ungoverned === undefined
-      ? settings.governorFor({ provider: dialect.provider, model: input.model, window })
-      : undefined;
-  if (governor === undefined) {
-    headers.set('x-selfgc-governance', ungoverned ?? 'off');
-    trace.entry.governance = ungoverned ?? 'off';
+  const leave = (reason: string): GovernedBody => {
+    headers.set('x-selfgc-governance', reason);
+    trace.entry.governance = reason;
     return { body: undefined };
-  }
+  };
+  if (trace.arm !== 'governed' || ungoverned !== undefined) return leave(ungoverned ?? 'off');
+  if (input.lane !== undefined) return throughLane(settings, input, input.lane);
+  const window = settings.windowFor(input.model, input.requestHeaders);
+  const governor = settings.governorFor({ provider: dialect.provider, model: input.model, window });
+  if (governor === undefined) return leave('off');
   const started = settings.now();
   let result: ProjectResult;
   let reserve: RequestReserve;
@@ -79,20 +102,26 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
       ...(settings.reserveOutput === undefined ? {} : { reserveOutput: settings.reserveOutput }),
       proxyTools: input.proxyTools,
     });
-    result = await governor.project(input.identity.storeSessionId, input.transcript, {
-      signal: input.signal,
-      reservedTokens: reserve.total,
-    });
+    result = await withinBudget(
+      governor.project(input.identity.storeSessionId, input.transcript, {
+        signal: input.signal,
+        reservedTokens: reserve.total,
+      }),
+      settings.governanceTimeBudgetMs,
+    );
   } catch (error) {
+    if (error instanceof OverTimeBudget) return throughLane(settings, input, 'over-time');
     const selfGcError = toSelfGcError(error);
     if (!settings.failOpen || input.signal.aborted) throw selfGcError;
     settings.metrics.count('selfgc_proxy_errors_total', { ...labels, code: selfGcError.code });
     settings.metrics.count('selfgc_proxy_fail_open_total', labels);
-    headers.set('x-selfgc-governance', 'fail-open');
-    trace.entry.governance = 'fail-open';
     trace.entry.error = selfGcError.code;
     trace.entry.detail = selfGcError.message;
-    return { body: undefined };
+    return throughLane(
+      settings,
+      input,
+      selfGcError.code === 'store-failure' ? 'store-unavailable' : 'governance-failed',
+    );
   } finally {
     settings.metrics.observe('selfgc_proxy_planner_seconds', labels, (settings.now() - started) / 1000);
   }

@@ -1,25 +1,29 @@
 /**
  * A governance worker thread (started by `createGovernanceWorkers`): its own store connection
- * and governors, and `prepareUpstream` for each request the proxy's thread hands it. Commits
+ * (guarded: a deadline on every call, a breaker, opened degraded when the store is down) and
+ * governors, and `prepareUpstream` for each request the proxy's thread hands it. Commits
  * (rehearsal, sidecar writes) and their garbage stay on this thread, so the requests of other
- * sessions never wait behind them on the proxy's event loop.
+ * sessions never wait behind them on the proxy's event loop. A lane worker opens no store: it
+ * only reduces requests into the window (`reduceStatelessly`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { toSelfGcError } from '../core/errors.js';
-import { approximateTokenCounter } from '../core/tokens.js';
-import { createStoreFromUrl } from '../stores/parse-store-url.js';
-import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
+import type { SidecarStore } from '../core/store.js';
+import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
+import { openGuardedStore } from '../stores/open-guarded-store.js';
+import { providerTokenCounters, tokenCounterForProvider } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
 import {
-  type GovernanceWorkerOptions,
+  type GovernanceWorkerData,
   transferOf,
   type WorkerReply,
   type WorkerRequest,
 } from './governance-workers.js';
-import { createGovernorPool } from './governor-pool.js';
+import { createGovernorPool, type GovernorFactory } from './governor-pool.js';
 import { prepareUpstream } from './prepare-upstream.js';
+import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createMetricsRecorder } from './proxy-metrics.js';
 import { responsesDialect } from './responses-dialect.js';
@@ -29,19 +33,45 @@ const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
   [chatDialect, responsesDialect, anthropicMessagesDialect].map((dialect) => [dialect.route, dialect]),
 );
 
-async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerOptions) {
+/** The worker's store and governors: none for a lane worker. */
+async function openGovernance(
+  options: GovernanceWorkerData,
+  tokenCounter: TokenCounter | ((provider: ProviderName) => TokenCounter),
+): Promise<{ store?: SidecarStore; pool: GovernorFactory | undefined }> {
+  if (options.role === 'lane') return { pool: undefined };
   // A commit's writes are on its request's path: checkpoints go to a thread of their own.
-  const store = await createStoreFromUrl(options.storeUrl, {
+  const store = await openGuardedStore(options.storeUrl, {
     sqliteCheckpoints: 'background',
     ...(options.retainMs === undefined ? {} : { retainMs: options.retainMs }),
+    ...(options.storeTimeoutMs === undefined ? {} : { guard: { timeoutMs: options.storeTimeoutMs } }),
   });
-  // One counter for the governor and for what a request carries beside its messages.
-  const tokenCounter = options.tokenizer === undefined ? approximateTokenCounter : providerTokenCounters();
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),
     tokenCounter,
   });
+  return { store, pool };
+}
+
+/**
+ * One counter for the governor and for what a request carries beside its messages. The lane's
+ * counts are not remembered: its bodies are the largest, and a memo would keep their texts alive.
+ */
+function countersOf(
+  options: GovernanceWorkerData,
+): TokenCounter | ((provider: ProviderName) => TokenCounter) {
+  if (options.tokenizer === undefined) return approximateTokenCounter;
+  if (options.role === 'governance') return providerTokenCounters();
+  const counters = {
+    openai: tokenCounterForProvider('openai'),
+    anthropic: tokenCounterForProvider('anthropic'),
+  };
+  return (provider) => counters[provider];
+}
+
+async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerData) {
+  const tokenCounter = countersOf(options);
+  const { store, pool } = await openGovernance(options, tokenCounter);
   const windowFor = (model: string, requestHeaders: Headers) =>
     options.window ?? contextWindowOf(model, requestHeaders);
   const aborts = new Map<number, AbortController>();
@@ -58,12 +88,13 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
       return;
     }
     if (message.type === 'close') {
-      await store.close();
+      await store?.close();
       reply({ id: message.id, ok: true, value: undefined });
       return;
     }
     if (message.type === 'expand' || message.type === 'search') {
       try {
+        if (pool === undefined) throw new Error('a lane worker holds no sidecar');
         // Recovery reads the sidecar only: any valid window serves.
         const governor = pool({
           provider: 'openai',
@@ -95,7 +126,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
           recovery: message.recovery,
           metrics,
           now: () => performance.timeOrigin + performance.now(),
-          governorFor: pool,
+          governorFor: (context) => pool?.(context),
           windowFor,
           tokenCounterFor: (provider) =>
             typeof tokenCounter === 'function' ? tokenCounter(provider) : tokenCounter,
@@ -108,6 +139,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         trace: { arm: message.arm, entry },
         headers,
         signal: controller.signal,
+        lane: message.lane,
       });
       const { governor: _governor, ...value } = prepared;
       // The body goes back moved, not copied: the client's own bytes when it is unchanged.
@@ -127,7 +159,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
 
 if (parentPort !== null) {
   const port = parentPort;
-  runWorker(port, workerData as GovernanceWorkerOptions).catch((error: unknown) => {
+  runWorker(port, workerData as GovernanceWorkerData).catch((error: unknown) => {
     const { code, message } = toSelfGcError(error);
     port.postMessage({ id: 0, ok: false, error: { code, message } } satisfies WorkerReply);
   });

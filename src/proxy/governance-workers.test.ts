@@ -1,13 +1,19 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SelfGcError } from '../core/errors.js';
 import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
+import { startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { createProxy } from './create-proxy.js';
-import { createGovernanceWorkers, transferOf } from './governance-workers.js';
+import { createGovernanceWorkers, type GovernanceWorkerData, transferOf } from './governance-workers.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
 import { EXPAND_TOOL } from './transparent-recovery.js';
+import { startWorkerThread, type WorkerThread } from './worker-thread.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
 let fixture: ProxyFixture | undefined;
@@ -148,17 +154,52 @@ describe('governance in worker threads', () => {
     }
   });
 
-  it('reports a worker that cannot open its store', async () => {
-    const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
-    await expect(governance.ready()).rejects.toThrow(/cannot open/);
-    await governance.close();
-  });
-
-  it('tells the client a worker’s store failed, by request id, without the store’s own words', async () => {
-    const governance = createGovernanceWorkers({ storeUrl: 'sqlite:/nonexistent-directory/selfgc.db' });
+  it('starts a worker whose store cannot be opened, degraded: its requests go through the stateless lane', async () => {
+    const upstream = await startScriptedUpstream({ script: () => ({ text: 'Served.' }) });
+    const governance = createGovernanceWorkers({
+      storeUrl: 'sqlite:/nonexistent-directory/selfgc.db',
+      window: 2000,
+      reserveOutput: 256,
+      threads: 1,
+    });
     const logs: ProxyLogEntry[] = [];
     const proxy = createProxy({
       governance,
+      upstreams: { openai: upstream.url, anthropic: upstream.url },
+      window: 2000,
+      reserveOutput: 256,
+      logger: (entry) => logs.push(entry),
+    });
+    try {
+      await governance.ready();
+      const response = await proxy.handle(
+        new Request('http://proxy.test/v1/chat/completions', {
+          method: 'POST',
+          headers: { authorization: 'Bearer sk-x', 'content-type': 'application/json' },
+          body: JSON.stringify(conversationBody('chat', { turns: 8 })),
+        }),
+      );
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-selfgc-governance')).toBe('fail-open');
+      expect(response.headers.get('x-selfgc-warnings')).toContain('stateless-reduction');
+      expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBeLessThanOrEqual(2000 - 256);
+      expect(logs[0]).toMatchObject({ lane: 'store-unavailable', error: 'store-failure' });
+      expect(logs[0]?.detail).toMatch(/nonexistent-directory.*cannot open/);
+    } finally {
+      await governance.close();
+      await upstream.close();
+    }
+  });
+
+  it('failing closed, tells the client a worker’s store failed, by request id, without the store’s own words', async () => {
+    const governance = createGovernanceWorkers({
+      storeUrl: 'sqlite:/nonexistent-directory/selfgc.db',
+      threads: 1,
+    });
+    const logs: ProxyLogEntry[] = [];
+    const proxy = createProxy({
+      governance,
+      failOpen: false,
       upstreams: { openai: 'http://127.0.0.1:9', anthropic: 'http://127.0.0.1:9' },
       logger: (entry) => logs.push(entry),
     });
@@ -183,6 +224,78 @@ describe('governance in worker threads', () => {
       expect(logs[0]?.detail).toMatch(/nonexistent-directory.*cannot open/);
     } finally {
       await governance.close();
+    }
+  });
+
+  it('a worker that dies under a request: the lane serves it inside the window, and a new worker governs the next', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'selfgc-dying-'));
+    const upstream = await startScriptedUpstream({ script: () => ({ text: 'Served.' }) });
+    let governanceThreads = 0;
+    const startThread = (data: GovernanceWorkerData): WorkerThread => {
+      if (data.role === 'lane') return startWorkerThread(data);
+      governanceThreads += 1;
+      if (governanceThreads > 1) return startWorkerThread(data);
+      // The first governance thread dies under its first request.
+      let exited: SelfGcError | undefined;
+      return {
+        ready: Promise.resolve(),
+        call: async (message) => {
+          exited = new SelfGcError('internal', 'governance worker exited (1)');
+          return {
+            id: message(1).id,
+            ok: false,
+            error: { code: 'internal', message: exited.message },
+            lost: true,
+          };
+        },
+        post: () => undefined,
+        exited: () => exited,
+        terminate: async () => undefined,
+      };
+    };
+    const governance = createGovernanceWorkers({
+      storeUrl: `sqlite:${join(directory, 'selfgc.db')}`,
+      window: 2000,
+      reserveOutput: 256,
+      cache: 'blind',
+      threads: 1,
+      startThread,
+    });
+    const logs: ProxyLogEntry[] = [];
+    const proxy = createProxy({
+      governance,
+      upstreams: { openai: upstream.url, anthropic: upstream.url },
+      window: 2000,
+      reserveOutput: 256,
+      logger: (entry) => logs.push(entry),
+    });
+    const post = (turns: number) =>
+      proxy.handle(
+        new Request('http://proxy.test/v1/chat/completions', {
+          method: 'POST',
+          headers: {
+            authorization: 'Bearer sk-x',
+            'content-type': 'application/json',
+            'x-selfgc-session': 'dying',
+          },
+          body: JSON.stringify(conversationBody('chat', { turns })),
+        }),
+      );
+    try {
+      const first = await post(8);
+      expect(first.status).toBe(200);
+      expect(first.headers.get('x-selfgc-governance')).toBe('fail-open');
+      expect(first.headers.get('x-selfgc-warnings')).toContain('stateless-reduction');
+      expect(Number(first.headers.get('x-selfgc-tokens-after'))).toBeLessThanOrEqual(2000 - 256);
+      expect(logs[0]).toMatchObject({ lane: 'governance-failed', error: 'internal', status: 200 });
+      const second = await post(9);
+      expect(second.status).toBe(200);
+      expect(second.headers.get('x-selfgc-commit')).toMatch(/^c1-/);
+      expect(governanceThreads).toBe(2);
+    } finally {
+      await governance.close();
+      await upstream.close();
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 });

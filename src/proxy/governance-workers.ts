@@ -1,15 +1,17 @@
 /**
  * Governance off the proxy's event loop: worker threads that each open the store themselves and
  * run `prepareUpstream` (parse, find the session, govern, serialise) for the requests handed to
- * them. The proxy's thread only reads and writes sockets, so a commit (rehearsal and sidecar
- * writes, several milliseconds) no longer holds every other session's bytes in its queue.
+ * them, and a lane worker that reduces the requests governance does not take into the window
+ * without a store. The proxy's thread only reads and writes sockets.
  *
- * Requests of one API key (and session id header) always go to the same worker, so its ledger
- * cache serves them; the store stays the source of truth, as for several proxy instances. Pass
- * the result as the proxy's `governance` and close it after the server.
+ * Fair by construction: one request per worker at a time, waiting requests queued per tenant
+ * and served in turn; a body over the size budget goes straight to the lane worker, and a request
+ * still waiting or governing when its time budget runs out goes there too, so neither a huge body
+ * nor one tenant's burst holds anyone else's requests. A request prefers the worker that governed
+ * its session before (its ledger cache); the store stays the source of truth, as for several
+ * proxy instances. Pass the result as the proxy's `governance` and close it after the server.
  */
-import { createHash } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import { availableParallelism } from 'node:os';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
 import type { Arm } from './ab-split.js';
@@ -23,11 +25,16 @@ import {
 import type { ProxyLogEntry } from './proxy-log.js';
 import { type MetricOperation, type ProxyMetrics, replayMetrics } from './proxy-metrics.js';
 import { SESSION_HEADER } from './session-identity.js';
+import type { LaneReason } from './stateless-lane.js';
 import type { RecoveryGovernor } from './transparent-recovery.js';
+import { createWorkerScheduler, type WorkerScheduler } from './worker-scheduler.js';
+import { startWorkerThread, type WorkerThread } from './worker-thread.js';
 
 export interface GovernanceWorkerOptions {
   /** The store every worker opens (`sqlite:…`, `redis://…`, `postgres://…`). */
   storeUrl: string;
+  /** Deadline of each store call in the workers, in ms (see `guardStore`; default 250). */
+  storeTimeoutMs?: number;
   /** Context window for every model. Default: each model's real window. */
   window?: number;
   /** Output tokens to keep free when a request names none (see `ProxyOptions.reserveOutput`). */
@@ -44,16 +51,29 @@ export interface GovernanceWorkerOptions {
 }
 
 export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {
-  /** Worker threads. Default 1. */
+  /** Governance worker threads. Default `defaultGovernanceThreads()`. */
   threads?: number;
+  /** How a worker thread starts (default `startWorkerThread`): tests put a failing one in its place. */
+  startThread?: (data: GovernanceWorkerData) => WorkerThread;
+}
+
+/** What a worker thread is started with: governance (with a store) or the stateless lane (none). */
+export type GovernanceWorkerData = GovernanceWorkerOptions & { role: 'governance' | 'lane' };
+
+/** Governance threads where cores allow: at least two, at most four, one core left to the proxy. */
+export function defaultGovernanceThreads(cores = availableParallelism()): number {
+  return Math.min(4, Math.max(2, cores - 1));
 }
 
 /** What the proxy's thread hands over for one request: `prepareUpstream`'s input, settings by value. */
 export type GovernanceInput = Omit<PrepareInput, 'settings'> &
-  Pick<PrepareInput['settings'], 'failOpen' | 'recovery'>;
+  Pick<PrepareInput['settings'], 'failOpen' | 'recovery'> & {
+    /** Governance that has not answered this long after the request arrived gives way to the lane. */
+    timeBudgetMs?: number | undefined;
+  };
 
 export interface GovernanceWorkers {
-  /** Settles once every worker has opened its store (rejects when one could not). */
+  /** Settles once every worker has started (rejects when one could not). */
   ready(): Promise<void>;
   prepare(input: GovernanceInput, metrics: ProxyMetrics): Promise<PreparedRequest>;
   close(): Promise<void>;
@@ -73,16 +93,21 @@ export type WorkerRequest =
       arm: Arm;
       failOpen: boolean;
       recovery: boolean;
+      /** Through the stateless lane instead of governance, and why. */
+      lane?: LaneReason;
     }
   | { type: 'abort'; id: number }
   | { type: 'expand'; id: number; sessionId: string; objectId: string; scope: RecoveryScope }
   | { type: 'search'; id: number; sessionId: string; query: string; limit?: number; scope: RecoveryScope }
   | { type: 'close'; id: number };
 
-/** A worker's answer; `prepare` answers carry the log fields, headers and metrics it set. */
+/**
+ * A worker's answer; `prepare` answers carry the log fields, headers and metrics it set. `lost`:
+ * the worker died before it answered (the failure is the thread's, not the request's).
+ */
 export type WorkerReply = (
   | { id: number; ok: true; value: unknown }
-  | { id: number; ok: false; error: { code: ErrorCode; message: string } }
+  | { id: number; ok: false; error: { code: ErrorCode; message: string }; lost?: true }
 ) & { entry?: Partial<ProxyLogEntry>; headers?: Array<[string, string]>; metrics?: MetricOperation[] };
 
 /**
@@ -96,104 +121,20 @@ export function transferOf(bytes: Uint8Array): ArrayBuffer[] {
     : [];
 }
 
-/**
- * The worker's module next to this one: `.js` when built; `.ts` when this runs from source under
- * tsx (tests, scripts), whose loader a worker does not inherit on Node 20, so it registers it.
- */
-function newWorker(options: GovernanceWorkerOptions): Worker {
-  if (!import.meta.url.endsWith('.ts')) {
-    return new Worker(new URL('./governance-worker.js', import.meta.url), { workerData: options });
-  }
-  const entry = new URL('./governance-worker.ts', import.meta.url).href;
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const code = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(code, { eval: true, workerData: options });
-}
-
-interface Pending {
-  resolve(reply: WorkerReply): void;
-}
-
-function startWorker(options: GovernanceWorkerOptions) {
-  const worker = newWorker(options);
-  worker.unref();
-  const pending = new Map<number, Pending>();
-  let exited: SelfGcError | undefined;
-  const ready = new Promise<void>((resolve, reject) => {
-    pending.set(0, {
-      resolve: (reply) =>
-        reply.ok ? resolve() : reject(new SelfGcError(reply.error.code, reply.error.message)),
-    });
-  });
-  // Awaited by every call; a failed start is reported there, not as an unhandled rejection.
-  ready.catch(() => undefined);
-  const failAll = (error: SelfGcError) => {
-    exited = error;
-    for (const [id, waiting] of pending) {
-      waiting.resolve({ id, ok: false, error: { code: error.code, message: error.message } });
-    }
-    pending.clear();
-  };
-  worker.on('message', (reply: WorkerReply) => {
-    const waiting = pending.get(reply.id);
-    pending.delete(reply.id);
-    waiting?.resolve(reply);
-  });
-  worker.on('error', (error) =>
-    failAll(new SelfGcError('internal', `governance worker failed: ${error.message}`)),
-  );
-  worker.on('exit', (code) => failAll(new SelfGcError('internal', `governance worker exited (${code})`)));
-  let nextId = 1;
-  const call = async (
-    message: WorkerRequest | ((id: number) => WorkerRequest),
-    transfer: ArrayBuffer[] = [],
-  ): Promise<WorkerReply> => {
-    await ready;
-    const request = typeof message === 'function' ? message(nextId++) : message;
-    if (exited !== undefined) throw exited;
-    return new Promise((resolve) => {
-      pending.set(request.id, { resolve });
-      worker.postMessage(request, transfer);
-    });
-  };
-  return { worker, ready, call, exited: () => exited };
-}
-
-type StartedWorker = ReturnType<typeof startWorker>;
-
 function resultOf(reply: WorkerReply): unknown {
   if (!reply.ok) throw new SelfGcError(reply.error.code, reply.error.message);
   return reply.value;
 }
 
-export function createGovernanceWorkers(options: GovernanceWorkersOptions): GovernanceWorkers {
-  const { threads = 1, ...workerOptions } = options;
-  const workers: StartedWorker[] = [];
-  // A worker that died is replaced at its next request; the one that failed is answered 500.
-  let closed = false;
-  const workerAt = (index: number): StartedWorker => {
-    if (closed) throw new SelfGcError('internal', 'governance workers are closed');
-    let started = workers[index];
-    if (started === undefined || started.exited() !== undefined) {
-      started = startWorker(workerOptions);
-      workers[index] = started;
-    }
-    return started;
-  };
-  const workerFor = (affinity: string): StartedWorker => {
-    if (workers.length <= 1) return workerAt(0);
-    const slot = createHash('sha256').update(affinity).digest().readUInt32BE(0) % workers.length;
-    return workerAt(slot);
-  };
-
-  const recoveryGovernor = (started: StartedWorker, scope: RecoveryScope): RecoveryGovernor => ({
+function recoveryGovernor(thread: WorkerThread, scope: RecoveryScope): RecoveryGovernor {
+  return {
     expand: async (sessionId, objectId) =>
-      resultOf(await started.call((id) => ({ type: 'expand', id, sessionId, objectId, scope }))) as
+      resultOf(await thread.call((id) => ({ type: 'expand', id, sessionId, objectId, scope }))) as
         | string
         | undefined,
     searchContext: async (sessionId, query, limit) =>
       resultOf(
-        await started.call((id) => ({
+        await thread.call((id) => ({
           type: 'search',
           id,
           sessionId,
@@ -202,64 +143,127 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
           ...(limit === undefined ? {} : { limit }),
         })),
       ) as Awaited<ReturnType<RecoveryGovernor['searchContext']>>,
+  };
+}
+
+/** Ask `thread` to prepare the request with `bytes` (moved to it), telling it to abort if the request does. */
+async function prepareOn(
+  thread: WorkerThread,
+  input: GovernanceInput,
+  bytes: Uint8Array,
+  lane: LaneReason | undefined,
+): Promise<WorkerReply> {
+  const requestHeaders: Array<[string, string]> = [];
+  for (const name of GOVERNANCE_HEADERS) {
+    const value = input.requestHeaders.get(name);
+    if (value !== null) requestHeaders.push([name, value]);
+  }
+  let requestId = 0;
+  const onAbort = () => {
+    if (requestId !== 0) thread.post({ type: 'abort', id: requestId });
+  };
+  input.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await thread.call((id) => {
+      requestId = id;
+      return {
+        type: 'prepare',
+        id,
+        route: input.dialect.route,
+        bytes,
+        requestHeaders,
+        keyHash: input.keyHash,
+        arm: input.trace.arm,
+        failOpen: input.failOpen,
+        recovery: input.recovery,
+        ...(lane === undefined ? {} : { lane }),
+      };
+    }, transferOf(bytes));
+  } finally {
+    input.signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A reply's log fields, headers and metrics onto the request, then its result. */
+function applyReply(
+  reply: WorkerReply,
+  input: GovernanceInput,
+  metrics: ProxyMetrics,
+  thread: WorkerThread,
+): PreparedRequest {
+  Object.assign(input.trace.entry, reply.entry);
+  for (const [name, value] of reply.headers ?? []) input.headers.set(name, value);
+  replayMetrics(metrics, reply.metrics ?? []);
+  const prepared = resultOf(reply) as PreparedUpstream;
+  return prepared.recovery === undefined
+    ? prepared
+    : { ...prepared, governor: recoveryGovernor(thread, prepared.recovery.scope) };
+}
+
+export function createGovernanceWorkers(options: GovernanceWorkersOptions): GovernanceWorkers {
+  const { threads = defaultGovernanceThreads(), startThread = startWorkerThread, ...workerOptions } = options;
+  const governance: WorkerScheduler = createWorkerScheduler({
+    threads,
+    start: () => startThread({ ...workerOptions, role: 'governance' }),
+  });
+  const lane: WorkerScheduler = createWorkerScheduler({
+    threads: 1,
+    start: () => startThread({ ...workerOptions, role: 'lane' }),
   });
 
-  for (let index = 0; index < Math.max(1, threads); index += 1) workerAt(index);
+  /** The request through the lane worker (which has the body now: a lane worker that dies fails it). */
+  async function throughLane(
+    input: GovernanceInput,
+    metrics: ProxyMetrics,
+    bytes: Uint8Array,
+    reason: LaneReason,
+  ): Promise<PreparedRequest> {
+    const outcome = await lane.schedule({
+      tenant: input.keyHash,
+      affinity: input.keyHash,
+      signal: input.signal,
+      run: async (thread) => ({ thread, reply: await prepareOn(thread, input, bytes, reason) }),
+    });
+    if (!('value' in outcome)) throw new SelfGcError('internal', 'lane worker gave no answer');
+    const { thread, reply } = outcome.value;
+    return applyReply(reply, input, metrics, thread);
+  }
 
   return {
     async ready() {
-      await Promise.all(workers.map((started) => started.ready));
+      await Promise.all([...governance.threads(), ...lane.threads()].map((thread) => thread.ready));
     },
     async prepare(input, metrics) {
+      if (input.lane !== undefined) return throughLane(input, metrics, input.bytes, input.lane);
       const session = input.requestHeaders.get(SESSION_HEADER) ?? clientSessionHint(input.requestHeaders);
-      const started = workerFor(`${input.keyHash}\0${session}`);
-      const requestHeaders: Array<[string, string]> = [];
-      for (const name of GOVERNANCE_HEADERS) {
-        const value = input.requestHeaders.get(name);
-        if (value !== null) requestHeaders.push([name, value]);
+      // The worker gets the body; this copy stays for the lane, should governance not answer.
+      const kept = input.bytes.slice();
+      const outcome = await governance.schedule({
+        tenant: input.keyHash,
+        affinity: `${input.keyHash}\0${session}`,
+        budgetMs: input.timeBudgetMs,
+        signal: input.signal,
+        run: async (thread) => ({ thread, reply: await prepareOn(thread, input, input.bytes, undefined) }),
+      });
+      if (!('value' in outcome)) return throughLane(input, metrics, kept, 'over-time');
+      const { thread, reply } = outcome.value;
+      if (!reply.ok && reply.lost === true && input.failOpen) {
+        // The worker died under the request: the lane serves it, and the worker is replaced.
+        Object.assign(input.trace.entry, { error: reply.error.code, detail: reply.error.message });
+        metrics.count('selfgc_proxy_fail_open_total', { arm: input.trace.arm });
+        return throughLane(input, metrics, kept, 'governance-failed');
       }
-      let requestId = 0;
-      const onAbort = () => {
-        if (requestId !== 0)
-          started.worker.postMessage({ type: 'abort', id: requestId } satisfies WorkerRequest);
-      };
-      input.signal.addEventListener('abort', onAbort, { once: true });
-      let reply: WorkerReply;
-      try {
-        reply = await started.call((id) => {
-          requestId = id;
-          return {
-            type: 'prepare',
-            id,
-            route: input.dialect.route,
-            bytes: input.bytes,
-            requestHeaders,
-            keyHash: input.keyHash,
-            arm: input.trace.arm,
-            failOpen: input.failOpen,
-            recovery: input.recovery,
-          };
-        }, transferOf(input.bytes));
-      } finally {
-        input.signal.removeEventListener('abort', onAbort);
-      }
-      Object.assign(input.trace.entry, reply.entry);
-      for (const [name, value] of reply.headers ?? []) input.headers.set(name, value);
-      replayMetrics(metrics, reply.metrics ?? []);
-      const prepared = resultOf(reply) as PreparedUpstream;
-      return prepared.recovery === undefined
-        ? prepared
-        : { ...prepared, governor: recoveryGovernor(started, prepared.recovery.scope) };
+      return applyReply(reply, input, metrics, thread);
     },
     async close() {
-      closed = true;
-      const running = workers.filter((started) => started.exited() === undefined);
-      await Promise.all(
-        running.map(async (started) => {
-          await started.call((id) => ({ type: 'close', id })).catch(() => undefined);
-          await started.worker.terminate();
-        }),
+      const running = [...governance.threads(), ...lane.threads()].filter(
+        (thread) => thread.exited() === undefined,
       );
+      // Each worker closes its store before it is stopped.
+      await Promise.all(
+        running.map((thread) => thread.call((id) => ({ type: 'close', id })).catch(() => undefined)),
+      );
+      await Promise.all([governance.close(), lane.close()]);
     },
   };
 }

@@ -4,6 +4,9 @@ import { recoveryKeyOf } from '../core/session-state.js';
 import type { SidecarStore } from '../core/store.js';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { estimateInputTokens } from '../testing/scripted-reply.js';
+import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
+import { chatDialect } from './chat-dialect.js';
+import { responsesDialect } from './responses-dialect.js';
 import { hashApiKey } from './session-identity.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
@@ -15,8 +18,14 @@ import {
   storeSessionOf,
   unrecoverableFiles,
 } from './testing/recovery-pointers.js';
+import type { JsonObject, WireDialect } from './wire-dialect.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
+const DIALECTS: Record<WireRoute, WireDialect> = {
+  chat: chatDialect,
+  responses: responsesDialect,
+  messages: anthropicMessagesDialect,
+};
 const TRANSCRIPT_FIELD: Record<WireRoute, string> = {
   chat: 'messages',
   responses: 'input',
@@ -210,25 +219,65 @@ function downStore(): SidecarStore {
 }
 
 describe('store failures', () => {
-  it('fail open: serves the request ungoverned, byte for byte, and counts it', async () => {
+  it.each(ROUTES)(
+    'fail open (%s): serves the request inside the window through the stateless lane, flags and counts it',
+    async (route) => {
+      fixture = await startProxyFixture({ script: answer, store: downStore() });
+      const body = conversationBody(route, { turns: 8 });
+      const response = await fixture.post(route, body);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-selfgc-governance')).toBe('fail-open');
+      expect(response.headers.get('x-selfgc-warnings')).toBe('stateless-reduction');
+      const sent = fixture.upstream.requests[0]!;
+      // Over the 2000-token window as sent by the client; inside it as forwarded.
+      expect(estimateInputTokens(body)).toBeGreaterThan(2000);
+      const after = Number(response.headers.get('x-selfgc-tokens-after'));
+      expect(after + Number(response.headers.get('x-selfgc-output-reserve'))).toBeLessThanOrEqual(2000);
+      expect(sent.rawBody).toContain('elided to fit the context window');
+      // The latest turn and every call with its output stay; nothing points at a sidecar.
+      expect(sent.rawBody).toContain(escapedFile(7));
+      const forwarded = DIALECTS[route].readTranscript(sent.body as JsonObject);
+      const calls = forwarded.flatMap((message) =>
+        message.parts.flatMap((part) => (part.type === 'tool-call' ? [part.id] : [])),
+      );
+      const results = forwarded.flatMap((message) =>
+        message.parts.flatMap((part) => (part.type === 'tool-result' ? [part.callId] : [])),
+      );
+      expect(calls).toHaveLength(8);
+      expect(results).toEqual(calls);
+      expect(sent.rawBody).not.toContain('selfgc_expand');
+      const samples = await fixture.metrics();
+      expect(sampleSum(samples, 'selfgc_proxy_fail_open_total', { arm: 'governed' })).toBe(1);
+      expect(sampleSum(samples, 'selfgc_proxy_errors_total', { code: 'store-failure' })).toBe(1);
+      expect(sampleSum(samples, 'selfgc_proxy_stateless_lane_total', { reason: 'store-unavailable' })).toBe(
+        1,
+      );
+      expect(fixture.logs[0]).toMatchObject({
+        governance: 'fail-open',
+        lane: 'store-unavailable',
+        warnings: ['stateless-reduction'],
+        error: 'store-failure',
+        detail: DRIVER_MESSAGE,
+        status: 200,
+      });
+      expect(response.headers.get('x-selfgc-request-id')).toBe(fixture.logs[0]?.requestId);
+      expect([...response.headers.values()].join(' ')).not.toContain('10.20.30.40');
+      expect(await (await fixture.fetch('/healthz')).json()).toMatchObject({
+        status: 'degraded',
+        store: 'down',
+        storeKind: 'down',
+      });
+    },
+  );
+
+  it('fail open: a conversation that fits goes upstream byte for byte', async () => {
     fixture = await startProxyFixture({ script: answer, store: downStore() });
-    const raw = JSON.stringify(conversationBody('responses', { turns: 8 }));
+    const raw = JSON.stringify(conversationBody('responses', { turns: 1 }));
     const response = await fixture.post('responses', raw);
     expect(response.status).toBe(200);
     expect(response.headers.get('x-selfgc-governance')).toBe('fail-open');
+    expect(response.headers.get('x-selfgc-warnings')).toBeNull();
     expect(fixture.upstream.requests[0]?.rawBody).toBe(raw);
-    const samples = await fixture.metrics();
-    expect(sampleSum(samples, 'selfgc_proxy_fail_open_total', { arm: 'governed' })).toBe(1);
-    expect(sampleSum(samples, 'selfgc_proxy_errors_total', { code: 'store-failure' })).toBe(1);
-    expect(fixture.logs[0]).toMatchObject({
-      governance: 'fail-open',
-      error: 'store-failure',
-      detail: DRIVER_MESSAGE,
-      status: 200,
-    });
-    expect(response.headers.get('x-selfgc-request-id')).toBe(fixture.logs[0]?.requestId);
-    expect([...response.headers.values()].join(' ')).not.toContain('10.20.30.40');
-    expect(await (await fixture.fetch('/healthz')).json()).toMatchObject({ status: 'ok', store: 'down' });
   });
 
   it('fail closed: refuses with a 503 in the provider format', async () => {

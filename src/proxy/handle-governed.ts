@@ -58,20 +58,31 @@ export async function handleGoverned(
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
+    const bytes = await request.bytes(settings.bodyLimitBytes);
     const input = {
       dialect,
-      bytes: await request.bytes(settings.bodyLimitBytes),
+      bytes,
       requestHeaders: request.headers,
       keyHash,
       trace,
       headers,
       signal: request.signal,
+      // A body over governance's budget never waits for it: the stateless lane takes it.
+      lane:
+        settings.governs && bytes.byteLength > settings.governanceMaxBytes
+          ? ('over-size' as const)
+          : undefined,
     };
     const prepared =
       settings.governance === undefined
         ? await prepareUpstream({ ...input, settings: { ...settings, recovery: recoveryAllowed } })
         : await settings.governance.prepare(
-            { ...input, failOpen: settings.failOpen, recovery: recoveryAllowed },
+            {
+              ...input,
+              failOpen: settings.failOpen,
+              recovery: recoveryAllowed,
+              timeBudgetMs: settings.governanceTimeBudgetMs,
+            },
             settings.metrics,
           );
     const { recovery: recovered, governor } = prepared;

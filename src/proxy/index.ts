@@ -8,6 +8,7 @@ export { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
 export { createProxy, type SelfGcProxy } from './create-proxy.js';
 export {
   createGovernanceWorkers,
+  defaultGovernanceThreads,
   type GovernanceWorkers,
   type GovernanceWorkersOptions,
 } from './governance-workers.js';

@@ -25,6 +25,7 @@ import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RecoveryWindow } from './recovery-budget.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
+import type { LaneReason } from './stateless-lane.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
@@ -60,6 +61,8 @@ export interface PrepareInput {
   /** The `x-selfgc-*` headers of the answer (filled in here). */
   headers: Headers;
   signal: AbortSignal;
+  /** Through the stateless lane instead of governance, and why (the request is over budget). */
+  lane?: LaneReason | undefined;
 }
 
 export interface PreparedUpstream {
@@ -134,6 +137,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     proxyTools: recoveryRoute ? RECOVERY_TOOLS : [],
     recoveryRoute,
     signal: input.signal,
+    ...(input.lane === undefined ? {} : { lane: input.lane }),
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;

@@ -34,6 +34,11 @@ export interface ProxyLogEntry {
   commit?: string;
   /** What the governor did: `committed`, `deferred`, …, `fail-open`, `off`, `passthrough`. */
   governance?: string;
+  /**
+   * Why governance did not take the request and the stateless lane reduced it into the window
+   * instead: `store-unavailable`, `governance-failed`, `over-size`, `over-time`.
+   */
+  lane?: string;
   /** Why the body went upstream ungoverned as the client sent it (`unreadable-shape`). */
   passthrough?: string;
   /** For an unreadable body, the adapter's account of where: message index and field, never content. */

@@ -42,6 +42,10 @@ export const METRICS = {
     help: 'Governed requests served ungoverned because governance failed.',
     seeded: true,
   },
+  selfgc_proxy_stateless_lane_total: {
+    type: 'counter',
+    help: 'Governed requests sent through the stateless lane (reduced into the window without the store), by reason: store-unavailable, governance-failed, over-size, over-time.',
+  },
   selfgc_proxy_divergences_total: {
     type: 'counter',
     help: 'Governed requests whose history was not an append to the one governed before (edited, truncated, or another conversation under the same session id): state past the divergence stopped applying.',

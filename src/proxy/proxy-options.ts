@@ -5,6 +5,7 @@ import { BadInputError } from '../core/errors.js';
 import type { Governor } from '../core/governor/governor-types.js';
 import type { SidecarStore } from '../core/store.js';
 import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
+import { guardStore, isGuardedStore, type StoreHealth } from '../stores/guard-store.js';
 import type { AbSplit } from './ab-split.js';
 import { fetchTransport, type UpstreamTransport } from './call-upstream.js';
 import { contextWindowOf } from './context-window.js';
@@ -27,7 +28,10 @@ export interface ProxyOptions {
    * so commits never hold the proxy's event loop. Takes the place of `governor`.
    */
   governance?: GovernanceWorkers;
-  /** The store the governor writes to, probed by `/healthz`. */
+  /**
+   * The store the governor writes to, probed by `/healthz` within the store's deadline (a store
+   * from `guardStore` or `openGuardedStore` reports its breaker; any other is guarded for it).
+   */
   store?: SidecarStore;
   /** Upstream base URLs, without `/v1` (`https://api.openai.com`, `https://api.anthropic.com`). */
   upstreams: Record<ProviderName, string>;
@@ -52,8 +56,22 @@ export interface ProxyOptions {
   bodyLimitBytes?: number;
   /** Time until the upstream answers (headers; the whole body when buffered). Default 10 minutes. */
   upstreamTimeoutMs?: number;
-  /** When governance fails (store down), serve ungoverned (true, default) or refuse with 503. */
+  /**
+   * When governance fails (store down), serve the request through the stateless lane — reduced
+   * into the window without the store — (true, default) or refuse it with 503.
+   */
   failOpen?: boolean;
+  /**
+   * Largest body governance takes, in bytes (default 8 MiB): a larger one goes through the
+   * stateless lane, so it holds no governance worker (and no other request) for seconds.
+   */
+  governanceMaxBytes?: number;
+  /**
+   * Time governance may take for one request, its wait for a worker included, in milliseconds
+   * (default 3000): then the request goes through the stateless lane, and governance, left to
+   * finish, commits for the next one.
+   */
+  governanceTimeBudgetMs?: number;
   /** Govern only a share of accounts; the rest form the control arm. Default: all governed. */
   abSplit?: AbSplit;
   /** Transparent expand/search_context, streamed or not. Default true. */
@@ -77,13 +95,18 @@ export interface ProxySettings {
   bodyLimitBytes: number;
   upstreamTimeoutMs: number;
   failOpen: boolean;
+  /** True when a governor or governance workers are configured. */
+  governs: boolean;
+  governanceMaxBytes: number;
+  governanceTimeBudgetMs: number;
   abSplit: AbSplit | undefined;
   recovery: boolean;
   recoveryRounds: number;
   tenancy: KeylessTenancy | undefined;
   /** True the first time it is called with `topic`, false after: for one-time log notices. */
   firstNotice(topic: string): boolean;
-  store: SidecarStore | undefined;
+  /** The store's health, asked within its deadline; undefined without a store. */
+  storeHealth: (() => Promise<StoreHealth>) | undefined;
   /** Governance worker threads, when the proxy governs off its own thread. */
   governance: GovernanceWorkers | undefined;
   metrics: ProxyMetrics;
@@ -100,6 +123,21 @@ export interface ProxySettings {
   governorFor(context: GovernorContext): Governor | undefined;
 }
 
+/**
+ * Largest body governed by default: a 1M-token conversation with its tools fits; a larger body
+ * would hold a governance worker for seconds, so it takes the stateless lane.
+ */
+export const DEFAULT_GOVERNANCE_MAX_BYTES = 8 * 1024 * 1024;
+
+/** Governance time per request by default, its wait for a worker included. */
+export const DEFAULT_GOVERNANCE_TIME_BUDGET_MS = 3_000;
+
+function healthOf(store: SidecarStore | undefined): (() => Promise<StoreHealth>) | undefined {
+  if (store === undefined) return undefined;
+  const guarded = isGuardedStore(store) ? store : guardStore(store);
+  return () => guarded.probe();
+}
+
 function trimBase(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/v1$/, '');
 }
@@ -110,6 +148,8 @@ function checkProxyOptions(options: ProxyOptions): void {
     window: typeof options.window === 'number' ? options.window : undefined,
     bodyLimitBytes: options.bodyLimitBytes,
     upstreamTimeoutMs: options.upstreamTimeoutMs,
+    governanceMaxBytes: options.governanceMaxBytes,
+    governanceTimeBudgetMs: options.governanceTimeBudgetMs,
   };
   for (const [field, value] of Object.entries(numbers)) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
@@ -139,6 +179,9 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     bodyLimitBytes: options.bodyLimitBytes ?? 32 * 1024 * 1024,
     upstreamTimeoutMs: options.upstreamTimeoutMs ?? 600_000,
     failOpen: options.failOpen ?? true,
+    governs: options.governor !== undefined || options.governance !== undefined,
+    governanceMaxBytes: options.governanceMaxBytes ?? DEFAULT_GOVERNANCE_MAX_BYTES,
+    governanceTimeBudgetMs: options.governanceTimeBudgetMs ?? DEFAULT_GOVERNANCE_TIME_BUDGET_MS,
     abSplit: options.abSplit,
     recovery: options.recovery ?? true,
     recoveryRounds: 3,
@@ -148,7 +191,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
       noticed.add(topic);
       return true;
     },
-    store: options.store,
+    storeHealth: healthOf(options.store),
     governance: options.governance,
     metrics: createProxyMetrics(),
     upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),

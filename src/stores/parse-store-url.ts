@@ -29,17 +29,6 @@ function sqlitePath(rest: string): string {
   return path;
 }
 
-/**
- * Open a store from one URL, as given on the command line or in configuration:
- *
- * - `memory:` — in-process only;
- * - `sqlite:./path.db`, `sqlite:///abs/path.db`, `sqlite::memory:` — embedded;
- * - `redis://…`, `rediss://…` — optional `?prefix=` sets the key prefix;
- * - `postgres://…`, `postgresql://…` — optional `?schema=` and `?prefix=` (table prefix).
- *
- * Drivers load only when their scheme is used. An unknown scheme is a `BadInputError`; the
- * message never repeats the URL, which may hold a password.
- */
 /** Import a store module whose driver is an optional peer dependency, with a clear error without it. */
 async function loadDriver<T>(driver: string, load: () => Promise<T>): Promise<T> {
   try {
@@ -63,8 +52,49 @@ export interface StoreUrlOptions {
   retainMs?: number;
 }
 
+/** The URL's scheme, lower case, or undefined when it has none. */
+function schemeOf(url: string): string | undefined {
+  return /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+}
+
+function unknownScheme(scheme: string | undefined): BadInputError {
+  return new BadInputError(
+    scheme === undefined
+      ? `store URL has no scheme (expected ${SUPPORTED})`
+      : `unknown store URL scheme "${scheme}:" (expected ${SUPPORTED})`,
+  );
+}
+
+const KINDS: Readonly<Record<string, string>> = {
+  memory: 'memory',
+  sqlite: 'sqlite',
+  redis: 'redis',
+  rediss: 'redis',
+  postgres: 'postgres',
+  postgresql: 'postgres',
+};
+
+/** The store a URL names (`memory`, `sqlite`, `redis`, `postgres`: its `kind`), without opening it. */
+export function storeKindOf(url: string): string {
+  const scheme = schemeOf(url);
+  const kind = scheme === undefined ? undefined : KINDS[scheme];
+  if (kind === undefined) throw unknownScheme(scheme);
+  return kind;
+}
+
+/**
+ * Open a store from one URL, as given on the command line or in configuration:
+ *
+ * - `memory:` — in-process only;
+ * - `sqlite:./path.db`, `sqlite:///abs/path.db`, `sqlite::memory:` — embedded;
+ * - `redis://…`, `rediss://…` — optional `?prefix=` sets the key prefix;
+ * - `postgres://…`, `postgresql://…` — optional `?schema=` and `?prefix=` (table prefix).
+ *
+ * Drivers load only when their scheme is used. An unknown scheme is a `BadInputError`; the
+ * message never repeats the URL, which may hold a password.
+ */
 export async function createStoreFromUrl(url: string, options: StoreUrlOptions = {}): Promise<SidecarStore> {
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  const scheme = schemeOf(url);
   switch (scheme) {
     case 'memory': {
       if (!['memory:', 'memory://'].includes(url.toLowerCase())) {
@@ -104,10 +134,6 @@ export async function createStoreFromUrl(url: string, options: StoreUrlOptions =
       });
     }
     default:
-      throw new BadInputError(
-        scheme === undefined
-          ? `store URL has no scheme (expected ${SUPPORTED})`
-          : `unknown store URL scheme "${scheme}:" (expected ${SUPPORTED})`,
-      );
+      throw unknownScheme(scheme);
   }
 }

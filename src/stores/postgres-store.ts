@@ -14,6 +14,7 @@ import { inTransaction } from './postgres-transaction.js';
 import { checkCommitWritable, checkPayloadsWritable, decodeCommit, encodeJson } from './record-codec.js';
 import { parseSearchQuery } from './search-query.js';
 import { createStateCache } from './state-cache.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS } from './store-policy.js';
 import { withStoreErrors } from './with-store-errors.js';
 
 /** Options of `createPostgresStore`: a connection string (the store owns the pool) or a pool (the caller does). */
@@ -31,6 +32,11 @@ export type PostgresStoreOptions = (
   schema?: string;
   /** Prefix of every table and index name (default `selfgc_`), e.g. an isolated one per test run. */
   tablePrefix?: string;
+  /**
+   * How long a new connection may take before the attempt is abandoned, in milliseconds (default
+   * `DEFAULT_CONNECT_TIMEOUT_MS`), for a pool the store creates.
+   */
+  connectTimeoutMs?: number;
 };
 
 /**
@@ -71,10 +77,16 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   const ownsPool = 'connectionString' in options;
   const pool =
     'connectionString' in options
-      ? new pg.Pool({ connectionString: options.connectionString })
+      ? new pg.Pool({
+          connectionString: options.connectionString,
+          connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+          // A server that vanished without a word (a cut network) is noticed on idle connections too.
+          keepAlive: true,
+        })
       : options.pool;
   // An idle pooled connection that drops emits 'error'; without a listener that would crash
-  // the process. The next query fails on its own and is reported as a StoreError.
+  // the process. The next query fails on its own and is reported as a StoreError (checked-out
+  // connections are listened to by `inTransaction`, and by the pool's own `query`).
   if (ownsPool) pool.on('error', () => undefined);
   const tables = await withStoreErrors('postgres open', () =>
     createPostgresTables(pool, { schema: options.schema, tablePrefix: options.tablePrefix }),

@@ -3,6 +3,11 @@ import type pg from 'pg';
 /**
  * Run `body` in a transaction on one pooled connection. It commits when `keep(result)` says
  * so and rolls back otherwise (a conflict or duplicate changes nothing), or on any throw.
+ *
+ * While the connection is checked out, the pool no longer listens to it: a server that ends it
+ * (a restart, a failover, `pg_terminate_backend`) makes it emit `'error'`, which without a
+ * listener of ours would end the process. The listener marks the connection broken, so it is
+ * destroyed on release instead of pooled; the query in flight fails on its own.
  */
 export async function inTransaction<T>(
   pool: pg.Pool,
@@ -11,6 +16,10 @@ export async function inTransaction<T>(
 ): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await body(client);
@@ -18,11 +27,15 @@ export async function inTransaction<T>(
     return result;
   } catch (error) {
     // A connection that cannot even roll back is broken: destroy it rather than pool it.
-    await client.query('ROLLBACK').catch((rollbackError: unknown) => {
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-    });
+    if (broken === undefined) {
+      await client.query('ROLLBACK').catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+    }
     throw error;
   } finally {
+    // A broken connection keeps the listener while the pool destroys it.
+    if (broken === undefined) client.off('error', onError);
     client.release(broken);
   }
 }

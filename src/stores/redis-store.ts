@@ -12,6 +12,7 @@ import {
 import { createRedisRetention } from './redis-retention.js';
 import { searchInProcess } from './search-in-process.js';
 import { createStateCache } from './state-cache.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_MAINTENANCE_TIMEOUT_MS } from './store-policy.js';
 import { withStoreErrors } from './with-store-errors.js';
 
 /** Options of `createRedisStore`: a URL (the store owns the connection) or a client (the caller does). */
@@ -27,6 +28,13 @@ export type RedisStoreOptions = (
 ) & {
   /** First part of every key (default `selfgc`), so several deployments can share a database. */
   keyPrefix?: string;
+  /**
+   * For a client the store creates: how long a connection attempt may take, and how long a
+   * command may wait for its answer, queued while reconnecting included, in milliseconds
+   * (defaults `DEFAULT_CONNECT_TIMEOUT_MS` and `DEFAULT_MAINTENANCE_TIMEOUT_MS`).
+   */
+  connectTimeoutMs?: number;
+  commandTimeoutMs?: number;
   /**
    * Retention in milliseconds: every key of a session expires this long after the session's
    * latest write (Redis TTLs), so an idle session leaves even when no sweep runs. Default: none
@@ -118,9 +126,41 @@ function groupBySession(records: readonly SidecarRecord[]): Map<string, SidecarR
  * A sidecar store in Redis (ioredis), for several proxy instances sharing sessions. Writes
  * that must be atomic run as Lua scripts; search scans the session's payloads in process.
  */
+/**
+ * A client that never makes a request wait out a reconnect storm: a command whose connection
+ * drops fails at the next reconnect attempt instead of after twenty, one queued while the
+ * server is away or silent fails after `commandTimeout`, and connection errors are heard here
+ * (the command that meets one fails with it) instead of printed as unhandled.
+ */
+function connectRedis(url: string, options: RedisStoreOptions): Redis {
+  const client = new Redis(url, {
+    connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    commandTimeout: options.commandTimeoutMs ?? DEFAULT_MAINTENANCE_TIMEOUT_MS,
+    maxRetriesPerRequest: 0,
+  });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** QUIT, or when the server does not answer in time, drop the connection. */
+async function quitRedis(client: Redis): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const giveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, DEFAULT_CONNECT_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([client.quit().then(() => undefined), giveUp]);
+  } catch {
+    // Not connected: nothing to say goodbye to.
+  } finally {
+    clearTimeout(timer);
+    client.disconnect();
+  }
+}
+
 export function createRedisStore(options: RedisStoreOptions): SidecarStore {
   const ownsClient = 'url' in options;
-  const client = 'url' in options ? new Redis(options.url) : options.client;
+  const client = 'url' in options ? connectRedis(options.url, options) : options.client;
   const keyPrefix = options.keyPrefix ?? 'selfgc';
   const keysOf = (sessionId: string) => redisSessionKeys(keyPrefix, sessionId);
   let closed = false;
@@ -228,7 +268,7 @@ export function createRedisStore(options: RedisStoreOptions): SidecarStore {
       withStoreErrors('redis close', async () => {
         if (closed) return;
         closed = true;
-        if (ownsClient) await client.quit();
+        if (ownsClient) await quitRedis(client);
       }),
 
     listSessions: (listOptions) => run('listSessions', () => retention.listSessions(listOptions)),

@@ -1,0 +1,178 @@
+/**
+ * Fair scheduling: a body over governance's size budget goes through the stateless lane, one
+ * that governance cannot finish within its time budget too, and neither holds another tenant's
+ * small requests. Bounds are generous: they tell "served beside the big body" from "served after
+ * it", not milliseconds.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { SidecarStore } from '../core/store.js';
+import { createMemoryStore } from '../stores/memory-store.js';
+import { hashApiKey } from './session-identity.js';
+import { conversationBody } from './testing/agent-conversation.js';
+import { sampleSum } from './testing/parse-prometheus.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+
+const WINDOW = 2000;
+const RESERVE = 256;
+/** A small request of another tenant is answered within this while the big body is in flight. */
+const SMALL_WITHIN_MS = 1_500;
+
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+/** A conversation body of about `megabytes` MB. */
+function bigBody(megabytes: number): string {
+  const turns = Math.ceil((megabytes * 1e6) / 9_000);
+  return JSON.stringify(conversationBody('chat', { turns, lines: 150, marker: 'big' }));
+}
+
+interface Timed {
+  response: Response;
+  text: string;
+  ms: number;
+}
+
+async function timedPost(
+  fixtureNow: ProxyFixture,
+  body: string,
+  apiKey: string,
+  session: string,
+): Promise<Timed> {
+  const started = performance.now();
+  const response = await fixtureNow.post('chat', body, { apiKey, headers: { 'x-selfgc-session': session } });
+  const text = await response.text();
+  return { response, text, ms: performance.now() - started };
+}
+
+/** Small requests of other tenants, two at a time, while `inFlight` has not settled (at most `count`). */
+async function smallRequestsBeside(fixtureNow: ProxyFixture, inFlight: Promise<unknown>, count = 12) {
+  let settled = false;
+  void inFlight.finally(() => {
+    settled = true;
+  });
+  const answered: Timed[] = [];
+  for (let round = 0; round < count / 2 && (round < 2 || !settled); round += 1) {
+    const pair = await Promise.all(
+      [0, 1].map((slot) =>
+        timedPost(
+          fixtureNow,
+          JSON.stringify(conversationBody('chat', { turns: 8, marker: `small-${round}-${slot}` })),
+          `sk-small-${slot}`,
+          `small-${round}-${slot}`,
+        ),
+      ),
+    );
+    answered.push(...pair);
+  }
+  return answered;
+}
+
+function expectInsideWindow(timed: Timed): void {
+  expect(timed.response.status, timed.text.slice(0, 300)).toBe(200);
+  const after = Number(timed.response.headers.get('x-selfgc-tokens-after'));
+  const reserve = Number(timed.response.headers.get('x-selfgc-output-reserve'));
+  expect(after + reserve).toBeLessThanOrEqual(WINDOW);
+}
+
+describe('a body over the size budget', () => {
+  it('in worker threads: goes through the lane worker inside the window, and holds no other tenant', async () => {
+    fixture = await startProxyFixture({
+      workers: 2,
+      script: () => ({ text: 'ok' }),
+      window: WINDOW,
+      proxy: { governanceMaxBytes: 512 * 1024 },
+    });
+    const body = bigBody(4);
+    const big = timedPost(fixture, body, 'sk-big', 'big');
+    const small = await smallRequestsBeside(fixture, big);
+    const answered = await big;
+    expectInsideWindow(answered);
+    expect(answered.response.headers.get('x-selfgc-governance')).toBe('over-budget');
+    expect(answered.response.headers.get('x-selfgc-warnings')).toContain('stateless-reduction');
+    const sent = fixture.upstream.requests.find((request) => request.rawBody.includes('(big)'));
+    expect(sent?.rawBody.length).toBeLessThan(body.length / 20);
+    expect(small.length).toBeGreaterThanOrEqual(4);
+    for (const timed of small) {
+      expectInsideWindow(timed);
+      expect(timed.ms).toBeLessThan(SMALL_WITHIN_MS);
+      expect(timed.response.headers.get('x-selfgc-governance')).not.toBe('over-budget');
+    }
+    const samples = await fixture.metrics();
+    expect(sampleSum(samples, 'selfgc_proxy_stateless_lane_total', { reason: 'over-size' })).toBe(1);
+    expect(fixture.logs.find((entry) => entry.lane === 'over-size')).toMatchObject({ status: 200 });
+  });
+
+  it('on the proxy thread: goes through the lane inside the window too', async () => {
+    fixture = await startProxyFixture({
+      script: () => ({ text: 'ok' }),
+      window: WINDOW,
+      proxy: { governanceMaxBytes: 512 * 1024 },
+    });
+    const answered = await timedPost(fixture, bigBody(2), 'sk-big', 'big');
+    expectInsideWindow(answered);
+    expect(answered.response.headers.get('x-selfgc-governance')).toBe('over-budget');
+    expect(fixture.logs[0]).toMatchObject({ lane: 'over-size', governance: 'over-budget' });
+  });
+});
+
+describe('governance over its time budget', () => {
+  it('in worker threads: the request, and those waiting behind it, go through the lane; its commit lands for the next turn', async () => {
+    fixture = await startProxyFixture({
+      workers: 1,
+      script: () => ({ text: 'ok' }),
+      window: WINDOW,
+      proxy: { governanceMaxBytes: 64 * 1024 * 1024, governanceTimeBudgetMs: 300 },
+    });
+    const big = timedPost(fixture, bigBody(4), 'sk-big', 'big');
+    const small = await smallRequestsBeside(fixture, big, 6);
+    const answered = await big;
+    expectInsideWindow(answered);
+    expect(answered.response.headers.get('x-selfgc-governance')).toBe('over-budget');
+    for (const timed of small) {
+      expectInsideWindow(timed);
+      expect(timed.ms).toBeLessThan(SMALL_WITHIN_MS);
+    }
+    expect(fixture.logs.find((entry) => entry.lane === 'over-time')).toBeDefined();
+    // Left to finish, governance commits the big session for its next turn.
+    const session = `${hashApiKey(new Headers({ authorization: 'Bearer sk-big' }))}:big`;
+    let commits = 0;
+    for (let attempt = 0; attempt < 60 && commits === 0; attempt += 1) {
+      commits = (await fixture.store.listCommits(session)).length;
+      if (commits === 0) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(commits).toBeGreaterThan(0);
+  });
+
+  it('on the proxy thread: a store slower than the budget sends the request through the lane at the budget', async () => {
+    const memory = createMemoryStore();
+    const slow: SidecarStore = {
+      ...memory,
+      readSession: async (sessionId) => {
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        return memory.readSession(sessionId);
+      },
+    };
+    fixture = await startProxyFixture({
+      script: () => ({ text: 'ok' }),
+      window: WINDOW,
+      store: slow,
+      proxy: { governanceTimeBudgetMs: 200 },
+    });
+    const answered = await timedPost(
+      fixture,
+      JSON.stringify(conversationBody('chat', { turns: 8 })),
+      'sk-a',
+      's',
+    );
+    expectInsideWindow(answered);
+    expect(answered.ms).toBeLessThan(SMALL_WITHIN_MS);
+    expect(answered.response.headers.get('x-selfgc-governance')).toBe('over-budget');
+    expect(fixture.logs[0]).toMatchObject({ lane: 'over-time' });
+    expect(Number(answered.response.headers.get('x-selfgc-tokens-after')) + RESERVE).toBeLessThanOrEqual(
+      WINDOW,
+    );
+  });
+});
