@@ -18,6 +18,7 @@ export {
   type SessionModeResult,
 } from './eval-summary.js';
 export { DEFAULT_SWEEP, type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
+export { judgeWithLlm } from './judge-llm.js';
 export {
   type AnchorLocator,
   type AnchorVerdict,
@@ -26,8 +27,7 @@ export {
   judgeAnchors,
   type NeededAnchors,
   neededAnchors,
-} from './judge-anchors.js';
-export { judgeWithLlm } from './judge-llm.js';
+} from './judges/anchor-judge.js';
 export {
   createEndpointClient,
   DEFAULT_KEY_ENV,

@@ -7,8 +7,9 @@ import { createLedger } from '../core/ledger.js';
 import type { TokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import { messageText } from '../core/transcript.js';
-import type { AnchorVerdict } from './judge-anchors.js';
-import { createAnchorLocator, judgeAnchors, neededAnchors, recoverableMap } from './judge-anchors.js';
+import type { AnchorVerdict } from './judges/anchor-judge.js';
+import { createAnchorLocator, judgeAnchors, neededAnchors } from './judges/anchor-judge.js';
+import { recoverableMap } from './recoverable-map.js';
 import type { Strategy, StrategyOutput } from './strategies/strategy.js';
 
 /** One strategy's view at one cut, with its verdict. */

@@ -17,8 +17,8 @@ import {
   createAnchorLocator,
   judgeAnchors,
   neededAnchors,
-  recoverableMap,
-} from './judge-anchors.js';
+} from './judges/anchor-judge.js';
+import { recoverableMap } from './recoverable-map.js';
 import { continuationAt } from './replay-cut.js';
 import type { Strategy } from './strategies/strategy.js';
 

@@ -15,7 +15,7 @@ import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
 import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
-import { continuationAnchors } from '../judge-anchors.js';
+import { continuationAnchors } from '../judges/anchor-judge.js';
 import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
 
 /** Rehearse a plan on the prefix with no earlier state, and project the view it gives. */
