@@ -14,6 +14,7 @@ export {
   EVAL_SUMMARY_VERSION,
   type EvalParameters,
   type EvalSummary,
+  type RareTokenResult,
   type Rate,
   type SessionModeResult,
 } from './eval-summary.js';
@@ -28,6 +29,16 @@ export {
   type NeededAnchors,
   neededAnchors,
 } from './judges/anchor-judge.js';
+export {
+  createTokenIndex,
+  judgeRareTokens,
+  type NeededRareTokens,
+  neededRareTokens,
+  RARE_SHARE,
+  type RareTokenJudgeInput,
+  type RareTokenVerdict,
+  type TokenIndex,
+} from './judges/rare-token-judge.js';
 export {
   createEndpointClient,
   DEFAULT_KEY_ENV,
