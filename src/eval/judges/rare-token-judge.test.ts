@@ -17,6 +17,7 @@ import {
   rareJudgeTokens,
   rareLimit,
 } from './rare-token-judge.js';
+import type { WordVocabulary } from './word-vocabulary.js';
 
 /**
  * 40 messages, so a rare token sits in at most 2 (5% of 40): message 2 holds `evict_entry`
@@ -102,6 +103,17 @@ describe('neededRareTokens', () => {
     );
     expect(needed.get('gamma_flag')?.weight).toBeCloseTo(Math.log(41));
     expect(needed.get('zeta_cache')?.weight).toBeCloseTo(Math.log(21));
+  });
+
+  it('leaves out common words of general language, however few messages hold them', () => {
+    const index = createTokenIndex(prefix());
+    const continuation = [assistantMessage('gamma_flag and zeta_cache')];
+    expect([...neededRareTokens(index, continuation).keys()]).toEqual(['gamma_flag', 'zeta_cache']);
+    const vocabulary: WordVocabulary = { isCommonWord: (token) => token === 'gamma_flag' };
+    expect([...neededRareTokens(index, continuation, vocabulary).keys()]).toEqual(['zeta_cache']);
+    // The default vocabulary knows English: `note` sits in three messages, `def` in one.
+    const index40 = createTokenIndex(prefix());
+    expect(neededRareTokens(index40, [assistantMessage('def note')]).size).toBe(0);
   });
 
   it('reads only what assistant messages wrote: not user messages, not reasoning', () => {

@@ -1,8 +1,8 @@
 /**
  * The rare-token judge: a second definition of no-impact, reported beside the anchor judge's so
  * that no result hinges on what one extractor calls an anchor. It knows no kinds of string; it
- * asks whether the words the agent went on to use, and that only a few messages of the session
- * held, are still in what the model was shown.
+ * asks whether the tokens the agent went on to use that are rare — in the session and in
+ * general language — are still in what the model was shown.
  *
  * Defined per judged view (a cut, or a model call in session mode), over the prefix P of N
  * messages before it:
@@ -12,9 +12,12 @@
  * - **Text** of a message: its text, reasoning and opaque parts, each tool call's name and
  *   argument values, each tool result's text.
  * - **Document frequency** df(t): the messages of P whose text holds token t.
- * - **Rare**: 1 ≤ df(t) ≤ max(1, ⌊RARE_SHARE × N⌋): present before the cut, in few messages.
+ * - **Rare**: 1 ≤ df(t) ≤ max(1, ⌊RARE_SHARE × N⌋) — present before the cut, in few messages —
+ *   and t is no common word of general language (`word-vocabulary.ts`: o200k_base does not
+ *   encode ` t` as one piece). A session alone is too small a corpus to tell `probably` from
+ *   `evict_entry`: both may sit in two of its messages.
  * - **Needed**: the tokens of the continuation (assistant messages only: their text and tool
- *   calls, reasoning left out as for the anchor judge) that are rare in P.
+ *   calls, reasoning left out as for the anchor judge) that are rare.
  * - **Visible**: a needed token is visible when an unchanged view item stands for a message that
  *   holds it, or the text of a changed item (a fold summary, a tombstone) holds it as a token.
  * - **Pass**: every needed token is visible (a view that needs none passes).
@@ -26,6 +29,7 @@
 import type { ViewItem } from '../../core/project-view.js';
 import type { Message, Part } from '../../core/transcript.js';
 import { argumentValues } from './anchor-extractor.js';
+import { createBpeVocabulary, type WordVocabulary } from './word-vocabulary.js';
 
 /** A token held by more than this share of the prefix's messages is common: the session's own vocabulary. */
 export const RARE_SHARE = 0.05;
@@ -34,6 +38,9 @@ const SHORTEST_TOKEN = 3;
 const LONGEST_TOKEN = 64;
 
 const TOKEN = /[\p{L}\p{N}_]+/gu;
+
+/** Shared by every judged view of the process; its table loads on the first question. */
+const BPE_VOCABULARY = createBpeVocabulary();
 
 /** The distinct tokens of a text. */
 export function rareJudgeTokens(textValue: string): Set<string> {
@@ -124,7 +131,11 @@ export function rareLimit(size: number): number {
   return Math.max(1, Math.floor(RARE_SHARE * size));
 }
 
-export function neededRareTokens(index: TokenIndex, continuation: readonly Message[]): NeededRareTokens {
+export function neededRareTokens(
+  index: TokenIndex,
+  continuation: readonly Message[],
+  vocabulary: WordVocabulary = BPE_VOCABULARY,
+): NeededRareTokens {
   const needed = new Map<string, RareToken>();
   const limit = rareLimit(index.size);
   for (const message of continuation) {
@@ -132,6 +143,7 @@ export function neededRareTokens(index: TokenIndex, continuation: readonly Messa
     for (const token of rareJudgeTokens(writtenText(message))) {
       const holders = index.holders(token);
       if (holders.length === 0 || holders.length > limit || needed.has(token)) continue;
+      if (vocabulary.isCommonWord(token)) continue;
       // A copy: the index's list grows as the prefix does.
       needed.set(token, { holders: [...holders], weight: Math.log(1 + index.size / holders.length) });
     }
@@ -155,10 +167,12 @@ export interface RareTokenJudgeInput {
   continuation: readonly Message[];
   /** `neededRareTokens(index, continuation)`, when the caller already has it. */
   needed?: NeededRareTokens;
+  /** Which tokens are common words (default: o200k_base's vocabulary). */
+  vocabulary?: WordVocabulary;
 }
 
 export function judgeRareTokens(input: RareTokenJudgeInput): RareTokenVerdict {
-  const needed = input.needed ?? neededRareTokens(input.index, input.continuation);
+  const needed = input.needed ?? neededRareTokens(input.index, input.continuation, input.vocabulary);
   const unchanged = new Set<number>();
   const changedTokens = new Set<string>();
   for (const item of input.items) {
