@@ -39,6 +39,7 @@ export {
   type RareTokenVerdict,
   type TokenIndex,
 } from './judges/rare-token-judge.js';
+export { createBpeVocabulary, type WordVocabulary } from './judges/word-vocabulary.js';
 export {
   createEndpointClient,
   DEFAULT_KEY_ENV,
