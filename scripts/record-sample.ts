@@ -161,7 +161,7 @@ const sessions = [
   ),
   explore(
     'eval',
-    ['src/eval/judge-anchors.ts', 'src/eval/replay-cut.ts', 'src/eval/aggregate.ts'],
+    ['src/eval/judges/anchor-judge.ts', 'src/eval/replay-cut.ts', 'src/eval/aggregate.ts'],
     'How is no-impact judged in the evaluation, and how are the rates aggregated?',
   ),
   explore(

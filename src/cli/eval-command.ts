@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
-import type { EvalSummary } from '../eval/eval-summary.js';
+import type { EvalSummary, RareTokenResult } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
 import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
@@ -64,16 +64,23 @@ export interface EvalOptions {
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 
+/** The rare-token judge's pass rate and mean score; a dash where it judged nothing, or the summary predates it. */
+function rareTokenCells(result: RareTokenResult | undefined): string {
+  if (!result || result.noImpact.total === 0) return '–';
+  const rate = result.noImpact;
+  return `${percent(rate.value).padStart(6)} [${percent(rate.low)}–${percent(rate.high)}]   ${result.meanScore.toFixed(3)}`;
+}
+
 export function formatSummary(summary: EvalSummary): string {
   const lines: string[] = [];
   if (summary.cutMode.length > 0) {
     lines.push(
-      'cut mode (own budget)        prune   strict no-impact [95% CI]   recoverable   unrecoverable loss',
+      'cut mode (own budget)        prune   strict no-impact [95% CI]   recoverable   unrecoverable loss   rare-token no-impact [95% CI]   score',
     );
     for (const result of summary.cutMode) {
       const own = result.own;
       lines.push(
-        `  ${(result.strategy + (result.upperBound ? ' (upper bound)' : '')).padEnd(26)} ${percent(own.pruneRate).padStart(6)}   ${percent(own.strictNoImpact.value).padStart(6)} [${percent(own.strictNoImpact.low)}–${percent(own.strictNoImpact.high)}]   ${percent(own.recoverableNoImpact.value).padStart(6)}        ${percent(own.unrecoverableLoss.value)}`,
+        `  ${(result.strategy + (result.upperBound ? ' (upper bound)' : '')).padEnd(26)} ${percent(own.pruneRate).padStart(6)}   ${percent(own.strictNoImpact.value).padStart(6)} [${percent(own.strictNoImpact.low)}–${percent(own.strictNoImpact.high)}]   ${percent(own.recoverableNoImpact.value).padStart(6)}        ${percent(own.unrecoverableLoss.value).padStart(6)}        ${rareTokenCells(own.rareTokens)}`,
       );
     }
     lines.push(...formatLlmCutLines(summary));
@@ -87,11 +94,11 @@ export function formatSummary(summary: EvalSummary): string {
   }
   if (summary.sessionMode.length > 0) {
     lines.push(
-      `session mode (window ${summary.sessionMode[0]?.window})   input vs none   over-window   cache hits   cost vs none   commits   strict no-impact (changed calls)`,
+      `session mode (window ${summary.sessionMode[0]?.window})   input vs none   over-window   cache hits   cost vs none   commits   strict no-impact (changed calls)   rare-token no-impact [95% CI]   score`,
     );
     for (const result of summary.sessionMode) {
       lines.push(
-        `  ${result.strategy.padEnd(26)} ${percent(result.inputTokens / Math.max(1, result.baselineInputTokens)).padStart(8)}   ${String(result.overWindowCalls).padStart(9)}   ${percent(result.cacheHitRate).padStart(9)}   ${result.costRelative.toFixed(3).padStart(10)}   ${String(result.commits).padStart(7)}   ${percent(result.strictNoImpactChanged.value)} of ${result.strictNoImpactChanged.total}`,
+        `  ${result.strategy.padEnd(26)} ${percent(result.inputTokens / Math.max(1, result.baselineInputTokens)).padStart(8)}   ${String(result.overWindowCalls).padStart(9)}   ${percent(result.cacheHitRate).padStart(9)}   ${result.costRelative.toFixed(3).padStart(10)}   ${String(result.commits).padStart(7)}   ${`${percent(result.strictNoImpactChanged.value)} of ${result.strictNoImpactChanged.total}`.padEnd(16)}   ${rareTokenCells(result.rareTokensChanged)}`,
       );
     }
   }

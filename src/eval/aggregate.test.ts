@@ -28,6 +28,8 @@ function cut(
     strict: true,
     recoverable: true,
     lostFromFoldOrMask: false,
+    rareTokens: true,
+    rareTokenScore: 1,
     ...overrides,
   } satisfies CutOutcome;
 }
@@ -94,10 +96,24 @@ describe('aggregateCuts', () => {
     expect(low?.recoverableNoImpact).toEqual(wilson(0, 1));
   });
 
+  it('reports the rare-token judge beside the anchor judge: its pass rate with Wilson intervals and mean score', () => {
+    const [judged] = aggregateCuts([
+      cut('selfgc', 'auto', 40, { rareTokens: true, rareTokenScore: 1 }),
+      cut('selfgc', 'auto', 40, { strict: false, rareTokens: false, rareTokenScore: 0.25 }),
+      cut('selfgc', 'auto', 40, { rareTokens: false, rareTokenScore: 0.25 }),
+      cut('selfgc', 0.5, 50, { rareTokens: false, rareTokenScore: 0 }),
+    ]);
+    expect(judged?.own.rareTokens).toEqual({ noImpact: wilson(1, 3), meanScore: 0.5 });
+    // The two judges count apart: strict holds where the rare-token judge failed.
+    expect(judged?.own.strictNoImpact).toEqual(wilson(2, 3));
+    expect(judged?.sweep[0]?.rareTokens).toEqual({ noImpact: wilson(0, 1), meanScore: 0 });
+  });
+
   it('gives an empty own point when a strategy ran on the sweep only', () => {
     const [only] = aggregateCuts([cut('tool-prune', 0.5, 60)]);
     expect(only?.own).toMatchObject({ keep: 'auto', cuts: 0, pruneRate: 0 });
     expect(only?.own.strictNoImpact).toEqual(wilson(0, 0));
+    expect(only?.own.rareTokens).toEqual({ noImpact: wilson(0, 0), meanScore: 0 });
     expect(aggregateCuts([])).toEqual([]);
   });
 });
@@ -211,8 +227,19 @@ describe('aggregateSessions', () => {
     call('none', 's1', 300, 300, 200),
     call('selfgc', 's2', 50, 50, 0),
     call('selfgc', 's1', 100, 100, 0),
-    call('selfgc', 's1', 200, 120, 0, { committed: true, strict: true, recoverable: true }),
-    call('selfgc', 's1', 300, 220, 120, { strict: false, recoverable: true }),
+    call('selfgc', 's1', 200, 120, 0, {
+      committed: true,
+      strict: true,
+      recoverable: true,
+      rareTokens: false,
+      rareTokenScore: 0.6,
+    }),
+    call('selfgc', 's1', 300, 220, 120, {
+      strict: false,
+      recoverable: true,
+      rareTokens: true,
+      rareTokenScore: 1,
+    }),
     // Changed, but with nothing left to judge: not counted in no-impact.
     call('selfgc', 's2', 80, 60, 50, { committed: true }),
   ];
@@ -252,6 +279,12 @@ describe('aggregateSessions', () => {
     expect(selfgc?.strictNoImpactChanged).toEqual(wilson(1, 2));
     expect(selfgc?.recoverableNoImpactChanged).toEqual(wilson(2, 2));
     expect(none?.strictNoImpactChanged).toEqual(wilson(0, 0));
+  });
+
+  it('reports the rare-token judge over the same judged calls', () => {
+    expect(selfgc?.rareTokensChanged?.noImpact).toEqual(wilson(1, 2));
+    expect(selfgc?.rareTokensChanged?.meanScore).toBeCloseTo(0.8, 10);
+    expect(none?.rareTokensChanged).toEqual({ noImpact: wilson(0, 0), meanScore: 0 });
   });
 
   it('draws a timeline per session, longest first, marking the calls that committed', () => {

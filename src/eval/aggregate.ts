@@ -7,6 +7,7 @@ import type {
   CutPoint,
   EvalParameters,
   EvalSummary,
+  RareTokenResult,
   SessionModeResult,
 } from './eval-summary.js';
 import { EVAL_SUMMARY_VERSION } from './eval-summary.js';
@@ -22,6 +23,9 @@ export interface CutOutcome {
   strict: boolean;
   recoverable: boolean;
   lostFromFoldOrMask: boolean;
+  /** The rare-token judge: whether the view passed, and its score. */
+  rareTokens: boolean;
+  rareTokenScore: number;
   /** Set by strategies that ask a model: whether the LLM planner fell back to the embedded one. */
   plannerFallback?: boolean;
   /** The LLM judge's verdict, on sampled cuts at the own budget only. */
@@ -39,8 +43,11 @@ export interface CallOutcome {
   cachedTokens: number;
   committed: boolean;
   changed: boolean;
+  /** The judges' verdicts, on the judged calls (the changed ones) only. */
   strict?: boolean;
   recoverable?: boolean;
+  rareTokens?: boolean;
+  rareTokenScore?: number;
   /** Set for the governor with the LLM planner: whether the planner fell back at this call. */
   plannerFallback?: boolean;
 }
@@ -57,6 +64,16 @@ function groupBy<T>(values: readonly T[], key: (value: T) => string): Map<string
 }
 
 export const PRICING = { cacheWrite: 1.25, cacheRead: 0.1 };
+
+/** The rare-token judge over judged views: its pass rate and mean score. */
+function rareTokenResult(verdicts: ReadonlyArray<{ pass: boolean; score: number }>): RareTokenResult {
+  const passed = verdicts.filter((verdict) => verdict.pass).length;
+  const sum = verdicts.reduce((total, verdict) => total + verdict.score, 0);
+  return {
+    noImpact: wilson(passed, verdicts.length),
+    meanScore: verdicts.length > 0 ? sum / verdicts.length : 0,
+  };
+}
 
 function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPoint {
   const count = (predicate: (outcome: CutOutcome) => boolean) => outcomes.filter(predicate).length;
@@ -77,6 +94,9 @@ function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPo
     unrecoverableLoss: wilson(
       count((outcome) => outcome.lostFromFoldOrMask),
       outcomes.length,
+    ),
+    rareTokens: rareTokenResult(
+      outcomes.map((outcome) => ({ pass: outcome.rareTokens, score: outcome.rareTokenScore })),
     ),
     cuts: outcomes.length,
   };
@@ -167,6 +187,9 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
   const noneCost = (byStrategy.get('none') ?? []).reduce((sum, call) => sum + callCost(call), 0);
   return [...byStrategy.entries()].map(([strategy, calls]) => {
     const changed = calls.filter((call) => call.strict !== undefined);
+    const rareJudged = calls.flatMap((call) =>
+      call.rareTokens === undefined ? [] : [{ pass: call.rareTokens, score: call.rareTokenScore ?? 0 }],
+    );
     const inputTokens = calls.reduce((sum, call) => sum + call.viewTokens, 0);
     const cost = calls.reduce((sum, call) => sum + callCost(call), 0);
     const sessions = groupBy(calls, (call) => call.session);
@@ -184,6 +207,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
       commits: calls.filter((call) => call.committed).length,
       strictNoImpactChanged: wilson(changed.filter((call) => call.strict).length, changed.length),
       recoverableNoImpactChanged: wilson(changed.filter((call) => call.recoverable).length, changed.length),
+      rareTokensChanged: rareTokenResult(rareJudged),
       ...(planned.length > 0
         ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
         : {}),

@@ -7,6 +7,17 @@
 
 export const EVAL_SUMMARY_VERSION = 1;
 
+/**
+ * The rare-token judge's results over a set of judged views: a second definition of no-impact
+ * (see `judges/rare-token-judge.ts`), reported beside the anchor judge's.
+ */
+export interface RareTokenResult {
+  /** Views where every rare token the continuation used is still visible. */
+  noImpact: Rate;
+  /** Mean over those views of the idf-weighted share of such tokens still visible. */
+  meanScore: number;
+}
+
 /** A rate with its Wilson 95% interval. */
 export interface Rate {
   /** Successes and trials. */
@@ -28,6 +39,8 @@ export interface CutPoint {
   recoverableNoImpact: Rate;
   /** Share of cuts where a needed anchor is neither visible nor recoverable, though a fold or mask removed it. */
   unrecoverableLoss: Rate;
+  /** The rare-token judge on the same cuts (absent from summaries written before it existed). */
+  rareTokens?: RareTokenResult;
   cuts: number;
 }
 
@@ -75,6 +88,8 @@ export interface SessionModeResult {
   /** No-impact over the calls whose view differs from the full prefix. */
   strictNoImpactChanged: Rate;
   recoverableNoImpactChanged: Rate;
+  /** The rare-token judge on the same calls (absent from summaries written before it existed). */
+  rareTokensChanged?: RareTokenResult;
   /** For `selfgc-llm`: calls at which the LLM planner failed and the embedded planner stood in. */
   llmPlannerFallbacks?: number;
   /** Per session token timelines for the report: view tokens per call, and the calls that committed. */

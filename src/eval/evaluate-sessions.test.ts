@@ -41,6 +41,9 @@ describe('evaluateSessions', () => {
       expect(outcome.upperBound).toBe(outcome.strategy === 'oracle');
       expect(['auto', 0.5, 0.3]).toContain(outcome.keep);
       expect(outcome.viewTokens).toBeLessThanOrEqual(outcome.prefixTokens);
+      expect(outcome.rareTokenScore).toBeGreaterThanOrEqual(0);
+      expect(outcome.rareTokenScore).toBeLessThanOrEqual(1);
+      if (outcome.rareTokens) expect(outcome.rareTokenScore).toBe(1);
     }
   });
 
@@ -62,6 +65,9 @@ describe('evaluateSessions', () => {
       // Only changed calls carry a verdict.
       if (call.strict !== undefined) expect(call.changed).toBe(true);
       expect(call.strict === undefined).toBe(call.recoverable === undefined);
+      // The rare-token judge reads the same calls as the anchor judge.
+      expect(call.strict === undefined).toBe(call.rareTokens === undefined);
+      expect(call.rareTokens === undefined).toBe(call.rareTokenScore === undefined);
     }
     expect(result.calls.some((call) => call.strategy === 'oldest-turn' && call.changed)).toBe(true);
   });

@@ -148,6 +148,8 @@ export async function evaluateSessions(
           strict: record.verdict.strict,
           recoverable: record.verdict.recoverable,
           lostFromFoldOrMask: record.verdict.lostFromFoldOrMask.length > 0,
+          rareTokens: record.rareTokens.pass,
+          rareTokenScore: record.rareTokens.score,
           ...(asksModel(record.strategy)
             ? { plannerFallback: plannerFallbackOf(record.output.warnings) !== undefined }
             : {}),
@@ -175,6 +177,9 @@ export async function evaluateSessions(
               changed: record.changed,
               ...(record.verdict
                 ? { strict: record.verdict.strict, recoverable: record.verdict.recoverable }
+                : {}),
+              ...(record.rareTokens
+                ? { rareTokens: record.rareTokens.pass, rareTokenScore: record.rareTokens.score }
                 : {}),
               ...(asksModel(name)
                 ? { plannerFallback: plannerFallbackOf(record.warnings) !== undefined }

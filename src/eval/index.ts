@@ -14,10 +14,12 @@ export {
   EVAL_SUMMARY_VERSION,
   type EvalParameters,
   type EvalSummary,
+  type RareTokenResult,
   type Rate,
   type SessionModeResult,
 } from './eval-summary.js';
 export { DEFAULT_SWEEP, type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
+export { judgeWithLlm } from './judge-llm.js';
 export {
   type AnchorLocator,
   type AnchorVerdict,
@@ -26,8 +28,18 @@ export {
   judgeAnchors,
   type NeededAnchors,
   neededAnchors,
-} from './judge-anchors.js';
-export { judgeWithLlm } from './judge-llm.js';
+} from './judges/anchor-judge.js';
+export {
+  createTokenIndex,
+  judgeRareTokens,
+  type NeededRareTokens,
+  neededRareTokens,
+  RARE_SHARE,
+  type RareTokenJudgeInput,
+  type RareTokenVerdict,
+  type TokenIndex,
+} from './judges/rare-token-judge.js';
+export { createBpeVocabulary, type WordVocabulary } from './judges/word-vocabulary.js';
 export {
   createEndpointClient,
   DEFAULT_KEY_ENV,

@@ -141,7 +141,10 @@ describe('replayCuts', () => {
             if (record.strategy !== 'oracle' || cut + k >= end)
               expect(viewOf(record), where).toEqual(viewOf(twin));
             // With the whole continuation kept, the judge sees the same inputs too.
-            if (cut + k >= end) expect(record.verdict, where).toEqual(twin.verdict);
+            if (cut + k >= end) {
+              expect(record.verdict, where).toEqual(twin.verdict);
+              expect(record.rareTokens, where).toEqual(twin.rareTokens);
+            }
           }
         }
       }
@@ -204,6 +207,16 @@ describe('replayCuts', () => {
       }),
       { numRuns: 30 },
     );
+  });
+
+  it('judges the full view as passing both judges, and says what the rare-token judge needed', async () => {
+    const messages = quotingSession(16);
+    const records = await replay(messages, autoCuts(messages, 4), [strategyByName('none')]);
+    expect(records.some((record) => record.rareTokens.needed.length > 0)).toBe(true);
+    for (const record of records) {
+      expect(record.verdict.strict, recordKey(record)).toBe(true);
+      expect(record.rareTokens, recordKey(record)).toMatchObject({ missing: [], pass: true, score: 1 });
+    }
   });
 
   it('lets the oracle, an upper bound, break no continuation', async () => {

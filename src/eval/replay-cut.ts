@@ -7,11 +7,18 @@ import { createLedger } from '../core/ledger.js';
 import type { TokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import { messageText } from '../core/transcript.js';
-import type { AnchorVerdict } from './judge-anchors.js';
-import { createAnchorLocator, judgeAnchors, neededAnchors, recoverableMap } from './judge-anchors.js';
+import type { AnchorVerdict } from './judges/anchor-judge.js';
+import { createAnchorLocator, judgeAnchors, neededAnchors } from './judges/anchor-judge.js';
+import {
+  createTokenIndex,
+  judgeRareTokens,
+  neededRareTokens,
+  type RareTokenVerdict,
+} from './judges/rare-token-judge.js';
+import { recoverableMap } from './recoverable-map.js';
 import type { Strategy, StrategyOutput } from './strategies/strategy.js';
 
-/** One strategy's view at one cut, with its verdict. */
+/** One strategy's view at one cut, with the verdicts of both judges. */
 export interface CutRecord {
   session: string;
   cut: number;
@@ -22,6 +29,7 @@ export interface CutRecord {
   output: StrategyOutput;
   recoverable: Record<string, number[]>;
   verdict: AnchorVerdict;
+  rareTokens: RareTokenVerdict;
 }
 
 /** Assistant messages the judge reads after a cut. */
@@ -73,13 +81,16 @@ export async function replayCuts(options: CutReplayOptions): Promise<CutRecord[]
   const ledger = createLedger({ tokenCounter: options.tokenCounter });
   const prefixTexts: string[] = [];
   const locator = createAnchorLocator(prefixTexts);
+  const tokenIndex = createTokenIndex();
   const records: CutRecord[] = [];
   for (const cut of replayableCuts(options.messages, options.cuts)) {
     const appended = options.messages.slice(ledger.messages.length, cut);
     ledger.append(appended);
     for (const message of appended) prefixTexts.push(messageText(message));
+    tokenIndex.append(appended);
     const continuation = continuationAt(options.messages, cut);
     const needed = neededAnchors(prefixTexts, continuation, locator);
+    const neededRare = neededRareTokens(tokenIndex, continuation);
     for (const strategy of options.strategies) {
       for (const keep of options.keeps) {
         const output = await strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
@@ -101,6 +112,12 @@ export async function replayCuts(options: CutReplayOptions): Promise<CutRecord[]
           output,
           recoverable: recoverableMap(ledger, output.state),
           verdict,
+          rareTokens: judgeRareTokens({
+            index: tokenIndex,
+            items: output.items,
+            continuation,
+            needed: neededRare,
+          }),
         });
       }
     }

@@ -115,13 +115,20 @@ describe('replaySession with a baseline under a window', () => {
   it('leaves the prefix whole, and unjudged, while it fits the window', async () => {
     const records = await replay(messages, baselinePolicy(oldestTurnStrategy, window, false));
     for (const record of records.filter((entry) => entry.prefixTokens <= window)) {
-      expect(record).toMatchObject({ changed: false, committed: false, verdict: undefined });
+      expect(record).toMatchObject({
+        changed: false,
+        committed: false,
+        verdict: undefined,
+        rareTokens: undefined,
+      });
       expect(record.viewTokens).toBe(record.prefixTokens);
     }
     const changed = records.filter((record) => record.changed);
     expect(changed.length).toBeGreaterThan(0);
     // A call's continuation starts with the message it produced, so every changed call is judged.
-    expect(changed.every((record) => record.verdict !== undefined)).toBe(true);
+    expect(changed.every((record) => record.verdict !== undefined && record.rareTokens !== undefined)).toBe(
+      true,
+    );
   });
 });
 

@@ -17,8 +17,9 @@ import {
   createAnchorLocator,
   judgeAnchors,
   neededAnchors,
-  recoverableMap,
-} from './judge-anchors.js';
+} from './judges/anchor-judge.js';
+import { createTokenIndex, judgeRareTokens, type RareTokenVerdict } from './judges/rare-token-judge.js';
+import { recoverableMap } from './recoverable-map.js';
 import { continuationAt } from './replay-cut.js';
 import type { Strategy } from './strategies/strategy.js';
 
@@ -40,6 +41,8 @@ export interface CallRecord {
   /** Object id → message indexes whose exact content the sidecar holds. */
   recoverable: Record<string, number[]>;
   verdict: AnchorVerdict | undefined;
+  /** The rare-token judge's verdict, on the same calls as `verdict`. */
+  rareTokens: RareTokenVerdict | undefined;
   /** What the policy reported for this call (a governor's warnings, such as a planner fallback). */
   warnings: Warning[];
 }
@@ -141,6 +144,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
   const ledger = createLedger({ tokenCounter: options.tokenCounter, indexAnchors: false });
   const prefixTexts: string[] = [];
   const locator = createAnchorLocator(prefixTexts);
+  const tokenIndex = createTokenIndex();
   const judgeEvery = Math.max(1, options.judgeEvery ?? 1);
   let changedCalls = 0;
   const records: CallRecord[] = [];
@@ -151,6 +155,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
     const appended = options.messages.slice(ledger.messages.length, cut);
     ledger.append(appended);
     for (const message of appended) prefixTexts.push(messageText(message));
+    tokenIndex.append(appended);
     const { items, state, committed, warnings } = await options.policy.viewFor(ledger, previous);
     const keys = items.map(itemKey);
     let shared = 0;
@@ -171,6 +176,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
           ...(state ? { state } : {}),
         })
       : undefined;
+    const rareTokens = judged ? judgeRareTokens({ index: tokenIndex, items, continuation }) : undefined;
     records.push({
       session: options.sessionId,
       cut,
@@ -184,6 +190,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
       state,
       recoverable: recoverableMap(ledger, state),
       verdict,
+      rareTokens,
       warnings: warnings ?? [],
     });
     previous = items;

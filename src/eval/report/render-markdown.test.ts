@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import type { EvalSummary } from '../eval-summary.js';
+import type { EvalSummary, Rate } from '../eval-summary.js';
 import { wilson } from '../wilson.js';
 import { renderMarkdown } from './render-markdown.js';
 import { sampleSummary } from './sample-summary.js';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+const interval = (rate: Rate) => `${percent(rate.value)} [${percent(rate.low)}–${percent(rate.high)}]`;
 
 /** The Markdown tables of a document, each under the heading above it, as rows of cells. */
 function tablesOf(markdown: string): Map<string, string[][]> {
@@ -78,6 +79,8 @@ describe('renderMarkdown', () => {
         `${percent(own.strictNoImpact.value)} [${percent(own.strictNoImpact.low)}–${percent(own.strictNoImpact.high)}]`,
         percent(own.recoverableNoImpact.value),
         percent(own.unrecoverableLoss.value),
+        interval(own.rareTokens!.noImpact),
+        own.rareTokens!.meanScore.toFixed(3),
       ]);
     }
   });
@@ -108,7 +111,29 @@ describe('renderMarkdown', () => {
       expect(rows[index]![6]).toBe(
         `${percent(result.strictNoImpactChanged.value)} of ${result.strictNoImpactChanged.total.toLocaleString('en-US')}`,
       );
+      const rare = result.rareTokensChanged!;
+      // `none` changes no call: nothing for either judge to read.
+      expect(rows[index]!.slice(7)).toEqual(
+        rare.noImpact.total === 0 ? ['–', '–'] : [interval(rare.noImpact), rare.meanScore.toFixed(3)],
+      );
     }
+  });
+
+  it('explains both judges, and gives dashes for a summary written before the rare-token judge', () => {
+    expect(markdown).toContain('**Rare-token no-impact** (a second judge, sharing no code with the first)');
+    expect(markdown).toContain('(at most 5%, at least one)');
+    const older: EvalSummary = {
+      ...summary,
+      cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({
+        ...result,
+        own,
+      })),
+      sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
+    };
+    const olderTables = tablesOf(renderMarkdown(older));
+    for (const heading of ['Cut mode, each strategy at its own budget', 'Session mode, window 128,000'])
+      for (const row of olderTables.get(heading)!.slice(2))
+        expect(row.slice(-2), heading).toEqual(['–', '–']);
   });
 
   it('leaves out what a run did not measure or record', () => {

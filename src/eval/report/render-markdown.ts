@@ -3,7 +3,14 @@
  * command, the date and the evaluation's settings, so a document can link to measured numbers
  * instead of copying them.
  */
-import type { CutModeResult, EvalSummary, Rate, SessionModeResult } from '../eval-summary.js';
+import type {
+  CutModeResult,
+  EvalSummary,
+  RareTokenResult,
+  Rate,
+  SessionModeResult,
+} from '../eval-summary.js';
+import { RARE_SHARE } from '../judges/rare-token-judge.js';
 
 export interface MarkdownOptions {
   /** How long the evaluation took, in seconds. */
@@ -15,6 +22,9 @@ export interface MarkdownOptions {
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 const count = (value: number) => value.toLocaleString('en-US');
 const interval = (rate: Rate) => `${percent(rate.value)} [${percent(rate.low)}–${percent(rate.high)}]`;
+/** The rare-token judge's two cells; dashes where it judged nothing, or the summary predates it. */
+const rareTokenCells = (result: RareTokenResult | undefined) =>
+  result && result.noImpact.total > 0 ? [interval(result.noImpact), result.meanScore.toFixed(3)] : ['–', '–'];
 
 function table(headers: readonly string[], numeric: readonly boolean[], rows: readonly string[][]): string {
   const cell = (text: string) => text.replaceAll('|', '\\|');
@@ -68,12 +78,21 @@ function cutModeSection(results: readonly CutModeResult[]): string {
     interval(result.own.strictNoImpact),
     percent(result.own.recoverableNoImpact.value),
     percent(result.own.unrecoverableLoss.value),
+    ...rareTokenCells(result.own.rareTokens),
   ]);
   return `## Cut mode, each strategy at its own budget
 
 ${table(
-  ['strategy', 'prune rate', 'strict no-impact [95% CI]', 'recoverable', 'unrecoverable loss'],
-  [false, true, true, true, true],
+  [
+    'strategy',
+    'prune rate',
+    'strict no-impact [95% CI]',
+    'recoverable',
+    'unrecoverable loss',
+    'rare-token no-impact [95% CI]',
+    'rare-token score',
+  ],
+  [false, true, true, true, true, true, true],
   rows,
 )}`;
 }
@@ -120,6 +139,7 @@ function sessionModeSection(results: readonly SessionModeResult[]): string {
     result.costRelative.toFixed(3),
     count(result.commits),
     `${percent(result.strictNoImpactChanged.value)} of ${count(result.strictNoImpactChanged.total)}`,
+    ...rareTokenCells(result.rareTokensChanged),
   ]);
   return `## Session mode, window ${count(results[0]!.window)}
 
@@ -134,8 +154,10 @@ ${table(
     'cost vs none',
     'commits',
     'strict no-impact on changed calls',
+    'rare-token no-impact [95% CI]',
+    'rare-token score',
   ],
-  [false, true, true, true, true, true, true],
+  [false, true, true, true, true, true, true, true, true],
   rows,
 )}`;
 }
@@ -161,10 +183,14 @@ function fallbackNotes(summary: EvalSummary): string | undefined {
 const READING = `## Reading the tables
 
 - **Prune rate**: 1 − view tokens / prefix tokens, averaged over cuts.
-- **Strict no-impact**: every anchor the continuation uses that also appears in the prefix is
-  visible in the view. **Recoverable**: each is visible or inside removed content whose recovery
-  pointer is visible. **Unrecoverable loss**: a needed anchor is neither, though a fold or mask
-  removed it. Rates carry Wilson 95% intervals.
+- **Strict no-impact** (the anchor judge): every anchor the continuation uses that also appears
+  in the prefix is visible in the view. **Recoverable**: each is visible or inside removed content
+  whose recovery pointer is visible. **Unrecoverable loss**: a needed anchor is neither, though a
+  fold or mask removed it. Rates carry Wilson 95% intervals.
+- **Rare-token no-impact** (a second judge, sharing no code with the first): every token the
+  continuation writes that few prefix messages hold (at most ${RARE_SHARE * 100}%, at least one) and that is no
+  common word of general language is still visible in the view; recovery pointers do not count.
+  **Rare-token score**: the idf-weighted share of those tokens visible, averaged over views.
 - **Session mode**: one model call per assistant message under the window, state carried from
   call to call; strict no-impact is over the calls whose view differs from the full transcript.
   \`+sticky\` is a baseline's cache-friendly form, which edits again only when the window forces it.`;

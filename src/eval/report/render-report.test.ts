@@ -182,6 +182,40 @@ describe('renderReport', () => {
     expect(withJudge).not.toMatch(/NaN|undefined|Infinity/);
   });
 
+  it('shows the rare-token judge beside the anchor judge for every strategy of both modes', () => {
+    const cutRows = html.split('data-table="cut-mode"')[1]?.split('</table>')[0] ?? '';
+    const sessionRows = html.split('data-table="session-mode"')[1]?.split('</table>')[0] ?? '';
+    expect(cutRows).toContain(
+      '<th scope="col">Rare-token no-impact</th><th scope="col">Rare-token score</th>',
+    );
+    expect(sessionRows).toContain('<th scope="col">Rare-token no-impact (changed calls)</th>');
+    expect(elements(cutRows, 'td', 'data-column', 'rare-token')).toHaveLength(summary.cutMode.length);
+    expect(elements(sessionRows, 'td', 'data-column', 'rare-token')).toHaveLength(summary.sessionMode.length);
+    const selfgc = summary.cutMode.find((result) => result.strategy === 'selfgc')!.own.rareTokens!;
+    const row = cutRows.split('<tr data-strategy="selfgc">')[1]?.split('</tr>')[0] ?? '';
+    expect(row).toContain(
+      `<td data-column="rare-token">${(selfgc.noImpact.value * 100).toFixed(1)}% <span class="ci" title="${selfgc.noImpact.hits} of ${selfgc.noImpact.total}">`,
+    );
+    expect(row).toContain(`<td data-column="rare-token-score">${selfgc.meanScore.toFixed(3)}</td>`);
+    expect(html).toContain('the rare-token judge, which shares no code with it');
+  });
+
+  it('draws dashes for the rare-token judge in a summary written before it', () => {
+    const older: EvalSummary = {
+      ...summary,
+      cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({
+        ...result,
+        own,
+      })),
+      sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
+    };
+    const rendered = renderReport(older);
+    const cells = elements(rendered, 'td', 'data-column', 'rare-token-score');
+    expect(cells).toHaveLength(summary.cutMode.length + summary.sessionMode.length);
+    expect(rendered.match(/<td data-column="rare-token-score">\u2014<\/td>/g)).toHaveLength(cells.length);
+    expect(rendered).not.toMatch(/NaN|undefined|Infinity/);
+  });
+
   it('refuses a summary of another version', () => {
     expect(() => renderReport({ ...sampleSummary(), version: 99 })).toThrow(BadInputError);
   });

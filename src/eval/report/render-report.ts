@@ -9,6 +9,7 @@ import {
   type CutPoint,
   EVAL_SUMMARY_VERSION,
   type EvalSummary,
+  type RareTokenResult,
   type Rate,
   type SessionModeResult,
 } from '../eval-summary.js';
@@ -60,7 +61,8 @@ ${renderCutMode(summary, styles)}
 ${renderSessionMode(summary.sessionMode, styles)}
 </section>
 <footer>Costs under cache pricing: cache write ${summary.pricing.cacheWrite}×, cache read ${summary.pricing.cacheRead}× the input price.
-Intervals are Wilson 95%. Strategies see only the prefix before each cut; an upper bound sees the continuation.</footer>
+Intervals are Wilson 95%. Strategies see only the prefix before each cut; an upper bound sees the continuation.
+Two judges read each view: the anchor judge (strict, recoverable) and the rare-token judge, which shares no code with it: tokens the continuation writes that few earlier messages hold and that are no common word must stay visible; its score is the idf-weighted share that does.</footer>
 </body>
 </html>
 `;
@@ -92,6 +94,14 @@ function noData(text: string): string {
 /** A rate with no trials, drawn as a dash. */
 const NO_TRIALS: Rate = { hits: 0, total: 0, value: 0, low: 0, high: 0 };
 
+/** The rare-token judge's pass rate and mean score, as two cells; dashes for a summary written before it. */
+function rareTokenCells(result: RareTokenResult | undefined): string {
+  if (!result)
+    return '<td data-column="rare-token">\u2014</td><td data-column="rare-token-score">\u2014</td>';
+  const score = result.noImpact.total === 0 ? '\u2014' : result.meanScore.toFixed(3);
+  return `<td data-column="rare-token">${renderRate(result.noImpact)}</td><td data-column="rare-token-score">${score}</td>`;
+}
+
 function renderRate(rate: Rate): string {
   if (rate.total === 0) return '<span class="muted" title="no trials">\u2014</span>';
   return `${formatPercent(rate.value)} <span class="ci" title="${rate.hits} of ${rate.total}">[${formatPercent(rate.low)}, ${formatPercent(rate.high)}]</span>`;
@@ -117,7 +127,7 @@ function renderCutMode(summary: EvalSummary, styles: Styles): string {
   const rows = summary.cutMode.map(
     ({ strategy, upperBound, own, llmNoImpact }) => `<tr data-strategy="${escapeHtml(strategy)}">
 ${strategyCell(strategy, styles, upperBound)}<td>${formatPercent(own.pruneRate)}</td><td>${renderRate(own.strictNoImpact)}</td>
-<td>${renderRate(own.recoverableNoImpact)}</td><td>${renderRate(own.unrecoverableLoss)}</td>${llmCell(llmNoImpact)}<td>${own.cuts}</td></tr>`,
+<td>${renderRate(own.recoverableNoImpact)}</td><td>${renderRate(own.unrecoverableLoss)}</td>${rareTokenCells(own.rareTokens)}${llmCell(llmNoImpact)}<td>${own.cuts}</td></tr>`,
   );
   const llmHead = llmJudged
     ? `<th scope="col">LLM judge no-impact <span class="muted">(${escapeHtml(summary.llm?.model ?? 'model')}, sampled cuts)</span></th>`
@@ -125,7 +135,8 @@ ${strategyCell(strategy, styles, upperBound)}<td>${formatPercent(own.pruneRate)}
   return `<table class="results" data-table="cut-mode">
 <caption>Each strategy at its own budget</caption>
 <thead><tr><th scope="col">Strategy</th><th scope="col">Prune rate</th><th scope="col">Strict no-impact</th>
-<th scope="col">Recoverable no-impact</th><th scope="col">Unrecoverable loss</th>${llmHead}<th scope="col">Cuts</th></tr></thead>
+<th scope="col">Recoverable no-impact</th><th scope="col">Unrecoverable loss</th>
+<th scope="col">Rare-token no-impact</th><th scope="col">Rare-token score</th>${llmHead}<th scope="col">Cuts</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>
 <figure>${renderTradeoffChart(summary.cutMode, styles)}
@@ -235,13 +246,14 @@ function renderSessionMode(results: SessionModeResult[], styles: Styles): string
 <td>${formatTokens(result.inputTokens)} <span class="muted">(${sign}${formatPercent(Math.abs(ratio))})</span></td>
 <td>${result.overWindowCalls}</td><td>${formatPercent(result.cacheHitRate)}</td>
 <td>${Number.isFinite(result.costRelative) ? `${result.costRelative.toFixed(3)}×` : '\u2014'}</td><td>${result.commits}</td>
-<td>${renderRate(result.strictNoImpactChanged)}</td><td>${renderRate(result.recoverableNoImpactChanged)}</td></tr>`;
+<td>${renderRate(result.strictNoImpactChanged)}</td><td>${renderRate(result.recoverableNoImpactChanged)}</td>${rareTokenCells(result.rareTokensChanged)}</tr>`;
   });
   return `<table class="results" data-table="session-mode">
 <caption>Whole sessions under a window (input tokens relative to no governance)</caption>
 <thead><tr><th scope="col">Strategy</th><th scope="col">Window</th><th scope="col">Calls</th><th scope="col">Input tokens vs none</th>
 <th scope="col">Over-window calls</th><th scope="col">Cache hit rate</th><th scope="col">Cost vs none</th><th scope="col">Commits</th>
-<th scope="col">Strict no-impact (changed calls)</th><th scope="col">Recoverable no-impact (changed calls)</th></tr></thead>
+<th scope="col">Strict no-impact (changed calls)</th><th scope="col">Recoverable no-impact (changed calls)</th>
+<th scope="col">Rare-token no-impact (changed calls)</th><th scope="col">Rare-token score</th></tr></thead>
 <tbody>${rows.join('')}</tbody></table>
 <figure>${renderCostChart(results, styles)}
 <figcaption>Cost of all model calls under cache pricing, relative to no governance (the dashed line at 1.0). Lower is better.</figcaption></figure>

@@ -9,6 +9,7 @@ import {
   type CutPoint,
   EVAL_SUMMARY_VERSION,
   type EvalSummary,
+  type RareTokenResult,
   type SessionModeResult,
 } from '../eval-summary.js';
 import { wilson } from '../wilson.js';
@@ -105,6 +106,11 @@ const CUT_PROFILES: CutProfile[] = [
   },
 ];
 
+/** The rare-token judge, drawn from its pass count: views that fail it still show most of what they need. */
+function rareTokenResult(passed: number, total: number): RareTokenResult {
+  return { noImpact: wilson(passed, total), meanScore: total > 0 ? 0.85 + (0.15 * passed) / total : 0 };
+}
+
 function cutPoint(
   profile: CutProfile,
   keep: number | 'auto',
@@ -120,6 +126,7 @@ function cutPoint(
     strictNoImpact: wilson(strict, CUTS),
     recoverableNoImpact: wilson(recoverable, CUTS),
     unrecoverableLoss: wilson(Math.round(profile.loss * CUTS * (0.5 + pruneRate)), CUTS),
+    rareTokens: rareTokenResult(Math.max(0, strict - Math.round(pruneRate * 6)), CUTS),
     cuts: CUTS,
   };
 }
@@ -318,6 +325,10 @@ function sessionModeResults(random: () => number): SessionModeResult[] {
     commits: run.timelines.reduce((sum, timeline) => sum + timeline.commitCalls.length, 0),
     strictNoImpactChanged: wilson(Math.round(policy.strict * run.changedCalls), run.changedCalls),
     recoverableNoImpactChanged: wilson(Math.round(policy.recoverable * run.changedCalls), run.changedCalls),
+    rareTokensChanged: rareTokenResult(
+      Math.round(Math.max(0, policy.strict - 0.05) * run.changedCalls),
+      run.changedCalls,
+    ),
     timelines: run.timelines,
   }));
 }

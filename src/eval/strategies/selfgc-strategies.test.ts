@@ -7,7 +7,7 @@ import { threeRequestSession } from '../../core/testing/sample-session.js';
 import { assistantMessage, toolCall, userMessage } from '../../core/testing/transcript-builders.js';
 import { approximateTokenCounter } from '../../core/tokens.js';
 import { type Message, messageText } from '../../core/transcript.js';
-import { continuationAnchors, judgeAnchors } from '../judge-anchors.js';
+import { continuationAnchors, judgeAnchors } from '../judges/anchor-judge.js';
 import { quotingSession, recountViewTokens, viewProblems } from '../testing/eval-fixtures.js';
 import {
   applyPlan,

@@ -16,7 +16,7 @@ import { projectView } from '../../core/project-view.js';
 import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
 import type { EntryModel } from '../../core/valuator/entry-model.js';
-import { continuationAnchors } from '../judge-anchors.js';
+import { continuationAnchors } from '../judges/anchor-judge.js';
 import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
 
 /** Rehearse a plan on the prefix with no earlier state, and project the view it gives. */

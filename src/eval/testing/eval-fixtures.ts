@@ -118,3 +118,27 @@ export function viewProblems(ledger: Ledger, items: readonly ViewItem[]): string
   }
   return problems;
 }
+
+/**
+ * An agent that reads a module a step and, from the twelfth on, quotes a name of the module it
+ * read ten steps back (older than the latest steps, so only an index could show it).
+ */
+export function recallingSession(rounds: number): Message[] {
+  const messages: Message[] = [userMessage('Review the handlers under src/handlers.')];
+  for (let index = 1; index <= rounds; index += 1) {
+    const text =
+      index > 11 ? `handler_${index - 10}_2 in module_${index - 10} needs the same fix.` : 'Reading on.';
+    messages.push(
+      ...toolRound(
+        `read_${index}`,
+        'read_file',
+        { path: `src/handlers/module_${index}.py` },
+        moduleSource(index, 8),
+        {
+          text,
+        },
+      ),
+    );
+  }
+  return messages;
+}

@@ -2,13 +2,15 @@
  * The deterministic anchor judge. The needed anchors are those the next assistant messages use
  * that also appear in the prefix. Strict no-impact: all of them are visible in the view.
  * Recoverable no-impact: each is visible, or inside a payload whose recovery pointer is visible.
+ *
+ * Anchors come from the judge's own extractor, and what a sidecar holds is read here from the
+ * transcript: nothing of the core's index building, which decides what the governor keeps.
  */
-import { anchorValues } from '../core/anchors.js';
-import { argumentValuesText, type Ledger, type LedgerObject } from '../core/ledger.js';
-import type { ViewState } from '../core/operations.js';
-import type { ViewItem } from '../core/project-view.js';
-import { objectText, sidecarKey, spanText } from '../core/render-replacement.js';
-import { type Message, messageText } from '../core/transcript.js';
+import type { Ledger, LedgerObject } from '../../core/ledger.js';
+import type { ViewState } from '../../core/operations.js';
+import type { ViewItem } from '../../core/project-view.js';
+import { type Message, messageText, type ToolResultPart } from '../../core/transcript.js';
+import { argumentValues, judgeAnchorValues } from './anchor-extractor.js';
 
 export interface AnchorVerdict {
   needed: string[];
@@ -29,12 +31,8 @@ export function continuationAnchors(continuation: readonly Message[]): Set<strin
     if (message.role !== 'assistant') continue;
     for (const part of message.parts) {
       const textValue =
-        part.type === 'text'
-          ? part.text
-          : part.type === 'tool-call'
-            ? argumentValuesText(part.arguments)
-            : '';
-      for (const value of anchorValues(textValue)) values.add(value);
+        part.type === 'text' ? part.text : part.type === 'tool-call' ? argumentValues(part.arguments) : '';
+      for (const value of judgeAnchorValues(textValue)) values.add(value);
     }
   }
   return values;
@@ -137,8 +135,22 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
 }
 
 /**
- * Payloads of objects whose id is visible in the view (their recovery pointer). Pointers are
- * written by the harness, so they stand in changed items only.
+ * The key a recovery pointer names: the object id, or `id@spanEnd` for a span fold (the work
+ * after a request, up to message `spanEnd`). The emitted format's, as `selfgc replay --emit`
+ * writes it in `recoverable`.
+ */
+function pointerKey(objectId: string, spanEnd: number | undefined): string {
+  return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}`;
+}
+
+/** A pointer as the view spells it: quoted (`expand("key")`), or the key before `:` or a space. */
+function namesPointer(viewText: string, key: string): boolean {
+  return viewText.includes(`"${key}"`) || viewText.includes(`${key}:`) || viewText.includes(`${key} `);
+}
+
+/**
+ * Payloads of objects whose pointer is visible in the view. Pointers are written by the
+ * harness, so they stand in changed items only.
  */
 function recoverableTexts(ledger: Ledger, state: ViewState, changedTexts: readonly string[]) {
   const joined = changedTexts.join('\n');
@@ -146,42 +158,46 @@ function recoverableTexts(ledger: Ledger, state: ViewState, changedTexts: readon
   for (const [id, entry] of Object.entries(state)) {
     // A tombstone names its object, but a pruned payload is not promised back.
     if (entry.operation === 'prune') continue;
-    const key = sidecarKey(id, entry.spanEnd);
-    if (!joined.includes(`"${key}"`) && !joined.includes(`${key}:`) && !joined.includes(`${key} `)) continue;
+    const key = pointerKey(id, entry.spanEnd);
+    if (!namesPointer(joined, key)) continue;
     const object = ledger.get(id);
     if (!object) continue;
-    entries.push({ id: key, text: payloadOf(ledger, object, entry.spanEnd) });
+    entries.push({ id: key, text: sidecarPayload(ledger, object, entry.spanEnd) });
   }
   return entries;
 }
 
-/** What the sidecar holds for an object in this state (a span fold holds its span only). */
-function payloadOf(ledger: Ledger, object: LedgerObject, spanEnd: number | undefined): string {
-  return object.kind === 'conversation'
-    ? spanText(ledger, object, spanEnd)
-    : `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
+/**
+ * What the sidecar holds for an object in this state, read from the transcript: a
+ * conversation's messages (a span fold's up to `spanEnd`); a tool output's call arguments and
+ * result.
+ */
+function sidecarPayload(ledger: Ledger, object: LedgerObject, spanEnd: number | undefined): string {
+  if (object.kind === 'conversation')
+    return ledger.messages
+      .slice(object.span.start, spanEnd ?? object.span.end)
+      .map(messageText)
+      .join('\n');
+  if (object.kind === 'function') {
+    const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
+    const output = part?.type === 'tool-result' ? toolOutputText(part.content) : '';
+    return `${object.callArguments ?? ''}\n${output}`;
+  }
+  const message = ledger.messages[object.messageIndex];
+  return `${object.callArguments ?? ''}\n${message ? messageText(message) : ''}`;
+}
+
+/** A tool result's text, an image standing as `[image]`. */
+function toolOutputText(content: ToolResultPart['content']): string {
+  if (typeof content === 'string') return content;
+  return content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
 }
 
 function removedByFoldOrMask(ledger: Ledger, state: ViewState, anchor: string): boolean {
   for (const [id, entry] of Object.entries(state)) {
     if (entry.operation === 'prune') continue;
     const object = ledger.get(id);
-    if (object && payloadOf(ledger, object, entry.spanEnd).includes(anchor)) return true;
+    if (object && sidecarPayload(ledger, object, entry.spanEnd).includes(anchor)) return true;
   }
   return false;
-}
-
-/** The recoverable map of the emitted format: sidecar key → message indexes the sidecar holds. */
-export function recoverableMap(ledger: Ledger, state: ViewState | undefined): Record<string, number[]> {
-  const map: Record<string, number[]> = {};
-  for (const [id, entry] of Object.entries(state ?? {})) {
-    const object = ledger.get(id);
-    if (!object) continue;
-    const end = entry.spanEnd ?? object.span.end;
-    map[sidecarKey(id, entry.spanEnd)] =
-      object.kind === 'conversation'
-        ? Array.from({ length: end - object.span.start }, (_, offset) => object.span.start + offset)
-        : [object.messageIndex];
-  }
-  return map;
 }

@@ -1,9 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { indexTranscript, type Ledger } from '../core/ledger.js';
-import type { ViewState } from '../core/operations.js';
-import { projectView, type ViewItem } from '../core/project-view.js';
-import { type RehearseOptions, rehearsePlan } from '../core/rehearse-plan.js';
+import { indexTranscript, type Ledger } from '../../core/ledger.js';
+import { projectView, type ViewItem } from '../../core/project-view.js';
+import { type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
 import {
   assistantCalls,
   assistantMessage,
@@ -12,17 +11,11 @@ import {
   toolCall,
   toolRound,
   userMessage,
-} from '../core/testing/transcript-builders.js';
-import { approximateTokenCounter } from '../core/tokens.js';
-import { type Message, messageText } from '../core/transcript.js';
-import {
-  continuationAnchors,
-  createAnchorLocator,
-  judgeAnchors,
-  neededAnchors,
-  recoverableMap,
-} from './judge-anchors.js';
-import { orphanedToolResults } from './testing/eval-fixtures.js';
+} from '../../core/testing/transcript-builders.js';
+import { approximateTokenCounter } from '../../core/tokens.js';
+import { type Message, messageText } from '../../core/transcript.js';
+import { orphanedToolResults } from '../testing/eval-fixtures.js';
+import { continuationAnchors, createAnchorLocator, judgeAnchors, neededAnchors } from './anchor-judge.js';
 
 const CACHE_SOURCE = 'def evict_entry(key):\n    raise KeyError(key)\nMAX_ENTRIES = 4096';
 
@@ -345,50 +338,5 @@ describe('createAnchorLocator', () => {
     texts.push('KeyError again');
     locator.holders('KeyError', 2);
     expect([...first]).toEqual([0]);
-  });
-});
-
-describe('recoverableMap', () => {
-  it('maps a function object to its tool message and a conversation to its whole span', () => {
-    const prefix = [
-      ...cachePrefix(),
-      assistantMessage('KeyError fixed.'),
-      userMessage('Now look at src/store.py.'),
-      ...toolRound('call_4', 'read_file', { file_path: 'src/store.py' }, 'STORE = {}'),
-      assistantMessage('Read it.'),
-      userMessage('Thanks.'),
-    ];
-    const { ledger } = setup(prefix);
-    const conversation = ledger.get('conversation:user:2')!;
-    expect(conversation.span).toEqual({ start: 7, end: 11 });
-    const state: ViewState = {
-      'function:read_file:1': { operation: 'fold', replacement: 'x', commitId: 'c1' },
-      'conversation:user:2': { operation: 'prune', replacement: '', commitId: 'c1' },
-      'function:nowhere:99': { operation: 'prune', replacement: '', commitId: 'c1' },
-    };
-    expect(recoverableMap(ledger, state)).toEqual({
-      'function:read_file:1': [3],
-      'conversation:user:2': [7, 8, 9, 10],
-    });
-  });
-
-  it('keys a span fold as the sidecar does, `id@end`, covering the request and the folded work', () => {
-    const { ledger } = setup();
-    const state: ViewState = {
-      'conversation:user:1': {
-        operation: 'fold',
-        replacement: 'x',
-        commitId: 'c1',
-        keepRequest: true,
-        spanEnd: 4,
-      },
-    };
-    expect(recoverableMap(ledger, state)).toEqual({ 'conversation:user:1@4': [1, 2, 3] });
-  });
-
-  it('is empty without a sidecar', () => {
-    const { ledger } = setup();
-    expect(recoverableMap(ledger, undefined)).toEqual({});
-    expect(recoverableMap(ledger, {})).toEqual({});
   });
 });

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import type { EvalSummary } from '../eval/eval-summary.js';
+import { sampleSummary } from '../eval/report/sample-summary.js';
+import { formatSummary } from './eval-command.js';
+
+const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
+
+/** The line of the table a strategy's row starts. */
+function rowOf(lines: readonly string[], header: string, strategy: string): string {
+  const start = lines.findIndex((line) => line.startsWith(header));
+  return lines.slice(start + 1).find((line) => line.trimStart().startsWith(`${strategy} `)) ?? '';
+}
+
+describe('formatSummary', () => {
+  const summary = sampleSummary();
+  const lines = formatSummary(summary).split('\n');
+
+  it('prints the rare-token judge beside the anchor judge in cut mode, for every strategy', () => {
+    const header = lines.find((line) => line.startsWith('cut mode'))!;
+    expect(header).toContain('strict no-impact [95% CI]');
+    expect(header).toContain('rare-token no-impact [95% CI]   score');
+    for (const result of summary.cutMode) {
+      const rare = result.own.rareTokens!;
+      const row = rowOf(lines, 'cut mode', result.strategy);
+      expect(row, result.strategy).toContain(
+        `${percent(rare.noImpact.value)} [${percent(rare.noImpact.low)}–${percent(rare.noImpact.high)}]   ${rare.meanScore.toFixed(3)}`,
+      );
+    }
+  });
+
+  it('prints it over the changed calls in session mode, a dash where nothing was judged', () => {
+    for (const result of summary.sessionMode) {
+      const rare = result.rareTokensChanged!;
+      const row = rowOf(lines, 'session mode', result.strategy);
+      if (rare.noImpact.total === 0) expect(row.trimEnd().endsWith('–'), result.strategy).toBe(true);
+      else expect(row, result.strategy).toContain(`${percent(rare.noImpact.value)} [`);
+    }
+  });
+
+  it('prints dashes for a summary written before the rare-token judge', () => {
+    const older: EvalSummary = {
+      ...summary,
+      cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({
+        ...result,
+        own,
+      })),
+      sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
+    };
+    const text = formatSummary(older);
+    expect(text).not.toMatch(/undefined|NaN/);
+    const olderLines = text.split('\n');
+    for (const result of summary.cutMode)
+      expect(rowOf(olderLines, 'cut mode', result.strategy).trimEnd().endsWith('–')).toBe(true);
+  });
+});

@@ -1,0 +1,96 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parseEntryModel } from '../core/valuator/entry-model.js';
+import type { RecordedSession } from '../eval/load-sessions.js';
+import { recallingSession } from '../eval/testing/eval-fixtures.js';
+import type { CliIo } from './cli-io.js';
+import { runCommand } from './run-main.js';
+
+describe('selfgc train and --model', () => {
+  function captureIo() {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: CliIo = {
+      stdout: (text) => out.push(text),
+      stderr: (text) => err.push(text),
+      progress: () => {},
+      cwd: process.cwd(),
+      argv0: 'selfgc',
+    };
+    return { io, out: () => out.join(''), err: () => err.join('') };
+  }
+
+  function sessionsFile(): string {
+    const directory = mkdtempSync(join(tmpdir(), 'selfgc-train-'));
+    const file = join(directory, 'review-agent.jsonl');
+    const chat = (messages: RecordedSession['messages']) =>
+      messages.map((message) => {
+        if (message.role === 'tool') {
+          const part = message.parts[0] as { callId: string; content: string };
+          return { role: 'tool', tool_call_id: part.callId, content: part.content };
+        }
+        const text = message.parts.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+        const calls = message.parts.flatMap((part) =>
+          part.type === 'tool-call'
+            ? [{ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments } }]
+            : [],
+        );
+        return { role: message.role, content: text, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
+      });
+    writeFileSync(
+      file,
+      [24, 30]
+        .map((rounds, index) => JSON.stringify({ id: `s${index}`, messages: chat(recallingSession(rounds)) }))
+        .join('\n'),
+    );
+    return file;
+  }
+
+  it('writes a model that eval --model reads, and prints leave-one-family-out', async () => {
+    const file = sessionsFile();
+    const out = join(mkdtempSync(join(tmpdir(), 'selfgc-model-')), 'model.json');
+    const train = captureIo();
+    expect(await runCommand(['train', file, '--out', out, '--leave-one-family-out'], train.io)).toBe(0);
+    expect(train.out()).toMatch(/2 sessions, \d+ examples \(\d+ used\), training AUC 0\.\d{3}/);
+    expect(train.out()).toMatch(/review-agent\s+\d+\s+/);
+    parseEntryModel(JSON.parse(readFileSync(out, 'utf8')));
+    const evaluate = captureIo();
+    expect(
+      await runCommand(
+        [
+          'eval',
+          file,
+          '--modes',
+          'session',
+          '--strategies',
+          'selfgc',
+          '--window',
+          '2000',
+          '--workers',
+          '1',
+          '--model',
+          out,
+        ],
+        evaluate.io,
+      ),
+    ).toBe(0);
+    expect(evaluate.out()).toContain('selfgc');
+  });
+
+  it('refuses a missing --out, a missing model file and a file that is not a model', async () => {
+    const file = sessionsFile();
+    const missingOut = captureIo();
+    await expect(runCommand(['train', file], missingOut.io)).rejects.toThrow(/--out FILE/);
+    const notJson = join(mkdtempSync(join(tmpdir(), 'selfgc-model-')), 'bad.json');
+    writeFileSync(notJson, '{"format":"something-else"}');
+    for (const [model, message] of [
+      ['/no/such/model.json', /no such file/],
+      [notJson, /not a Self-GC entry valuator model/],
+    ] as const) {
+      const io = captureIo();
+      await expect(runCommand(['eval', file, '--model', model], io.io)).rejects.toThrow(message);
+    }
+  });
+});
