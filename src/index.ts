@@ -174,6 +174,14 @@ export {
   type Warning,
 } from './core/transcript.js';
 export {
+  defaultEntryModel,
+  ENTRY_MODEL_FORMAT,
+  type EntryModel,
+  type EntryScorer,
+  entryScorer,
+  parseEntryModel,
+} from './core/valuator/entry-model.js';
+export {
   ANTHROPIC_SCALE,
   createTokenCounter,
   loadTokenCounter,

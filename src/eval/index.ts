@@ -100,4 +100,12 @@ export {
   type StrategyOutput,
   type SyncStrategy,
 } from './strategies/strategy.js';
+export {
+  collectExamples,
+  type ExampleSet,
+  type FamilyValidation,
+  fitEntryModel,
+  leaveOneFamilyOut,
+  type TrainingOptions,
+} from './train-valuator.js';
 export { wilson } from './wilson.js';
