@@ -181,17 +181,22 @@ function judgeOperation(
       if (current?.operation === 'fold' || current?.operation === 'prune')
         return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
       const auto = (options.foldAnchors ?? 'auto') === 'auto';
-      const replacement = renderFold(ledger, object, {
-        ...(operation.summary ? { summary: operation.summary } : {}),
-        ...(object.kind === 'conversation'
-          ? messagesIndexBudget(liveTokens(ledger, object), options)
-          : {
+      const summary = operation.summary ? { summary: operation.summary } : {};
+      const replacement =
+        object.kind === 'conversation'
+          ? renderWithinBound(
+              ledger,
+              messagesIndexBudget(liveTokens(ledger, object), options),
+              options.spanAnchorTokens,
+              (budget) => renderFold(ledger, object, { ...summary, ...budget }),
+            ).replacement
+          : renderFold(ledger, object, {
+              ...summary,
               maxAnchors: auto ? autoAnchorBudget(object.tokens) : (options.foldAnchors as number),
               // A folded conversation takes its own messages with it: only outputs may omit what
               // was said.
               ...(auto ? { omitAnchors: ledger.spokenAnchors } : {}),
-            }),
-      });
+            });
       return accept({ operation: 'fold', replacement, commitId });
     }
     case 'mask': {
@@ -249,11 +254,16 @@ function judgeSpanFold(
   let before = 0;
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
-  const replacement = renderSpanFold(ledger, object, spanEnd, {
-    ...(operation.summary ? { summary: operation.summary } : {}),
-    ...messagesIndexBudget(before, options),
-  });
-  const tokens = ledger.options.tokenCounter.count(replacement);
+  const { replacement, tokens } = renderWithinBound(
+    ledger,
+    messagesIndexBudget(before, options),
+    options.spanAnchorTokens,
+    (budget) =>
+      renderSpanFold(ledger, object, spanEnd, {
+        ...(operation.summary ? { summary: operation.summary } : {}),
+        ...budget,
+      }),
+  );
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
   if (again && tokens >= shown) return alreadyFolded;
   const next: ObjectState = {
@@ -289,6 +299,38 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
     ),
   };
 }
+
+type IndexBudget = ReturnType<typeof messagesIndexBudget>;
+
+/**
+ * An index of folded messages rendered within `bound` tokens as counted (its header and pointer
+ * aside). Its budget is one of characters, at about four a token; text that takes more tokens a
+ * character (hashes, ids, other scripts) would overrun the bound by as much, so such an index is
+ * rendered once more, its characters cut by the share it overran.
+ */
+function renderWithinBound(
+  ledger: Ledger,
+  budget: IndexBudget,
+  bound: number | undefined,
+  render: (budget: IndexBudget) => string,
+): { replacement: string; tokens: number } {
+  const counter = ledger.options.tokenCounter;
+  const replacement = render(budget);
+  const tokens = counter.count(replacement);
+  if (bound === undefined || tokens <= bound) return { replacement, tokens };
+  const frame = render({ ...budget, maxAnchorChars: 0 });
+  const indexTokens = tokens - counter.count(frame);
+  if (indexTokens <= bound) return { replacement, tokens };
+  const indexChars = replacement.length - frame.length;
+  const cut = render({
+    ...budget,
+    maxAnchorChars: Math.floor((indexChars * bound * INDEX_CUT_SHARE) / indexTokens),
+  });
+  return { replacement: cut, tokens: counter.count(cut) };
+}
+
+/** What an index rendered again keeps of its bound: a margin for text of uneven density. */
+const INDEX_CUT_SHARE = 0.9;
 
 /** Keep one operation per object: the strongest. */
 function mergeOperations(operations: readonly PlannedOperation[]) {
