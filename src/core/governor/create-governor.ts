@@ -11,6 +11,7 @@ import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { bindingAt, reconcileState } from '../reconcile-state.js';
 import { latestTurnStart, type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
+import { renderSpanFold } from '../render-replacement.js';
 import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
@@ -481,9 +482,15 @@ export function createGovernor(options: GovernorOptions): Governor {
     for (let pass = 0; pass < 4 && rehearsal.tokensAfter > window; pass += 1) {
       const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
       if (spans.length === 0) break;
-      const indexTokens = spans.reduce((sum, [, entry]) => sum + (entry.tokens ?? 0), 0);
+      // What a bound can take: the indexes, not their headers and pointers.
+      const indexTokens = spans.reduce(
+        (sum, [objectId, entry]) =>
+          sum + (entry.tokens ?? 0) - spanFrameTokens(ledger, objectId, entry.spanEnd!),
+        0,
+      );
       const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
-      const shared = Math.min(bound, fullBound / spans.length);
+      // From what the indexes hold now: a bound above that would change nothing.
+      const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
       bound = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
       const tightened = tighten(ledger, limits, state, rehearsal, spans, bound);
       if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
@@ -580,6 +587,13 @@ export function createGovernor(options: GovernorOptions): Governor {
     const written = await options.store.writeState(sessionId, state, snapshot.version);
     return written.status === 'written' ? { version: written.version, state } : snapshot;
   }
+}
+
+/** Tokens of a span fold with an empty index: its header and recovery pointer. */
+function spanFrameTokens(ledger: Ledger, objectId: string, spanEnd: number): number {
+  const object = ledger.get(objectId);
+  if (object === undefined) return 0;
+  return ledger.options.tokenCounter.count(renderSpanFold(ledger, object, spanEnd, { maxAnchorChars: 0 }));
 }
 
 /**
