@@ -48,8 +48,8 @@ export interface RehearseOptions {
    */
   spanAnchors?: number;
   /**
-   * And the most tokens such an index may take, about (default: no cap; the governor sets a fifth
-   * of the window).
+   * And the most tokens such an index may take as counted, its header and pointer aside (default:
+   * no cap; the governor sets a fifth of the window).
    */
   spanAnchorTokens?: number;
 }
