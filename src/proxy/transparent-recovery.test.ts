@@ -20,7 +20,7 @@ import {
   readExpandPage,
   storeSessionOf,
 } from './testing/recovery-pointers.js';
-import { answerInternalCall, EXPAND_TOOL, GAVE_WAY, SEARCH_TOOL } from './transparent-recovery.js';
+import { answerInternalCall, EARLIER_RESULT_NOTE, EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
 import type { WireDialect } from './wire-dialect.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
@@ -172,8 +172,8 @@ describe('transparent recovery', () => {
       (body.messages as Array<{ role: string; content: unknown }>)
         .filter((message) => message.role === 'tool')
         .map((message) => message.content);
-    expect(results(bodies[2]!).slice(-2)[0]).toBe(GAVE_WAY);
-    expect(results(bodies[3]!).slice(-3, -1)).toEqual([GAVE_WAY, GAVE_WAY]);
+    expect(results(bodies[2]!).slice(-2)[0]).toBe(EARLIER_RESULT_NOTE);
+    expect(results(bodies[3]!).slice(-3, -1)).toEqual([EARLIER_RESULT_NOTE, EARLIER_RESULT_NOTE]);
     for (const body of bodies) expect(measured('chat', body)).toBeLessThanOrEqual(WINDOW);
     // The scripted model ignores tool_choice: its last call does not reach the client.
     const answer = (await response.json()) as { choices: Array<{ message: object }> };
@@ -254,7 +254,7 @@ describe('transparent recovery', () => {
         (body.messages as Array<{ role: string; content: unknown }>)
           .filter((message) => message.role === 'tool')
           .map((message) => message.content);
-      expect(results(bodies[3]!).slice(-3, -1)).toEqual([GAVE_WAY, GAVE_WAY]);
+      expect(results(bodies[3]!).slice(-3, -1)).toEqual([EARLIER_RESULT_NOTE, EARLIER_RESULT_NOTE]);
       for (const body of bodies) expect(measured('chat', body)).toBeLessThanOrEqual(window);
       const key = pointerIn(fixture.upstream.requests[0]!);
       const expanded = (await expandKeys(fixture.store, storeSessionOf(response), [key])).get(key) ?? '';

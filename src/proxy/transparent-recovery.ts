@@ -208,7 +208,7 @@ interface RecoveryRound {
 }
 
 /** What stands for an earlier result that gave way to a later round's. */
-export const GAVE_WAY =
+export const EARLIER_RESULT_NOTE =
   '[selfgc: this result was shown in an earlier round and left out to make room for a later one; ask again for it if you still need it.]';
 
 export function createRecovery(options: RecoveryOptions): Recovery {
@@ -272,7 +272,7 @@ function makeRoom(
   const gaveWay = (round: RecoveryRound): RecoveryRound => ({
     ...round,
     results: round.results.map((result) =>
-      result.output.length > GAVE_WAY.length ? { ...result, output: GAVE_WAY } : result,
+      result.output.length > EARLIER_RESULT_NOTE.length ? { ...result, output: EARLIER_RESULT_NOTE } : result,
     ),
   });
   budget.measure(bodyWith(rounds.map(gaveWay)));
