@@ -16,13 +16,17 @@ import type {
 } from './operations.js';
 import { type ProjectOptions, projectView } from './project-view.js';
 import {
+  conversationFoldParts,
+  type FoldParts,
   isMaskable,
+  joinFoldParts,
   type MaskOptions,
   objectText,
   renderFold,
   renderMask,
-  renderSpanFold,
   renderTombstone,
+  shortenIndex,
+  spanFoldParts,
 } from './render-replacement.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
 
@@ -184,11 +188,13 @@ function judgeOperation(
       const summary = operation.summary ? { summary: operation.summary } : {};
       const replacement =
         object.kind === 'conversation'
-          ? renderWithinBound(
+          ? foldWithinBound(
               ledger,
-              messagesIndexBudget(liveTokens(ledger, object), options),
+              conversationFoldParts(ledger, object, {
+                ...summary,
+                ...messagesIndexBudget(liveTokens(ledger, object), options),
+              }),
               options.spanAnchorTokens,
-              (budget) => renderFold(ledger, object, { ...summary, ...budget }),
             ).replacement
           : renderFold(ledger, object, {
               ...summary,
@@ -254,15 +260,13 @@ function judgeSpanFold(
   let before = 0;
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
-  const { replacement, tokens } = renderWithinBound(
+  const { replacement, tokens } = foldWithinBound(
     ledger,
-    messagesIndexBudget(before, options),
+    spanFoldParts(ledger, object, spanEnd, {
+      ...(operation.summary ? { summary: operation.summary } : {}),
+      ...messagesIndexBudget(before, options),
+    }),
     options.spanAnchorTokens,
-    (budget) =>
-      renderSpanFold(ledger, object, spanEnd, {
-        ...(operation.summary ? { summary: operation.summary } : {}),
-        ...budget,
-      }),
   );
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
   if (again && tokens >= shown) return alreadyFolded;
@@ -300,36 +304,32 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
   };
 }
 
-type IndexBudget = ReturnType<typeof messagesIndexBudget>;
-
 /**
- * An index of folded messages rendered within `bound` tokens as counted (its header and pointer
- * aside). Its budget is one of characters, at about four a token; text that takes more tokens a
- * character (hashes, ids, other scripts) would overrun the bound by as much, so such an index is
- * rendered once more, its characters cut by the share it overran.
+ * A fold of messages, its index within `bound` tokens as counted (its header and pointer aside).
+ * The index budget is one of characters, at about four a token; text that takes more tokens a
+ * character (hashes, ids, dense code) would overrun the bound by as much, so such an index is cut
+ * by the share it overran.
  */
-function renderWithinBound(
+function foldWithinBound(
   ledger: Ledger,
-  budget: IndexBudget,
+  parts: FoldParts,
   bound: number | undefined,
-  render: (budget: IndexBudget) => string,
 ): { replacement: string; tokens: number } {
   const counter = ledger.options.tokenCounter;
-  const replacement = render(budget);
+  const replacement = joinFoldParts(parts);
   const tokens = counter.count(replacement);
   if (bound === undefined || tokens <= bound) return { replacement, tokens };
-  const frame = render({ ...budget, maxAnchorChars: 0 });
+  const frame = joinFoldParts({ ...parts, anchors: [] });
   const indexTokens = tokens - counter.count(frame);
   if (indexTokens <= bound) return { replacement, tokens };
   const indexChars = replacement.length - frame.length;
-  const cut = render({
-    ...budget,
-    maxAnchorChars: Math.floor((indexChars * bound * INDEX_CUT_SHARE) / indexTokens),
-  });
+  const cut = joinFoldParts(
+    shortenIndex(parts, Math.floor((indexChars * bound * INDEX_CUT_SHARE) / indexTokens)),
+  );
   return { replacement: cut, tokens: counter.count(cut) };
 }
 
-/** What an index rendered again keeps of its bound: a margin for text of uneven density. */
+/** What an index cut to its bound keeps of it: a margin for text of uneven density. */
 const INDEX_CUT_SHARE = 0.9;
 
 /** Keep one operation per object: the strongest. */

@@ -11,7 +11,7 @@ import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { bindingAt, reconcileState } from '../reconcile-state.js';
 import { latestTurnStart, type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
-import { renderSpanFold } from '../render-replacement.js';
+import { withoutIndex } from '../render-replacement.js';
 import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
@@ -483,9 +483,9 @@ export function createGovernor(options: GovernorOptions): Governor {
       const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
       if (spans.length === 0) break;
       // What a bound can take: the indexes, not their headers and pointers.
+      const counter = ledger.options.tokenCounter;
       const indexTokens = spans.reduce(
-        (sum, [objectId, entry]) =>
-          sum + (entry.tokens ?? 0) - spanFrameTokens(ledger, objectId, entry.spanEnd!),
+        (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
         0,
       );
       const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
@@ -587,13 +587,6 @@ export function createGovernor(options: GovernorOptions): Governor {
     const written = await options.store.writeState(sessionId, state, snapshot.version);
     return written.status === 'written' ? { version: written.version, state } : snapshot;
   }
-}
-
-/** Tokens of a span fold with an empty index: its header and recovery pointer. */
-function spanFrameTokens(ledger: Ledger, objectId: string, spanEnd: number): number {
-  const object = ledger.get(objectId);
-  if (object === undefined) return 0;
-  return ledger.options.tokenCounter.count(renderSpanFold(ledger, object, spanEnd, { maxAnchorChars: 0 }));
 }
 
 /**
