@@ -79,7 +79,7 @@ export function withoutIndex(replacement: string): string {
     .join('\n');
 }
 
-/** A fold summary of messages in its parts: the lines before its index, its entries, the lines after. */
+/** A fold summary in its parts: the lines before its index, its entries, the lines after. */
 export interface FoldParts {
   head: readonly string[];
   /** Index entries, best first. */
@@ -376,13 +376,14 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
     const head = describeCall(object);
     const status = object.isError ? 'error' : 'ok';
     const anchors = keyAnchorsOf(outputEntries(ledger, object), options, head);
-    const lines = [
-      `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
-      ...(options.summary ? [oneLine(options.summary, 400)] : []),
-      ...(anchors.length > 0 ? [`${INDEX_LINE}${anchors.join(', ')}`] : []),
-      `(exact output kept; expand("${object.id}") recovers it)`,
-    ];
-    return lines.join('\n');
+    return joinFoldParts({
+      head: [
+        `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
+        ...(options.summary ? [oneLine(options.summary, 400)] : []),
+      ],
+      anchors,
+      tail: [`(exact output kept; expand("${object.id}") recovers it)`],
+    });
   }
   return joinFoldParts(conversationFoldParts(ledger, object, options));
 }
