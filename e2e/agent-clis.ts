@@ -53,8 +53,9 @@ export interface AgentCli {
   binary: string;
   /**
    * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
-   * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 8k, opencode's
-   * 8.7k), and what is left holds only four or five step files, so every scenario must fold.
+   * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 10.4k with its
+   * developer messages, opencode's 8.7k), and what is left holds only a few step files, so every
+   * scenario must fold.
    */
   window: number;
   tools: AgentTools;

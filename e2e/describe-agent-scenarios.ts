@@ -25,14 +25,7 @@ export const RESULTS_DIRECTORY = join(tmpdir(), 'selfgc-e2e-results');
  * (so CI stays green on what works) until the gap is closed. The issue tracker has the evidence.
  * Run one anyway with SELFGC_E2E_KNOWN_GAPS=run.
  */
-const KNOWN_GAPS: Readonly<Record<string, string>> = {
-  'codex:long-task':
-    "known gap: under a 16k window Codex's latest tool result is folded by the last-resort rescue (checks latest-turn, task)",
-  'codex:streaming-recovery':
-    "known gap: Codex's latest tool result is folded, and the recovered page is too small to hold the secret (checks latest-turn, recovery, task)",
-  'opencode:streaming-recovery':
-    'known gap: the recovered page (a few hundred characters of room) does not reach the secret, and a later page does not fit the same request (checks recovery, task)',
-};
+const KNOWN_GAPS: Readonly<Record<string, string>> = {};
 
 function format(violations: readonly Violation[]): string[] {
   const shown = violations.slice(0, SHOWN).map((violation) => {

@@ -16,13 +16,17 @@ import type {
 } from './operations.js';
 import { type ProjectOptions, projectView } from './project-view.js';
 import {
+  conversationFoldParts,
+  type FoldParts,
   isMaskable,
+  joinFoldParts,
   type MaskOptions,
   objectText,
   renderFold,
   renderMask,
-  renderSpanFold,
   renderTombstone,
+  shortenIndex,
+  spanFoldParts,
 } from './render-replacement.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
 import { type EntryModel, type EntryScorer, entryScorer } from './valuator/entry-model.js';
@@ -49,8 +53,8 @@ export interface RehearseOptions {
    */
   spanAnchors?: number;
   /**
-   * And the most tokens such an index may take, about (default: no cap; the governor sets a fifth
-   * of the window).
+   * And the most tokens such an index may take as counted, its header and pointer aside (default:
+   * no cap; the governor sets a fifth of the window).
    */
   spanAnchorTokens?: number;
   /**
@@ -190,18 +194,27 @@ function judgeOperation(
       if (current?.operation === 'fold' || current?.operation === 'prune')
         return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
       const auto = (options.foldAnchors ?? 'auto') === 'auto';
-      const replacement = renderFold(ledger, object, {
+      const summary = {
         ...(operation.summary ? { summary: operation.summary } : {}),
         ...scoring(ledger, options),
-        ...(object.kind === 'conversation'
-          ? messagesIndexBudget(liveTokens(ledger, object), options)
-          : {
+      };
+      const replacement =
+        object.kind === 'conversation'
+          ? foldWithinBound(
+              ledger,
+              conversationFoldParts(ledger, object, {
+                ...summary,
+                ...messagesIndexBudget(liveTokens(ledger, object), options),
+              }),
+              options.spanAnchorTokens,
+            ).replacement
+          : renderFold(ledger, object, {
+              ...summary,
               maxAnchors: auto ? autoAnchorBudget(object.tokens) : (options.foldAnchors as number),
               // A folded conversation takes its own messages with it: only outputs may omit what
               // was said.
               ...(auto ? { omitAnchors: ledger.spokenAnchors } : {}),
-            }),
-      });
+            });
       return accept({ operation: 'fold', replacement, commitId });
     }
     case 'mask': {
@@ -259,12 +272,15 @@ function judgeSpanFold(
   let before = 0;
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
-  const replacement = renderSpanFold(ledger, object, spanEnd, {
-    ...(operation.summary ? { summary: operation.summary } : {}),
-    ...messagesIndexBudget(before, options),
-    ...scoring(ledger, options),
-  });
-  const tokens = ledger.options.tokenCounter.count(replacement);
+  const { replacement, tokens } = foldWithinBound(
+    ledger,
+    spanFoldParts(ledger, object, spanEnd, {
+      ...(operation.summary ? { summary: operation.summary } : {}),
+      ...messagesIndexBudget(before, options),
+      ...scoring(ledger, options),
+    }),
+    options.spanAnchorTokens,
+  );
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
   if (again && tokens >= shown) return alreadyFolded;
   const next: ObjectState = {
@@ -305,6 +321,34 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
 function scoring(ledger: Ledger, options: RehearseOptions): { scoreEntry?: EntryScorer } {
   return options.entryModel ? { scoreEntry: entryScorer(options.entryModel, ledger) } : {};
 }
+
+/**
+ * A fold of messages, its index within `bound` tokens as counted (its header and pointer aside).
+ * The index budget is one of characters, at about four a token; text that takes more tokens a
+ * character (hashes, ids, dense code) would overrun the bound by as much, so such an index is cut
+ * by the share it overran.
+ */
+function foldWithinBound(
+  ledger: Ledger,
+  parts: FoldParts,
+  bound: number | undefined,
+): { replacement: string; tokens: number } {
+  const counter = ledger.options.tokenCounter;
+  const replacement = joinFoldParts(parts);
+  const tokens = counter.count(replacement);
+  if (bound === undefined || tokens <= bound) return { replacement, tokens };
+  const frame = joinFoldParts({ ...parts, anchors: [] });
+  const indexTokens = tokens - counter.count(frame);
+  if (indexTokens <= bound) return { replacement, tokens };
+  const indexChars = replacement.length - frame.length;
+  const cut = joinFoldParts(
+    shortenIndex(parts, Math.floor((indexChars * bound * INDEX_CUT_SHARE) / indexTokens)),
+  );
+  return { replacement: cut, tokens: counter.count(cut) };
+}
+
+/** What an index cut to its bound keeps of it: a margin for text of uneven density. */
+const INDEX_CUT_SHARE = 0.9;
 
 /** Keep one operation per object: the strongest. */
 function mergeOperations(operations: readonly PlannedOperation[]) {

@@ -4,13 +4,17 @@ import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
 import {
   describeCall,
   isMaskable,
+  joinFoldParts,
   keyAnchorsOf,
   objectText,
   renderFold,
   renderMask,
   renderSpanFold,
   renderTombstone,
+  shortenIndex,
+  spanFoldParts,
   spanText,
+  withoutIndex,
   withoutRecoveryRoute,
 } from './render-replacement.js';
 import { CLI_SOURCE, threeRequestSession } from './testing/sample-session.js';
@@ -290,6 +294,32 @@ describe('fold indexes keep short lines of code after the anchors', () => {
     expect(renderFold(ledger, request, { maxAnchors: 200 })).toContain(
       'return cursor.fetchone() is not None',
     );
+  });
+});
+
+describe('shortenIndex and withoutIndex', () => {
+  const parts = {
+    head: [
+      '[folded conversation:user:1@9: the 8 messages of work that followed conversation:user:1 (4 tool calls)]',
+    ],
+    anchors: ['def handler(request, code):', 'src/app.py', 'E2E-TOKEN-1a2b'],
+    tail: ['(exact messages kept; expand("conversation:user:1@9") recovers them)'],
+  };
+
+  it('keeps the first whole entries that fit, an entry with a comma in it included', () => {
+    const first = parts.anchors[0]!.length + 2;
+    expect(shortenIndex(parts, first + 12).anchors).toEqual(parts.anchors.slice(0, 2));
+    expect(shortenIndex(parts, first + 11).anchors).toEqual(parts.anchors.slice(0, 1));
+    expect(shortenIndex(parts, 3).anchors).toEqual([]);
+  });
+
+  it('renders the parts as the fold summary, and takes the index line out of one', () => {
+    const ledger = session();
+    const request = object(ledger, 'conversation:user:1');
+    const folded = spanFoldParts(ledger, request, 4, { maxAnchors: 50 });
+    expect(joinFoldParts(folded)).toBe(renderSpanFold(ledger, request, 4, { maxAnchors: 50 }));
+    expect(withoutIndex(joinFoldParts(folded))).toBe(joinFoldParts({ ...folded, anchors: [] }));
+    expect(joinFoldParts({ ...parts, anchors: [] })).toBe([...parts.head, ...parts.tail].join('\n'));
   });
 });
 

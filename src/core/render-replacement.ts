@@ -69,6 +69,44 @@ export function withoutRecoveryRoute(view: readonly Message[]): Message[] {
   });
 }
 
+/** How the index line of a fold summary starts. */
+const INDEX_LINE = 'anchors: ';
+
+/** A fold summary without its index: its header, summary and recovery pointer. */
+export function withoutIndex(replacement: string): string {
+  return replacement
+    .split('\n')
+    .filter((line) => !line.startsWith(INDEX_LINE))
+    .join('\n');
+}
+
+/** A fold summary in its parts: the lines before its index, its entries, the lines after. */
+export interface FoldParts {
+  head: readonly string[];
+  /** Index entries, best first. */
+  anchors: readonly string[];
+  tail: readonly string[];
+}
+
+export function joinFoldParts(parts: FoldParts): string {
+  const index = parts.anchors.length > 0 ? [`${INDEX_LINE}${parts.anchors.join(', ')}`] : [];
+  return [...parts.head, ...index, ...parts.tail].join('\n');
+}
+
+/**
+ * The parts with the first index entries that fit `maxChars` characters (separators counted, as
+ * an index budget counts them): the entries come best first, so the cut loses the least.
+ */
+export function shortenIndex(parts: FoldParts, maxChars: number): FoldParts {
+  let chars = 0;
+  let kept = 0;
+  while (kept < parts.anchors.length && chars + parts.anchors[kept]!.length + 2 <= maxChars) {
+    chars += parts.anchors[kept]!.length + 2;
+    kept += 1;
+  }
+  return { ...parts, anchors: parts.anchors.slice(0, kept) };
+}
+
 /**
  * The summary that replaces the work after a request, messages `(start, spanEnd)`: the request
  * itself stays in the view; the steps leave, with their key anchors and a recovery pointer.
@@ -79,21 +117,32 @@ export function renderSpanFold(
   spanEnd: number,
   options: FoldOptions = {},
 ): string {
+  return joinFoldParts(spanFoldParts(ledger, object, spanEnd, options));
+}
+
+/** `renderSpanFold` in its parts. */
+export function spanFoldParts(
+  ledger: Ledger,
+  object: LedgerObject,
+  spanEnd: number,
+  options: FoldOptions = {},
+): FoldParts {
   const key = sidecarKey(object.id, spanEnd);
   const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
-  // The request stays in the view: what it says is not repeated.
-  const anchors = chooseAnchors(
-    messagesEntries(steps, object.span.start + 1, options),
-    options,
-    objectText(ledger, object),
-  );
-  return [
-    `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
-    ...(options.summary ? [oneLine(options.summary, 600)] : []),
-    ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
-    `(exact messages kept; expand("${key}") recovers them)`,
-  ].join('\n');
+  return {
+    head: [
+      `[folded ${key}: the ${steps.length} messages of work that followed ${object.id} (${calls} tool calls)]`,
+      ...(options.summary ? [oneLine(options.summary, 600)] : []),
+    ],
+    // The request stays in the view: what it says is not repeated.
+    anchors: chooseAnchors(
+      messagesEntries(steps, object.span.start + 1, options),
+      options,
+      objectText(ledger, object),
+    ),
+    tail: [`(exact messages kept; expand("${key}") recovers them)`],
+  };
 }
 
 /**
@@ -306,27 +355,38 @@ export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOp
           head,
         )
       : keyAnchorsOf(entries, options, head);
-    const lines = [
-      `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
-      ...(options.summary ? [oneLine(options.summary, 400)] : []),
-      ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
-      `(exact output kept; expand("${object.id}") recovers it)`,
-    ];
-    return lines.join('\n');
+    return joinFoldParts({
+      head: [
+        `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
+        ...(options.summary ? [oneLine(options.summary, 400)] : []),
+      ],
+      anchors,
+      tail: [`(exact output kept; expand("${object.id}") recovers it)`],
+    });
   }
+  return joinFoldParts(conversationFoldParts(ledger, object, options));
+}
+
+/** The fold summary of a whole conversation, in its parts. */
+export function conversationFoldParts(
+  ledger: Ledger,
+  object: LedgerObject,
+  options: FoldOptions = {},
+): FoldParts {
   const request = oneLine(objectText(ledger, object), 200);
-  const anchors = chooseAnchors(
-    messagesEntries(ledger.messages.slice(object.span.start, object.span.end), object.span.start, options),
-    options,
-    request,
-  );
   const messages = object.span.end - object.span.start;
-  return [
-    `[folded ${object.id}: user asked "${request}"; ${messages} messages followed]`,
-    ...(options.summary ? [oneLine(options.summary, 600)] : []),
-    ...(anchors.length > 0 ? [`anchors: ${anchors.join(', ')}`] : []),
-    `(exact messages kept; expand("${object.id}") recovers them)`,
-  ].join('\n');
+  return {
+    head: [
+      `[folded ${object.id}: user asked "${request}"; ${messages} messages followed]`,
+      ...(options.summary ? [oneLine(options.summary, 600)] : []),
+    ],
+    anchors: chooseAnchors(
+      messagesEntries(ledger.messages.slice(object.span.start, object.span.end), object.span.start, options),
+      options,
+      request,
+    ),
+    tail: [`(exact messages kept; expand("${object.id}") recovers them)`],
+  };
 }
 
 /** The one-line tombstone of a pruned object. */

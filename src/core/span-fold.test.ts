@@ -99,6 +99,31 @@ describe('span folds: the work after a request', () => {
     expect(tighter.tokensAfter).toBeLessThan(first.tokensAfter);
   });
 
+  it('keeps its index within its token bound when the folded text takes more tokens a character', () => {
+    // Hashes and ids: about two characters a token, where the index budget assumes four.
+    const dense = { name: 'dense', count: (text: string) => Math.ceil(text.length / 2) };
+    const ledger = indexTranscript(longSession({ rounds: 12 }), { tokenCounter: dense });
+    const bound = 120;
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [spanFold(latestTurnStart(ledger))] },
+      { spanAnchorTokens: bound },
+    );
+    const state = rehearsal.stateAfter['conversation:user:1'];
+    expect(state?.replacement).toContain('anchors: ');
+    const frame = state?.replacement.replace(/\nanchors: [^\n]*/, '') ?? '';
+    expect(dense.count(state?.replacement ?? '') - dense.count(frame)).toBeLessThanOrEqual(bound);
+    expect(state?.tokens).toBe(dense.count(state?.replacement ?? ''));
+    // The bound is honoured as counted, not only in characters: the same fold unbounded is bigger.
+    const unbounded = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [spanFold(latestTurnStart(ledger))] },
+    );
+    expect(unbounded.stateAfter['conversation:user:1']?.tokens).toBeGreaterThan(2 * bound);
+  });
+
   it('gives every folded step its best anchor, and the latest steps more, when its index is full', () => {
     const ledger = ledgerOf();
     const rehearsal = rehearsePlan(

@@ -25,8 +25,11 @@ export interface GovernedBody {
   /** The governor and its answer, when governance ran. */
   governor?: Governor;
   result?: ProjectResult;
-  /** Tokens the view may take: the window less what the request needs beside its messages. */
-  viewRoom?: number;
+  /**
+   * Tokens the conversation may take in any request sent for this one: the view's room plus the
+   * room kept free for the pages recovery appends.
+   */
+  conversationRoom?: number;
 }
 
 export interface GovernInput {
@@ -157,7 +160,12 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     headers.set('x-selfgc-commit', ids);
     trace.entry.commit = ids;
   }
-  const viewRoom = Math.max(0, window - reserve.total);
+  const conversationRoom = Math.max(0, window - reserve.total + reserve.recoveryTokens);
   const view = input.recoveryRoute ? result.view : withoutRecoveryRoute(result.view);
-  return { body: dialect.writeTranscript(input.body, view), governor, result: { ...result, view }, viewRoom };
+  return {
+    body: dialect.writeTranscript(input.body, view),
+    governor,
+    result: { ...result, view },
+    conversationRoom,
+  };
 }

@@ -148,8 +148,11 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
   const scope = result.recoverable;
-  // Recovery appends messages: it has the room the view was given, less what the view takes.
-  const window = { windowTokens: governed.viewRoom ?? result.viewTokens, viewTokens: result.viewTokens };
+  // Recovery appends messages: it has the conversation's room, less what the view takes.
+  const window = {
+    windowTokens: governed.conversationRoom ?? result.viewTokens,
+    viewTokens: result.viewTokens,
+  };
   return {
     body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
     recovery: { sessionId: identity.storeSessionId, client, scope, window },

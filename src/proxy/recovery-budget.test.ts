@@ -4,7 +4,15 @@ import { countMessageTokens } from '../core/ledger.js';
 import { approximateTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../core/tokens.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { chatDialect } from './chat-dialect.js';
-import { createRecoveryBudget, cutPage, NOTE_TOKENS, ROUND_RESERVE_TOKENS } from './recovery-budget.js';
+import {
+  createRecoveryBudget,
+  cutPage,
+  MAX_RECOVERY_ROOM,
+  NOTE_TOKENS,
+  RECOVERY_ROOM_SHARE,
+  ROUND_RESERVE_TOKENS,
+  recoveryRoom,
+} from './recovery-budget.js';
 import { fileContent } from './testing/agent-conversation.js';
 
 const o200k = createTokenCounter('o200k_base');
@@ -116,5 +124,15 @@ describe('createRecoveryBudget', () => {
     expect(budget.share(2)).toBe(Math.floor((1000 - 2 * NOTE_TOKENS - ROUND_RESERVE_TOKENS) / 2));
     budget.charge('z'.repeat(4000));
     expect(budget.share(1)).toBe(0);
+  });
+});
+
+describe('recoveryRoom', () => {
+  it('keeps a share of the conversation room free for recovered pages, capped, never below nothing', () => {
+    expect(recoveryRoom(9_000)).toBe(Math.floor(9_000 * RECOVERY_ROOM_SHARE));
+    // A page of recovered content, with its note and the reserve of a further round, fits in it.
+    expect(recoveryRoom(9_000) - NOTE_TOKENS - ROUND_RESERVE_TOKENS).toBeGreaterThan(1_000);
+    expect(recoveryRoom(1_000_000)).toBe(MAX_RECOVERY_ROOM);
+    expect(recoveryRoom(-500)).toBe(0);
   });
 });

@@ -1,6 +1,6 @@
 /**
- * The room transparent recovery has: the window the view was governed for, minus the view, minus
- * what recovery already appended (assistant turns, tool results), measured as the governor
+ * The room transparent recovery has: the room of the conversation (the view's, plus what
+ * governance kept free for recovery), minus the view, minus what recovery already appended (assistant turns, tool results), measured as the governor
  * measures a view (message by message, with framing, by one token counter). Recovered content is
  * cut into pages that fit that room, so a request sent after an expand stays inside the window.
  */
@@ -18,8 +18,22 @@ export const MIN_PAGE_TOKENS = 32;
  */
 export const ROUND_RESERVE_TOKENS = 256;
 
+/**
+ * The share of the room a conversation has (the window less tool definitions, instructions and
+ * the output reserve) that governance keeps free for recovered pages, when the proxy may answer
+ * recovery calls: a view governed to the brim would leave a recovery call no room at all.
+ */
+export const RECOVERY_ROOM_SHARE = 0.2;
+/** And at most this many tokens: a page of a few hundred lines, a few percent of a long window. */
+export const MAX_RECOVERY_ROOM = 8_192;
+
+/** The room kept free for recovered pages out of `conversationRoom` tokens. */
+export function recoveryRoom(conversationRoom: number): number {
+  return Math.min(MAX_RECOVERY_ROOM, Math.floor(Math.max(0, conversationRoom) * RECOVERY_ROOM_SHARE));
+}
+
 export interface RecoveryWindow {
-  /** The window the view was governed for. */
+  /** The room of the conversation: the view's room plus the room kept free for recovery. */
   windowTokens: number;
   /** Tokens of the view, as the governor counted them. */
   viewTokens: number;

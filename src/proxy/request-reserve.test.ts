@@ -3,6 +3,7 @@ import { approximateTokenCounter } from '../core/tokens.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
+import { MAX_RECOVERY_ROOM, RECOVERY_ROOM_SHARE } from './recovery-budget.js';
 import { DEFAULT_OUTPUT_RESERVE, defaultOutputReserve, reserveOf } from './request-reserve.js';
 import { responsesDialect } from './responses-dialect.js';
 import { claudeCodeRequest, codexRequest, opencodeRequest } from './testing/client-requests.js';
@@ -82,7 +83,31 @@ describe('reserveOf', () => {
     });
     expect(reserve.proxyToolTokens).toBe(count(chatDialect.withTools({}, RECOVERY_TOOLS).tools));
     expect(reserve.proxyToolTokens).toBeGreaterThan(50);
-    expect(reserve.total).toBe(reserve.proxyToolTokens + reserve.outputTokens);
+    // And room for the pages recovery appends: a share of what the conversation has, capped.
+    const conversation = 100_000 - reserve.proxyToolTokens - reserve.outputTokens;
+    expect(reserve.recoveryTokens).toBe(
+      Math.min(MAX_RECOVERY_ROOM, Math.floor(conversation * RECOVERY_ROOM_SHARE)),
+    );
+    expect(reserve.total).toBe(reserve.proxyToolTokens + reserve.outputTokens + reserve.recoveryTokens);
+  });
+
+  it('keeps no room for recovered pages without the recovery tools, and none out of a window already full', () => {
+    const base = { model: 'gpt-4o', messages: [] };
+    const reserveFor = (window: number, proxyTools: typeof RECOVERY_TOOLS, body: object = base) =>
+      reserveOf({
+        dialect: chatDialect,
+        body: { ...base, ...body },
+        window,
+        tokenCounter: counter,
+        proxyTools,
+      });
+    expect(reserveFor(100_000, []).recoveryTokens).toBe(0);
+    const small = reserveFor(10_000, RECOVERY_TOOLS);
+    expect(small.recoveryTokens).toBe(
+      Math.floor((10_000 - small.proxyToolTokens - small.outputTokens) * RECOVERY_ROOM_SHARE),
+    );
+    const full = reserveFor(2_000, RECOVERY_TOOLS, { max_tokens: 4_000 });
+    expect(full).toMatchObject({ outputTokens: 4_000, recoveryTokens: 0 });
   });
 
   it('defaults the output reserve to 16,384, a quarter of a small window, or the configured number', () => {

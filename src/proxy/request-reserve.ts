@@ -1,10 +1,12 @@
 /**
  * What a request needs of the window beyond its transcript: the prompt the model reads besides
  * the messages (tool definitions, Responses `instructions`, output schemas, and the tools the
- * proxy may add for recovery) and room for the answer. The governor fits the view into the
- * window less this reserve, so the whole request stays inside the window.
+ * proxy may add for recovery), room for the answer, and room for the pages recovery may append.
+ * The governor fits the view into the window less this reserve, so the whole request stays inside
+ * the window, and so does every request recovery sends after it.
  */
 import type { TokenCounter } from '../core/tokens.js';
+import { recoveryRoom } from './recovery-budget.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
 
 /**
@@ -21,7 +23,10 @@ export interface ReserveInput {
   tokenCounter: TokenCounter;
   /** Output tokens to keep free when the request names none (`--reserve-output`). */
   reserveOutput?: number;
-  /** Tools the proxy may add to the request (recovery), in neutral form. */
+  /**
+   * Tools the proxy may add to the request (recovery), in neutral form. With them, room is kept
+   * for the pages recovery appends.
+   */
   proxyTools: readonly ToolDefinition[];
 }
 
@@ -32,7 +37,9 @@ export interface RequestReserve {
   proxyToolTokens: number;
   /** The request's output limit, or the configured or default reserve when it names none. */
   outputTokens: number;
-  /** Everything the window must keep free besides the messages. */
+  /** Room kept free for recovered pages, when the proxy may answer recovery calls. */
+  recoveryTokens: number;
+  /** Everything the window must keep free besides the view. */
   total: number;
 }
 
@@ -48,10 +55,7 @@ export function reserveOf(input: ReserveInput): RequestReserve {
   const added = input.proxyTools.length === 0 ? undefined : dialect.withTools({}, input.proxyTools).tools;
   const proxyToolTokens = added === undefined ? 0 : tokenCounter.count(JSON.stringify(added));
   const outputTokens = dialect.outputLimit(body) ?? defaultOutputReserve(input.window, input.reserveOutput);
-  return {
-    promptTokens,
-    proxyToolTokens,
-    outputTokens,
-    total: promptTokens + proxyToolTokens + outputTokens,
-  };
+  const beside = promptTokens + proxyToolTokens + outputTokens;
+  const recoveryTokens = input.proxyTools.length === 0 ? 0 : recoveryRoom(input.window - beside);
+  return { promptTokens, proxyToolTokens, outputTokens, recoveryTokens, total: beside + recoveryTokens };
 }

@@ -12,6 +12,7 @@ import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { RESERVE_OVER_WINDOW } from './govern-request.js';
 import { createGovernorPool, type GovernorFactory } from './governor-pool.js';
+import { recoveryRoom } from './recovery-budget.js';
 import { type ServedProxy, serveProxy } from './serve-proxy.js';
 import { hashApiKey } from './session-identity.js';
 import {
@@ -124,13 +125,16 @@ describe('the window bounds the whole request', () => {
     expect(sentMessages + countJson(sent.tools) + Number(sent.max_tokens)).toBeLessThanOrEqual(window);
 
     const recoveryTools = countJson(anthropicMessagesDialect.withTools({}, RECOVERY_TOOLS).tools);
-    expect(reserves).toEqual([clientTools + recoveryTools + 3_000]);
+    // Room is kept for recovered pages too: the view is governed into what is left.
+    const pages = recoveryRoom(window - clientTools - recoveryTools - 3_000);
+    expect(pages).toBeGreaterThan(0);
+    expect(reserves).toEqual([clientTools + recoveryTools + 3_000 + pages]);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('3000');
     const before = Number(response.headers.get('x-selfgc-tokens-before'));
     const after = Number(response.headers.get('x-selfgc-tokens-after'));
     expect(before).toBe(transcriptTokens + clientTools);
     // The headers tell the whole prompt: the view as the governor counted it, plus the tools.
-    expect(after + recoveryTools + 3_000).toBeLessThanOrEqual(window);
+    expect(after + recoveryTools + 3_000 + pages).toBeLessThanOrEqual(window);
     // Read back from the wire, adjacent messages of one role are one message (less framing).
     expect(sentMessages + clientTools).toBeLessThanOrEqual(after);
     expect(sentMessages + clientTools).toBeGreaterThan(after - 40);
@@ -148,14 +152,16 @@ describe('the window bounds the whole request', () => {
     const response = await post('chat', body);
     expect(response.status).toBe(200);
     await response.text();
-    // A quarter of a window this small, and room for the recovery tools (streams recover too).
+    // A quarter of a window this small, and room for the recovery tools and the pages they
+    // recover (streams recover too).
     const recoveryTools = countJson(chatDialect.withTools({}, RECOVERY_TOOLS).tools);
+    const pages = (output: number) => recoveryRoom(window - output - recoveryTools);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('2000');
-    expect(reserves).toEqual([2_000 + recoveryTools]);
+    expect(reserves).toEqual([2_000 + recoveryTools + pages(2_000)]);
     const sentMessages = chatDialect
       .readTranscript(lastUpstreamBody())
       .reduce((sum, message) => sum + countMessageTokens(counter, message), 0);
-    expect(sentMessages + recoveryTools + 2_000).toBeLessThanOrEqual(window);
+    expect(sentMessages + recoveryTools + 2_000 + pages(2_000)).toBeLessThanOrEqual(window);
 
     await served?.close();
     await fixture?.close();
@@ -163,7 +169,7 @@ describe('the window bounds the whole request', () => {
     const again = await post('chat', body);
     await again.text();
     expect(again.headers.get('x-selfgc-output-reserve')).toBe('1500');
-    expect(configured.reserves).toEqual([1_500 + recoveryTools]);
+    expect(configured.reserves).toEqual([1_500 + recoveryTools + pages(1_500)]);
   });
 
   it('says so in x-selfgc-warnings (codes only) when the reserve alone fills the window', async () => {

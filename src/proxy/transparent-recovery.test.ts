@@ -20,7 +20,7 @@ import {
   readExpandPage,
   storeSessionOf,
 } from './testing/recovery-pointers.js';
-import { answerInternalCall, EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
+import { answerInternalCall, EARLIER_RESULT_NOTE, EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
 import type { WireDialect } from './wire-dialect.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
@@ -166,8 +166,14 @@ describe('transparent recovery', () => {
     const bodies = fixture.upstream.requests.map((request) => request.body as Record<string, unknown>);
     expect(bodies).toHaveLength(4);
     expect(bodies.map((body) => body.tool_choice)).toEqual([undefined, undefined, undefined, 'none']);
-    // The first page filled the room: the later calls are told so, and every request fits.
-    expect(lastToolResult(bodies[2])).toMatch(/^\[selfgc: no room left in the context window/);
+    // Each page fills the room: an earlier page gives way to the later one, and every request fits.
+    for (const body of bodies.slice(1)) expect(lastToolResult(body)).not.toMatch(/no room left/);
+    const results = (body: Record<string, unknown>) =>
+      (body.messages as Array<{ role: string; content: unknown }>)
+        .filter((message) => message.role === 'tool')
+        .map((message) => message.content);
+    expect(results(bodies[2]!).slice(-2)[0]).toBe(EARLIER_RESULT_NOTE);
+    expect(results(bodies[3]!).slice(-3, -1)).toEqual([EARLIER_RESULT_NOTE, EARLIER_RESULT_NOTE]);
     for (const body of bodies) expect(measured('chat', body)).toBeLessThanOrEqual(WINDOW);
     // The scripted model ignores tool_choice: its last call does not reach the client.
     const answer = (await response.json()) as { choices: Array<{ message: object }> };
@@ -218,6 +224,43 @@ describe('transparent recovery', () => {
     expect(fixture.upstream.requests[0]?.rawBody).not.toContain('expand(');
     expect(fixture.upstream.requests[1]?.rawBody).toContain('expand(');
   });
+
+  it.each([false, true])(
+    'pages through a payload over the rounds of one request, each page in the same room (streamed: %s)',
+    async (stream) => {
+      const window = 3000;
+      fixture = await startProxyFixture({
+        window,
+        script: (request) => {
+          const offset = isRecoveryRound(request)
+            ? readExpandPage(lastToolResult(request.body) ?? '').next
+            : 0;
+          if (offset === undefined) return { text: 'read it all' };
+          return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request), offset } }] };
+        },
+      });
+      const response = await fixture.post('chat', conversationBody('chat', { turns: TURNS, stream }));
+      expect(await response.text()).toContain(stream ? 'data: [DONE]' : '"finish_reason":"stop"');
+      const bodies = fixture.upstream.requests.map((request) => request.body as Record<string, unknown>);
+      // Three rounds at most: the first body, then one per page.
+      expect(bodies).toHaveLength(4);
+      const pages = bodies.slice(1).map((body) => readExpandPage(lastToolResult(body) ?? ''));
+      // Each page starts where the one before it ended, and is about as long: the pages before it
+      // gave way instead of filling the room.
+      expect(pages.map((page) => page.start)).toEqual([0, pages[0]!.end, pages[1]!.end]);
+      expect(pages[2]!.next).toBeDefined();
+      for (const page of pages.slice(1)) expect(page.text.length).toBeGreaterThan(pages[0]!.text.length / 2);
+      const results = (body: Record<string, unknown>) =>
+        (body.messages as Array<{ role: string; content: unknown }>)
+          .filter((message) => message.role === 'tool')
+          .map((message) => message.content);
+      expect(results(bodies[3]!).slice(-3, -1)).toEqual([EARLIER_RESULT_NOTE, EARLIER_RESULT_NOTE]);
+      for (const body of bodies) expect(measured('chat', body)).toBeLessThanOrEqual(window);
+      const key = pointerIn(fixture.upstream.requests[0]!);
+      const expanded = (await expandKeys(fixture.store, storeSessionOf(response), [key])).get(key) ?? '';
+      expect(pages.map((page) => page.text).join('')).toBe(expanded.slice(0, pages[2]!.end));
+    },
+  );
 
   it.each([false, true])(
     'pages a payload larger than the room over later requests, each inside the window (streamed: %s)',

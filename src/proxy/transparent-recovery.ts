@@ -201,20 +201,33 @@ export interface Recovery {
   sentTokens(): number | undefined;
 }
 
+/** One round of recovery: the model's turn (its proxy calls only) and the proxy's results. */
+interface RecoveryRound {
+  turn: JsonObject;
+  results: Array<{ id: string; output: string }>;
+}
+
+/** What stands for an earlier result that gave way to a later round's. */
+export const EARLIER_RESULT_NOTE =
+  '[selfgc: this result was shown in an earlier round and left out to make room for a later one; ask again for it if you still need it.]';
+
 export function createRecovery(options: RecoveryOptions): Recovery {
   const { dialect } = options;
-  let rounds = 0;
-  let body: JsonObject | undefined;
+  const rounds: RecoveryRound[] = [];
+  let first: JsonObject | undefined;
   let budget: RecoveryBudget | undefined;
+  /** The first body with every round so far appended: rebuilt, so earlier results may give way. */
+  const bodyWith = (list: readonly RecoveryRound[]) =>
+    list.reduce((body, round) => dialect.withToolResults(body, round.turn, round.results), first!);
   return {
     async continueAfter(answer) {
       const calls = dialect.toolCallsOf(answer).filter((call) => isRecoveryTool(call.name));
-      if (calls.length === 0 || rounds >= options.maxRounds) return undefined;
-      const sent = body ?? options.body();
-      budget ??= createRecoveryBudget(options.window, dialect, sent, options.counter);
+      if (calls.length === 0 || rounds.length >= options.maxRounds) return undefined;
+      first ??= options.body();
+      budget ??= createRecoveryBudget(options.window, dialect, first, options.counter);
       const turn = dialect.keepToolCalls(answer, isRecoveryTool);
-      const empty = calls.map((call) => ({ id: call.id, output: '' }));
-      budget.measure(dialect.withToolResults(sent, turn, empty));
+      const pending = { turn, results: calls.map((call) => ({ id: call.id, output: '' })) };
+      makeRoom(budget, rounds, (list) => bodyWith([...list, pending]), calls.length);
       if (budget.used() + NOTE_TOKENS * calls.length > budget.windowTokens) return undefined;
       const results = [];
       for (const [position, call] of calls.entries()) {
@@ -224,20 +237,51 @@ export function createRecovery(options: RecoveryOptions): Recovery {
         budget.charge(output);
         results.push({ id: call.id, output });
       }
-      rounds += 1;
-      const next = dialect.withToolResults(sent, turn, results);
+      rounds.push({ turn, results });
+      const next = bodyWith(rounds);
       budget.measure(next);
-      body = next;
       // The last round may not call tools again, so the client never receives an internal call.
-      return rounds === options.maxRounds ? dialect.withoutToolUse(next) : next;
+      return rounds.length === options.maxRounds ? dialect.withoutToolUse(next) : next;
     },
     clientAnswer(answer) {
       const leaks = dialect.toolCallsOf(answer).some((call) => isRecoveryTool(call.name));
       const own = leaks ? dialect.keepToolCalls(answer, (name) => !isRecoveryTool(name)) : answer;
       return dialect.hideAddedTools?.(own, options.client, INTERNAL_TOOLS) ?? own;
     },
-    sentTokens: () => (rounds > 0 ? budget?.used() : undefined),
+    sentTokens: () => (rounds.length > 0 ? budget?.used() : undefined),
   };
+}
+
+/**
+ * Before a round is answered: when the results of earlier rounds leave its `calls` less than
+ * half the room they would have without them, those results give way, oldest first (each becomes
+ * a one-line note), until the round has that half. So a model paging through a long object gets
+ * every page in the same room, however many pages it reads. Leaves `budget` measured on the body
+ * `bodyWith` builds from what is kept.
+ */
+function makeRoom(
+  budget: RecoveryBudget,
+  rounds: RecoveryRound[],
+  bodyWith: (rounds: readonly RecoveryRound[]) => JsonObject,
+  calls: number,
+): void {
+  if (rounds.length === 0) {
+    budget.measure(bodyWith(rounds));
+    return;
+  }
+  const gaveWay = (round: RecoveryRound): RecoveryRound => ({
+    ...round,
+    results: round.results.map((result) =>
+      result.output.length > EARLIER_RESULT_NOTE.length ? { ...result, output: EARLIER_RESULT_NOTE } : result,
+    ),
+  });
+  budget.measure(bodyWith(rounds.map(gaveWay)));
+  const wanted = budget.share(calls) / 2;
+  budget.measure(bodyWith(rounds));
+  for (let index = 0; index < rounds.length && budget.share(calls) < wanted; index += 1) {
+    rounds[index] = gaveWay(rounds[index]!);
+    budget.measure(bodyWith(rounds));
+  }
 }
 
 /** An upstream answer read in full. */

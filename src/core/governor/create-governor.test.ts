@@ -7,7 +7,7 @@ import { projectView } from '../project-view.js';
 import { readSessionState } from '../session-state.js';
 import type { SidecarStore } from '../store.js';
 import { longSession, moduleSource } from '../testing/long-session.js';
-import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
+import { assistantMessage, systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../tokens.js';
 import type { Message } from '../transcript.js';
 import { createGovernor } from './create-governor.js';
@@ -199,6 +199,40 @@ describe('createGovernor: pressure', () => {
     // The work before the latest step is one span fold, with what index the window leaves room for.
     expect(result.view.at(-1)).toEqual(thought);
     expect(JSON.stringify(result.view)).toContain('expand(\\"conversation:user:1@');
+  });
+
+  it('keeps the latest tool result whole while the indexes of older work can shrink to their headers', async () => {
+    const pinned = [
+      systemMessage(`You are a coding agent. ${moduleSource(500, 20)}`),
+      userMessage('Review the handlers.'),
+    ];
+    const latest = toolRound('last', 'read_file', { path: 'src/last.py' }, moduleSource(999, 30));
+    const messages = [...pinned, ...longSession({ rounds: 12, lines: 8 }).slice(2, -1), ...latest];
+    // Room for the pins, the latest turn and the header of one fold of the work between them.
+    const window = transcriptTokens([...pinned, ...latest]) + 60;
+    const result = await governor(createMemoryStore(), window).project('s', messages);
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.warnings.map((warning) => warning.code)).toEqual(['fallback-reduction']);
+    expect(result.view.slice(-2)).toEqual(latest);
+    expect(JSON.stringify(result.view)).toContain('expand(\\"conversation:user:1@');
+  });
+
+  it('folds the latest turn only when it does not fit beside what no reduction removes', async () => {
+    const pinned = [
+      systemMessage(`You are a coding agent. ${moduleSource(500, 20)}`),
+      userMessage('Review the handlers.'),
+    ];
+    const latest = toolRound('last', 'read_file', { path: 'src/last.py' }, moduleSource(999, 30));
+    const messages = [...pinned, ...longSession({ rounds: 12, lines: 8 }).slice(2, -1), ...latest];
+    const window = transcriptTokens([...pinned, ...latest]);
+    const result = await governor(createMemoryStore(), window).project('s', messages);
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.warnings.map((warning) => warning.code)).toEqual([
+      'fallback-reduction',
+      'latest-turn-folded',
+    ]);
+    expect(result.view.at(-2)).toEqual(latest[0]);
+    expect(JSON.stringify(result.view.at(-1))).toContain('expand(\\"function:read_file:13\\")');
   });
 
   it('warns when even that cannot fit the window', async () => {

@@ -11,6 +11,7 @@ import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { bindingAt, reconcileState } from '../reconcile-state.js';
 import { latestTurnStart, type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
+import { withoutIndex } from '../render-replacement.js';
 import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
@@ -485,9 +486,15 @@ export function createGovernor(options: GovernorOptions): Governor {
     for (let pass = 0; pass < 4 && rehearsal.tokensAfter > window; pass += 1) {
       const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
       if (spans.length === 0) break;
-      const indexTokens = spans.reduce((sum, [, entry]) => sum + (entry.tokens ?? 0), 0);
+      // What a bound can take: the indexes, not their headers and pointers.
+      const counter = ledger.options.tokenCounter;
+      const indexTokens = spans.reduce(
+        (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
+        0,
+      );
       const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
-      const shared = Math.min(bound, fullBound / spans.length);
+      // From what the indexes hold now: a bound above that would change nothing.
+      const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
       bound = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
       const tightened = tighten(ledger, limits, state, rehearsal, spans, bound);
       if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
