@@ -11,6 +11,9 @@
  *     [--proxy-node-arg <flag>]  (a node flag for the proxy process, repeatable; diagnostics)
  *     [--hop-only]             (the proxy governs nothing: what the hop alone adds; checks fail)
  *     [--threads 1]            (governance worker threads, as `selfgc proxy`; 0: on its own thread)
+ *
+ *   node --import tsx bench/proxy-load.ts --agent-bodies [...]   (agent-sized bodies: see
+ *     `proxy-agent-bodies.ts` for its options)
  */
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -22,6 +25,7 @@ import { parsePrometheus, sampleSum } from '../src/proxy/testing/parse-prometheu
 import { spawnProxyChild } from '../src/proxy/testing/spawn-proxy-child.js';
 import { createSqliteStore } from '../src/stores/sqlite-store.js';
 import { startScriptedUpstream } from '../src/testing/scripted-upstream.js';
+import { runAgentBodies } from './proxy-agent-bodies.js';
 import { planSessions, runSession } from './proxy-load-sessions.js';
 import { type Check, checkRows, latencyRows, renderTable, summarize } from './proxy-load-stats.js';
 import { auditSidecar } from './proxy-load-verify.js';
@@ -300,7 +304,8 @@ function insideRows(logs: ReadonlyArray<Record<string, unknown>>): Array<[string
   ];
 }
 
-runMain().then(
+const args = process.argv.slice(2);
+(args.includes('--agent-bodies') ? runAgentBodies(args) : runMain()).then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

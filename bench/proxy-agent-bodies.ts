@@ -1,0 +1,239 @@
+/**
+ * The proxy load script's `--agent-bodies` mode: agent-sized requests (`agent-bodies.ts`: 200
+ * tools' schemas, a conversation growing turn by turn to the target size) through the real proxy
+ * on loopback (its own process, SQLite store, each provider's BPE counter, each model's window,
+ * governance in a worker thread) against a scripted upstream. Every turn goes three ways back to
+ * back, in turns first: straight to the upstream, through a proxy that governs nothing (the hop),
+ * and through the governing proxy; the table gives what the proxy adds against the same turn's
+ * direct call and hop. Exits non-zero when a check fails.
+ *
+ *   node --import tsx bench/proxy-load.ts --agent-bodies [--routes messages,responses,chat]
+ *     [--sessions 1] [--target-tokens 150000] [--window <tokens>] [--threads 1]
+ *     [--time-limit-s 600] [--cpu-prof-dir <dir>]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parsePrometheus, sampleSum } from '../src/proxy/testing/parse-prometheus.js';
+import { type ProxyChild, spawnProxyChild } from '../src/proxy/testing/spawn-proxy-child.js';
+import { startScriptedUpstream } from '../src/testing/scripted-upstream.js';
+import { AGENT_ROUTE_PATHS, type AgentRoute, approximateTokens, createAgentSession } from './agent-bodies.js';
+import { type Check, checkRows, percentile, renderTable } from './proxy-load-stats.js';
+
+/** The most the proxy may add to a typical agent request. */
+const TARGET_ADDED_P50_MS = 5;
+
+/** The most rounds a session grows by, whatever the target. */
+const MAX_ROUNDS = 400;
+
+const PATHS = ['direct', 'hop', 'governed'] as const;
+type Path = (typeof PATHS)[number];
+
+interface TurnTimes {
+  route: AgentRoute;
+  bytes: number;
+  ms: Record<Path, number>;
+  ok: boolean;
+  problem?: string;
+  governance: string | null;
+  commit: boolean;
+}
+
+function authHeaders(route: AgentRoute): Record<string, string> {
+  return route === 'messages'
+    ? {
+        'x-api-key': 'sk-agent-bodies',
+        'anthropic-version': '2023-06-01',
+        'content-type': 'application/json',
+      }
+    : { authorization: 'Bearer sk-agent-bodies', 'content-type': 'application/json' };
+}
+
+async function timedPost(url: string, headers: Record<string, string>, body: Uint8Array) {
+  const started = performance.now();
+  const response = await fetch(url, { method: 'POST', headers, body });
+  const text = await response.text();
+  return { ms: performance.now() - started, response, text };
+}
+
+async function runTurn(
+  route: AgentRoute,
+  body: Uint8Array,
+  urls: Record<Path, string>,
+  turn: number,
+): Promise<TurnTimes> {
+  const headers = authHeaders(route);
+  const order = PATHS.map((_, index) => PATHS[(index + turn) % PATHS.length]!);
+  const ms = {} as Record<Path, number>;
+  let problem: string | undefined;
+  let governance: string | null = null;
+  let commit = false;
+  for (const path of order) {
+    const answer = await timedPost(`${urls[path]}${AGENT_ROUTE_PATHS[route]}`, headers, body);
+    ms[path] = answer.ms;
+    if (answer.response.status !== 200 || !answer.text.includes('ack agent turn')) {
+      problem ??= `${path}: status ${answer.response.status}: ${answer.text.slice(0, 200)}`;
+    }
+    if (path === 'governed') {
+      governance = answer.response.headers.get('x-selfgc-governance');
+      commit = answer.response.headers.get('x-selfgc-commit') !== null;
+    }
+  }
+  return {
+    route,
+    bytes: body.byteLength,
+    ms,
+    ok: problem === undefined,
+    ...(problem === undefined ? {} : { problem }),
+    governance,
+    commit,
+  };
+}
+
+const fixed = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : 'n/a');
+
+function spread(values: readonly number[]): string {
+  return `${fixed(percentile(values, 0.5))} / ${fixed(percentile(values, 0.95))} ms`;
+}
+
+/** p50 and p95 of a path over the direct call's, as ratios. */
+function ratios(turns: readonly TurnTimes[], path: Path, against: Path): string {
+  const of = (which: Path, fraction: number) =>
+    percentile(
+      turns.map((turn) => turn.ms[which]),
+      fraction,
+    );
+  return `${fixed(of(path, 0.5) / of(against, 0.5))} / ${fixed(of(path, 0.95) / of(against, 0.95))}`;
+}
+
+function routeRows(turns: readonly TurnTimes[], label: string): Array<[string, string]> {
+  const added = turns.map((turn) => turn.ms.governed - turn.ms.direct);
+  const overHop = turns.map((turn) => turn.ms.governed - turn.ms.hop);
+  const hop = turns.map((turn) => turn.ms.hop - turn.ms.direct);
+  return [
+    [`${label}: direct p50 / p95`, spread(turns.map((turn) => turn.ms.direct))],
+    [`${label}: added by the proxy p50 / p95 (governed − direct)`, spread(added)],
+    [`${label}: added by governance p50 / p95 (governed − hop)`, spread(overHop)],
+    [`${label}: added by the hop p50 / p95 (hop − direct)`, spread(hop)],
+    [`${label}: governed / direct, p50 and p95`, ratios(turns, 'governed', 'direct')],
+    [`${label}: hop / direct, p50 and p95`, ratios(turns, 'hop', 'direct')],
+  ];
+}
+
+export async function runAgentBodies(args: readonly string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: [...args],
+    options: {
+      'agent-bodies': { type: 'boolean' },
+      routes: { type: 'string', default: 'messages,responses,chat' },
+      sessions: { type: 'string', default: '1' },
+      'target-tokens': { type: 'string', default: '150000' },
+      window: { type: 'string' },
+      threads: { type: 'string', default: '1' },
+      'time-limit-s': { type: 'string', default: '600' },
+      'cpu-prof-dir': { type: 'string' },
+    },
+  });
+  const routes = values.routes.split(',') as AgentRoute[];
+  for (const route of routes) {
+    if (!(route in AGENT_ROUTE_PATHS)) throw new Error(`--routes: unknown route ${route}`);
+  }
+  const upstream = await startScriptedUpstream({ script: () => ({ text: 'ack agent turn' }) });
+  const directory = mkdtempSync(join(tmpdir(), 'selfgc-agent-bodies-'));
+  const children: ProxyChild[] = [];
+  try {
+    const governed = await spawnProxyChild({
+      storeUrl: `sqlite:${join(directory, 'selfgc.db')}`,
+      upstreamUrl: upstream.url,
+      window: values.window === undefined ? 'model' : Number(values.window),
+      tokenizer: 'per-provider',
+      threads: Number(values.threads),
+      quiet: true,
+      nodeArgs:
+        values['cpu-prof-dir'] === undefined
+          ? []
+          : ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof-dir']}`],
+    });
+    children.push(governed);
+    const hop = await spawnProxyChild({
+      storeUrl: 'memory:',
+      upstreamUrl: upstream.url,
+      ungoverned: true,
+      quiet: true,
+    });
+    children.push(hop);
+    const urls: Record<Path, string> = { direct: upstream.url, hop: hop.url, governed: governed.url };
+    const loadAtStart = loadavg()[0]!.toFixed(2);
+    const deadline = performance.now() + Number(values['time-limit-s']) * 1000;
+    const turns: TurnTimes[] = [];
+    const targetTokens = Number(values['target-tokens']);
+    let largest = 0;
+    for (const route of routes) {
+      for (let index = 0; index < Number(values.sessions); index += 1) {
+        const session = createAgentSession(route, `agent-bodies-${route}-${index}`);
+        for (let rounds = 0; rounds < MAX_ROUNDS && performance.now() < deadline; rounds += 1) {
+          const text = JSON.stringify(session.bodyAt(rounds));
+          if (approximateTokens(text) > targetTokens) break;
+          const body = new TextEncoder().encode(text);
+          largest = Math.max(largest, body.byteLength);
+          turns.push(await runTurn(route, body, urls, turns.length));
+          // The upstream keeps what it received: only the latest turn's is needed.
+          upstream.requests.length = 0;
+        }
+      }
+    }
+    const metrics = parsePrometheus(await (await fetch(`${governed.url}/metrics`)).text());
+    const overheadCount = sampleSum(metrics, 'selfgc_proxy_overhead_seconds_count');
+    const overheadMs = (sampleSum(metrics, 'selfgc_proxy_overhead_seconds_sum') / overheadCount) * 1000;
+    const failures = turns.filter((turn) => !turn.ok);
+    const governedTurns = turns.filter((turn) => turn.governance !== 'off' && turn.governance !== null);
+    const added = percentile(
+      turns.map((turn) => turn.ms.governed - turn.ms.direct),
+      0.5,
+    );
+    const checks: Check[] = [
+      {
+        name: 'every request answered',
+        ok: turns.length > 0 && failures.length === 0,
+        detail: `${turns.length - failures.length}/${turns.length} turns ok${failures[0]?.problem ? `; first: ${failures[0].problem}` : ''}`,
+      },
+      {
+        name: 'every request governed',
+        ok: governedTurns.length === turns.length,
+        detail: `${governedTurns.length}/${turns.length} (x-selfgc-governance set)`,
+      },
+      {
+        name: `added p50 ≤ ${TARGET_ADDED_P50_MS} ms`,
+        ok: added <= TARGET_ADDED_P50_MS,
+        detail: `${fixed(added)} ms (median per-turn governed − direct)`,
+      },
+    ];
+    const rows: Array<[string, string]> = [
+      ['load average at start / end', `${loadAtStart} / ${loadavg()[0]!.toFixed(2)}`],
+      ['routes × sessions', `${routes.join(', ')} × ${values.sessions}`],
+      [
+        'turns (bodies)',
+        `${turns.length} (up to ${(largest / 1024).toFixed(0)} KB, ~${targetTokens} tokens; ${turns.filter((turn) => turn.commit).length} commits)`,
+      ],
+      ...routeRows(turns, 'all'),
+      ...routes.flatMap((route) =>
+        routeRows(
+          turns.filter((turn) => turn.route === route),
+          route,
+        ),
+      ),
+      ['proxy overhead (own metric, mean)', `${fixed(overheadMs)} ms`],
+      ...checkRows(checks),
+    ];
+    process.stdout.write(`${renderTable(rows)}\n`);
+    return checks.every((check) => check.ok) ? 0 : 1;
+  } finally {
+    for (const child of children) {
+      child.process.kill('SIGTERM');
+      await child.exited;
+    }
+    await upstream.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
