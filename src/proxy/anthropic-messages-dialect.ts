@@ -43,6 +43,7 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
 export const anthropicMessagesDialect: WireDialect = {
   route: 'messages',
   provider: 'anthropic',
+  conversationField: 'messages',
   checkBody(body) {
     requireModel(body);
     requireArray(body, 'messages');

@@ -25,6 +25,7 @@ function onlyMessage(answer: unknown): JsonObject | undefined {
 export const chatDialect: WireDialect = {
   route: 'chat',
   provider: 'openai',
+  conversationField: 'messages',
   checkBody(body) {
     requireModel(body);
     requireArray(body, 'messages');

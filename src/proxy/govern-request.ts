@@ -46,6 +46,8 @@ export interface GovernInput {
    */
   recoveryRoute: boolean;
   signal: AbortSignal;
+  /** `transcriptChain(transcript)`, when the transcript cache knows it. */
+  chain?: readonly string[];
 }
 
 export type GovernSettings = Pick<
@@ -82,6 +84,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     result = await governor.project(input.identity.storeSessionId, input.transcript, {
       signal: input.signal,
       reservedTokens: reserve.total,
+      ...(input.chain === undefined ? {} : { chain: input.chain }),
     });
   } catch (error) {
     const selfGcError = toSelfGcError(error);

@@ -23,6 +23,7 @@ import { prepareUpstream } from './prepare-upstream.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createMetricsRecorder } from './proxy-metrics.js';
 import { responsesDialect } from './responses-dialect.js';
+import { createTranscriptCache } from './transcript-cache.js';
 import type { WireDialect } from './wire-dialect.js';
 
 const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
@@ -45,6 +46,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
   const windowFor = (model: string, requestHeaders: Headers) =>
     options.window ?? contextWindowOf(model, requestHeaders);
   const aborts = new Map<number, AbortController>();
+  const transcripts = createTranscriptCache();
 
   const reply = (message: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
   const failure = (id: number, error: unknown): WorkerReply => {
@@ -108,10 +110,13 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         trace: { arm: message.arm, entry },
         headers,
         signal: controller.signal,
+        transcripts,
       });
       const { governor: _governor, ...value } = prepared;
-      // The body goes back moved, not copied: the client's own bytes when it is unchanged.
-      reply({ id: message.id, ok: true, value, ...side() }, transferOf(value.body));
+      // A governed body goes back moved, not copied; the client's own bytes (a body governance
+      // left as it came) are copied, since the transcript cache keeps them for the next request.
+      const moved = value.body === message.bytes ? [] : transferOf(value.body);
+      reply({ id: message.id, ok: true, value, ...side() }, moved);
     } catch (error) {
       reply({ ...failure(message.id, error), ...side() });
     } finally {

@@ -49,7 +49,7 @@ export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {
 }
 
 /** What the proxy's thread hands over for one request: `prepareUpstream`'s input, settings by value. */
-export type GovernanceInput = Omit<PrepareInput, 'settings'> &
+export type GovernanceInput = Omit<PrepareInput, 'settings' | 'transcripts'> &
   Pick<PrepareInput['settings'], 'failOpen' | 'recovery'>;
 
 export interface GovernanceWorkers {

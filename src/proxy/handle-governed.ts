@@ -69,7 +69,11 @@ export async function handleGoverned(
     };
     const prepared =
       settings.governance === undefined
-        ? await prepareUpstream({ ...input, settings: { ...settings, recovery: recoveryAllowed } })
+        ? await prepareUpstream({
+            ...input,
+            settings: { ...settings, recovery: recoveryAllowed },
+            transcripts: settings.transcripts,
+          })
         : await settings.governance.prepare(
             { ...input, failOpen: settings.failOpen, recovery: recoveryAllowed },
             settings.metrics,

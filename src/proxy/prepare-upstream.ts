@@ -25,6 +25,7 @@ import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RecoveryWindow } from './recovery-budget.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
+import type { BodyReading, TranscriptCache } from './transcript-cache.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
@@ -60,6 +61,8 @@ export interface PrepareInput {
   /** The `x-selfgc-*` headers of the answer (filled in here). */
   headers: Headers;
   signal: AbortSignal;
+  /** This thread's transcript cache: a request that repeats an earlier one costs what it adds. */
+  transcripts?: TranscriptCache;
 }
 
 export interface PreparedUpstream {
@@ -83,9 +86,13 @@ export interface PreparedRequest extends PreparedUpstream {
   governor?: RecoveryGovernor;
 }
 
-/** Tool arguments are JSON inside a string, which the body's own depth check cannot see into. */
-function checkArgumentDepth(transcript: readonly Message[]): void {
+/**
+ * Tool arguments are JSON inside a string, which the body's own depth check cannot see into.
+ * Messages before `from` were checked with an earlier request.
+ */
+function checkArgumentDepth(transcript: readonly Message[], from = 0): void {
   transcript.forEach((message, messageIndex) => {
+    if (messageIndex < from) return;
     for (const part of message.parts) {
       if (part.type === 'tool-call' && exceedsJsonDepth(part.arguments)) {
         throw new BadInputError(
@@ -100,16 +107,32 @@ function checkArgumentDepth(transcript: readonly Message[]): void {
 /** Why a governed route's body went upstream ungoverned: the adapters could not read it. */
 export const UNREADABLE_SHAPE = 'unreadable-shape';
 
-export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
-  const { settings, dialect, trace, headers } = input;
+/** The body parsed, through the transcript cache when there is one and it can read the bytes. */
+function readBody(input: PrepareInput): { body: JsonObject; reading?: BodyReading } {
+  const reading = input.transcripts?.read({
+    route: input.dialect.route,
+    namespace: input.keyHash,
+    conversationField: input.dialect.conversationField,
+    bytes: input.bytes,
+  });
+  if (reading !== undefined) return { body: reading.body, reading };
   const body = parseJson(decodeBodyText(input.bytes), 'request body');
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
+  return { body };
+}
+
+export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
+  const { settings, dialect, trace, headers } = input;
+  const { body, reading } = readBody(input);
   const model = requireModel(body);
   dialect.checkBody(body);
   trace.entry.stream = body.stream === true;
-  const transcript = readOrPassThrough(input, body);
-  if (transcript === undefined) return { body: input.bytes };
-  checkArgumentDepth(transcript);
+  const read = readOrPassThrough(input, body);
+  if (read === undefined) return { body: input.bytes };
+  const bound = reading?.bind(read);
+  const transcript = bound?.messages ?? read;
+  checkArgumentDepth(transcript, bound?.reused);
+  bound?.keep();
   const identity = deriveSessionIdentity({
     headers: input.requestHeaders,
     body,
@@ -134,20 +157,21 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     proxyTools: recoveryRoute ? RECOVERY_TOOLS : [],
     recoveryRoute,
     signal: input.signal,
+    ...(bound === undefined ? {} : { chain: bound.chain }),
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
   const recover = recoveryRoute && result !== undefined && hasRecoveryPointers(result.view);
-  if (!recover || governor === undefined) {
-    return { body: encodeBodyText(JSON.stringify(governed.body)) };
-  }
+  const render = (out: JsonObject) =>
+    reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
+  if (!recover || governor === undefined) return { body: render(governed.body) };
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
   const scope = result.recoverable;
   // Recovery appends messages: it has the room the view was given, less what the view takes.
   const window = { windowTokens: governed.viewRoom ?? result.viewTokens, viewTokens: result.viewTokens };
   return {
-    body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
+    body: render(dialect.withTools(governed.body, RECOVERY_TOOLS)),
     recovery: { sessionId: identity.storeSessionId, client, scope, window },
     governor: scopeRecovery(governor, scope),
   };

@@ -15,6 +15,7 @@ import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
 import type { KeylessTenancy } from './session-identity.js';
+import { createTranscriptCache, type TranscriptCache } from './transcript-cache.js';
 
 export interface ProxyOptions {
   /**
@@ -86,6 +87,8 @@ export interface ProxySettings {
   store: SidecarStore | undefined;
   /** Governance worker threads, when the proxy governs off its own thread. */
   governance: GovernanceWorkers | undefined;
+  /** The transcript cache of governance on the proxy's own thread (workers have their own). */
+  transcripts: TranscriptCache;
   metrics: ProxyMetrics;
   upstream: UpstreamTransport;
   now: () => number;
@@ -150,6 +153,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     },
     store: options.store,
     governance: options.governance,
+    transcripts: createTranscriptCache(),
     metrics: createProxyMetrics(),
     upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),
     now: options.now ?? (() => performance.timeOrigin + performance.now()),

@@ -33,6 +33,7 @@ function outputItems(answer: unknown): JsonObject[] {
 export const responsesDialect: WireDialect = {
   route: 'responses',
   provider: 'openai',
+  conversationField: 'input',
   checkBody(body) {
     requireModel(body);
     inputItems(body);

@@ -41,6 +41,8 @@ export interface WireDialect {
   /** Route name used in metrics and logs. */
   readonly route: 'chat' | 'responses' | 'messages';
   readonly provider: ProviderName;
+  /** The top-level field that holds the conversation. */
+  readonly conversationField: 'messages' | 'input';
   /**
    * The checks the provider itself makes before reading a conversation (`model` present,
    * `messages` an array): a `BadInputError` here is the client's error, answered with a 400.
@@ -122,13 +124,29 @@ export function positiveIntegerOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
+/**
+ * JSON of request fields already written once: the transcript cache hands the same parsed tool
+ * definitions to every request of a conversation, which need not be serialised again to be counted.
+ */
+const fieldJson = new WeakMap<object, string>();
+
+function jsonOf(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  let text = fieldJson.get(value);
+  if (text === undefined) {
+    text = JSON.stringify(value);
+    fieldJson.set(value, text);
+  }
+  return text;
+}
+
 /** Texts to count for the given request fields: strings as they are, anything else as JSON. */
 export function fieldTexts(...values: unknown[]): string[] {
   const texts: string[] = [];
   for (const value of values) {
     if (value === undefined || value === null) continue;
     if (Array.isArray(value) && value.length === 0) continue;
-    texts.push(typeof value === 'string' ? value : JSON.stringify(value));
+    texts.push(typeof value === 'string' ? value : jsonOf(value));
   }
   return texts;
 }

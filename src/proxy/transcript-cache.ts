@@ -1,0 +1,280 @@
+/**
+ * What a governance thread keeps of the last body of each conversation, so that the next request
+ * of the conversation (the same body with a few messages more) costs what it adds, not what it
+ * repeats:
+ *
+ * - **Parse**: the body's bytes are laid out (`json-layout.ts`) and compared with the kept body's,
+ *   field by field and message by message; a field or a conversation element whose bytes are the
+ *   same is not decoded or parsed again, its parsed value is taken over.
+ * - **Transcript**: the adapter reads the whole conversation (cheap on parsed values), and each
+ *   canonical message that is the same JSON as the kept one at its index, from the start on, is
+ *   replaced by the kept message object, whose content chain link is known: only the messages
+ *   after the first that differs are hashed (`content-hash.ts`). An edit anywhere — one byte of an
+ *   earlier message, a message taken out, another conversation — ends the shared prefix there.
+ * - **Render**: the governed body is written with the client's bytes for every part it left as
+ *   it came (`render-body-bytes.ts`).
+ *
+ * Nothing here decides what is the same conversation: a body is compared with the kept bodies of
+ * its namespace, route and opening messages, and only byte-identical elements and equal messages
+ * are reused, so a wrong guess costs time, never content. Parsed values are shared between
+ * requests and must not be mutated (no dialect does: they copy what they change).
+ */
+import { createHash } from 'node:crypto';
+import { transcriptChain } from '../core/content-hash.js';
+import type { Message } from '../core/transcript.js';
+import { type FieldLayout, layoutJsonObject } from './json-layout.js';
+import { type ParsedBody, renderBodyBytes } from './render-body-bytes.js';
+import { sameJson } from './same-json.js';
+import type { JsonObject } from './wire-dialect.js';
+
+export interface TranscriptCacheOptions {
+  /** Bodies kept, one per conversation at most (default 256). */
+  maxEntries?: number;
+  /** Bytes of kept bodies, in all (default 128 MiB); a body larger than this is not kept. */
+  maxBytes?: number;
+}
+
+export interface ReadInput {
+  /** The governed route (`messages`, `responses`, `chat`). */
+  route: string;
+  /** The request's namespace (the API key's hash): bodies are compared within it only. */
+  namespace: string;
+  /** The top-level field that holds the conversation (`messages`, `input`). */
+  conversationField: string;
+  /** The body. Kept once its transcript is kept: never changed or moved to another thread after. */
+  bytes: Uint8Array;
+}
+
+/** A canonical transcript bound to what the cache knew: reused messages and the content chain. */
+export interface BoundTranscript {
+  messages: Message[];
+  /** `transcriptChain(messages)`. */
+  chain: string[];
+  /** Leading messages taken over from the kept transcript. */
+  reused: number;
+  /** Keep the body and this transcript for the conversation's next request (once it passed every check). */
+  keep(): void;
+}
+
+/** One request's body, read through the cache. */
+export interface BodyReading {
+  body: JsonObject;
+  /** Leading conversation elements whose bytes matched the kept body's. */
+  reusedElements: number;
+  /** The adapter's transcript of `body` with the known prefix's messages taken over, and its chain. */
+  bind(messages: readonly Message[]): BoundTranscript;
+  /** The bytes of a body derived from `body`, the client's own where it is unchanged. */
+  render(body: JsonObject): Uint8Array;
+}
+
+export interface TranscriptCache {
+  /** The body, or undefined when its bytes are not a JSON object's outline (parse it whole). */
+  read(input: ReadInput): BodyReading | undefined;
+  /** Bodies and bytes kept now. */
+  size(): { entries: number; bytes: number };
+}
+
+/** Conversation elements that name a conversation for the lookup: system and opening turns. */
+const OPENING_ELEMENTS = 3;
+
+/** Kept bodies per lookup key: conversations that open alike (the same prompt run twice). */
+const ENTRIES_PER_KEY = 4;
+
+interface Entry {
+  key: string;
+  parsed: ParsedBody;
+  fields: ReadonlyMap<string, FieldLayout>;
+  messages: readonly Message[];
+  chain: readonly string[];
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+function sameBytes(left: Uint8Array, right: Uint8Array): boolean {
+  if (left.byteLength !== right.byteLength) return false;
+  return Buffer.from(left.buffer, left.byteOffset, left.byteLength).equals(
+    Buffer.from(right.buffer, right.byteOffset, right.byteLength),
+  );
+}
+
+function spanBytes(bytes: Uint8Array, span: { start: number; end: number }): Uint8Array {
+  return bytes.subarray(span.start, span.end);
+}
+
+/** Leading elements of an array field that are byte for byte the kept body's. */
+function sharedElements(entry: Entry, bytes: Uint8Array, field: FieldLayout | undefined): number {
+  const kept = field === undefined ? undefined : entry.fields.get(field.key);
+  if (field?.elements === undefined || kept?.elements === undefined) return 0;
+  const length = Math.min(field.elements.length, kept.elements.length);
+  let shared = 0;
+  while (
+    shared < length &&
+    sameBytes(
+      spanBytes(bytes, field.elements[shared]!),
+      spanBytes(entry.parsed.bytes, kept.elements[shared]!),
+    )
+  ) {
+    shared += 1;
+  }
+  return shared;
+}
+
+/**
+ * The value of a field, from the kept body where its bytes (or its leading elements) match.
+ * `shared`: its leading elements known to match, when the caller counted them.
+ */
+function fieldValue(
+  field: FieldLayout,
+  bytes: Uint8Array,
+  entry: Entry | undefined,
+  shared?: number,
+): unknown {
+  const kept = entry?.fields.get(field.key);
+  if (entry !== undefined && kept !== undefined) {
+    if (sameBytes(spanBytes(bytes, field), spanBytes(entry.parsed.bytes, kept))) {
+      return entry.parsed.values.get(field.key);
+    }
+    shared ??= sharedElements(entry, bytes, field);
+    if (shared > 0) {
+      const keptValues = entry.parsed.values.get(field.key) as unknown[];
+      const rest = field.elements!.slice(shared);
+      return [...keptValues.slice(0, shared), ...parseElements(bytes, rest)];
+    }
+  }
+  return JSON.parse(decoder.decode(spanBytes(bytes, field)));
+}
+
+/** Elements parsed in one go: the text between the first's start and the last's end. */
+function parseElements(
+  bytes: Uint8Array,
+  elements: ReadonlyArray<{ start: number; end: number }>,
+): unknown[] {
+  if (elements.length === 0) return [];
+  const text = decoder.decode(bytes.subarray(elements[0]!.start, elements.at(-1)!.end));
+  return JSON.parse(`[${text}]`) as unknown[];
+}
+
+/**
+ * Whether a body continues the kept one it was read against (an append, breakpoints moved, a
+ * late edit), so that it takes its place; a body that parts early (the same prompt run again)
+ * is kept beside it.
+ */
+function continues(entry: Entry | undefined, conversation: FieldLayout | undefined, shared: number): boolean {
+  const kept = conversation === undefined ? undefined : entry?.fields.get(conversation.key)?.elements;
+  return kept !== undefined && shared > kept.length / 2;
+}
+
+function lookupKey(input: ReadInput, bytes: Uint8Array, conversation: FieldLayout | undefined): string {
+  const hash = createHash('sha256').update(`${input.route}\0${input.namespace}\0`);
+  if (conversation?.elements === undefined) {
+    if (conversation !== undefined) hash.update(spanBytes(bytes, conversation));
+  } else {
+    for (const element of conversation.elements.slice(0, OPENING_ELEMENTS)) {
+      hash.update(spanBytes(bytes, element));
+      hash.update('\0');
+    }
+  }
+  return hash.digest('hex');
+}
+
+export function createTranscriptCache(options: TranscriptCacheOptions = {}): TranscriptCache {
+  const maxEntries = options.maxEntries ?? 256;
+  const maxBytes = options.maxBytes ?? 128 * 1024 * 1024;
+  /** Kept bodies by lookup key, least recently used key first. */
+  const entries = new Map<string, Entry[]>();
+  let count = 0;
+  let bytesKept = 0;
+
+  const evict = () => {
+    while (count > maxEntries || bytesKept > maxBytes) {
+      const [key, list] = entries.entries().next().value!;
+      const dropped = list.shift()!;
+      count -= 1;
+      bytesKept -= dropped.parsed.bytes.byteLength;
+      if (list.length === 0) entries.delete(key);
+    }
+  };
+
+  const keep = (entry: Entry, replaced: Entry | undefined) => {
+    if (entry.parsed.bytes.byteLength > maxBytes) return;
+    const list = (entries.get(entry.key) ?? []).filter((kept) => {
+      if (kept !== replaced) return true;
+      count -= 1;
+      bytesKept -= kept.parsed.bytes.byteLength;
+      return false;
+    });
+    list.push(entry);
+    count += 1;
+    bytesKept += entry.parsed.bytes.byteLength;
+    if (list.length > ENTRIES_PER_KEY) {
+      const dropped = list.shift()!;
+      count -= 1;
+      bytesKept -= dropped.parsed.bytes.byteLength;
+    }
+    entries.delete(entry.key);
+    entries.set(entry.key, list);
+    evict();
+  };
+
+  return {
+    size: () => ({ entries: count, bytes: bytesKept }),
+    read(input) {
+      const fields = layoutJsonObject(input.bytes);
+      if (fields === undefined) return undefined;
+      const byKey = new Map(fields.map((field) => [field.key, field]));
+      // Repeated keys and `__proto__` read differently as members than as assignments.
+      if (byKey.size !== fields.length || byKey.has('__proto__')) return undefined;
+      // Kept as they are: whoever hands a request's bytes on after this copies them.
+      const { bytes } = input;
+      const conversation = byKey.get(input.conversationField);
+      const key = lookupKey(input, bytes, conversation);
+      const candidates = entries.get(key) ?? [];
+      let entry: Entry | undefined;
+      let reusedElements = 0;
+      for (const candidate of candidates) {
+        const shared = sharedElements(candidate, bytes, conversation);
+        if (entry === undefined || shared >= reusedElements) {
+          entry = candidate;
+          reusedElements = shared;
+        }
+      }
+      const values = new Map<string, unknown>();
+      const body: JsonObject = {};
+      try {
+        for (const field of fields) {
+          const value = fieldValue(field, bytes, entry, field === conversation ? reusedElements : undefined);
+          values.set(field.key, value);
+          body[field.key] = value;
+        }
+      } catch (error) {
+        // Not JSON after all (or not UTF-8): the whole body is parsed, which says where.
+        if (error instanceof SyntaxError || error instanceof TypeError) return undefined;
+        throw error;
+      }
+      const parsed: ParsedBody = { bytes, fields, values };
+      return {
+        body,
+        reusedElements,
+        bind(messages) {
+          const known = entry?.messages ?? [];
+          const length = Math.min(messages.length, known.length);
+          let reused = 0;
+          while (reused < length && sameJson(messages[reused], known[reused])) reused += 1;
+          const bound = [...known.slice(0, reused), ...messages.slice(reused)];
+          const chain = [
+            ...(entry?.chain ?? []).slice(0, reused),
+            ...transcriptChain(messages.slice(reused), reused > 0 ? entry!.chain[reused - 1]! : ''),
+          ];
+          const kept: Entry = { key, parsed, fields: byKey, messages: bound, chain };
+          return {
+            messages: bound,
+            chain,
+            reused,
+            keep: () => keep(kept, continues(entry, conversation, reusedElements) ? entry : undefined),
+          };
+        },
+        render: (governed) => renderBodyBytes(governed, parsed),
+      };
+    },
+  };
+}
