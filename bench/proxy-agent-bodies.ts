@@ -20,6 +20,7 @@ import { type ProxyChild, spawnProxyChild } from '../src/proxy/testing/spawn-pro
 import { startScriptedUpstream } from '../src/testing/scripted-upstream.js';
 import { AGENT_ROUTE_PATHS, type AgentRoute, approximateTokens, createAgentSession } from './agent-bodies.js';
 import { type Check, checkRows, percentile, renderTable } from './proxy-load-stats.js';
+import { cpuSince, threadCpuTimes } from './thread-cpu.js';
 
 /** The most the proxy may add to a typical agent request. */
 const TARGET_ADDED_P50_MS = 5;
@@ -121,6 +122,13 @@ function routeRows(turns: readonly TurnTimes[], label: string): Array<[string, s
   ];
 }
 
+/** CPU per turn of each thread that used a millisecond a turn or more, and of all threads. */
+function cpuRow(threads: readonly number[], count: number): string {
+  const busy = threads.filter((ms) => ms >= count);
+  if (busy.length === 0) return 'n/a';
+  return `${busy.map((ms) => fixed(ms / count)).join(', ')} ms (all threads: ${fixed(threads.reduce((sum, ms) => sum + ms, 0) / count)} ms)`;
+}
+
 export async function runAgentBodies(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
     args: [...args],
@@ -149,7 +157,6 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
       window: values.window === undefined ? 'model' : Number(values.window),
       tokenizer: 'per-provider',
       threads: Number(values.threads),
-      quiet: true,
       nodeArgs:
         values['cpu-prof-dir'] === undefined
           ? []
@@ -164,6 +171,16 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
     });
     children.push(hop);
     const urls: Record<Path, string> = { direct: upstream.url, hop: hop.url, governed: governed.url };
+    // One small request per route first, uncounted: tokenizer tables and code load once.
+    for (const route of routes) {
+      const warmUp = new TextEncoder().encode(JSON.stringify(createAgentSession(route, 'warm-up').bodyAt(0)));
+      await runTurn(route, warmUp, urls, 0);
+    }
+    upstream.requests.length = 0;
+    const cpuAtStart = {
+      governed: threadCpuTimes(governed.process.pid),
+      hop: threadCpuTimes(hop.process.pid),
+    };
     const loadAtStart = loadavg()[0]!.toFixed(2);
     const deadline = performance.now() + Number(values['time-limit-s']) * 1000;
     const turns: TurnTimes[] = [];
@@ -183,9 +200,19 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
         }
       }
     }
+    const cpu = {
+      governed: cpuSince(cpuAtStart.governed, threadCpuTimes(governed.process.pid)),
+      hop: cpuSince(cpuAtStart.hop, threadCpuTimes(hop.process.pid)),
+    };
     const metrics = parsePrometheus(await (await fetch(`${governed.url}/metrics`)).text());
     const overheadCount = sampleSum(metrics, 'selfgc_proxy_overhead_seconds_count');
     const overheadMs = (sampleSum(metrics, 'selfgc_proxy_overhead_seconds_sum') / overheadCount) * 1000;
+    const plannerCount = sampleSum(metrics, 'selfgc_proxy_planner_seconds_count');
+    const plannerMs = (sampleSum(metrics, 'selfgc_proxy_planner_seconds_sum') / plannerCount) * 1000;
+    // The proxy's own log: its time per request less the upstream's (body read and sent included).
+    const inside = governed.logs
+      .filter((line) => typeof line.latencyMs === 'number')
+      .map((line) => (line.latencyMs as number) - ((line.upstreamMs as number | undefined) ?? 0));
     const failures = turns.filter((turn) => !turn.ok);
     const governedTurns = turns.filter((turn) => turn.governance !== 'off' && turn.governance !== null);
     const added = percentile(
@@ -224,6 +251,10 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
         ),
       ),
       ['proxy overhead (own metric, mean)', `${fixed(overheadMs)} ms`],
+      ['inside the proxy p50 / p95 (its log: latency less upstream)', spread(inside)],
+      ['proxy CPU per turn by thread, governed (largest first)', cpuRow(cpu.governed, turns.length)],
+      ['proxy CPU per turn by thread, hop (largest first)', cpuRow(cpu.hop, turns.length)],
+      ['governor.project (own metric, mean)', `${fixed(plannerMs)} ms`],
       ...checkRows(checks),
     ];
     process.stdout.write(`${renderTable(rows)}\n`);

@@ -16,7 +16,7 @@
  *     `proxy-agent-bodies.ts` for its options)
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -29,6 +29,7 @@ import { runAgentBodies } from './proxy-agent-bodies.js';
 import { planSessions, runSession } from './proxy-load-sessions.js';
 import { type Check, checkRows, latencyRows, renderTable, summarize } from './proxy-load-stats.js';
 import { auditSidecar } from './proxy-load-verify.js';
+import { threadCpuMs } from './thread-cpu.js';
 
 const TARGET_P50_MS = 3;
 const TARGET_P99_MS = 25;
@@ -246,32 +247,6 @@ async function runMain(): Promise<number> {
     child.process.kill('SIGKILL');
     await upstream.close();
     rmSync(directory, { recursive: true, force: true });
-  }
-}
-
-/**
- * CPU time of each thread of the proxy process so far (Linux `/proc`; undefined elsewhere): its
- * main thread, then the rest, largest first — the governance worker, V8's garbage-collection
- * helpers, the SQLite checkpointer — which share the machine's cores with it.
- */
-function threadCpuMs(pid: number | undefined): { main: number; others: number[] } | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const ticks = (task: string) => {
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // utime and stime, in clock ticks of 10 ms.
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    };
-    const tasks = readdirSync(`/proc/${pid}/task`);
-    const others = tasks
-      .filter((task) => task !== String(pid))
-      .map(ticks)
-      .filter((ms) => ms >= 50)
-      .sort((left, right) => right - left);
-    return { main: ticks(String(pid)), others };
-  } catch {
-    return undefined;
   }
 }
 

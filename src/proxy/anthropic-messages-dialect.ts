@@ -48,8 +48,12 @@ export const anthropicMessagesDialect: WireDialect = {
     requireModel(body);
     requireArray(body, 'messages');
   },
+  transcriptFields: ['system'],
   readTranscript(body) {
-    return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt).messages;
+    return anthropicMessagesDialect.readElements(body).messages;
+  },
+  readElements(body, resume) {
+    return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt, resume);
   },
   writeTranscript(body, view) {
     const written = toAnthropicMessages([...view]);

@@ -30,8 +30,12 @@ export const chatDialect: WireDialect = {
     requireModel(body);
     requireArray(body, 'messages');
   },
+  transcriptFields: [],
   readTranscript(body) {
-    return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[]).messages;
+    return chatDialect.readElements(body).messages;
+  },
+  readElements(body, resume) {
+    return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[], resume);
   },
   writeTranscript(body, view) {
     return replaceFields(body, { messages: toOpenAIChat([...view]).messages });

@@ -25,7 +25,7 @@ import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RecoveryWindow } from './recovery-budget.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
-import type { BodyReading, TranscriptCache } from './transcript-cache.js';
+import type { BodyReading, BoundTranscript, TranscriptCache } from './transcript-cache.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
@@ -110,9 +110,8 @@ export const UNREADABLE_SHAPE = 'unreadable-shape';
 /** The body parsed, through the transcript cache when there is one and it can read the bytes. */
 function readBody(input: PrepareInput): { body: JsonObject; reading?: BodyReading } {
   const reading = input.transcripts?.read({
-    route: input.dialect.route,
+    dialect: input.dialect,
     namespace: input.keyHash,
-    conversationField: input.dialect.conversationField,
     bytes: input.bytes,
   });
   if (reading !== undefined) return { body: reading.body, reading };
@@ -127,10 +126,9 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const model = requireModel(body);
   dialect.checkBody(body);
   trace.entry.stream = body.stream === true;
-  const read = readOrPassThrough(input, body);
+  const read = readOrPassThrough(input, body, reading);
   if (read === undefined) return { body: input.bytes };
-  const bound = reading?.bind(read);
-  const transcript = bound?.messages ?? read;
+  const { messages: transcript, bound } = read;
   checkArgumentDepth(transcript, bound?.reused);
   bound?.keep();
   const identity = deriveSessionIdentity({
@@ -182,9 +180,15 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
  * flagged, counted and logged as a pass-through (the log names where, never what: an adapter's
  * message holds indexes and field names, not content).
  */
-function readOrPassThrough(input: PrepareInput, body: JsonObject): Message[] | undefined {
+function readOrPassThrough(
+  input: PrepareInput,
+  body: JsonObject,
+  reading: BodyReading | undefined,
+): { messages: Message[]; bound?: BoundTranscript } | undefined {
   try {
-    return input.dialect.readTranscript(body);
+    if (reading === undefined) return { messages: input.dialect.readTranscript(body) };
+    const bound = reading.transcript();
+    return { messages: bound.messages, bound };
   } catch (error) {
     if (!(error instanceof BadInputError)) throw error;
     const { settings, trace, headers } = input;

@@ -38,8 +38,12 @@ export const responsesDialect: WireDialect = {
     requireModel(body);
     inputItems(body);
   },
+  transcriptFields: [],
   readTranscript(body) {
-    return fromOpenAIResponses(inputItems(body) as ResponseInputItem[]).messages;
+    return responsesDialect.readElements(body).messages;
+  },
+  readElements(body, resume) {
+    return fromOpenAIResponses(inputItems(body) as ResponseInputItem[], resume);
   },
   writeTranscript(body, view) {
     // A single string input is one user message, which governance never changes.

@@ -19,14 +19,9 @@ const bytesOf = (body: unknown) => encoder.encode(JSON.stringify(body));
 /** Read a body through the cache, bind its transcript, keep it; what a governed request does. */
 function readAndKeep(cache: TranscriptCache, route: WireRoute, body: unknown, namespace = 'key-a') {
   const dialect = DIALECTS[route];
-  const reading = cache.read({
-    route,
-    namespace,
-    conversationField: dialect.conversationField,
-    bytes: bytesOf(body),
-  });
+  const reading = cache.read({ dialect, namespace, bytes: bytesOf(body) });
   if (reading === undefined) throw new Error('no reading');
-  const bound = reading.bind(dialect.readTranscript(reading.body));
+  const bound = reading.transcript();
   bound.keep();
   return { reading, bound, fresh: dialect.readTranscript(JSON.parse(JSON.stringify(body)) as JsonObject) };
 }
@@ -163,12 +158,7 @@ describe('transcript cache', () => {
   it('gives no reading for bodies the layout cannot take, so they are parsed whole', () => {
     const cache = createTranscriptCache();
     const read = (text: string) =>
-      cache.read({
-        route: 'chat',
-        namespace: 'k',
-        conversationField: 'messages',
-        bytes: encoder.encode(text),
-      });
+      cache.read({ dialect: chatDialect, namespace: 'k', bytes: encoder.encode(text) });
     for (const text of [
       '[1]',
       '{"model":"m","messages":[}',
@@ -184,13 +174,8 @@ describe('transcript cache', () => {
   it('a reading that is not kept leaves nothing behind', () => {
     const cache = createTranscriptCache();
     const body = conversationBody('chat', { turns: 2 });
-    const reading = cache.read({
-      route: 'chat',
-      namespace: 'k',
-      conversationField: 'messages',
-      bytes: bytesOf(body),
-    });
-    reading!.bind(chatDialect.readTranscript(reading!.body));
+    const reading = cache.read({ dialect: chatDialect, namespace: 'k', bytes: bytesOf(body) });
+    reading!.transcript();
     expect(cache.size().entries).toBe(0);
   });
 

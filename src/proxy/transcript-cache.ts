@@ -20,12 +20,13 @@
  * requests and must not be mutated (no dialect does: they copy what they change).
  */
 import { createHash } from 'node:crypto';
+import type { ElementReading } from '../adapters/read-resume.js';
 import { transcriptChain } from '../core/content-hash.js';
 import type { Message } from '../core/transcript.js';
 import { type FieldLayout, layoutJsonObject } from './json-layout.js';
 import { type ParsedBody, renderBodyBytes } from './render-body-bytes.js';
 import { sameJson } from './same-json.js';
-import type { JsonObject } from './wire-dialect.js';
+import type { JsonObject, WireDialect } from './wire-dialect.js';
 
 export interface TranscriptCacheOptions {
   /** Bodies kept, one per conversation at most (default 256). */
@@ -34,18 +35,21 @@ export interface TranscriptCacheOptions {
   maxBytes?: number;
 }
 
+/** What the cache reads a transcript with: a governed route's dialect. */
+export type TranscriptReader = Pick<
+  WireDialect,
+  'route' | 'conversationField' | 'transcriptFields' | 'readElements'
+>;
+
 export interface ReadInput {
-  /** The governed route (`messages`, `responses`, `chat`). */
-  route: string;
+  dialect: TranscriptReader;
   /** The request's namespace (the API key's hash): bodies are compared within it only. */
   namespace: string;
-  /** The top-level field that holds the conversation (`messages`, `input`). */
-  conversationField: string;
   /** The body. Kept once its transcript is kept: never changed or moved to another thread after. */
   bytes: Uint8Array;
 }
 
-/** A canonical transcript bound to what the cache knew: reused messages and the content chain. */
+/** A body's canonical transcript, bound to what the cache knew: reused messages and the content chain. */
 export interface BoundTranscript {
   messages: Message[];
   /** `transcriptChain(messages)`. */
@@ -61,8 +65,12 @@ export interface BodyReading {
   body: JsonObject;
   /** Leading conversation elements whose bytes matched the kept body's. */
   reusedElements: number;
-  /** The adapter's transcript of `body` with the known prefix's messages taken over, and its chain. */
-  bind(messages: readonly Message[]): BoundTranscript;
+  /**
+   * The transcript of `body`: read from the first element that differs from the kept body's on
+   * (what comes before is the kept reading), the kept messages taken over as far as they are
+   * the same, and its chain. A `BadInputError` is the dialect's, as `readTranscript` throws it.
+   */
+  transcript(): BoundTranscript;
   /** The bytes of a body derived from `body`, the client's own where it is unchanged. */
   render(body: JsonObject): Uint8Array;
 }
@@ -84,7 +92,8 @@ interface Entry {
   key: string;
   parsed: ParsedBody;
   fields: ReadonlyMap<string, FieldLayout>;
-  messages: readonly Message[];
+  /** The transcript as read, with where each conversation element's messages end. */
+  reading: ElementReading;
   chain: readonly string[];
 }
 
@@ -154,6 +163,31 @@ function parseElements(
   return JSON.parse(`[${text}]`) as unknown[];
 }
 
+/** Whether a top-level field is absent from both bodies or has the same bytes in both. */
+function sameField(entry: Entry, bytes: Uint8Array, field: FieldLayout | undefined, name: string): boolean {
+  const kept = entry.fields.get(name);
+  if (field === undefined || kept === undefined) return field === kept;
+  return sameBytes(spanBytes(bytes, field), spanBytes(entry.parsed.bytes, kept));
+}
+
+/**
+ * Messages with the kept ones taken over, from the start on, as long as they are the same (a
+ * resumed reading starts with the kept objects themselves), and the chain: only what follows
+ * is hashed.
+ */
+function bindReading(
+  messages: readonly Message[],
+  entry: Entry | undefined,
+): { messages: Message[]; chain: string[]; reused: number } {
+  const known = entry?.reading.messages ?? [];
+  const length = Math.min(messages.length, known.length);
+  let reused = 0;
+  while (reused < length && sameJson(messages[reused], known[reused])) reused += 1;
+  const chain = (entry?.chain ?? []).slice(0, reused);
+  chain.push(...transcriptChain(messages.slice(reused), chain.at(-1) ?? ''));
+  return { messages: [...known.slice(0, reused), ...messages.slice(reused)], chain, reused };
+}
+
 /**
  * Whether a body continues the kept one it was read against (an append, breakpoints moved, a
  * late edit), so that it takes its place; a body that parts early (the same prompt run again)
@@ -165,7 +199,7 @@ function continues(entry: Entry | undefined, conversation: FieldLayout | undefin
 }
 
 function lookupKey(input: ReadInput, bytes: Uint8Array, conversation: FieldLayout | undefined): string {
-  const hash = createHash('sha256').update(`${input.route}\0${input.namespace}\0`);
+  const hash = createHash('sha256').update(`${input.dialect.route}\0${input.namespace}\0`);
   if (conversation?.elements === undefined) {
     if (conversation !== undefined) hash.update(spanBytes(bytes, conversation));
   } else {
@@ -226,7 +260,8 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
       if (byKey.size !== fields.length || byKey.has('__proto__')) return undefined;
       // Kept as they are: whoever hands a request's bytes on after this copies them.
       const { bytes } = input;
-      const conversation = byKey.get(input.conversationField);
+      const { dialect } = input;
+      const conversation = byKey.get(dialect.conversationField);
       const key = lookupKey(input, bytes, conversation);
       const candidates = entries.get(key) ?? [];
       let entry: Entry | undefined;
@@ -255,22 +290,28 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
       return {
         body,
         reusedElements,
-        bind(messages) {
-          const known = entry?.messages ?? [];
-          const length = Math.min(messages.length, known.length);
-          let reused = 0;
-          while (reused < length && sameJson(messages[reused], known[reused])) reused += 1;
-          const bound = [...known.slice(0, reused), ...messages.slice(reused)];
-          const chain = [
-            ...(entry?.chain ?? []).slice(0, reused),
-            ...transcriptChain(messages.slice(reused), reused > 0 ? entry!.chain[reused - 1]! : ''),
-          ];
-          const kept: Entry = { key, parsed, fields: byKey, messages: bound, chain };
+        transcript() {
+          // The kept reading holds for the elements that did not change, if what else the
+          // transcript is read from did not either.
+          const kept = entry;
+          const resume =
+            kept !== undefined &&
+            reusedElements > 0 &&
+            dialect.transcriptFields.every((name) => sameField(kept, bytes, byKey.get(name), name))
+              ? { index: reusedElements, before: kept.reading }
+              : undefined;
+          const reading = dialect.readElements(body, resume);
+          const bound = bindReading(reading.messages, kept);
+          const next: Entry = {
+            key,
+            parsed,
+            fields: byKey,
+            reading: { messages: bound.messages, ends: reading.ends },
+            chain: bound.chain,
+          };
           return {
-            messages: bound,
-            chain,
-            reused,
-            keep: () => keep(kept, continues(entry, conversation, reusedElements) ? entry : undefined),
+            ...bound,
+            keep: () => keep(next, continues(kept, conversation, reusedElements) ? kept : undefined),
           };
         },
         render: (governed) => renderBodyBytes(governed, parsed),
