@@ -2,18 +2,21 @@
  * The proxy load script's `--agent-bodies` mode: agent-sized requests (`agent-bodies.ts`: 200
  * tools' schemas, a conversation growing turn by turn to the target size) through the real proxy
  * on loopback (its own process, SQLite store, each provider's BPE counter, each model's window,
- * governance in a worker thread) against a scripted upstream. Every turn goes three ways back to
- * back, in turns first: straight to the upstream, through a proxy that governs nothing (the hop),
- * and through the governing proxy; the table gives what the proxy adds against the same turn's
- * direct call and hop. Exits non-zero when a check fails.
+ * governance in a worker thread) against a scripted upstream. Every turn goes four ways back to
+ * back, in turns first: straight to the upstream, through a bare Node forwarder (`bare-hop.ts`:
+ * the least any proxy adds), through the proxy governing nothing, and through the governing
+ * proxy; the table gives what the proxy adds against the same turn's other calls. Exits non-zero
+ * when a check fails.
  *
  *   node --import tsx bench/proxy-load.ts --agent-bodies [--routes messages,responses,chat]
  *     [--sessions 1] [--target-tokens 150000] [--window <tokens>] [--threads 1]
  *     [--time-limit-s 600] [--cpu-prof-dir <dir>]
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { parsePrometheus, sampleSum } from '../src/proxy/testing/parse-prometheus.js';
 import { type ProxyChild, spawnProxyChild } from '../src/proxy/testing/spawn-proxy-child.js';
@@ -28,7 +31,7 @@ const TARGET_ADDED_P50_MS = 5;
 /** The most rounds a session grows by, whatever the target. */
 const MAX_ROUNDS = 400;
 
-const PATHS = ['direct', 'hop', 'governed'] as const;
+const PATHS = ['direct', 'bare', 'hop', 'governed'] as const;
 type Path = (typeof PATHS)[number];
 
 interface TurnTimes {
@@ -109,17 +112,33 @@ function ratios(turns: readonly TurnTimes[], path: Path, against: Path): string 
 }
 
 function routeRows(turns: readonly TurnTimes[], label: string): Array<[string, string]> {
-  const added = turns.map((turn) => turn.ms.governed - turn.ms.direct);
-  const overHop = turns.map((turn) => turn.ms.governed - turn.ms.hop);
-  const hop = turns.map((turn) => turn.ms.hop - turn.ms.direct);
+  const between = (path: Path, against: Path) =>
+    spread(turns.map((turn) => turn.ms[path] - turn.ms[against]));
   return [
     [`${label}: direct p50 / p95`, spread(turns.map((turn) => turn.ms.direct))],
-    [`${label}: added by the proxy p50 / p95 (governed − direct)`, spread(added)],
-    [`${label}: added by governance p50 / p95 (governed − hop)`, spread(overHop)],
-    [`${label}: added by the hop p50 / p95 (hop − direct)`, spread(hop)],
+    [`${label}: added by the proxy p50 / p95 (governed − direct)`, between('governed', 'direct')],
+    [`${label}: added beyond a bare Node hop p50 / p95 (governed − bare)`, between('governed', 'bare')],
+    [`${label}: added by governance p50 / p95 (governed − ungoverned)`, between('governed', 'hop')],
+    [`${label}: a bare Node hop p50 / p95 (bare − direct)`, between('bare', 'direct')],
     [`${label}: governed / direct, p50 and p95`, ratios(turns, 'governed', 'direct')],
-    [`${label}: hop / direct, p50 and p95`, ratios(turns, 'hop', 'direct')],
+    [`${label}: bare hop / direct, p50 and p95`, ratios(turns, 'bare', 'direct')],
   ];
+}
+
+/** The bare hop (`bare-hop.ts`) in its own process, once it listens. */
+async function spawnBareHop(upstreamUrl: string): Promise<Pick<ProxyChild, 'process' | 'exited' | 'url'>> {
+  const script = new URL('./bare-hop.ts', import.meta.url).pathname;
+  const child = spawn(process.execPath, ['--import', 'tsx', script, '--upstream', upstreamUrl], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', (line) =>
+      resolve((JSON.parse(line) as { ready: string }).ready),
+    );
+    child.once('exit', (code) => reject(new Error(`bare hop exited (${String(code)})`)));
+  });
+  return { url, process: child, exited };
 }
 
 /** CPU per turn of each thread that used a millisecond a turn or more, and of all threads. */
@@ -149,7 +168,7 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
   }
   const upstream = await startScriptedUpstream({ script: () => ({ text: 'ack agent turn' }) });
   const directory = mkdtempSync(join(tmpdir(), 'selfgc-agent-bodies-'));
-  const children: ProxyChild[] = [];
+  const children: Array<Pick<ProxyChild, 'process' | 'exited'>> = [];
   try {
     const governed = await spawnProxyChild({
       storeUrl: `sqlite:${join(directory, 'selfgc.db')}`,
@@ -170,7 +189,14 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
       quiet: true,
     });
     children.push(hop);
-    const urls: Record<Path, string> = { direct: upstream.url, hop: hop.url, governed: governed.url };
+    const bare = await spawnBareHop(upstream.url);
+    children.push(bare);
+    const urls: Record<Path, string> = {
+      direct: upstream.url,
+      bare: bare.url,
+      hop: hop.url,
+      governed: governed.url,
+    };
     // One small request per route first, uncounted: tokenizer tables and code load once.
     for (const route of routes) {
       const warmUp = new TextEncoder().encode(JSON.stringify(createAgentSession(route, 'warm-up').bodyAt(0)));
@@ -210,9 +236,11 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
     const plannerCount = sampleSum(metrics, 'selfgc_proxy_planner_seconds_count');
     const plannerMs = (sampleSum(metrics, 'selfgc_proxy_planner_seconds_sum') / plannerCount) * 1000;
     // The proxy's own log: its time per request less the upstream's (body read and sent included).
-    const inside = governed.logs
-      .filter((line) => typeof line.latencyMs === 'number')
-      .map((line) => (line.latencyMs as number) - ((line.upstreamMs as number | undefined) ?? 0));
+    const logged = governed.logs.filter((line) => typeof line.latencyMs === 'number');
+    const inside = logged.map(
+      (line) => (line.latencyMs as number) - ((line.upstreamMs as number | undefined) ?? 0),
+    );
+    const prepare = logged.map((line) => (line.prepareMs as number | undefined) ?? Number.NaN);
     const failures = turns.filter((turn) => !turn.ok);
     const governedTurns = turns.filter((turn) => turn.governance !== 'off' && turn.governance !== null);
     const added = percentile(
@@ -252,8 +280,9 @@ export async function runAgentBodies(args: readonly string[]): Promise<number> {
       ),
       ['proxy overhead (own metric, mean)', `${fixed(overheadMs)} ms`],
       ['inside the proxy p50 / p95 (its log: latency less upstream)', spread(inside)],
+      ['of which the prepare step p50 / p95 (worker round trip)', spread(prepare)],
       ['proxy CPU per turn by thread, governed (largest first)', cpuRow(cpu.governed, turns.length)],
-      ['proxy CPU per turn by thread, hop (largest first)', cpuRow(cpu.hop, turns.length)],
+      ['proxy CPU per turn by thread, ungoverned (largest first)', cpuRow(cpu.hop, turns.length)],
       ['governor.project (own metric, mean)', `${fixed(plannerMs)} ms`],
       ...checkRows(checks),
     ];

@@ -67,6 +67,7 @@ export async function handleGoverned(
       headers,
       signal: request.signal,
     };
+    const prepareStarted = settings.now();
     const prepared =
       settings.governance === undefined
         ? await prepareUpstream({
@@ -78,6 +79,7 @@ export async function handleGoverned(
             { ...input, failOpen: settings.failOpen, recovery: recoveryAllowed },
             settings.metrics,
           );
+    trace.entry.prepareMs = Math.round((settings.now() - prepareStarted) * 1000) / 1000;
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined) return await forward(exchange, prepared.body);
     const recovery = createRecovery({
