@@ -23,6 +23,7 @@ import { createHash } from 'node:crypto';
 import type { ElementReading } from '../adapters/read-resume.js';
 import { transcriptChain } from '../core/content-hash.js';
 import type { Message } from '../core/transcript.js';
+import { sameBytes, sharedPrefix } from './byte-compare.js';
 import { type FieldLayout, layoutJsonObject } from './json-layout.js';
 import { type ParsedBody, renderBodyBytes } from './render-body-bytes.js';
 import { sameJson } from './same-json.js';
@@ -90,6 +91,8 @@ const ENTRIES_PER_KEY = 4;
 
 interface Entry {
   key: string;
+  /** `namespaceKey` of the request it was read from. */
+  namespace: string;
   parsed: ParsedBody;
   fields: ReadonlyMap<string, FieldLayout>;
   /** The transcript as read, with where each conversation element's messages end. */
@@ -99,13 +102,6 @@ interface Entry {
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
 
-function sameBytes(left: Uint8Array, right: Uint8Array): boolean {
-  if (left.byteLength !== right.byteLength) return false;
-  return Buffer.from(left.buffer, left.byteOffset, left.byteLength).equals(
-    Buffer.from(right.buffer, right.byteOffset, right.byteLength),
-  );
-}
-
 function spanBytes(bytes: Uint8Array, span: { start: number; end: number }): Uint8Array {
   return bytes.subarray(span.start, span.end);
 }
@@ -114,18 +110,45 @@ function spanBytes(bytes: Uint8Array, span: { start: number; end: number }): Uin
 function sharedElements(entry: Entry, bytes: Uint8Array, field: FieldLayout | undefined): number {
   const kept = field === undefined ? undefined : entry.fields.get(field.key);
   if (field?.elements === undefined || kept?.elements === undefined) return 0;
-  const length = Math.min(field.elements.length, kept.elements.length);
+  const [ours, theirs] = [field.elements, kept.elements];
+  const length = Math.min(ours.length, theirs.length);
+  if (length === 0) return 0;
+  // Elements placed alike from the first on are compared in one run, which usually holds.
+  let aligned = 0;
+  const [base, keptBase] = [ours[0]!.start, theirs[0]!.start];
+  while (
+    aligned < length &&
+    ours[aligned]!.start - base === theirs[aligned]!.start - keptBase &&
+    ours[aligned]!.end - base === theirs[aligned]!.end - keptBase
+  )
+    aligned += 1;
+  const run = (count: number) =>
+    sameBytes(
+      bytes.subarray(base, ours[count - 1]!.end),
+      entry.parsed.bytes.subarray(keptBase, theirs[count - 1]!.end),
+    );
+  if (aligned > 0 && run(aligned)) return aligned;
   let shared = 0;
   while (
     shared < length &&
-    sameBytes(
-      spanBytes(bytes, field.elements[shared]!),
-      spanBytes(entry.parsed.bytes, kept.elements[shared]!),
-    )
-  ) {
+    sameBytes(spanBytes(bytes, ours[shared]!), spanBytes(entry.parsed.bytes, theirs[shared]!))
+  )
     shared += 1;
-  }
   return shared;
+}
+
+/** The kept body sharing the longest beginning with these bytes (the latest of equals). */
+function closestEntry(candidates: readonly Entry[], bytes: Uint8Array): Entry | undefined {
+  let closest: Entry | undefined;
+  let longest = -1;
+  for (const candidate of candidates) {
+    const shared = sharedPrefix(candidate.parsed.bytes, bytes);
+    if (shared >= longest) {
+      closest = candidate;
+      longest = shared;
+    }
+  }
+  return closest;
 }
 
 /**
@@ -198,8 +221,14 @@ function continues(entry: Entry | undefined, conversation: FieldLayout | undefin
   return kept !== undefined && shared > kept.length / 2;
 }
 
-function lookupKey(input: ReadInput, bytes: Uint8Array, conversation: FieldLayout | undefined): string {
-  const hash = createHash('sha256').update(`${input.dialect.route}\0${input.namespace}\0`);
+/** Route and namespace: what a kept body is compared within. */
+function namespaceKey(input: ReadInput): string {
+  return `${input.dialect.route}\0${input.namespace}`;
+}
+
+function lookupKey(input: ReadInput, conversation: FieldLayout | undefined): string {
+  const { bytes } = input;
+  const hash = createHash('sha256').update(`${namespaceKey(input)}\0`);
   if (conversation?.elements === undefined) {
     if (conversation !== undefined) hash.update(spanBytes(bytes, conversation));
   } else {
@@ -216,15 +245,20 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
   const maxBytes = options.maxBytes ?? 128 * 1024 * 1024;
   /** Kept bodies by lookup key, least recently used key first. */
   const entries = new Map<string, Entry[]>();
+  /** The body kept last in each route and namespace. */
+  const latest = new Map<string, Entry>();
+  const forget = (entry: Entry) => {
+    count -= 1;
+    bytesKept -= entry.parsed.bytes.byteLength;
+    if (latest.get(entry.namespace) === entry) latest.delete(entry.namespace);
+  };
   let count = 0;
   let bytesKept = 0;
 
   const evict = () => {
     while (count > maxEntries || bytesKept > maxBytes) {
       const [key, list] = entries.entries().next().value!;
-      const dropped = list.shift()!;
-      count -= 1;
-      bytesKept -= dropped.parsed.bytes.byteLength;
+      forget(list.shift()!);
       if (list.length === 0) entries.delete(key);
     }
   };
@@ -233,18 +267,14 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
     if (entry.parsed.bytes.byteLength > maxBytes) return;
     const list = (entries.get(entry.key) ?? []).filter((kept) => {
       if (kept !== replaced) return true;
-      count -= 1;
-      bytesKept -= kept.parsed.bytes.byteLength;
+      forget(kept);
       return false;
     });
     list.push(entry);
     count += 1;
     bytesKept += entry.parsed.bytes.byteLength;
-    if (list.length > ENTRIES_PER_KEY) {
-      const dropped = list.shift()!;
-      count -= 1;
-      bytesKept -= dropped.parsed.bytes.byteLength;
-    }
+    latest.set(entry.namespace, entry);
+    if (list.length > ENTRIES_PER_KEY) forget(list.shift()!);
     entries.delete(entry.key);
     entries.set(entry.key, list);
     evict();
@@ -253,26 +283,28 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
   return {
     size: () => ({ entries: count, bytes: bytesKept }),
     read(input) {
-      const fields = layoutJsonObject(input.bytes);
+      // Kept as they are: whoever hands a request's bytes on after this copies them.
+      const { bytes, dialect } = input;
+      // The conversation's opening names it for the lookup: the bytes are scanned up to there,
+      // what the namespace's latest body shares with them (its tool definitions) taken over.
+      const hint = latest.get(namespaceKey(input));
+      const opening = layoutJsonObject(bytes, {
+        until: { field: dialect.conversationField, elements: OPENING_ELEMENTS },
+        ...(hint === undefined ? {} : { previous: hint.parsed }),
+      });
+      if (opening === undefined) return undefined;
+      const key = lookupKey(
+        input,
+        opening.find((field) => field.key === dialect.conversationField),
+      );
+      const entry = closestEntry(entries.get(key) ?? [], bytes);
+      const fields = layoutJsonObject(bytes, entry === undefined ? {} : { previous: entry.parsed });
       if (fields === undefined) return undefined;
       const byKey = new Map(fields.map((field) => [field.key, field]));
       // Repeated keys and `__proto__` read differently as members than as assignments.
       if (byKey.size !== fields.length || byKey.has('__proto__')) return undefined;
-      // Kept as they are: whoever hands a request's bytes on after this copies them.
-      const { bytes } = input;
-      const { dialect } = input;
       const conversation = byKey.get(dialect.conversationField);
-      const key = lookupKey(input, bytes, conversation);
-      const candidates = entries.get(key) ?? [];
-      let entry: Entry | undefined;
-      let reusedElements = 0;
-      for (const candidate of candidates) {
-        const shared = sharedElements(candidate, bytes, conversation);
-        if (entry === undefined || shared >= reusedElements) {
-          entry = candidate;
-          reusedElements = shared;
-        }
-      }
+      const reusedElements = entry === undefined ? 0 : sharedElements(entry, bytes, conversation);
       const values = new Map<string, unknown>();
       const body: JsonObject = {};
       try {
@@ -304,6 +336,7 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
           const bound = bindReading(reading.messages, kept);
           const next: Entry = {
             key,
+            namespace: namespaceKey(input),
             parsed,
             fields: byKey,
             reading: { messages: bound.messages, ends: reading.ends },
