@@ -48,6 +48,20 @@ describe('renderBodyBytes', () => {
     );
   });
 
+  it("gives an unchanged compact body back as the client's bytes themselves, and one run per unchanged stretch", () => {
+    const text = JSON.stringify({
+      model: 'm',
+      messages: [{ role: 'user', content: 'é' }, 2, 3],
+      stream: true,
+    });
+    const source = parsedBody(text);
+    expect(renderBodyBytes(source.body, source)).toBe(source.bytes);
+    const appended = { ...source.body, messages: [...(source.body.messages as unknown[]), 4] };
+    const written = renderBodyBytes(appended, source);
+    expect(written).not.toBe(source.bytes);
+    expect(decoder.decode(written)).toBe(JSON.stringify(appended));
+  });
+
   it('writes the same JSON as JSON.stringify, whatever was changed', () => {
     const element = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }),

@@ -5,7 +5,7 @@
  * a dialect wrote anew from unchanged content, by `sameJson`; only what changed is serialised.
  * The bytes parse to the same JSON as `JSON.stringify(body)` would write.
  */
-import type { FieldLayout } from './json-layout.js';
+import type { ByteSpan, FieldLayout } from './json-layout.js';
 import { sameJson } from './same-json.js';
 import type { JsonObject } from './wire-dialect.js';
 
@@ -26,24 +26,44 @@ const SEARCH_BUDGET_PER_ELEMENT = 8;
 
 const encoder = new TextEncoder();
 
-/** Pieces of output: text to encode, or a span of the client's bytes. */
+/**
+ * Pieces of output: text to encode, or spans of the client's bytes. A span that follows another
+ * with, between them, the very text written since (a comma, a key) extends it, so an unchanged
+ * run of members or elements is one copy, and an unchanged body is the client's bytes themselves.
+ */
 class Pieces {
-  readonly parts: Array<string | Uint8Array> = [];
+  private readonly parts: Array<string | ByteSpan> = [];
+  /** Written since the last part. */
   private text = '';
+  /** The span of the client's bytes being extended. */
+  private run: ByteSpan | undefined;
+
+  constructor(private readonly source: Uint8Array) {}
 
   write(text: string): void {
     this.text += text;
   }
 
-  copy(bytes: Uint8Array, start: number, end: number): void {
-    this.flush();
-    this.parts.push(bytes.subarray(start, end));
+  copy(start: number, end: number): void {
+    const from = this.run?.end ?? (this.parts.length === 0 ? 0 : undefined);
+    if (from !== undefined && this.textIsSourceAt(from, start)) {
+      this.run = { start: this.run?.start ?? 0, end };
+      this.text = '';
+      return;
+    }
+    this.close();
+    this.run = { start, end };
   }
 
-  /** One buffer that owns its memory. */
+  /** The output: the client's bytes when it is all theirs, else one buffer that owns its memory. */
   join(): Uint8Array {
-    this.flush();
-    const encoded = this.parts.map((part) => (typeof part === 'string' ? encoder.encode(part) : part));
+    const { run, source } = this;
+    if (run?.start === 0 && this.parts.length === 0 && this.textIsSourceAt(run.end, source.length))
+      return source;
+    this.close();
+    const encoded = this.parts.map((part) =>
+      typeof part === 'string' ? encoder.encode(part) : source.subarray(part.start, part.end),
+    );
     let length = 0;
     for (const part of encoded) length += part.byteLength;
     const out = new Uint8Array(length);
@@ -55,9 +75,21 @@ class Pieces {
     return out;
   }
 
-  private flush(): void {
-    if (this.text === '') return;
-    this.parts.push(this.text);
+  /** Whether the text written since the last part is the client's bytes `[from, to)` (ASCII only). */
+  private textIsSourceAt(from: number, to: number): boolean {
+    const { text, source } = this;
+    if (to - from !== text.length) return false;
+    for (let index = 0; index < text.length; index += 1) {
+      const code = text.charCodeAt(index);
+      if (code >= 0x80 || source[from + index] !== code) return false;
+    }
+    return true;
+  }
+
+  private close(): void {
+    if (this.run !== undefined) this.parts.push(this.run);
+    this.run = undefined;
+    if (this.text !== '') this.parts.push(this.text);
     this.text = '';
   }
 }
@@ -69,7 +101,7 @@ function isOmitted(value: unknown): boolean {
 
 export function renderBodyBytes(body: JsonObject, source: ParsedBody): Uint8Array {
   const fields = new Map(source.fields.map((field) => [field.key, field]));
-  const pieces = new Pieces();
+  const pieces = new Pieces(source.bytes);
   pieces.write('{');
   let first = true;
   for (const [key, value] of Object.entries(body)) {
@@ -85,8 +117,8 @@ export function renderBodyBytes(body: JsonObject, source: ParsedBody): Uint8Arra
       Array.isArray(original) &&
       value !== original
     ) {
-      writeArray(pieces, value, original, field, source.bytes);
-    } else if (sameJson(value, original)) pieces.copy(source.bytes, field.start, field.end);
+      writeArray(pieces, value, original, field);
+    } else if (sameJson(value, original)) pieces.copy(field.start, field.end);
     else pieces.write(JSON.stringify(value));
   }
   pieces.write('}');
@@ -102,7 +134,6 @@ function writeArray(
   value: readonly unknown[],
   original: readonly unknown[],
   field: FieldLayout,
-  bytes: Uint8Array,
 ): void {
   const elements = field.elements!;
   const positions = new Map<unknown, number>();
@@ -128,7 +159,7 @@ function writeArray(
       return;
     }
     const span = elements[found]!;
-    pieces.copy(bytes, span.start, span.end);
+    pieces.copy(span.start, span.end);
     next = found + 1;
   });
   pieces.write(']');
