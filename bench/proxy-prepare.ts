@@ -77,17 +77,17 @@ interface Arm {
   name: 'cached' | 'whole';
   store: SidecarStore;
   governorFor: GovernorFactory;
+  tokenCounterFor: ReturnType<typeof providerTokenCounters>;
   transcripts?: TranscriptCache;
   commits: number;
 }
 
-async function createArm(
-  name: Arm['name'],
-  storeUrl: string,
-  tokenCounterFor: ReturnType<typeof providerTokenCounters>,
-  samples: Map<string, number[]>,
-): Promise<Arm> {
+async function createArm(name: Arm['name'], storeUrl: string, samples: Map<string, number[]>): Promise<Arm> {
   const store = await createStoreFromUrl(storeUrl);
+  // Counters of its own: an arm must not find the texts the other counted in the memo.
+  const tokenCounterFor = providerTokenCounters();
+  tokenCounterFor('openai').count('loads the table');
+  tokenCounterFor('anthropic').count('loads the table');
   const pool = createGovernorPool({ store, tokenCounter: tokenCounterFor, cache: 'blind' });
   const governorFor: GovernorFactory = (context) => {
     const governor = pool(context);
@@ -101,6 +101,7 @@ async function createArm(
     name,
     store,
     governorFor,
+    tokenCounterFor,
     ...(name === 'cached' ? { transcripts: createTranscriptCache() } : {}),
     commits: 0,
   };
@@ -125,12 +126,12 @@ async function runMain(): Promise<number> {
   const directory = mkdtempSync(join(tmpdir(), 'selfgc-prepare-'));
   const storeUrl = (name: string) =>
     values.store === 'memory' ? 'memory:' : `sqlite:${join(directory, `${name}.db`)}`;
-  const tokenCounterFor = providerTokenCounters();
+  const stageCounters = providerTokenCounters();
   const samples = new Map<string, number[]>();
   const arms: Arm[] = [];
   for (const name of values.arms.split(',')) {
     if (name !== 'whole' && name !== 'cached') throw new Error(`--arms: unknown arm ${name} (whole, cached)`);
-    arms.push(await createArm(name, storeUrl(name), tokenCounterFor, samples));
+    arms.push(await createArm(name, storeUrl(name), samples));
   }
   const windowFor = (model: string, headers: Headers) =>
     values.window === undefined ? contextWindowOf(model, headers) : Number(values.window);
@@ -162,7 +163,7 @@ async function runMain(): Promise<number> {
                   now: () => performance.now(),
                   governorFor: arm.governorFor,
                   windowFor,
-                  tokenCounterFor,
+                  tokenCounterFor: arm.tokenCounterFor,
                   reserveOutput: undefined,
                 },
                 dialect,
@@ -182,7 +183,7 @@ async function runMain(): Promise<number> {
           if (left && right && !sameUpstreamBody(left, right)) mismatches += 1;
           requests += 1;
           if (!values['prepare-only'])
-            measureStages(samples, dialect, encodeBodyText(text), windowFor, tokenCounterFor);
+            measureStages(samples, dialect, encodeBodyText(text), windowFor, stageCounters);
         }
       }
     }
