@@ -2,11 +2,13 @@
  * The governance step of a governed request, from the client's body bytes to the bytes the
  * upstream gets: decode, parse and check them, find the session, govern it. It needs no socket,
  * so it runs on the proxy's own thread or in a governance worker (`governance-workers.ts`)
- * alike; either way it returns only what the rest of the request needs, as bytes, so no text, no
- * parsed tree and no transcript of the request stays on a JavaScript heap through the upstream
- * wait (a second or more, with hundreds of requests in flight: kept, they would survive
- * young-generation collections and be copied again and again). A body governance leaves as it
- * is goes upstream as the client's own bytes.
+ * alike; either way it returns only what the rest of the request needs, as bytes, so nothing of
+ * the request stays on a JavaScript heap through the upstream wait (a second or more, with
+ * hundreds of requests in flight: kept, it would survive young-generation collections and be
+ * copied again and again) but what the thread's transcript cache keeps on purpose: the latest
+ * body of each conversation, parsed and read, within its bounds, so that the next request of the
+ * conversation parses, reads, hashes and writes back only what it adds. A body governance leaves
+ * as it is goes upstream as the client's own bytes.
  *
  * Only a body the provider itself would refuse is refused here (not JSON, no `model`, no
  * `messages` array): one whose conversation the adapters cannot read (a block or item of a shape
