@@ -28,7 +28,7 @@ export interface FieldLayout extends ByteSpan {
   elements?: ByteSpan[];
 }
 
-/** A layout of other bytes, which may begin and end as these do (the previous body of a conversation). */
+/** The whole layout of other bytes, which may begin and end as these do (a conversation's previous body). */
 export interface PreviousLayout {
   bytes: Uint8Array;
   fields: readonly FieldLayout[];
@@ -201,7 +201,7 @@ class Reuse {
     return field !== undefined && field.end <= this.prefix ? field : undefined;
   }
 
-  /** The previous element of `key` that begins here and ends inside the shared beginning. */
+  /** The previous element (of any array: the bytes before are the same) that begins here and ends inside the shared beginning. */
   elementAt(start: number): ByteSpan | undefined {
     const found = this.elements.get(start);
     if (found === undefined) return undefined;

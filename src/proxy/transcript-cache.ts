@@ -6,11 +6,12 @@
  * - **Parse**: the body's bytes are laid out (`json-layout.ts`) and compared with the kept body's,
  *   field by field and message by message; a field or a conversation element whose bytes are the
  *   same is not decoded or parsed again, its parsed value is taken over.
- * - **Transcript**: the adapter reads the whole conversation (cheap on parsed values), and each
- *   canonical message that is the same JSON as the kept one at its index, from the start on, is
- *   replaced by the kept message object, whose content chain link is known: only the messages
- *   after the first that differs are hashed (`content-hash.ts`). An edit anywhere — one byte of an
- *   earlier message, a message taken out, another conversation — ends the shared prefix there.
+ * - **Transcript**: the adapter reads the conversation from the first element that differs on
+ *   (`read-resume.ts`), after the kept reading of the elements before it, and each canonical
+ *   message that is the same JSON as the kept one at its index, from the start on, is the kept
+ *   message object, whose content chain link is known: only the messages after the first that
+ *   differs are hashed (`content-hash.ts`). An edit anywhere — one byte of an earlier message, a
+ *   message taken out, another conversation — ends the shared prefix there.
  * - **Render**: the governed body is written with the client's bytes for every part it left as
  *   it came (`render-body-bytes.ts`).
  *
@@ -247,13 +248,14 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
   const entries = new Map<string, Entry[]>();
   /** The body kept last in each route and namespace. */
   const latest = new Map<string, Entry>();
+  let count = 0;
+  let bytesKept = 0;
+
   const forget = (entry: Entry) => {
     count -= 1;
     bytesKept -= entry.parsed.bytes.byteLength;
     if (latest.get(entry.namespace) === entry) latest.delete(entry.namespace);
   };
-  let count = 0;
-  let bytesKept = 0;
 
   const evict = () => {
     while (count > maxEntries || bytesKept > maxBytes) {
