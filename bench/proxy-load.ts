@@ -11,9 +11,12 @@
  *     [--proxy-node-arg <flag>]  (a node flag for the proxy process, repeatable; diagnostics)
  *     [--hop-only]             (the proxy governs nothing: what the hop alone adds; checks fail)
  *     [--threads 1]            (governance worker threads, as `selfgc proxy`; 0: on its own thread)
+ *
+ *   node --import tsx bench/proxy-load.ts --agent-bodies [...]   (agent-sized bodies: see
+ *     `proxy-agent-bodies.ts` for its options)
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -22,9 +25,11 @@ import { parsePrometheus, sampleSum } from '../src/proxy/testing/parse-prometheu
 import { spawnProxyChild } from '../src/proxy/testing/spawn-proxy-child.js';
 import { createSqliteStore } from '../src/stores/sqlite-store.js';
 import { startScriptedUpstream } from '../src/testing/scripted-upstream.js';
+import { runAgentBodies } from './proxy-agent-bodies.js';
 import { planSessions, runSession } from './proxy-load-sessions.js';
 import { type Check, checkRows, latencyRows, renderTable, summarize } from './proxy-load-stats.js';
 import { auditSidecar } from './proxy-load-verify.js';
+import { threadCpuMs } from './thread-cpu.js';
 
 const TARGET_P50_MS = 3;
 const TARGET_P99_MS = 25;
@@ -246,32 +251,6 @@ async function runMain(): Promise<number> {
 }
 
 /**
- * CPU time of each thread of the proxy process so far (Linux `/proc`; undefined elsewhere): its
- * main thread, then the rest, largest first — the governance worker, V8's garbage-collection
- * helpers, the SQLite checkpointer — which share the machine's cores with it.
- */
-function threadCpuMs(pid: number | undefined): { main: number; others: number[] } | undefined {
-  if (pid === undefined) return undefined;
-  try {
-    const ticks = (task: string) => {
-      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // utime and stime, in clock ticks of 10 ms.
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    };
-    const tasks = readdirSync(`/proc/${pid}/task`);
-    const others = tasks
-      .filter((task) => task !== String(pid))
-      .map(ticks)
-      .filter((ms) => ms >= 50)
-      .sort((left, right) => right - left);
-    return { main: ticks(String(pid)), others };
-  } catch {
-    return undefined;
-  }
-}
-
-/**
  * With `--proxy-log`: the time each request spent inside the proxy's handler (its latency less
  * the upstream's), apart for the requests that committed.
  */
@@ -300,7 +279,8 @@ function insideRows(logs: ReadonlyArray<Record<string, unknown>>): Array<[string
   ];
 }
 
-runMain().then(
+const args = process.argv.slice(2);
+(args.includes('--agent-bodies') ? runAgentBodies(args) : runMain()).then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -2,14 +2,14 @@ import type { z } from 'zod';
 import { BadInputError } from '../core/errors.js';
 
 /**
- * Check every wire message against its adapter's schema before any conversion, and fail with
- * a BadInputError that names the adapter, the message index and the offending field.
+ * Check every wire message (from index `from` on: those before were checked by an earlier
+ * reading) against its adapter's schema before any conversion, and fail with a BadInputError
+ * that names the adapter, the message index and the offending field.
  */
-export function validateMessages<T>(input: unknown, schema: z.ZodType<T>, label: string): T[] {
+export function validateMessages<T>(input: unknown, schema: z.ZodType<T>, label: string, from = 0): T[] {
   if (!Array.isArray(input)) throw new BadInputError(`${label}: expected an array`);
-  input.forEach((item, index) => {
-    validateMessage(item, schema, label, index);
-  });
+  for (let index = from; index < input.length; index += 1)
+    validateMessage(input[index], schema, label, index);
   return input as T[];
 }
 

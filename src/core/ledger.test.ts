@@ -148,6 +148,35 @@ describe('indexTranscript: stability', () => {
     }
   });
 
+  it('indexes anchors and references the same whenever they are first read', () => {
+    const messages = sampleSession();
+    const readAtEnd = indexTranscript(messages, options);
+    const readAsTheyCome = createLedger(options);
+    for (const message of messages) {
+      readAsTheyCome.append([message]);
+      for (const each of readAsTheyCome.objects) expect(each.references).toBeDefined();
+      expect(readAsTheyCome.spokenAnchors).toBeDefined();
+    }
+    expect(snapshot(readAsTheyCome)).toEqual(snapshot(readAtEnd));
+    expect([...readAsTheyCome.spokenAnchors]).toEqual([...readAtEnd.spokenAnchors]);
+    expect(readAtEnd.objects.some((each) => each.references.length > 0)).toBe(true);
+    expect(readAtEnd.objects.every((each) => each.kind === 'system' || each.anchors.length > 0)).toBe(true);
+  });
+
+  it('lets a pin rule read the anchors of the object it judges', () => {
+    const seen: number[] = [];
+    const ledger = createLedger({
+      ...options,
+      pin: (each) => {
+        seen.push(each.anchors.length);
+        return undefined;
+      },
+    });
+    ledger.append(sampleSession());
+    expect(seen.some((count) => count > 0)).toBe(true);
+    expect(seen).toEqual(ledger.objects.map((each) => each.anchors.length));
+  });
+
   it('keeps existing objects as they were when later messages arrive, except spans and references', () => {
     const messages = sampleSession();
     const ledger = indexTranscript(messages.slice(0, 10), options);

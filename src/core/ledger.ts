@@ -177,7 +177,10 @@ export function createLedger(options: LedgerOptions): Ledger {
     const list = objectsByMessage.get(object.messageIndex) ?? [];
     list.push(object);
     objectsByMessage.set(object.messageIndex, list);
-    for (const anchor of object.anchors.slice(0, maxAnchors)) {
+  };
+
+  const indexObjectAnchors = (object: LedgerObject, anchors: readonly Anchor[]) => {
+    for (const anchor of anchors.slice(0, maxAnchors)) {
       const holders = anchorIndex.get(anchor.value) ?? [];
       holders.push(object);
       anchorIndex.set(anchor.value, holders);
@@ -201,39 +204,71 @@ export function createLedger(options: LedgerOptions): Ledger {
     }
   };
 
+  /**
+   * Anchors and references are indexed when first read (a planner, a fold's summary), not as
+   * messages come: most calls of a session govern nothing and never read them. Messages wait
+   * in order, so the index is the one indexing each message as it came would have built.
+   */
+  const waiting: Array<{ index: number; message: Message; created: Array<[LedgerObject, () => Anchor[]]> }> =
+    [];
+  const indexWaiting = () => {
+    for (const { index, message, created } of waiting.splice(0)) {
+      for (const [object, anchorsOf] of created) {
+        const anchors = anchorsOf();
+        anchorsOfObject.set(object, anchors);
+        if (object.kind === 'system') for (const anchor of anchors) spokenAnchors.add(anchor.value);
+        indexObjectAnchors(object, anchors);
+      }
+      // Only what the agent and the user say counts as use; tool output echoing a path does not.
+      if (message.role === 'assistant' || message.role === 'user') {
+        recordReferences(index, messageReferenceText(message), new Set(created.map(([object]) => object)));
+      }
+    }
+  };
+  const anchorsOfObject = new WeakMap<LedgerObject, Anchor[]>();
+  /** An object whose anchors and references are read through the index of waiting messages. */
+  const withLazyAnchors = (object: LedgerObject): LedgerObject => {
+    const references = object.references;
+    Object.defineProperties(object, {
+      anchors: {
+        enumerable: true,
+        get: () => {
+          indexWaiting();
+          return anchorsOfObject.get(object) ?? [];
+        },
+      },
+      references: {
+        enumerable: true,
+        get: () => {
+          indexWaiting();
+          return references;
+        },
+      },
+    });
+    return object;
+  };
+
   const indexAnchors = options.indexAnchors !== false;
   const indexMessage = (message: Message, index: number, partCounts: readonly number[]) => {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
-    const created = new Set<LedgerObject>();
+    const created: Array<[LedgerObject, () => Anchor[]]> = [];
     if (message.role === 'system') {
       systemCount += 1;
-      const object = payloadObject(
-        `system:${systemCount}`,
-        'system',
-        index,
-        message.parts,
-        sumOf(partCounts),
-        indexAnchors,
-      );
-      const textValue = message.parts.map(partText).join('\n');
+      const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));
+      const textValue = payloadText(message.parts);
       const first = systemTexts.get(textValue);
       if (first === undefined) systemTexts.set(textValue, object.id);
       else object.restates = first;
-      for (const anchor of object.anchors) spokenAnchors.add(anchor.value);
-      register(object, message);
-      created.add(object);
+      created.push([object, () => extractAnchors(textValue)]);
     } else if (message.role === 'user') {
       userCount += 1;
       const object = payloadObject(
         `conversation:user:${userCount}`,
         'conversation',
         index,
-        message.parts,
         sumOf(partCounts),
-        indexAnchors,
       );
-      register(object, message);
-      created.add(object);
+      created.push([object, () => extractAnchors(payloadText(message.parts))]);
       openConversation = object;
     } else if (message.role === 'assistant') {
       for (const part of message.parts) {
@@ -244,25 +279,29 @@ export function createLedger(options: LedgerOptions): Ledger {
       message.parts.forEach((part, partIndex) => {
         if (part.type !== 'tool-result') return;
         functionCount += 1;
+        const call = calls.get(part.callId);
         const object = functionObject(
           part,
           partIndex,
           index,
           functionCount,
-          calls.get(part.callId),
+          call,
           partCounts[partIndex] ?? 0,
-          indexAnchors,
         );
-        register(object, message);
-        created.add(object);
+        created.push([
+          object,
+          () => extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${partText(part)}`),
+        ]);
       });
     }
+    // Waiting before the pin rule sees the objects, so that a rule reading anchors finds them.
+    if (indexAnchors) {
+      for (const [object] of created) withLazyAnchors(object);
+      waiting.push({ index, message, created });
+    }
+    for (const [object] of created) register(object, message);
     conversationOfMessage[index] = openConversation;
     if (openConversation) openConversation.span.end = index + 1;
-    // Only what the agent and the user say counts as use; tool output echoing a path does not.
-    if (indexAnchors && (message.role === 'assistant' || message.role === 'user')) {
-      recordReferences(index, messageReferenceText(message), created);
-    }
   };
 
   return {
@@ -272,7 +311,10 @@ export function createLedger(options: LedgerOptions): Ledger {
     chain,
     objectsByMessage,
     options,
-    spokenAnchors,
+    get spokenAnchors() {
+      indexWaiting();
+      return spokenAnchors;
+    },
     get totalTokens() {
       return totalTokens;
     },
@@ -334,15 +376,11 @@ export function argumentValuesText(argumentsText: string): string {
   return values.join('\n');
 }
 
-function payloadObject(
-  id: string,
-  kind: ObjectKind,
-  index: number,
-  parts: Part[],
-  tokens: number,
-  withAnchors: boolean,
-): LedgerObject {
-  const textValue = parts.map(partText).join('\n');
+function payloadText(parts: readonly Part[]): string {
+  return parts.map(partText).join('\n');
+}
+
+function payloadObject(id: string, kind: ObjectKind, index: number, tokens: number): LedgerObject {
   return {
     id,
     kind,
@@ -350,7 +388,7 @@ function payloadObject(
     span: { start: index, end: index + 1 },
     isError: false,
     tokens,
-    anchors: withAnchors ? extractAnchors(textValue) : [],
+    anchors: [],
     references: [],
     pinned: false,
   };
@@ -363,7 +401,6 @@ function functionObject(
   ordinal: number,
   call: { messageIndex: number; name: string; arguments: string } | undefined,
   tokens: number,
-  withAnchors: boolean,
 ): LedgerObject {
   const name = call?.name ?? part.name;
   const output = partText(part);
@@ -378,7 +415,7 @@ function functionObject(
     isError:
       part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
     tokens,
-    anchors: withAnchors ? extractAnchors(`${argumentValuesText(call?.arguments ?? '')}\n${output}`) : [],
+    anchors: [],
     references: [],
     pinned: false,
   };

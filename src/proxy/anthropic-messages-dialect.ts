@@ -43,12 +43,17 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
 export const anthropicMessagesDialect: WireDialect = {
   route: 'messages',
   provider: 'anthropic',
+  conversationField: 'messages',
   checkBody(body) {
     requireModel(body);
     requireArray(body, 'messages');
   },
+  transcriptFields: ['system'],
   readTranscript(body) {
-    return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt).messages;
+    return anthropicMessagesDialect.readElements(body).messages;
+  },
+  readElements(body, resume) {
+    return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt, resume);
   },
   writeTranscript(body, view) {
     const written = toAnthropicMessages([...view]);

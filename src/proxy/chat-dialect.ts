@@ -25,12 +25,17 @@ function onlyMessage(answer: unknown): JsonObject | undefined {
 export const chatDialect: WireDialect = {
   route: 'chat',
   provider: 'openai',
+  conversationField: 'messages',
   checkBody(body) {
     requireModel(body);
     requireArray(body, 'messages');
   },
+  transcriptFields: [],
   readTranscript(body) {
-    return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[]).messages;
+    return chatDialect.readElements(body).messages;
+  },
+  readElements(body, resume) {
+    return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[], resume);
   },
   writeTranscript(body, view) {
     return replaceFields(body, { messages: toOpenAIChat([...view]).messages });

@@ -53,6 +53,8 @@ export interface GovernInput {
   signal: AbortSignal;
   /** Send the request through the stateless lane instead of governing it (it is over budget). */
   lane?: LaneReason;
+  /** `transcriptChain(transcript)`, when the transcript cache knows it. */
+  chain?: readonly string[];
 }
 
 export type GovernSettings = Pick<
@@ -109,6 +111,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
       governor.project(input.identity.storeSessionId, input.transcript, {
         signal: input.signal,
         reservedTokens: reserve.total,
+        ...(input.chain === undefined ? {} : { chain: input.chain }),
       }),
       settings.governanceTimeBudgetMs,
     );

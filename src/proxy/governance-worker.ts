@@ -27,6 +27,7 @@ import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createMetricsRecorder } from './proxy-metrics.js';
 import { responsesDialect } from './responses-dialect.js';
+import { createTranscriptCache } from './transcript-cache.js';
 import type { WireDialect } from './wire-dialect.js';
 
 const DIALECTS: Readonly<Record<string, WireDialect>> = Object.fromEntries(
@@ -75,6 +76,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
   const windowFor = (model: string, requestHeaders: Headers) =>
     options.window ?? contextWindowOf(model, requestHeaders);
   const aborts = new Map<number, AbortController>();
+  const transcripts = createTranscriptCache();
 
   const reply = (message: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
   const failure = (id: number, error: unknown): WorkerReply => {
@@ -140,10 +142,13 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         headers,
         signal: controller.signal,
         lane: message.lane,
+        transcripts,
       });
       const { governor: _governor, ...value } = prepared;
-      // The body goes back moved, not copied: the client's own bytes when it is unchanged.
-      reply({ id: message.id, ok: true, value, ...side() }, transferOf(value.body));
+      // A governed body goes back moved, not copied; the client's own bytes (a body governance
+      // left as it came) are copied, since the transcript cache keeps them for the next request.
+      const moved = value.body === message.bytes ? [] : transferOf(value.body);
+      reply({ id: message.id, ok: true, value, ...side() }, moved);
     } catch (error) {
       reply({ ...failure(message.id, error), ...side() });
     } finally {

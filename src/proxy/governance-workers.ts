@@ -66,7 +66,7 @@ export function defaultGovernanceThreads(cores = availableParallelism()): number
 }
 
 /** What the proxy's thread hands over for one request: `prepareUpstream`'s input, settings by value. */
-export type GovernanceInput = Omit<PrepareInput, 'settings'> &
+export type GovernanceInput = Omit<PrepareInput, 'settings' | 'transcripts'> &
   Pick<PrepareInput['settings'], 'failOpen' | 'recovery'> & {
     /** Governance that has not answered this long after the request arrived gives way to the lane. */
     timeBudgetMs?: number | undefined;

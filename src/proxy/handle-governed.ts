@@ -73,9 +73,14 @@ export async function handleGoverned(
           ? ('over-size' as const)
           : undefined,
     };
+    const prepareStarted = settings.now();
     const prepared =
       settings.governance === undefined
-        ? await prepareUpstream({ ...input, settings: { ...settings, recovery: recoveryAllowed } })
+        ? await prepareUpstream({
+            ...input,
+            settings: { ...settings, recovery: recoveryAllowed },
+            transcripts: settings.transcripts,
+          })
         : await settings.governance.prepare(
             {
               ...input,
@@ -85,6 +90,7 @@ export async function handleGoverned(
             },
             settings.metrics,
           );
+    trace.entry.prepareMs = Math.round((settings.now() - prepareStarted) * 1000) / 1000;
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined) return await forward(exchange, prepared.body);
     const recovery = createRecovery({

@@ -2,11 +2,13 @@
  * The governance step of a governed request, from the client's body bytes to the bytes the
  * upstream gets: decode, parse and check them, find the session, govern it. It needs no socket,
  * so it runs on the proxy's own thread or in a governance worker (`governance-workers.ts`)
- * alike; either way it returns only what the rest of the request needs, as bytes, so no text, no
- * parsed tree and no transcript of the request stays on a JavaScript heap through the upstream
- * wait (a second or more, with hundreds of requests in flight: kept, they would survive
- * young-generation collections and be copied again and again). A body governance leaves as it
- * is goes upstream as the client's own bytes.
+ * alike; either way it returns only what the rest of the request needs, as bytes, so nothing of
+ * the request stays on a JavaScript heap through the upstream wait (a second or more, with
+ * hundreds of requests in flight: kept, it would survive young-generation collections and be
+ * copied again and again) but what the thread's transcript cache keeps on purpose: the latest
+ * body of each conversation, parsed and read, within its bounds, so that the next request of the
+ * conversation parses, reads, hashes and writes back only what it adds. A body governance leaves
+ * as it is goes upstream as the client's own bytes.
  *
  * Only a body the provider itself would refuse is refused here (not JSON, no `model`, no
  * `messages` array): one whose conversation the adapters cannot read (a block or item of a shape
@@ -26,6 +28,7 @@ import type { RecoveryWindow } from './recovery-budget.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import type { LaneReason } from './stateless-lane.js';
+import type { BodyReading, BoundTranscript, TranscriptCache } from './transcript-cache.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
 import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
 
@@ -63,6 +66,8 @@ export interface PrepareInput {
   signal: AbortSignal;
   /** Through the stateless lane instead of governance, and why (the request is over budget). */
   lane?: LaneReason | undefined;
+  /** This thread's transcript cache: a request that repeats an earlier one costs what it adds. */
+  transcripts?: TranscriptCache;
 }
 
 export interface PreparedUpstream {
@@ -86,9 +91,13 @@ export interface PreparedRequest extends PreparedUpstream {
   governor?: RecoveryGovernor;
 }
 
-/** Tool arguments are JSON inside a string, which the body's own depth check cannot see into. */
-function checkArgumentDepth(transcript: readonly Message[]): void {
+/**
+ * Tool arguments are JSON inside a string, which the body's own depth check cannot see into.
+ * Messages before `from` were checked with an earlier request.
+ */
+function checkArgumentDepth(transcript: readonly Message[], from = 0): void {
   transcript.forEach((message, messageIndex) => {
+    if (messageIndex < from) return;
     for (const part of message.parts) {
       if (part.type === 'tool-call' && exceedsJsonDepth(part.arguments)) {
         throw new BadInputError(
@@ -103,16 +112,30 @@ function checkArgumentDepth(transcript: readonly Message[]): void {
 /** Why a governed route's body went upstream ungoverned: the adapters could not read it. */
 export const UNREADABLE_SHAPE = 'unreadable-shape';
 
-export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
-  const { settings, dialect, trace, headers } = input;
+/** The body parsed, through the transcript cache when there is one and it can read the bytes. */
+function readBody(input: PrepareInput): { body: JsonObject; reading?: BodyReading } {
+  const reading = input.transcripts?.read({
+    dialect: input.dialect,
+    namespace: input.keyHash,
+    bytes: input.bytes,
+  });
+  if (reading !== undefined) return { body: reading.body, reading };
   const body = parseJson(decodeBodyText(input.bytes), 'request body');
   if (!isJsonObject(body)) throw new BadInputError('request body: expected a JSON object');
+  return { body };
+}
+
+export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
+  const { settings, dialect, trace, headers } = input;
+  const { body, reading } = readBody(input);
   const model = requireModel(body);
   dialect.checkBody(body);
   trace.entry.stream = body.stream === true;
-  const transcript = readOrPassThrough(input, body);
-  if (transcript === undefined) return { body: input.bytes };
-  checkArgumentDepth(transcript);
+  const read = readOrPassThrough(input, body, reading);
+  if (read === undefined) return { body: input.bytes };
+  const { messages: transcript, bound } = read;
+  checkArgumentDepth(transcript, bound?.reused);
+  bound?.keep();
   const identity = deriveSessionIdentity({
     headers: input.requestHeaders,
     body,
@@ -138,13 +161,14 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     recoveryRoute,
     signal: input.signal,
     ...(input.lane === undefined ? {} : { lane: input.lane }),
+    ...(bound === undefined ? {} : { chain: bound.chain }),
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
   const recover = recoveryRoute && result !== undefined && hasRecoveryPointers(result.view);
-  if (!recover || governor === undefined) {
-    return { body: encodeBodyText(JSON.stringify(governed.body)) };
-  }
+  const render = (out: JsonObject) =>
+    reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
+  if (!recover || governor === undefined) return { body: render(governed.body) };
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
   const scope = result.recoverable;
@@ -154,7 +178,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     viewTokens: result.viewTokens,
   };
   return {
-    body: encodeBodyText(JSON.stringify(dialect.withTools(governed.body, RECOVERY_TOOLS))),
+    body: render(dialect.withTools(governed.body, RECOVERY_TOOLS)),
     recovery: { sessionId: identity.storeSessionId, client, scope, window },
     governor: scopeRecovery(governor, scope),
   };
@@ -165,9 +189,15 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
  * flagged, counted and logged as a pass-through (the log names where, never what: an adapter's
  * message holds indexes and field names, not content).
  */
-function readOrPassThrough(input: PrepareInput, body: JsonObject): Message[] | undefined {
+function readOrPassThrough(
+  input: PrepareInput,
+  body: JsonObject,
+  reading: BodyReading | undefined,
+): { messages: Message[]; bound?: BoundTranscript } | undefined {
   try {
-    return input.dialect.readTranscript(body);
+    if (reading === undefined) return { messages: input.dialect.readTranscript(body) };
+    const bound = reading.transcript();
+    return { messages: bound.messages, bound };
   } catch (error) {
     if (!(error instanceof BadInputError)) throw error;
     const { settings, trace, headers } = input;

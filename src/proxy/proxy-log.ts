@@ -20,6 +20,11 @@ export interface ProxyLogEntry {
   /** Until the last byte for streams, until the response for the rest. */
   latencyMs: number;
   upstreamMs?: number;
+  /**
+   * Time of the prepare step (parse, govern, write the body), in a governance worker or on the
+   * proxy's thread, waits for the worker included: part of `latencyMs`.
+   */
+  prepareMs?: number;
   /** Hash of the namespaced session id. */
   session?: string;
   /** Where the session id came from: `explicit`, `cc`, `codex`, `opencode`, `pck` or `auto`. */

@@ -16,6 +16,7 @@ import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
 import type { KeylessTenancy } from './session-identity.js';
+import { createTranscriptCache, type TranscriptCache } from './transcript-cache.js';
 
 export interface ProxyOptions {
   /**
@@ -109,6 +110,8 @@ export interface ProxySettings {
   storeHealth: (() => Promise<StoreHealth>) | undefined;
   /** Governance worker threads, when the proxy governs off its own thread. */
   governance: GovernanceWorkers | undefined;
+  /** The transcript cache of governance on the proxy's own thread (workers have their own). */
+  transcripts: TranscriptCache;
   metrics: ProxyMetrics;
   upstream: UpstreamTransport;
   now: () => number;
@@ -193,6 +196,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     },
     storeHealth: healthOf(options.store),
     governance: options.governance,
+    transcripts: createTranscriptCache(),
     metrics: createProxyMetrics(),
     upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),
     now: options.now ?? (() => performance.timeOrigin + performance.now()),

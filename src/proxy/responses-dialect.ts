@@ -33,12 +33,17 @@ function outputItems(answer: unknown): JsonObject[] {
 export const responsesDialect: WireDialect = {
   route: 'responses',
   provider: 'openai',
+  conversationField: 'input',
   checkBody(body) {
     requireModel(body);
     inputItems(body);
   },
+  transcriptFields: [],
   readTranscript(body) {
-    return fromOpenAIResponses(inputItems(body) as ResponseInputItem[]).messages;
+    return responsesDialect.readElements(body).messages;
+  },
+  readElements(body, resume) {
+    return fromOpenAIResponses(inputItems(body) as ResponseInputItem[], resume);
   },
   writeTranscript(body, view) {
     // A single string input is one user message, which governance never changes.

@@ -2,6 +2,8 @@
  * What the proxy needs to know about one governed route's wire format. Each route declares its
  * own capabilities here, so the request path never switches on a concrete provider.
  */
+
+import type { ElementReading, ReadResume } from '../adapters/read-resume.js';
 import { BadInputError } from '../core/errors.js';
 import type { Message } from '../core/transcript.js';
 import type { ProviderName } from './proxy-errors.js';
@@ -41,6 +43,10 @@ export interface WireDialect {
   /** Route name used in metrics and logs. */
   readonly route: 'chat' | 'responses' | 'messages';
   readonly provider: ProviderName;
+  /** The top-level field that holds the conversation. */
+  readonly conversationField: 'messages' | 'input';
+  /** The other top-level fields the transcript is read from (Anthropic's `system`). */
+  readonly transcriptFields: readonly string[];
   /**
    * The checks the provider itself makes before reading a conversation (`model` present,
    * `messages` an array): a `BadInputError` here is the client's error, answered with a 400.
@@ -51,6 +57,12 @@ export interface WireDialect {
    * the adapters cannot read, not proof of a bad request: the proxy forwards it ungoverned.
    */
   readTranscript(body: JsonObject): Message[];
+  /**
+   * `readTranscript` with where each conversation element's messages end, read from element
+   * `resume.index` on when an earlier reading of the same transcript fields and elements before
+   * it is known (the transcript cache).
+   */
+  readElements(body: JsonObject, resume?: ReadResume): ElementReading;
   /** The body with its transcript replaced by `view`, every other field as it came. */
   writeTranscript(body: JsonObject, view: readonly Message[]): JsonObject;
   /** Text of the request outside the transcript that identifies a conversation (instructions). */
@@ -122,13 +134,29 @@ export function positiveIntegerOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
 }
 
+/**
+ * JSON of request fields already written once: the transcript cache hands the same parsed tool
+ * definitions to every request of a conversation, which need not be serialised again to be counted.
+ */
+const fieldJson = new WeakMap<object, string>();
+
+function jsonOf(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return JSON.stringify(value);
+  let text = fieldJson.get(value);
+  if (text === undefined) {
+    text = JSON.stringify(value);
+    fieldJson.set(value, text);
+  }
+  return text;
+}
+
 /** Texts to count for the given request fields: strings as they are, anything else as JSON. */
 export function fieldTexts(...values: unknown[]): string[] {
   const texts: string[] = [];
   for (const value of values) {
     if (value === undefined || value === null) continue;
     if (Array.isArray(value) && value.length === 0) continue;
-    texts.push(typeof value === 'string' ? value : JSON.stringify(value));
+    texts.push(typeof value === 'string' ? value : jsonOf(value));
   }
   return texts;
 }

@@ -3,6 +3,7 @@ import type { ImagePart, Message, OpaquePart, Part, TextPart, Warning } from '..
 import { buildBase64DataUri } from '../data-uri.js';
 import { opaquePart } from '../opaque-part.js';
 import { extrasOf, isRecord, sliceProviderData } from '../provider-data.js';
+import { type ElementReading, type ReadResume, readBefore, toolNamesOf } from '../read-resume.js';
 import { describeIssues, validateMessages } from '../validate-messages.js';
 import {
   type AnthropicAssistantBlock,
@@ -33,34 +34,42 @@ export const NAMESPACE = 'anthropic';
  * not read (documents, search results, server tool use and results, ...) become opaque parts,
  * in place.
  *
+ * `resume` reads from a later message on, after an earlier reading of the same `system` and
+ * messages before it (see `read-resume.ts`).
+ *
  * @throws BadInputError naming the message index for a malformed message.
  */
-export function fromAnthropicMessages(prompt: AnthropicMessagesPrompt): {
-  messages: Message[];
-  warnings: Warning[];
-} {
+export function fromAnthropicMessages(
+  prompt: AnthropicMessagesPrompt,
+  resume?: ReadResume,
+): { messages: Message[]; warnings: Warning[] } & ElementReading {
   if (!isRecord(prompt)) throw new BadInputError('anthropic: expected { system?, messages }');
-  const out: Message[] = [];
-  if (prompt.system !== undefined) out.push(systemMessage(prompt.system));
-  const wire = validateMessages(prompt.messages, AnthropicMessage, 'anthropic message');
-  const toolNames = new Map<string, string>();
-  wire.forEach((message, turn) => {
-    if (message.role === 'user') {
-      out.push(...userMessages(message, turn, toolNames));
-      return;
-    }
-    if (message.role === 'system') {
-      out.push(midConversationSystem(message, turn));
-      return;
-    }
-    const content = typeof message.content === 'string' ? 'string' : undefined;
-    const parts =
-      typeof message.content === 'string'
-        ? [{ type: 'text' as const, text: message.content }]
-        : message.content.map((block) => assistantPart(block, toolNames));
-    out.push({ role: 'assistant', parts, ...sliceProviderData(NAMESPACE, { content }) });
-  });
-  return { messages: out, warnings: [] };
+  const from = resume?.index ?? 0;
+  const { messages: out, ends } =
+    resume === undefined ? { messages: systemMessages(prompt.system), ends: [] } : readBefore(resume);
+  if (resume === undefined) ends.push(out.length);
+  const wire = validateMessages(prompt.messages, AnthropicMessage, 'anthropic message', from);
+  const toolNames = toolNamesOf(out);
+  for (let turn = from; turn < wire.length; turn += 1) {
+    out.push(...wireMessage(wire[turn]!, turn, toolNames));
+    ends.push(out.length);
+  }
+  return { messages: out, warnings: [], ends };
+}
+
+function systemMessages(system: unknown): Message[] {
+  return system === undefined ? [] : [systemMessage(system)];
+}
+
+function wireMessage(message: AnthropicMessage, turn: number, toolNames: Map<string, string>): Message[] {
+  if (message.role === 'user') return userMessages(message, turn, toolNames);
+  if (message.role === 'system') return [midConversationSystem(message, turn)];
+  const content = typeof message.content === 'string' ? 'string' : undefined;
+  const parts =
+    typeof message.content === 'string'
+      ? [{ type: 'text' as const, text: message.content }]
+      : message.content.map((block) => assistantPart(block, toolNames));
+  return [{ role: 'assistant', parts, ...sliceProviderData(NAMESPACE, { content }) }];
 }
 
 function systemMessage(system: unknown): Message {

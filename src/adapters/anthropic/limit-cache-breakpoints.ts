@@ -53,12 +53,10 @@ export function limitCacheBreakpoints(
 ): LimitedBreakpoints {
   const clientMessages = Array.isArray(client.messages) ? client.messages : [];
   const topLevel = isBreakpoint(client.cache_control) ? 1 : 0;
-  const outside = countBreakpoints(client.tools) + countBreakpoints(governed.system) + topLevel;
-  const clientTotal =
-    countBreakpoints(client.tools) +
-    countBreakpoints(client.system) +
-    countBreakpoints(clientMessages) +
-    topLevel;
+  // Tool definitions are most of a body's objects: walked once.
+  const tools = countBreakpoints(client.tools);
+  const outside = tools + countBreakpoints(governed.system) + topLevel;
+  const clientTotal = tools + countBreakpoints(client.system) + countBreakpoints(clientMessages) + topLevel;
   const allowed = Math.max(0, Math.min(clientTotal, MAX_CACHE_BREAKPOINTS) - outside);
   if (countBreakpoints(clientMessages) === 0 && countBreakpoints(governed.messages) === 0)
     return { system: governed.system, messages: governed.messages, moved: 0, removed: 0 };

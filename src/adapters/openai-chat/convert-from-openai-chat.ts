@@ -2,6 +2,7 @@ import type { ImagePart, Message, OpaquePart, Part, TextPart, Warning } from '..
 import { parseDataUri } from '../data-uri.js';
 import { opaquePart } from '../opaque-part.js';
 import { extrasOf, type JsonRecord, sliceProviderData } from '../provider-data.js';
+import { type ElementReading, type ReadResume, readBefore, toolNamesOf } from '../read-resume.js';
 import { validateMessages } from '../validate-messages.js';
 import { type ContentShape, contentParts, defaultContentShape, NAMESPACE } from './content-shape.js';
 import {
@@ -30,12 +31,24 @@ const MESSAGE_KEYS: Record<OpenAIChatMessage['role'], readonly string[]> = {
  * name is looked up from the assistant call it answers (empty when there is none). User content
  * parts the adapter does not read (`input_audio`, `file`) become opaque parts, in place.
  *
+ * `resume` reads from a later message on, after an earlier reading of the same messages before
+ * it (see `read-resume.ts`).
+ *
  * @throws BadInputError naming the message index when a message does not match the schema.
  */
-export function fromOpenAIChat(input: OpenAIChatMessage[]): { messages: Message[]; warnings: Warning[] } {
-  const wire = validateMessages(input, OpenAIChatMessage, 'openai-chat message');
-  const toolNames = new Map<string, string>();
-  return { messages: wire.map((message) => convertMessage(message, toolNames)), warnings: [] };
+export function fromOpenAIChat(
+  input: OpenAIChatMessage[],
+  resume?: ReadResume,
+): { messages: Message[]; warnings: Warning[] } & ElementReading {
+  const from = resume?.index ?? 0;
+  const wire = validateMessages(input, OpenAIChatMessage, 'openai-chat message', from);
+  const { messages, ends } = resume === undefined ? { messages: [], ends: [0] } : readBefore(resume);
+  const toolNames = toolNamesOf(messages);
+  for (let index = from; index < wire.length; index += 1) {
+    messages.push(convertMessage(wire[index]!, toolNames));
+    ends.push(messages.length);
+  }
+  return { messages, warnings: [], ends };
 }
 
 function convertMessage(message: OpenAIChatMessage, toolNames: Map<string, string>): Message {

@@ -3,6 +3,7 @@ import type { ImagePart, Message, OpaquePart, Part, Role, TextPart, Warning } fr
 import { parseDataUri } from '../data-uri.js';
 import { opaquePart } from '../opaque-part.js';
 import { extrasOf, readSlice, sliceProviderData } from '../provider-data.js';
+import { type ElementReading, type ReadResume, readBefore, toolNamesOf } from '../read-resume.js';
 import { validateMessage } from '../validate-messages.js';
 import {
   isReadContent,
@@ -43,30 +44,38 @@ const LABEL = 'openai-responses item';
  * (`web_search_call`, `compaction`, `item_reference`, ...) in the assistant run.
  * Lossless: `toOpenAIResponses` writes the items back byte for byte.
  *
+ * `resume` reads from a later item on, after an earlier reading of the same items before it
+ * (see `read-resume.ts`); a run of assistant-side items that reaches the resume point is read
+ * again whole, since the items after it may join it.
+ *
  * @throws BadInputError naming the item index for a malformed item.
  */
-export function fromOpenAIResponses(input: ResponseInputItem[]): {
-  messages: Message[];
-  warnings: Warning[];
-} {
+export function fromOpenAIResponses(
+  input: ResponseInputItem[],
+  resume?: ReadResume,
+): { messages: Message[]; warnings: Warning[] } & ElementReading {
   if (!Array.isArray(input)) throw new BadInputError(`${LABEL}s: expected an array`);
-  const messages: Message[] = [];
-  const toolNames = new Map<string, string>();
+  let from = resume?.index ?? 0;
+  // The items before `from` passed validation when they were read before.
+  while (from > 0 && isAssistantSide(input[from - 1]!)) from -= 1;
+  const { messages, ends } = resume === undefined ? { messages: [], ends: [0] } : readBefore(resume, from);
+  const toolNames = toolNamesOf(messages);
   let assistant: Message | undefined;
-  input.forEach((raw, index) => {
-    const item = validateItem(raw, index);
+  for (let index = from; index < input.length; index += 1) {
+    const item = validateItem(input[index], index);
     if (isAssistantSide(item)) {
       if (!assistant) {
         assistant = { role: 'assistant', parts: [] };
         messages.push(assistant);
       }
       assistant.parts.push(...assistantParts(item, toolNames));
-      return;
+    } else {
+      assistant = undefined;
+      messages.push(inputSideMessage(item, toolNames));
     }
-    assistant = undefined;
-    messages.push(inputSideMessage(item, toolNames));
-  });
-  return { messages, warnings: [] };
+    ends.push(messages.length);
+  }
+  return { messages, warnings: [], ends };
 }
 
 /** Items the model produced: they join the assistant run. */

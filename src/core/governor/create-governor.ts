@@ -44,8 +44,12 @@ function createLedgerCache(options: GovernorOptions) {
     tokenCounter: options.tokenCounter ?? approximateTokenCounter,
     pin: createPinRule(options.pins),
   };
-  return (sessionId: string, messages: readonly Message[]): { ledger: Ledger; divergedAt?: number } => {
-    const chain = transcriptChain(messages);
+  return (
+    sessionId: string,
+    messages: readonly Message[],
+    known?: readonly string[],
+  ): { ledger: Ledger; divergedAt?: number } => {
+    const chain = known?.length === messages.length ? known : transcriptChain(messages);
     const cached = ledgers.get(sessionId);
     ledgers.delete(sessionId);
     let divergedAt: number | undefined;
@@ -202,7 +206,7 @@ export function createGovernor(options: GovernorOptions): Governor {
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
       const limits = limitsFor(callOptions.reservedTokens);
-      const { ledger, divergedAt } = ledgerFor(sessionId, messages);
+      const { ledger, divergedAt } = ledgerFor(sessionId, messages, callOptions.chain);
       const { callTime, previousCall } = noteCall(sessionId, messages);
       const warnings: Warning[] = [];
       const reconciled = await readReconciled(sessionId, ledger, divergedAt, warnings);

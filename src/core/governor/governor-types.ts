@@ -114,6 +114,11 @@ export interface ProjectCallOptions {
    * the view must fit in `window − reservedTokens` (default 0).
    */
   reservedTokens?: number;
+  /**
+   * `transcriptChain(messages)`, when the caller keeps it between calls (the proxy's transcript
+   * cache hashes only what a request adds); a chain of another length is ignored and computed.
+   */
+  chain?: readonly string[];
 }
 
 /** Recovery keys → sidecar keys (`ProjectResult.recoverable`). */

@@ -5,14 +5,18 @@
  * on SIGTERM its event-loop delay and the CPU time it used before it exits.
  *
  *   node --import tsx src/proxy/testing/run-proxy-child.ts --store <store URL> --upstream <url>
- *     [--window 2000] [--port 0] [--quiet] [--ungoverned] [--threads 1]
+ *     [--window 2000|model] [--port 0] [--quiet] [--ungoverned] [--threads 1]
+ *     [--tokenizer per-provider]
  *
  * `--ungoverned` forwards every request untouched (the cost of the hop alone, for comparison);
- * `--threads N` governs in N worker threads (as `selfgc proxy` does), 0 on the proxy's thread.
+ * `--threads N` governs in N worker threads (as `selfgc proxy` does), 0 on the proxy's thread;
+ * `--window model` keeps each model's own window; `--tokenizer per-provider` counts with each
+ * provider's BPE encoding, as `selfgc proxy` does (default: the approximate counter).
  */
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { createStoreFromUrl } from '../../stores/parse-store-url.js';
+import { providerTokenCounters } from '../../tokenizers/create-token-counter.js';
 import { createProxy } from '../create-proxy.js';
 import { createGovernanceWorkers } from '../governance-workers.js';
 import { createGovernorPool } from '../governor-pool.js';
@@ -29,11 +33,12 @@ async function runMain(): Promise<void> {
       quiet: { type: 'boolean', default: false },
       ungoverned: { type: 'boolean', default: false },
       threads: { type: 'string', default: '1' },
+      tokenizer: { type: 'string' },
     },
   });
   if (values.store === undefined || values.upstream === undefined) {
     throw new Error(
-      'usage: run-proxy-child --store <store URL> --upstream <url> [--window N] [--port N] [--quiet]',
+      'usage: run-proxy-child --store <store URL> --upstream <url> [--window N|model] [--port N] [--quiet]',
     );
   }
   const threads = Number(values.threads);
@@ -41,20 +46,38 @@ async function runMain(): Promise<void> {
     values.store,
     threads === 0 && !values.ungoverned ? { sqliteCheckpoints: 'background' } : {},
   );
-  const window = Number(values.window);
+  const window = values.window === 'model' ? undefined : Number(values.window);
+  if (values.tokenizer !== undefined && values.tokenizer !== 'per-provider') {
+    throw new Error(`--tokenizer: expected per-provider, got ${values.tokenizer}`);
+  }
+  const perProvider = values.tokenizer === 'per-provider';
+  const tokenCounter = perProvider ? providerTokenCounters() : undefined;
   const governance =
     values.ungoverned || threads === 0
       ? undefined
-      : createGovernanceWorkers({ storeUrl: values.store, window, cache: 'blind', threads });
+      : createGovernanceWorkers({
+          storeUrl: values.store,
+          cache: 'blind',
+          threads,
+          ...(window === undefined ? {} : { window }),
+          ...(perProvider ? { tokenizer: 'per-provider' as const } : {}),
+        });
   const proxy = createProxy({
     ...(values.ungoverned
       ? {}
       : governance === undefined
-        ? { governor: createGovernorPool({ store, cache: 'blind' }) }
+        ? {
+            governor: createGovernorPool({
+              store,
+              cache: 'blind',
+              ...(tokenCounter ? { tokenCounter } : {}),
+            }),
+          }
         : { governance }),
+    ...(tokenCounter ? { tokenCounter } : {}),
     store,
     upstreams: { openai: values.upstream, anthropic: values.upstream },
-    window,
+    ...(window === undefined ? {} : { window }),
     failOpen: false,
     ...(values.quiet ? {} : { logger: jsonLineLogger((line) => process.stdout.write(line)) }),
   });

@@ -20,7 +20,10 @@ export interface ProxyChildOptions {
   /** A store URL: `sqlite:<file>`, `memory:`, `redis://…`, `postgres://…`. */
   storeUrl: string;
   upstreamUrl: string;
-  window?: number;
+  /** The window of every model, or `model` for each model's own. Default 2000. */
+  window?: number | 'model';
+  /** Count with each provider's BPE encoding, as `selfgc proxy` does. */
+  tokenizer?: 'per-provider';
   quiet?: boolean;
   /** Forward every request untouched (no governor). */
   ungoverned?: boolean;
@@ -37,6 +40,7 @@ export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild>
   if (options.quiet === true) args.push('--quiet');
   if (options.ungoverned === true) args.push('--ungoverned');
   if (options.threads !== undefined) args.push('--threads', String(options.threads));
+  if (options.tokenizer !== undefined) args.push('--tokenizer', options.tokenizer);
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const logs: Array<Record<string, unknown>> = [];
