@@ -1,7 +1,7 @@
 /**
  * Agent-sized request bodies for the proxy benches: what a coding agent CLI sends on each turn of
  * a long session. A large system prompt or `instructions`, 200 tool definitions with realistic
- * JSON schemas (about 100 KB of JSON), and a conversation that grows by one tool round per turn —
+ * JSON schemas (over 100 KB of JSON), and a conversation that grows by one tool round per turn —
  * the assistant says what it does next and calls a tool, the tool answers with a file, a command's
  * output or a search — with a new user request every few rounds. Shapes follow the clients:
  * Claude Code's Anthropic Messages (system blocks, `metadata.user_id`, breakpoints on the last
