@@ -156,7 +156,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:v
 h1{font-size:24px;margin:0 0 12px}h2{font-size:19px;margin:36px 0 10px;border-bottom:1px solid var(--rule);padding-bottom:6px}h3{font-size:16px;margin:28px 0 6px}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0}.facts dt{color:var(--muted)}.facts dd{margin:0}
 .inputs{margin:0;padding:0;list-style:none}code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f4f4f7;padding:1px 4px;border-radius:3px}
-table.results{border-collapse:collapse;width:100%;margin:8px 0 16px;font-variant-numeric:tabular-nums}
+table.results{display:block;overflow-x:auto;border-collapse:collapse;margin:8px 0 16px;font-variant-numeric:tabular-nums}
 .results caption{text-align:left;color:var(--muted);padding-bottom:6px}.results th,.results td{padding:5px 10px;border-bottom:1px solid var(--rule);text-align:right;white-space:nowrap}
 .results th[scope=row],.results thead th:first-child{text-align:left}.results thead th{font-weight:600;border-bottom:2px solid #c9c9d0;white-space:normal}
 .ci,.muted{color:var(--muted);font-size:12px}[data-table=session-mode] .ci{display:block}.swatch{vertical-align:middle;margin-right:6px}
