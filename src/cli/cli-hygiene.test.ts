@@ -6,25 +6,11 @@ import { BadInputError } from '../core/errors.js';
 import { parseDuration, positiveInteger } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { runCommand } from './run-main.js';
+import { captureIo } from './testing/capture-io.js';
 
 const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).pathname;
 
 /** An io that records output and counts progress reports (work done). */
-function captureIo() {
-  const out: string[] = [];
-  const err: string[] = [];
-  let progress = 0;
-  const io: CliIo = {
-    stdout: (text) => out.push(text),
-    stderr: (text) => err.push(text),
-    progress: () => {
-      progress += 1;
-    },
-    cwd: process.cwd(),
-    argv0: 'selfgc',
-  };
-  return { io, out: () => out.join(''), err: () => err.join(''), progress: () => progress };
-}
 
 async function refusal(argv: string[], io: CliIo): Promise<BadInputError> {
   const error = await runCommand(argv, io).then(

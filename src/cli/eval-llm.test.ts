@@ -5,8 +5,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { EvalSummary } from '../eval/eval-summary.js';
 import type { ScriptedReply, ScriptedRequest } from '../testing/scripted-reply.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../testing/scripted-upstream.js';
-import type { CliIo } from './cli-io.js';
 import { runCommand, runMain } from './run-main.js';
+import { captureIo } from './testing/capture-io.js';
 
 const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).pathname;
 /** Every sample session has this read (message 13), before its automatic cuts. */
@@ -17,20 +17,6 @@ afterEach(async () => {
   await upstream?.close();
   upstream = undefined;
 });
-
-function captureIo(env?: CliIo['env']) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    stdout: (text) => out.push(text),
-    stderr: (text) => err.push(text),
-    progress: () => {},
-    cwd: process.cwd(),
-    argv0: 'selfgc',
-    ...(env ? { env } : {}),
-  };
-  return { io, out: () => out.join(''), err: () => err.join('') };
-}
 
 const isJudge = (request: ScriptedRequest) => request.rawBody.includes('Evaluation steps:');
 const isPlanner = (request: ScriptedRequest) => request.rawBody.includes('LEDGER VIEW');

@@ -2,23 +2,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliIo } from './cli-io.js';
 import { runCommand } from './run-main.js';
+import { captureIo } from './testing/capture-io.js';
 
 const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).pathname;
-
-function captureIo() {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    stdout: (text) => out.push(text),
-    stderr: (text) => err.push(text),
-    progress: () => {},
-    cwd: process.cwd(),
-    argv0: 'selfgc',
-  };
-  return { io, out: () => out.join(''), err: () => err.join('') };
-}
 
 describe('selfgc inspect', () => {
   it('prints the ledger of a session', async () => {

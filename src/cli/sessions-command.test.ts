@@ -7,26 +7,13 @@ import { createGovernor } from '../core/governor/create-governor.js';
 import { longSession } from '../core/testing/long-session.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import { createSqliteStore } from '../stores/sqlite-store.js';
-import type { CliIo } from './cli-io.js';
 import { runCommand } from './run-main.js';
 import type { StoredSessionReport } from './stored-session.js';
+import { captureIo } from './testing/capture-io.js';
 
 const KEY_HASH = 'a'.repeat(32);
 const OTHER_HASH = 'b'.repeat(32);
 const SECRET = 'AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI';
-
-function captureIo() {
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: CliIo = {
-    stdout: (text) => out.push(text),
-    stderr: (text) => err.push(text),
-    progress: () => {},
-    cwd: process.cwd(),
-    argv0: 'selfgc',
-  };
-  return { io, out: () => out.join(''), err: () => err.join('') };
-}
 
 /** A store file holding governed sessions, as a proxy leaves it: `${keyHash}:${sessionId}`. */
 async function governedStore(): Promise<string> {

@@ -5,23 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { parseEntryModel } from '../core/valuator/entry-model.js';
 import type { RecordedSession } from '../eval/load-sessions.js';
 import { recallingSession } from '../eval/testing/eval-fixtures.js';
-import type { CliIo } from './cli-io.js';
 import { runCommand } from './run-main.js';
+import { captureIo } from './testing/capture-io.js';
 
 describe('selfgc train and --model', () => {
-  function captureIo() {
-    const out: string[] = [];
-    const err: string[] = [];
-    const io: CliIo = {
-      stdout: (text) => out.push(text),
-      stderr: (text) => err.push(text),
-      progress: () => {},
-      cwd: process.cwd(),
-      argv0: 'selfgc',
-    };
-    return { io, out: () => out.join(''), err: () => err.join('') };
-  }
-
   function sessionsFile(): string {
     const directory = mkdtempSync(join(tmpdir(), 'selfgc-train-'));
     const file = join(directory, 'review-agent.jsonl');
