@@ -96,6 +96,7 @@ function projectToolMessage(
 function projectSystemMessage(
   ledger: Ledger,
   index: number,
+  message: Message,
   state: ViewState,
 ): { message?: Message; tokens?: number } | undefined {
   const object = ledger.objectsByMessage.get(index)?.find((candidate) => candidate.kind === 'system');
@@ -103,7 +104,8 @@ function projectSystemMessage(
   if (!entry) return undefined;
   if (entry.replacement === '') return {};
   return {
-    message: { role: 'system', parts: [{ type: 'text', text: entry.replacement }] },
+    // The message keeps what the adapter knows of it (where it sat on the wire), not its text.
+    message: { ...message, parts: [{ type: 'text', text: entry.replacement }] },
     ...(entry.tokens === undefined ? {} : { tokens: entry.tokens + MESSAGE_OVERHEAD_TOKENS }),
   };
 }
@@ -145,7 +147,7 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
       continue;
     }
     if (message.role === 'system') {
-      const replaced = projectSystemMessage(ledger, index, state);
+      const replaced = projectSystemMessage(ledger, index, message, state);
       if (replaced) {
         if (replaced.message) push(index, replaced.message, true, replaced.tokens);
         continue;

@@ -72,6 +72,22 @@ describe('system messages that restate earlier ones', () => {
     expect(view.tokens).toBe(counted);
   });
 
+  it('keep what the adapter recorded of them (where they sat on the wire) when pruned', () => {
+    const messages = session();
+    messages[6] = { ...messages[6]!, providerData: { anthropic: { turn: 3 } } };
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [{ objectId: 'system:3', operation: 'prune', reason: 'test' }] },
+      { protectFrom: latestTurnStart(ledger) },
+    );
+    const item = projectView(ledger, rehearsal.stateAfter).items.find((candidate) => candidate.source === 6)!;
+    expect(item.changed).toBe(true);
+    expect(item.message.role).toBe('system');
+    expect(item.message.providerData).toEqual({ anthropic: { turn: 3 } });
+  });
+
   it('are the only system messages an operation may touch', () => {
     const ledger = ledgerOf();
     const protectFrom = latestTurnStart(ledger);
