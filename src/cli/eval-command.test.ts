@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EvalSummary } from '../eval/eval-summary.js';
-import { sampleSummary } from '../eval/report/sample-summary.js';
+import { sampleSummary, withoutRareTokens } from '../eval/report/sample-summary.js';
 import { formatSummary } from './eval-command.js';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
@@ -38,14 +37,7 @@ describe('formatSummary', () => {
   });
 
   it('prints dashes for a summary written before the rare-token judge', () => {
-    const older: EvalSummary = {
-      ...summary,
-      cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({
-        ...result,
-        own,
-      })),
-      sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
-    };
+    const older = withoutRareTokens(summary);
     const text = formatSummary(older);
     expect(text).not.toMatch(/undefined|NaN/);
     const olderLines = text.split('\n');

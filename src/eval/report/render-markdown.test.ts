@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EvalSummary, Rate } from '../eval-summary.js';
 import { wilson } from '../wilson.js';
 import { renderMarkdown } from './render-markdown.js';
-import { sampleSummary } from './sample-summary.js';
+import { sampleSummary, withoutRareTokens } from './sample-summary.js';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 const interval = (rate: Rate) => `${percent(rate.value)} [${percent(rate.low)}–${percent(rate.high)}]`;
@@ -122,14 +122,7 @@ describe('renderMarkdown', () => {
   it('explains both judges, and gives dashes for a summary written before the rare-token judge', () => {
     expect(markdown).toContain('**Rare-token no-impact** (a second judge, sharing no code with the first)');
     expect(markdown).toContain('(at most 5%, at least one)');
-    const older: EvalSummary = {
-      ...summary,
-      cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({
-        ...result,
-        own,
-      })),
-      sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
-    };
+    const older = withoutRareTokens(summary);
     const olderTables = tablesOf(renderMarkdown(older));
     for (const heading of ['Cut mode, each strategy at its own budget', 'Session mode, window 128,000'])
       for (const row of olderTables.get(heading)!.slice(2))

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../../core/errors.js';
 import type { EvalSummary } from '../eval-summary.js';
 import { MAX_TIMELINES, renderReport } from './render-report.js';
-import { sampleSummary } from './sample-summary.js';
+import { sampleSummary, withoutRareTokens } from './sample-summary.js';
 import { escapeHtml, niceTicks } from './svg.js';
 
 /** The opening tags of `tag` elements carrying `attribute` (with `value`, if given), as attribute maps. */
@@ -201,14 +201,7 @@ describe('renderReport', () => {
   });
 
   it('draws dashes for the rare-token judge in a summary written before it', () => {
-    const older: EvalSummary = {
-      ...summary,
-      cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({
-        ...result,
-        own,
-      })),
-      sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
-    };
+    const older = withoutRareTokens(summary);
     const rendered = renderReport(older);
     const cells = elements(rendered, 'td', 'data-column', 'rare-token-score');
     expect(cells).toHaveLength(summary.cutMode.length + summary.sessionMode.length);

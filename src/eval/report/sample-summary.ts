@@ -356,3 +356,12 @@ export function sampleSummary(): EvalSummary {
     pricing: PRICING,
   };
 }
+
+/** The summary as one written before the rare-token judge existed: its fields left out. */
+export function withoutRareTokens(summary: EvalSummary): EvalSummary {
+  return {
+    ...summary,
+    cutMode: summary.cutMode.map(({ own: { rareTokens: _rare, ...own }, ...result }) => ({ ...result, own })),
+    sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
+  };
+}
