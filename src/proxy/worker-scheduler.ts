@@ -38,8 +38,9 @@ export interface WorkerScheduler {
 
 interface Waiting {
   job: ScheduledJob<unknown>;
-  since: number;
   preferred: number;
+  /** Set when it has waited `stealAfterMs`: any free worker may take it from then on. */
+  mayMove: boolean;
   start(slot: number): void;
 }
 
@@ -67,7 +68,7 @@ export function createWorkerScheduler(options: {
 
   const slotFor = (waiting: Waiting): number | undefined => {
     if (!busy[waiting.preferred]) return waiting.preferred;
-    if (performance.now() - waiting.since < stealAfterMs) return undefined;
+    if (!waiting.mayMove) return undefined;
     const free = busy.indexOf(false);
     return free === -1 ? undefined : free;
   };
@@ -102,7 +103,7 @@ export function createWorkerScheduler(options: {
         };
         const waiting: Waiting = {
           job: job as ScheduledJob<unknown>,
-          since: performance.now(),
+          mayMove: false,
           preferred: preferredSlot(job.affinity),
           start(slot) {
             busy[slot] = true;
@@ -130,8 +131,15 @@ export function createWorkerScheduler(options: {
         if (job.budgetMs !== undefined) {
           timers.push(setTimeout(() => leave(() => resolve({ late: true })), job.budgetMs));
         }
-        // A job left waiting for its own worker looks for any free one once it may.
-        timers.push(setTimeout(pump, stealAfterMs));
+        // A job left waiting for its own worker looks for any free one once it may. The timer
+        // itself says so: a clock read when it fires can be a fraction of a millisecond short of
+        // the delay, and a job that missed its one chance would wait for an unrelated job to end.
+        timers.push(
+          setTimeout(() => {
+            waiting.mayMove = true;
+            pump();
+          }, stealAfterMs),
+        );
         queue.push(job.tenant, waiting);
         pump();
       });
