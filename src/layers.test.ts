@@ -15,7 +15,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   tokenizers: ['core'],
   stores: ['core'],
   adapters: ['core'],
-  llm: ['core'],
+  // The fork planner writes the agent's view with the adapters the proxy writes it with: a second
+  // writer would drift from them byte by byte, and the fork would miss the agent's prompt cache.
+  llm: ['core', 'adapters'],
   testing: ['core', 'adapters'],
   eval: ['core', 'tokenizers', 'stores', 'adapters', 'llm'],
   proxy: ['core', 'tokenizers', 'stores', 'adapters', 'llm'],

@@ -1,6 +1,6 @@
 /** Anthropic Messages wire format: `POST {baseUrl}/v1/messages`. */
 
-import { UpstreamError } from '../core/errors.js';
+import { BadInputError, UpstreamError } from '../core/errors.js';
 import type { LlmClientOptions, LlmRequest, LlmUsage, LlmWireFormat } from './llm-types.js';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -33,14 +33,28 @@ function messagesUrl(baseUrl: string): string {
 }
 
 function buildRequest(options: LlmClientOptions, request: LlmRequest) {
-  const systemParts = [request.system, request.json === true ? ANTHROPIC_JSON_INSTRUCTION : undefined];
-  const system = systemParts.filter((part) => part !== undefined && part !== '').join('\n\n');
+  const { fork } = request;
+  if (fork && request.system !== undefined)
+    throw new BadInputError("a forked request keeps the agent's system prompt: pass no system");
+  // A fork keeps the agent's system prompt byte for byte: the JSON request goes in its messages.
+  const systemParts = [
+    request.system,
+    request.json === true && !fork ? ANTHROPIC_JSON_INSTRUCTION : undefined,
+  ];
+  const system = fork
+    ? fork.system
+    : systemParts.filter((part) => part !== undefined && part !== '').join('\n\n');
+  // In the order the provider caches a prompt: tools, system, messages.
   const body: Record<string, unknown> = {
     model: options.model,
     max_tokens: request.maxTokens ?? ANTHROPIC_DEFAULT_MAX_TOKENS,
-    messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
   };
-  if (system !== '') body.system = system;
+  if (fork?.tools !== undefined) body.tools = fork.tools;
+  if (system !== undefined && system !== '') body.system = system;
+  body.messages = [
+    ...(fork?.messages ?? []),
+    ...request.messages.map((message) => ({ role: message.role, content: message.content })),
+  ];
   if (request.temperature !== undefined) body.temperature = request.temperature;
   const headers: Record<string, string> = {
     'content-type': 'application/json',

@@ -34,7 +34,7 @@ async function plannerFor(
     maxRetries: 0,
     ...client,
   });
-  return { planner: createLlmPlanner({ client: llm, ...planner }), server: upstream };
+  return { planner: createLlmPlanner({ client: llm, mode: 'ledger', ...planner }), server: upstream };
 }
 
 /** threeRequestSession: read_file:1, bash:2 (failing), edit_file:3, bash:4, bash:5 (ls -R src), read_file:6, read_file:7 (latest). */
@@ -65,7 +65,7 @@ function promptOf(request: ScriptedRequest | undefined): { system: string; user:
 
 const fallbackPlan = async () => (await createEmbeddedPlanner().plan(plannerInput())).plan;
 
-describe.each(['openai', 'anthropic'] as const)('createLlmPlanner (%s)', (provider) => {
+describe.each(['openai', 'anthropic'] as const)('createLlmPlanner, ledger mode (%s)', (provider) => {
   it('sends the contract and a ledger view, and returns the validated plan with its cost', async () => {
     const answer = {
       operations: [
@@ -193,7 +193,7 @@ describe.each(['openai', 'anthropic'] as const)('createLlmPlanner (%s)', (provid
   });
 });
 
-describe('createLlmPlanner screening', () => {
+describe('createLlmPlanner screening (ledger mode)', () => {
   it('drops unknown, protected, repeated and no-op operations, and folds what cannot be masked', async () => {
     const input = plannerInput({
       'function:bash:4': { operation: 'prune', replacement: '[pruned]', commitId: 'c1' },

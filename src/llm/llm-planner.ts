@@ -1,20 +1,25 @@
 /**
- * The LLM side-channel planner: the planner contract through a model. It sends a ledger view
- * (never the transcript) with the object-operation contract, reads a strict JSON answer, and
- * drops what is plainly invalid before the harness sees it. The answer is untrusted all the
- * same: the harness validates every operation again. On any failure — the endpoint, a timeout,
- * an answer that is not the format — it returns the fallback planner's plan, with a warning.
+ * The LLM side-channel planner: the planner contract through a model. In `fork` mode it sends
+ * the agent's own view with the planner instruction appended (the paper's side channel: the
+ * model sees everything, and the prefix is a prompt-cache read); in `ledger` mode a compact
+ * ledger view under a system prompt. Either way it reads a strict JSON answer and drops what is
+ * plainly invalid before the harness sees it. The answer is untrusted all the same: the harness
+ * validates every operation again. On any failure — the endpoint, a timeout, an answer that is
+ * not the format — it returns the fallback planner's plan, with a warning.
  */
 import { z } from 'zod';
 import { protectionOf } from '../core/gc-tools/ledger-rows.js';
 import type { PlannedOperation } from '../core/operations.js';
 import { createEmbeddedPlanner } from '../core/planners/embedded-planner.js';
 import type { Planner, PlannerInput, PlanResult } from '../core/planners/planner.js';
+import { projectView } from '../core/project-view.js';
 import { isMaskable, objectText } from '../core/render-replacement.js';
 import type { Warning } from '../core/transcript.js';
 import { extractJson } from './extract-json.js';
+import { renderForkInstruction } from './fork-planner-prompt.js';
+import { writeFork } from './fork-request.js';
 import { type LlmPlannerExample, plannerSystemPrompt, renderLedgerView } from './llm-planner-prompt.js';
-import type { LlmClient, LlmUsage } from './llm-types.js';
+import type { LlmClient, LlmRequest, LlmUsage } from './llm-types.js';
 
 /** One operation as the model writes it. */
 export const LlmPlanOperation = z.object({
@@ -22,6 +27,11 @@ export const LlmPlanOperation = z.object({
   operation: z.enum(['fold', 'mask', 'prune', 'keep']),
   reason: z.string(),
   summary: z.string().nullish(),
+  /**
+   * For the fold of a request (`conversation:user:K`): what the user asked and what came of it
+   * (the paper's field). It goes into the fold's summary line, before `summary`.
+   */
+  above_conversation_summary: z.string().nullish(),
 });
 export type LlmPlanOperation = z.infer<typeof LlmPlanOperation>;
 
@@ -29,17 +39,36 @@ export type LlmPlanOperation = z.infer<typeof LlmPlanOperation>;
 export const LlmPlanAnswer = z.object({ operations: z.array(LlmPlanOperation).max(2000) });
 export type LlmPlanAnswer = z.infer<typeof LlmPlanAnswer>;
 
+export type LlmPlannerMode = 'fork' | 'ledger';
+
 export interface LlmPlannerOptions {
   client: LlmClient;
+  /**
+   * `fork` (default): the agent's own view, written as the agent's request carries it, with the
+   * planner instruction appended as a last user message; the model reads every payload, and
+   * when the planner's endpoint and model are the agent's the view is a prompt-cache read.
+   * `ledger`: a compact ledger view (ids, sizes, short heads) under a system prompt with worked
+   * examples; blind to content, but short, for small models and small windows.
+   */
+  mode?: LlmPlannerMode;
   /** Used whenever the model fails or answers badly. Default: the embedded planner. */
   fallback?: Planner;
-  /** Unprotected objects listed in the ledger view, the largest first (default 120). */
+  /** Unprotected objects listed, the largest first (default 120 in ledger mode, 300 in fork mode). */
   maxObjects?: number;
-  /** Worked examples in the system prompt (default `DEFAULT_PLANNER_EXAMPLES`; `[]` for none). */
+  /** Ledger mode: worked examples in the system prompt (default `DEFAULT_PLANNER_EXAMPLES`; `[]` for none). */
   examples?: readonly LlmPlannerExample[];
   /** Output token limit of the planner's answer (default 2000). */
   maxOutputTokens?: number;
+  /**
+   * Fork mode: the agent's tool definitions in the planner provider's wire format. They are the
+   * first part of the prefix a provider caches, so the fork reads the agent's cache only with
+   * them; without them it shares its cache with earlier forks (see `writeFork`).
+   */
+  tools?: readonly unknown[];
 }
+
+/** What one mode sends, besides the settings every call shares. */
+type PlannerCall = Pick<LlmRequest, 'system' | 'messages' | 'fork'>;
 
 type Cost = NonNullable<PlanResult['cost']>;
 
@@ -92,16 +121,45 @@ export function screenOperations(input: PlannerInput, operations: readonly LlmPl
       dropped.push(`${entry.id} (already ${current})`);
     } else {
       seen.add(entry.id);
-      const summary = operation === 'fold' && entry.summary?.trim() ? entry.summary.trim() : undefined;
+      const summary = operation === 'fold' ? foldSummary(entry, object) : undefined;
       accepted.push({ objectId: entry.id, operation, reason, ...(summary ? { summary } : {}) });
     }
   }
   return { accepted, dropped };
 }
 
+/** A fold's summary line: for a request, what it came to first, then the anchors. */
+function foldSummary(entry: LlmPlanOperation, object: { kind: string }): string | undefined {
+  const parts =
+    object.kind === 'conversation' ? [entry.above_conversation_summary, entry.summary] : [entry.summary];
+  const text = parts
+    .map((part) => part?.trim())
+    .filter((part) => part)
+    .join(' ');
+  return text === '' ? undefined : text;
+}
+
 export function createLlmPlanner(options: LlmPlannerOptions): Planner {
   const fallback = options.fallback ?? createEmbeddedPlanner();
+  const mode = options.mode ?? 'fork';
   const system = plannerSystemPrompt(options.examples);
+  const maxObjects = options.maxObjects === undefined ? {} : { maxObjects: options.maxObjects };
+
+  /** The agent's view as its request carries it, then the instruction: nothing before it differs. */
+  function forkCall(input: PlannerInput): PlannerCall {
+    const view = projectView(input.ledger, input.state, { showIds: input.showIds === true });
+    const fork = writeFork(
+      options.client.provider,
+      view.items.map((item) => item.message),
+      options.tools,
+    );
+    const instruction = renderForkInstruction(input, view.items, maxObjects);
+    return { fork, messages: [{ role: 'user', content: instruction }] };
+  }
+
+  function ledgerCall(input: PlannerInput): PlannerCall {
+    return { system, messages: [{ role: 'user', content: renderLedgerView(input, maxObjects) }] };
+  }
 
   async function fallBack(input: PlannerInput, why: string, cost: Cost | undefined): Promise<PlanResult> {
     const result = await fallback.plan(input);
@@ -126,15 +184,11 @@ export function createLlmPlanner(options: LlmPlannerOptions): Planner {
   return {
     name: 'llm',
     async plan(input) {
-      const view = renderLedgerView(
-        input,
-        options.maxObjects === undefined ? {} : { maxObjects: options.maxObjects },
-      );
+      const call = mode === 'fork' ? forkCall(input) : ledgerCall(input);
       let answer: { text: string; usage: LlmUsage };
       try {
         answer = await options.client.complete({
-          system,
-          messages: [{ role: 'user', content: view }],
+          ...call,
           json: true,
           temperature: 0,
           maxTokens: options.maxOutputTokens ?? 2000,

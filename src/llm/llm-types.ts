@@ -44,16 +44,34 @@ export interface LlmMessage {
   content: string;
 }
 
+/**
+ * An agent's own request, forked: its parts in the provider's wire format (as the adapters write
+ * them), sent first and exactly as given, so that the provider serves them from its prompt
+ * cache. The request's own `messages` follow them.
+ */
+export interface LlmFork {
+  /** Anthropic's top-level `system`. OpenAI-compatible: leave it out, system messages are in `messages`. */
+  system?: unknown;
+  /** The agent's messages. */
+  messages: readonly unknown[];
+  /** The agent's tool definitions (they come first in the cached prefix). */
+  tools?: readonly unknown[];
+}
+
 export interface LlmRequest {
+  /** Not with `fork`, whose system prompt is the agent's. */
   system?: string;
   messages: LlmMessage[];
+  /** Sent before `messages`; see `LlmFork`. */
+  fork?: LlmFork;
   /** Output token limit. Anthropic requires one; default 4 096 there. */
   maxTokens?: number;
   temperature?: number;
   /**
    * Ask for a JSON object. OpenAI-compatible: `response_format: { type: 'json_object' }` (the
    * prompt must mention JSON). Anthropic has no such mode: an instruction is added to the system
-   * prompt. Either way, read the answer with `extractJson`.
+   * prompt (not with `fork`: the agent's system prompt stays as it is, so ask in `messages`).
+   * Either way, read the answer with `extractJson`.
    */
   json?: boolean;
   /** Aborts the call (including retry waits). */

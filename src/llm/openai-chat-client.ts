@@ -3,7 +3,7 @@
  * OpenAI, Ollama, vLLM and llama.cpp all accept is sent.
  */
 
-import { UpstreamError } from '../core/errors.js';
+import { BadInputError, UpstreamError } from '../core/errors.js';
 import type { LlmClientOptions, LlmRequest, LlmUsage, LlmWireFormat } from './llm-types.js';
 
 /** The subset of a `chat.completion` body this client reads. */
@@ -25,11 +25,19 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 function buildRequest(options: LlmClientOptions, request: LlmRequest) {
+  const { fork } = request;
+  if (fork && request.system !== undefined)
+    throw new BadInputError("a forked request keeps the agent's system prompt: pass no system");
   const messages = [
     ...(request.system === undefined ? [] : [{ role: 'system', content: request.system }]),
+    ...(fork?.messages ?? []),
     ...request.messages.map((message) => ({ role: message.role, content: message.content })),
   ];
-  const body: Record<string, unknown> = { model: options.model, messages, stream: false };
+  const body: Record<string, unknown> = { model: options.model };
+  // Tools come first in the prompt the provider caches.
+  if (fork?.tools !== undefined) body.tools = fork.tools;
+  body.messages = messages;
+  body.stream = false;
   if (request.maxTokens !== undefined) body.max_tokens = request.maxTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.json === true) body.response_format = { type: 'json_object' };

@@ -642,4 +642,21 @@ describe('createGovernor: durability and recovery', () => {
     expect(result.viewTokens).toBeGreaterThan(transcriptTokens(messages));
     expect(result.viewTokens - transcriptTokens(messages)).toBeGreaterThan(MESSAGE_OVERHEAD_TOKENS);
   });
+
+  it('tells the planner whether the view shows ids, so that a fork of it is the same view', async () => {
+    const messages = longSession({ rounds: 30 });
+    const seen: Array<boolean | undefined> = [];
+    const watching: Planner = {
+      name: 'watching',
+      plan: async (input) => {
+        seen.push(input.showIds);
+        return { plan: { planner: 'watching', operations: [] } };
+      },
+    };
+    const window = Math.ceil(transcriptTokens(messages) / 0.8);
+    for (const showIds of [true, false]) {
+      await governor(createMemoryStore(), window, { planner: watching, showIds }).project('s', messages);
+    }
+    expect(seen).toEqual([true, undefined]);
+  });
 });

@@ -136,6 +136,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       viewTokens,
       targetTokens: limits.target,
       window: limits.window,
+      ...(project.showIds ? { showIds: true } : {}),
       ...(signal ? { signal } : {}),
     };
     const warnings: Warning[] = [];

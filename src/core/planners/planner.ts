@@ -18,6 +18,11 @@ export interface PlannerInput {
   targetTokens: number;
   /** The context window. */
   window: number;
+  /**
+   * The agent's view shows ids as metadata (the governor's `showIds`): a planner that reads a
+   * fork of the view projects it the same way, so that its prefix is the agent's own.
+   */
+  showIds?: boolean;
   signal?: AbortSignal;
 }
 
