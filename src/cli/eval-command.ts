@@ -8,7 +8,7 @@ import { BadInputError } from '../core/errors.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
 import type { EvalSummary, RareTokenResult } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
-import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
+import { endpointContext, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { renderMarkdown } from '../eval/report/render-markdown.js';
 import { renderReport } from '../eval/report/render-report.js';
@@ -143,8 +143,8 @@ export async function evalCommand(
   if (options.json !== undefined) checkOutputPath(options.json, '--json');
   if (options.report !== undefined) checkOutputPath(options.report, '--report');
   // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
-  const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
-  for (const name of options.strategies) strategyByName(name, llmClient ? { llmClient } : {});
+  const context = endpointContext(options.llm, io.env ?? {});
+  for (const name of options.strategies) strategyByName(name, context);
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
   io.stderr(

@@ -19,7 +19,9 @@ afterEach(async () => {
 });
 
 const isJudge = (request: ScriptedRequest) => request.rawBody.includes('Evaluation steps:');
-const isPlanner = (request: ScriptedRequest) => request.rawBody.includes('LEDGER VIEW');
+const isForkPlanner = (request: ScriptedRequest) => request.rawBody.includes('SELF-GC CONTEXT PLANNER.');
+const isLedgerPlanner = (request: ScriptedRequest) => request.rawBody.includes('LEDGER VIEW');
+const isPlanner = (request: ScriptedRequest) => isForkPlanner(request) || isLedgerPlanner(request);
 
 const PLAN: ScriptedReply = {
   json: {
@@ -89,11 +91,11 @@ describe('selfgc eval with an LLM endpoint (scripted, on loopback)', () => {
       // The fold the model proposed frees tokens at the own budget.
       expect(llm.own.pruneRate).toBeGreaterThan(0);
       expect(byName(summary, 'none')?.llmPlannerFallbacks).toBeUndefined();
-      expect(summary.llm).toEqual({ provider: 'openai', model: 'scripted-model' });
-      // One planner prompt per cut and budget, each a ledger view naming the folded read.
+      expect(summary.llm).toEqual({ provider: 'openai', model: 'scripted-model', plannerMode: 'fork' });
+      // One planner request per cut and budget, each a fork of the view naming the folded read.
       const requests = upstream!.requests;
       expect(requests).toHaveLength(plansOf(summary, 'selfgc-llm'));
-      expect(requests.every(isPlanner)).toBe(true);
+      expect(requests.every(isForkPlanner)).toBe(true);
       expect(requests.every((request) => request.rawBody.includes(OLD_READ))).toBe(true);
       expect(requests.every((request) => request.headers.authorization === 'Bearer sk-loopback')).toBe(true);
     } finally {
@@ -200,7 +202,19 @@ describe('selfgc replay with an LLM endpoint', () => {
         true,
       );
     }
-    expect(upstream.requests.every(isPlanner)).toBe(true);
+    expect(upstream.requests.every(isForkPlanner)).toBe(true);
+  }, 120_000);
+
+  it('asks with a ledger view under --planner-mode ledger', async () => {
+    upstream = await startScriptedUpstream({ script: () => PLAN });
+    const emit = join(mkdtempSync(join(tmpdir(), 'selfgc-llm-')), 'out.jsonl');
+    const { io, err } = captureIo();
+    const args = ['replay', SAMPLE, '--strategy', 'selfgc-llm', '--keep', '0.5', '--emit', emit];
+    const endpoint = ['--llm-url', `${upstream.url}/v1`, '--llm-model', 'scripted-model'];
+    expect(await runCommand([...args, ...endpoint, '--planner-mode', 'ledger'], io)).toBe(0);
+    expect(err()).not.toContain('llm planner failed');
+    expect(upstream.requests.length).toBeGreaterThan(0);
+    expect(upstream.requests.every(isLedgerPlanner)).toBe(true);
   }, 120_000);
 
   it('says on stderr when the llm planner fell back', async () => {
@@ -257,6 +271,11 @@ describe('LLM flags', () => {
         /--llm-provider must be/,
       ],
       [['eval', SAMPLE, '--llm-model', 'm'], '--llm-model needs --llm-url URL'],
+      [['eval', SAMPLE, '--planner-mode', 'ledger'], '--planner-mode needs --llm-url URL'],
+      [
+        ['eval', SAMPLE, ...url, '--planner-mode', 'tree'],
+        '--planner-mode must be fork or ledger, got "tree"',
+      ],
       [
         ['eval', SAMPLE, '--llm-url', 'localhost:11434', '--llm-model', 'm'],
         '--llm-url must be an http(s) URL, got "localhost:11434"',
@@ -290,7 +309,7 @@ describe('LLM flags', () => {
     for (const command of ['eval', 'replay']) {
       const { io, out } = captureIo();
       expect(await runCommand([command, '--help'], io)).toBe(0);
-      for (const flag of ['--llm-url', '--llm-provider', '--llm-model', '--llm-key-env'])
+      for (const flag of ['--llm-url', '--llm-provider', '--llm-model', '--llm-key-env', '--planner-mode'])
         expect(out(), `${command} ${flag}`).toContain(flag);
       expect(out()).not.toMatch(/--llm-key\b(?!-env)/);
     }

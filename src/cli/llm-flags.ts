@@ -6,6 +6,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { BadInputError } from '../core/errors.js';
 import { DEFAULT_KEY_ENV, type Environment, type LlmEndpoint } from '../eval/llm-endpoint.js';
+import type { LlmPlannerMode } from '../llm/llm-planner.js';
 import type { LlmProvider } from '../llm/llm-types.js';
 
 export const LLM_FLAGS = {
@@ -13,6 +14,7 @@ export const LLM_FLAGS = {
   'llm-provider': { type: 'string' },
   'llm-model': { type: 'string' },
   'llm-key-env': { type: 'string' },
+  'planner-mode': { type: 'string' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 export const JUDGE_FLAGS = {
@@ -27,6 +29,9 @@ export const LLM_FLAGS_HELP = `LLM endpoint (optional; makes the selfgc-llm stra
   --llm-model NAME       the model to ask (required with --llm-url)
   --llm-key-env NAME     environment variable holding the API key (default OPENAI_API_KEY or
                          ANTHROPIC_API_KEY; unset means no key, as local servers need)
+  --planner-mode M       how selfgc-llm's planner reads a session: fork (default: the agent's own
+                         view with the planner instruction after it, a prompt-cache read) or
+                         ledger (ids, sizes and short heads: a short prompt for small models)
 `;
 
 export const DEFAULT_JUDGE_SAMPLE = 50;
@@ -34,6 +39,7 @@ export const DEFAULT_JUDGE_SAMPLE = 50;
 type FlagValues = Record<string, string | boolean | undefined>;
 
 const PROVIDERS: readonly LlmProvider[] = ['openai', 'anthropic'];
+const PLANNER_MODES: readonly LlmPlannerMode[] = ['fork', 'ledger'];
 
 function stringFlag(values: FlagValues, name: string): string | undefined {
   const value = values[name];
@@ -46,10 +52,15 @@ export function readLlmEndpoint(values: FlagValues, env: Environment | undefined
   const provider = stringFlag(values, 'llm-provider') ?? 'openai';
   const model = stringFlag(values, 'llm-model');
   const keyEnv = stringFlag(values, 'llm-key-env');
+  const plannerMode = stringFlag(values, 'planner-mode');
   if (!PROVIDERS.includes(provider as LlmProvider))
     throw new BadInputError(`--llm-provider must be openai or anthropic, got "${provider}"`);
+  if (plannerMode !== undefined && !PLANNER_MODES.includes(plannerMode as LlmPlannerMode))
+    throw new BadInputError(`--planner-mode must be fork or ledger, got "${plannerMode}"`);
   if (url === undefined) {
-    const stray = ['llm-provider', 'llm-model', 'llm-key-env'].find((name) => values[name] !== undefined);
+    const stray = ['llm-provider', 'llm-model', 'llm-key-env', 'planner-mode'].find(
+      (name) => values[name] !== undefined,
+    );
     if (stray) throw new BadInputError(`--${stray} needs --llm-url URL`);
     return undefined;
   }
@@ -70,6 +81,7 @@ export function readLlmEndpoint(values: FlagValues, env: Environment | undefined
     baseUrl: url,
     model,
     keyEnv: keyEnv ?? DEFAULT_KEY_ENV[provider as LlmProvider],
+    ...(plannerMode ? { plannerMode: plannerMode as LlmPlannerMode } : {}),
   };
 }
 

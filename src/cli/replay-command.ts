@@ -9,7 +9,7 @@ import type { ViewItem } from '../core/project-view.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
 import type { Warning } from '../core/transcript.js';
 import { sessionPolicies } from '../eval/evaluate-sessions.js';
-import { createEndpointClient, type LlmEndpoint } from '../eval/llm-endpoint.js';
+import { endpointContext, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { autoCuts, replayCuts } from '../eval/replay-cut.js';
 import { type CallRecord, replaySession } from '../eval/replay-session.js';
@@ -74,8 +74,7 @@ function readCuts(file: string): Record<string, number[]> {
 
 export async function replayCommand(io: CliIo, files: string[], options: ReplayOptions): Promise<number> {
   checkOutputPath(options.emit, '--emit');
-  const llmClient = options.llm ? createEndpointClient(options.llm, io.env ?? {}) : undefined;
-  const context = llmClient ? { llmClient } : {};
+  const context = endpointContext(options.llm, io.env ?? {});
   const strategy = strategyByName(options.strategy, context);
   const explicitCuts = options.cuts === 'auto' ? undefined : readCuts(options.cuts);
   const sessions = loadSessions(files);

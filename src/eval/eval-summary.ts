@@ -116,9 +116,10 @@ export interface EvalSummary {
   pricing: { cacheWrite: number; cacheRead: number };
   /**
    * The endpoint behind `selfgc-llm` and the LLM judge, when one was configured (never its URL
-   * or key); `judgeSample` is set with `--judge llm`: cuts per strategy the judge was to read.
+   * or key); `plannerMode` is set when selfgc-llm ran: how its planner read the sessions;
+   * `judgeSample` is set with `--judge llm`: cuts per strategy the judge was to read.
    */
-  llm?: { provider: string; model: string; judgeSample?: number };
+  llm?: { provider: string; model: string; plannerMode?: string; judgeSample?: number };
   /** The evaluation's own settings (absent from summaries written before they were recorded). */
   parameters?: EvalParameters;
 }

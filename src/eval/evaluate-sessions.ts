@@ -11,7 +11,7 @@ import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CallOutcome, CutOutcome } from './aggregate.js';
 import { judgeWithLlm } from './judge-llm.js';
-import { createEndpointClient, type Environment, type LlmEndpoint } from './llm-endpoint.js';
+import { endpointContext, type Environment, type LlmEndpoint } from './llm-endpoint.js';
 import type { RecordedSession } from './load-sessions.js';
 import { autoCuts, type CutRecord, continuationAt, replayableCuts, replayCuts } from './replay-cut.js';
 import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from './replay-session.js';
@@ -51,7 +51,10 @@ export function sessionPolicies(
   const model = context.entryModel === undefined ? {} : { entryModel: context.entryModel };
   if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware', model)];
   if (name === 'selfgc-llm' && context.llmClient) {
-    const planner = createLlmPlanner({ client: context.llmClient });
+    const planner = createLlmPlanner({
+      client: context.llmClient,
+      ...(context.plannerMode ? { mode: context.plannerMode } : {}),
+    });
     return [governorPolicy(name, window, counter, 'aware', { planner, ...model })];
   }
   if (name === 'oracle') return [];
@@ -116,7 +119,7 @@ export async function evaluateSessions(
 ): Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }> {
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));
   const context: StrategyContext = {
-    ...(options.llm ? { llmClient: createEndpointClient(options.llm, env) } : {}),
+    ...endpointContext(options.llm, env),
     ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
   };
   const strategies = options.strategies.map((name) => strategyByName(name, context));

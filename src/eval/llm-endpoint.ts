@@ -5,6 +5,7 @@
  */
 import { UpstreamError } from '../core/errors.js';
 import { createLlmClient } from '../llm/llm-client.js';
+import type { LlmPlannerMode } from '../llm/llm-planner.js';
 import type { LlmClient, LlmProvider } from '../llm/llm-types.js';
 
 export interface LlmEndpoint {
@@ -14,6 +15,8 @@ export interface LlmEndpoint {
   model: string;
   /** The environment variable that holds the API key; unset means no key, as local servers need. */
   keyEnv: string;
+  /** How selfgc-llm's planner reads a session (`--planner-mode`): default `fork`. */
+  plannerMode?: LlmPlannerMode;
 }
 
 export const DEFAULT_KEY_ENV: Readonly<Record<LlmProvider, string>> = {
@@ -36,6 +39,18 @@ export function createEndpointClient(endpoint: LlmEndpoint, env: Environment): L
     ...(apiKey ? { apiKey } : {}),
   });
   return withFailureLimit(client, ENDPOINT_FAILURE_LIMIT);
+}
+
+/** What the strategies that ask a model take from an endpoint: its client, and how selfgc-llm plans. */
+export function endpointContext(
+  endpoint: LlmEndpoint | undefined,
+  env: Environment,
+): { llmClient?: LlmClient; plannerMode?: LlmPlannerMode } {
+  if (!endpoint) return {};
+  return {
+    llmClient: createEndpointClient(endpoint, env),
+    ...(endpoint.plannerMode ? { plannerMode: endpoint.plannerMode } : {}),
+  };
 }
 
 /**

@@ -87,6 +87,9 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
           llm: {
             provider: options.llm.provider,
             model: options.llm.model,
+            ...(options.strategies.includes('selfgc-llm')
+              ? { plannerMode: options.llm.plannerMode ?? 'fork' }
+              : {}),
             ...(judging ? { judgeSample } : {}),
           },
         }

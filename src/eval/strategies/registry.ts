@@ -3,6 +3,7 @@
  */
 import { BadInputError } from '../../core/errors.js';
 import type { EntryModel } from '../../core/valuator/entry-model.js';
+import type { LlmPlannerMode } from '../../llm/llm-planner.js';
 import type { LlmClient } from '../../llm/llm-types.js';
 import {
   clearToolUsesStrategy,
@@ -20,6 +21,8 @@ import type { Strategy } from './strategy.js';
 /** What strategies that ask a model need; `llmClient` is there only when an endpoint is configured. */
 export interface StrategyContext {
   llmClient?: LlmClient;
+  /** How selfgc-llm's planner reads a session (default `fork`). */
+  plannerMode?: LlmPlannerMode;
   /** A valuator model for Self-GC's fold indexes (default none). */
   entryModel?: EntryModel | 'none';
 }
@@ -38,8 +41,9 @@ const STRATEGIES: Record<string, (context: StrategyContext) => Strategy> = {
 };
 
 /** Strategies that ask a model: available when an endpoint is configured, never run by default. */
-const LLM_STRATEGIES: Record<string, (client: LlmClient) => Strategy> = {
-  'selfgc-llm': (client) => createSelfGcLlmStrategy({ client }),
+const LLM_STRATEGIES: Record<string, (client: LlmClient, context: StrategyContext) => Strategy> = {
+  'selfgc-llm': (client, context) =>
+    createSelfGcLlmStrategy({ client, ...(context.plannerMode ? { mode: context.plannerMode } : {}) }),
 };
 
 /** The strategies every evaluation can run (and runs by default). */
@@ -60,7 +64,7 @@ export function strategyByName(name: string, context: StrategyContext = {}): Str
         `strategy "${name}" needs an LLM endpoint: pass --llm-url URL and --llm-model NAME (with --llm-provider anthropic for an Anthropic endpoint)`,
       );
     }
-    return makeWithModel(context.llmClient);
+    return makeWithModel(context.llmClient, context);
   }
   const make = Object.hasOwn(STRATEGIES, name) ? STRATEGIES[name] : undefined;
   if (!make) {
