@@ -11,7 +11,7 @@ import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CallOutcome, CutOutcome } from './aggregate.js';
 import { judgeWithLlm } from './judge-llm.js';
-import { endpointContext, type Environment, type LlmEndpoint } from './llm-endpoint.js';
+import { type Environment, endpointContext, type LlmEndpoint } from './llm-endpoint.js';
 import type { RecordedSession } from './load-sessions.js';
 import { autoCuts, type CutRecord, continuationAt, replayableCuts, replayCuts } from './replay-cut.js';
 import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from './replay-session.js';

@@ -7,10 +7,11 @@ export {
 } from './anthropic-client.js';
 export { extractJson } from './extract-json.js';
 export { createLlmClient } from './llm-client.js';
-export { createLlmPlanner, type LlmPlannerOptions } from './llm-planner.js';
+export { createLlmPlanner, type LlmPlannerMode, type LlmPlannerOptions } from './llm-planner.js';
 export type {
   LlmClient,
   LlmClientOptions,
+  LlmFork,
   LlmMessage,
   LlmProvider,
   LlmRequest,

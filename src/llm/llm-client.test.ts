@@ -276,3 +276,34 @@ describe('createLlmClient (anthropic)', () => {
     expect(server.requests).toHaveLength(1);
   });
 });
+
+describe.each(['openai', 'anthropic'] as const)('createLlmClient with a fork (%s)', (provider) => {
+  const fork = {
+    ...(provider === 'anthropic' ? { system: [{ type: 'text', text: 'You are the agent.' }] } : {}),
+    messages: [
+      ...(provider === 'openai' ? [{ role: 'system', content: 'You are the agent.' }] : []),
+      { role: 'user', content: 'Fix the parser.' },
+      { role: 'assistant', content: 'Done.' },
+    ],
+    tools: [{ name: 'read_file' }],
+  };
+
+  it("sends the fork's tools, system and messages as given, its own messages after them", async () => {
+    const { client, server } = await setup(provider, [{ json: { operations: [] } }]);
+    await client.complete({ fork, messages: [{ role: 'user', content: 'Plan, in JSON.' }], json: true });
+    const body = server.requests[0]?.body as Record<string, unknown>;
+    expect(body.messages).toEqual([...fork.messages, { role: 'user', content: 'Plan, in JSON.' }]);
+    expect(body.tools).toEqual(fork.tools);
+    // The agent's system prompt stays as it is: no JSON line added to it.
+    if (provider === 'anthropic') expect(body.system).toEqual(fork.system);
+    else expect(body).not.toHaveProperty('system');
+  });
+
+  it('refuses a system prompt of its own with a fork', async () => {
+    const { client, server } = await setup(provider, []);
+    await expect(
+      client.complete({ fork, system: 'Plan.', messages: [{ role: 'user', content: 'Plan.' }] }),
+    ).rejects.toThrow("a forked request keeps the agent's system prompt: pass no system");
+    expect(server.requests).toHaveLength(0);
+  });
+});
