@@ -3,6 +3,7 @@ import { indexTranscript, type Ledger } from '../../core/ledger.js';
 import { approximateTokenCounter } from '../../core/tokens.js';
 import type { Message } from '../../core/transcript.js';
 import { createLlmClient } from '../../llm/llm-client.js';
+import type { LlmPlannerMode } from '../../llm/llm-planner.js';
 import type { Script } from '../../testing/scripted-reply.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../../testing/scripted-upstream.js';
 import { autoCuts, replayCuts } from '../replay-cut.js';
@@ -16,7 +17,7 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function strategyAgainst(script: Script) {
+async function strategyAgainst(script: Script, mode: LlmPlannerMode = 'fork') {
   upstream = await startScriptedUpstream({ script });
   const client = createLlmClient({
     provider: 'openai',
@@ -24,7 +25,7 @@ async function strategyAgainst(script: Script) {
     model: 'scripted-model',
     maxRetries: 0,
   });
-  return { strategy: createSelfGcLlmStrategy({ client }), server: upstream };
+  return { strategy: createSelfGcLlmStrategy({ client, mode }), server: upstream };
 }
 
 const ledgerOf = (messages: readonly Message[]) =>
@@ -40,32 +41,41 @@ const userText = (server: ScriptedUpstream, index: number) =>
     .join('\n');
 
 describe('selfgc-llm', () => {
-  it("asks the model for a plan and applies it through the harness, the latest turn out of the model's reach", async () => {
-    const ledger = ledgerOf(quotingSession(16).slice(0, -1));
-    const target = oldestOutput(ledger);
-    const { strategy, server } = await strategyAgainst([
-      {
-        json: {
-          operations: [
-            { id: target, operation: 'fold', reason: 'read long ago', summary: 'module 1: handler_1_*' },
-            { id: 'function:read_file:999', operation: 'prune', reason: 'no such object' },
-          ],
-        },
-      },
-    ]);
-    const output = await strategy.run({ ledger, keep: 0.5 });
-    expect(output.state?.[target]?.operation).toBe('fold');
-    expect(Object.keys(output.state ?? {})).toEqual([target]);
-    expect(output.tokens).toBeLessThan(ledger.totalTokens);
-    expect(output.tokens).toBe(recountViewTokens(ledger, output.items));
-    expect(viewProblems(ledger, output.items)).toEqual([]);
-    expect(plannerFallbackOf(output.warnings)).toBeUndefined();
-    expect(output.warnings?.map((warning) => warning.code)).toEqual(['llm-plan-dropped']);
-    // One planner call with the ledger view and the keep share as pressure.
-    expect(server.requests).toHaveLength(1);
-    expect(userText(server, 0)).toContain('LEDGER VIEW');
-    expect(userText(server, 0)).toContain(`target_tokens=${Math.floor(ledger.totalTokens * 0.5)}`);
-  });
+  it.each([
+    ['fork', 'SELF-GC CONTEXT PLANNER.'],
+    ['ledger', 'LEDGER VIEW'],
+  ] as const)(
+    "asks the model for a plan and applies it through the harness, the latest turn out of the model's reach (%s mode)",
+    async (mode, marker) => {
+      const ledger = ledgerOf(quotingSession(16).slice(0, -1));
+      const target = oldestOutput(ledger);
+      const { strategy, server } = await strategyAgainst(
+        [
+          {
+            json: {
+              operations: [
+                { id: target, operation: 'fold', reason: 'read long ago', summary: 'module 1: handler_1_*' },
+                { id: 'function:read_file:999', operation: 'prune', reason: 'no such object' },
+              ],
+            },
+          },
+        ],
+        mode,
+      );
+      const output = await strategy.run({ ledger, keep: 0.5 });
+      expect(output.state?.[target]?.operation).toBe('fold');
+      expect(Object.keys(output.state ?? {})).toEqual([target]);
+      expect(output.tokens).toBeLessThan(ledger.totalTokens);
+      expect(output.tokens).toBe(recountViewTokens(ledger, output.items));
+      expect(viewProblems(ledger, output.items)).toEqual([]);
+      expect(plannerFallbackOf(output.warnings)).toBeUndefined();
+      expect(output.warnings?.map((warning) => warning.code)).toEqual(['llm-plan-dropped']);
+      // One planner call with the prefix (forked or as a ledger view) and the keep share as pressure.
+      expect(server.requests).toHaveLength(1);
+      expect(userText(server, 0)).toContain(marker);
+      expect(userText(server, 0)).toContain(`target_tokens=${Math.floor(ledger.totalTokens * 0.5)}`);
+    },
+  );
 
   it('falls back to the embedded planner when the endpoint fails, and says so', async () => {
     const ledger = ledgerOf(quotingSession(16).slice(0, -1));
