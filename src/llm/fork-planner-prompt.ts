@@ -15,7 +15,10 @@ import type { Ledger, LedgerObject } from '../core/ledger.js';
 import type { PlannerInput } from '../core/planners/planner.js';
 import type { ViewItem } from '../core/project-view.js';
 
-/** Unprotected objects the map lists by default, the largest first: past that, none is worth a plan. */
+/**
+ * Unprotected objects the map lists by default, the largest first: the map is the part of the
+ * request no cache serves, and the smallest objects free little.
+ */
 export const DEFAULT_FORK_MAX_OBJECTS = 300;
 
 const CONTRACT = [
@@ -49,7 +52,11 @@ function rowLine(row: LedgerRow, object: LedgerObject, ledger: Ledger): string {
 /** The objects `view` shows: a tool output while its result is there, anything else while its message is. */
 function shownIds(ledger: Ledger, view: readonly ViewItem[]): Set<string> {
   const sources = new Map<number, ViewItem[]>();
-  for (const item of view) sources.set(item.source, [...(sources.get(item.source) ?? []), item]);
+  for (const item of view) {
+    const items = sources.get(item.source);
+    if (items) items.push(item);
+    else sources.set(item.source, [item]);
+  }
   const shown = new Set<string>();
   for (const object of ledger.objects) {
     const items = sources.get(object.messageIndex) ?? [];

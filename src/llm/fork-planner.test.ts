@@ -189,6 +189,26 @@ describe('fork planner, Anthropic', () => {
     expect(messagesBeforeInstruction(server.requests[0]!)).toBe(JSON.stringify(agent.messages));
   });
 
+  it('turns a last string content into the text block it stands for, to hold the breakpoint', async () => {
+    const request = 'Now add a --verbose flag to cli.py.';
+    const wire = toAnthropicMessages(threeRequestSession().slice(0, 11));
+    const messages = fromAnthropicMessages({
+      ...(wire.system ? { system: wire.system } : {}),
+      messages: [...wire.messages, { role: 'user', content: request }],
+    }).messages;
+    const { planner, server } = await forkPlanner('anthropic', [EMPTY_PLAN]);
+    const input = plannerInput(messages);
+    await planner.plan(input);
+    const agent = agentRequest('anthropic', input).messages;
+    expect(agent.at(-1)).toEqual({ role: 'user', content: request });
+    const body = server.requests[0]!.body as { messages: unknown[] };
+    expect(body.messages.slice(0, -2)).toEqual(agent.slice(0, -1));
+    expect(body.messages.at(-2)).toEqual({
+      role: 'user',
+      content: [{ type: 'text', text: request, cache_control: { type: 'ephemeral' } }],
+    });
+  });
+
   it('keeps at most four breakpoints: its own and the latest of the agent’s', async () => {
     const wire = toAnthropicMessages(threeRequestSession());
     const marked = { type: 'ephemeral' as const };

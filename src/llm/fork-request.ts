@@ -13,12 +13,12 @@ import type { LlmFork, LlmProvider } from './llm-types.js';
 const FORK_BREAKPOINT = { type: 'ephemeral' } as const;
 
 /**
- * The agent's `view` as `provider` takes it. What the format cannot carry (the adapters' warnings)
- * the agent's own request lost the same way, so the fork says nothing of it. `tools`: the agent's tool definitions in that
- * provider's format, when the caller knows them; without them an Anthropic fork declares the
- * tools its messages call, by name only, since the API refuses tool blocks without tool
- * definitions (they are the first part of the cached prefix, so the fork then shares its cache
- * with earlier forks, not with the agent).
+ * The agent's `view` as `provider` takes it. What the format cannot carry (the adapters'
+ * warnings) the agent's own request lost the same way, so the fork says nothing of it.
+ * `tools`: the agent's tool definitions in that provider's format, when the caller knows them;
+ * without them an Anthropic fork declares the tools its messages call, by name only, since the
+ * API refuses tool blocks without tool definitions (tools are the first part of the cached
+ * prefix, so the fork then shares its cache with earlier forks, not with the agent).
  */
 export function writeFork(
   provider: LlmProvider,
