@@ -2,6 +2,7 @@
  * `selfgc proxy`: the governing gateway on a port, until SIGINT or SIGTERM.
  */
 import { BadInputError } from '../core/errors.js';
+import type { EntryModel } from '../core/valuator/entry-model.js';
 import {
   createGovernanceWorkers,
   createGovernorPool,
@@ -73,6 +74,9 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              governance (default 8388608, 8 MiB)
   --governance-time-budget T time governance may take for one request, its wait for a worker
                              included (default 3000ms); then the stateless lane serves it
+  --model FILE|default       a valuator model for what fold indexes keep, as \`selfgc train\`
+                             writes it; default: the one fitted on the project's recorded
+                             sessions (without --model: fold indexes list entries by kind)
 
 Sessions: the x-selfgc-session header; else the id the client sends for its conversation
 (Claude Code, Codex, opencode, prompt_cache_key); else a hash of the conversation's start.
@@ -117,6 +121,8 @@ export interface ProxyCommandOptions {
   governanceMaxBytes?: number;
   /** Time governance may take per request, in ms; then the stateless lane takes it. */
   governanceTimeBudgetMs?: number;
+  /** A valuator model for what fold indexes keep (`--model`). */
+  entryModel?: EntryModel;
 }
 
 /** One JSON line on stderr when the store's breaker opens or closes (never the store's address). */
@@ -151,6 +157,7 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
   const threads = options.governanceThreads ?? defaultGovernanceThreads();
   const retain = options.retainMs === undefined ? {} : { retainMs: options.retainMs };
   const storeTimeout = options.storeTimeoutMs === undefined ? {} : { storeTimeoutMs: options.storeTimeoutMs };
+  const entryModel = options.entryModel === undefined ? {} : { entryModel: options.entryModel };
   // A store that is down starts the proxy degraded (requests go through the stateless lane) and
   // is used again once it answers; only a URL that can never work stops the start-up.
   // Governing on this thread, its store takes the commits: checkpoints go to a thread of their own.
@@ -196,13 +203,14 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
             ...(options.window ? { window: options.window } : {}),
             ...(options.reserveOutput === undefined ? {} : { reserveOutput: options.reserveOutput }),
             ...retain,
+            ...entryModel,
           });
     // The governor and the proxy count with one counter, so messages, tools and recovered pages add up.
     const tokenCounter = providerTokenCounters();
     startProxy(
       createProxy({
         ...(governance === undefined
-          ? { governor: createGovernorPool({ store, tokenCounter }) }
+          ? { governor: createGovernorPool({ store, tokenCounter, ...entryModel }) }
           : { governance }),
         tokenCounter,
         store,

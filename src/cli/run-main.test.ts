@@ -159,4 +159,13 @@ describe('selfgc proxy', () => {
       '--reserve-output: expected a positive integer, got "lots"',
     );
   });
+
+  it('refuses a --model it cannot read before it starts, and explains --model in its help', async () => {
+    const { io, out } = captureIo();
+    await expect(runCommand(['proxy', '--model', '/no/such/model.json'], io)).rejects.toThrow(
+      '--model /no/such/model.json: no such file',
+    );
+    expect(await runCommand(['proxy', '--help'], io)).toBe(0);
+    expect(out()).toContain('--model FILE|default');
+  });
 });

@@ -247,8 +247,10 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         retain: { type: 'string' },
         'tenant-header': { type: 'string' },
         'tenant-from-address': { type: 'boolean' },
+        model: { type: 'string' },
       });
       if (values.help) return showHelp(io, PROXY_HELP);
+      const entryModel = readModelFlag(values.model);
       const retainMs = retention(values.retain as string | undefined);
       const tenantHeader = values['tenant-header'] as string | undefined;
       if (tenantHeader !== undefined && !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(tenantHeader))
@@ -314,6 +316,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         ...(abShare === undefined ? {} : { abShare }),
         failClosed: values['fail-closed'] === true,
         recovery: values['no-recovery'] !== true,
+        ...(entryModel === undefined ? {} : { entryModel }),
       });
     }
     case 'sessions': {

@@ -49,6 +49,7 @@ async function openGovernance(
   const pool = createGovernorPool({
     store,
     ...(options.cache === undefined ? {} : { cache: options.cache }),
+    ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
     tokenCounter,
   });
   return { store, pool };

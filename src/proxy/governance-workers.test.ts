@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SelfGcError } from '../core/errors.js';
 import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
+import { defaultEntryModel } from '../core/valuator/entry-model.js';
 import { startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { createProxy } from './create-proxy.js';
 import { createGovernanceWorkers, type GovernanceWorkerData, transferOf } from './governance-workers.js';
@@ -55,6 +56,33 @@ describe('governance in worker threads', () => {
       expect(sampleSum(samples, 'selfgc_proxy_planner_seconds_count')).toBe(1);
     },
   );
+
+  it('folds with the valuator model it was given', async () => {
+    // A model that ranks only by age, the oldest entry first: without one, an index lists the
+    // latest messages' entries first.
+    const base = defaultEntryModel();
+    const oldestFirst = {
+      ...base,
+      weights: base.features.map((name) => (name === 'age' ? 5 : 0)),
+      bias: 0,
+    };
+    const forwarded: string[] = [];
+    for (const entryModel of [undefined, oldestFirst]) {
+      fixture = await startProxyFixture({
+        workers: 1,
+        script: () => ({ text: 'Reading on.' }),
+        ...(entryModel ? { entryModel } : {}),
+      });
+      const response = await fixture.post('chat', conversationBody('chat', { turns: 8 }));
+      expect(response.headers.get('x-selfgc-commit')).toMatch(/^c1-/);
+      forwarded.push(fixture.upstream.requests[0]!.rawBody);
+      await fixture.close();
+      fixture = undefined;
+    }
+    const [plain, modelled] = forwarded as [string, string];
+    expect(modelled).not.toBe(plain);
+    expect(modelled.length).toBeGreaterThan(0);
+  });
 
   it('answers recovery calls from the worker’s sidecar', async () => {
     fixture = await startProxyFixture({

@@ -14,6 +14,7 @@
 import { availableParallelism } from 'node:os';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
+import type { EntryModel } from '../core/valuator/entry-model.js';
 import type { Arm } from './ab-split.js';
 import { clientSessionHint } from './client-session-id.js';
 import {
@@ -48,6 +49,8 @@ export interface GovernanceWorkerOptions {
   tokenizer?: 'per-provider';
   /** Retention the workers' store applies as it writes (Redis TTLs; see `StoreUrlOptions`). */
   retainMs?: number;
+  /** A valuator model for what fold indexes keep (see `GovernorOptions.entryModel`). */
+  entryModel?: EntryModel;
 }
 
 export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {

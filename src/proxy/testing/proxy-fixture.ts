@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SidecarStore } from '../../core/store.js';
+import type { EntryModel } from '../../core/valuator/entry-model.js';
 import { createMemoryStore } from '../../stores/memory-store.js';
 import { createSqliteStore } from '../../stores/sqlite-store.js';
 import {
@@ -41,6 +42,8 @@ export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'scri
    */
   reserveOutput?: number | 'default';
   proxy?: Partial<ProxyOptions>;
+  /** A valuator model for what fold indexes keep, in the workers or the in-process governor. */
+  entryModel?: EntryModel;
 }
 
 export interface ProxyFixture {
@@ -69,8 +72,10 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     reserveOutput = 256,
     proxy: proxyOptions,
     script,
+    entryModel,
     ...upstreamOptions
   } = options;
+  const model = entryModel === undefined ? {} : { entryModel };
   const upstream = await startScriptedUpstream({ script: script ?? [], ...upstreamOptions });
   const directory = workers === undefined ? undefined : mkdtempSync(join(tmpdir(), 'selfgc-workers-'));
   const path = directory === undefined ? undefined : join(directory, 'selfgc.db');
@@ -83,6 +88,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
           window: window ?? 2000,
           ...(reserveOutput === 'default' ? {} : { reserveOutput }),
           cache: 'blind',
+          ...model,
           ...(workers === undefined ? {} : { threads: workers }),
         });
   await governance?.ready();
@@ -91,7 +97,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     ...(governed === false
       ? {}
       : governance === undefined
-        ? { governor: createGovernorPool({ store, cache: 'blind' }) }
+        ? { governor: createGovernorPool({ store, cache: 'blind', ...model }) }
         : { governance }),
     store,
     upstreams: { openai: upstream.url, anthropic: upstream.url },
