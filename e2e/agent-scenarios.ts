@@ -80,11 +80,29 @@ function fileLines(title: string, count: number): string[] {
   return lines;
 }
 
-/** A step file: its step marker and the run marker first, its token last. */
-function stepFile(step: number, marker: string, token: string, middle: string[] = []): string {
+/**
+ * The secret's file is two step files long and holds the secret near its end: a recovered page
+ * (a fifth of the conversation's room at most) ends before it, so the model reads on; and it
+ * stands before the last lines a mask keeps of an output (its tail), so a mask does not show it.
+ */
+const SECRET_FILE_LINES = 2 * LINES_PER_FILE;
+const SECRET_AT_LINE = SECRET_FILE_LINES - 6;
+
+/**
+ * A step file: its step marker and the run marker first, its token last; `inserted` lines go
+ * in after `at` of its `count` lines.
+ */
+function stepFile(
+  step: number,
+  marker: string,
+  token: string,
+  inserted: string[] = [],
+  count = LINES_PER_FILE,
+  at = count / 2,
+): string {
   const name = `E2E-STEP-${String(step).padStart(2, '0')}`;
-  const lines = fileLines(`part ${step}`, LINES_PER_FILE);
-  lines.splice(LINES_PER_FILE / 2, 0, ...middle);
+  const lines = fileLines(`part ${step}`, count);
+  lines.splice(at, 0, ...inserted);
   return `${name} ${marker}\n${lines.join('\n')}\n${name} ends with ${token}\n`;
 }
 
@@ -101,9 +119,11 @@ function makeRun(label: string, stepCount: number, prompt: string, secretStep: b
   let lastToken = '';
   for (let step = 1; step <= stepCount; step += 1) {
     const token = `E2E-TOKEN-${hex(6)}`;
-    const middle = step === 1 && secret !== undefined ? [`${SECRET_LEAD} ${secret}.`] : [];
-    const path = step === 1 && secret !== undefined ? 'notes/secret.txt' : stepPath(step);
-    files[path] = stepFile(step, marker, token, middle);
+    const holdsSecret = step === 1 && secret !== undefined;
+    const path = holdsSecret ? 'notes/secret.txt' : stepPath(step);
+    files[path] = holdsSecret
+      ? stepFile(step, marker, token, [`${SECRET_LEAD} ${secret}.`], SECRET_FILE_LINES, SECRET_AT_LINE)
+      : stepFile(step, marker, token);
     steps.push({ tool: step % 2 === 1 ? 'read' : 'shell', path });
     lastToken = token;
   }

@@ -86,6 +86,37 @@ describe('the scripted agent', () => {
     expect(reply.text).toBe(expectedAnswer(run));
   });
 
+  it('reads on from the offset a page names when the page ends before the value', () => {
+    const file = run.files[run.steps[0]!.path]!;
+    const cut = file.indexOf('The release code is');
+    const expandCall = (id: string, input: Record<string, unknown>) => ({
+      role: 'assistant',
+      content: [{ type: 'tool_use', id, name: 'selfgc_expand', input }],
+    });
+    const pointer = 'conversation:user:1@4';
+    const firstPage = `${file.slice(0, cut)}\n[selfgc: characters 0–${cut} of ${file.length} of ${pointer}. Call selfgc_expand with {"id": "${pointer}", "offset": ${cut}} for the next page.]`;
+    const tools = [...loopTools, { name: 'selfgc_expand', input_schema: {} }];
+    const onFirstPage = [
+      ...afterLastStep,
+      expandCall('toolu_p1', { id: pointer }),
+      stepResult('toolu_p1', firstPage),
+    ];
+    expect(ask(onFirstPage, tools).toolCalls).toEqual([
+      { name: 'selfgc_expand', arguments: { id: pointer, offset: cut } },
+    ]);
+    const secondPage = `${file.slice(cut)}\n[selfgc: characters ${cut}–${file.length} of ${file.length} of ${pointer}. This is the last page.]`;
+    const reply = ask(
+      [
+        ...onFirstPage,
+        expandCall('toolu_p2', { id: pointer, offset: cut }),
+        stepResult('toolu_p2', secondPage),
+      ],
+      tools,
+    );
+    // The run marker is on the first page only: the answer still names it.
+    expect(reply.text).toBe(expectedAnswer(run));
+  });
+
   it('ends a plain run with the marker and the last token it saw', () => {
     const plain = createScenario('long-task').runs[0]!;
     const plainAgent = createScriptedAgent({

@@ -35,6 +35,8 @@ const MARKER = /E2E-RUN-[0-9a-f]+/;
 const TOKEN = /E2E-TOKEN-[0-9a-f]+/;
 const SECRET = new RegExp(`${SECRET_LEAD} ([a-z]+ [a-z]+ [a-z]+)\\.`);
 const POINTER = /expand\("([^"]+)"\)/g;
+/** The line that ends a recovered page with more to come (the proxy's `selfgc_expand` answer). */
+const NEXT_PAGE = /Call selfgc_expand with (\{"id": "[^"]+", "offset": \d+\}) for the next page\./;
 
 /** The latest step number a text shows, or 0. */
 function stepOf(text: string): number {
@@ -95,9 +97,17 @@ function expandedIds(request: WireRequest): Set<string> {
 
 function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]): ScriptedReply {
   const secretPath = run.steps[0]!.path;
-  const marker = MARKER.exec(results.map((result) => result.text).join('\n'))?.[0] ?? 'no-marker';
+  // A later page starts inside the file, after its marker: the request still shows it elsewhere.
+  const marker =
+    MARKER.exec(results.map((result) => result.text).join('\n'))?.[0] ??
+    MARKER.exec(requestText(request))?.[0] ??
+    'no-marker';
   const visible = SECRET.exec(requestText(request))?.[1];
   if (visible !== undefined) return say(finalAnswer({ marker, secret: visible }));
+  // A page that ends before the value: read on where it says the next page starts.
+  const nextPage = results.map((result) => NEXT_PAGE.exec(result.text)?.[1]).find(Boolean);
+  if (nextPage !== undefined)
+    return { toolCalls: [{ name: EXPAND_TOOL, arguments: JSON.parse(nextPage) as Record<string, unknown> }] };
   const offered = request.tools.some((tool) => tool.name === EXPAND_TOOL);
   const tried = expandedIds(request);
   const next = pointers(request, secretPath.split('/').pop()!).find((id) => !tried.has(id));

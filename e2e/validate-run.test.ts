@@ -185,7 +185,29 @@ describe('recovery', () => {
     { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_9', content: text }] },
   ];
 
-  it('passes when a selfgc_expand result brought the secret back upstream', () => {
+  const nextPage = (offset: number) => [
+    {
+      role: 'assistant',
+      content: [{ ...expandCall, id: 'toolu_10', input: { id: 'function:Read:1', offset } }],
+    },
+    {
+      role: 'user',
+      content: [{ type: 'tool_result', tool_use_id: 'toolu_10', content: `The release code is ${secret}.` }],
+    },
+  ];
+
+  it('passes when a selfgc_expand result brought the secret back upstream from a next page', () => {
+    const run = soundRun({
+      secret,
+      upstream: [
+        upstream(0, body(pointer, [expandTool])),
+        upstream(1, body([...afterExpand('the first page'), ...nextPage(1200)])),
+      ],
+    });
+    expect(checkRecovery(run)).toEqual([]);
+  });
+
+  it('says so when the secret came back on the first page: the paging path went unexercised', () => {
     const run = soundRun({
       secret,
       upstream: [
@@ -193,7 +215,9 @@ describe('recovery', () => {
         upstream(1, body(afterExpand(`The release code is ${secret}.`))),
       ],
     });
-    expect(checkRecovery(run)).toEqual([]);
+    expect(checkRecovery(run)).toEqual([
+      'the secret came back on the first selfgc_expand page: no request read a next page (offset > 0)',
+    ]);
   });
 
   it('fails, with what the requests showed, when the secret never came back', () => {

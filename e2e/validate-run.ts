@@ -150,7 +150,17 @@ export function checkRecovery(run: RunRecord): string[] {
   const recovered = upstream.some(({ request }) =>
     expandResults(request).some((text) => text.includes(run.secret!)),
   );
-  if (recovered) return [];
+  // The secret stands at the end of a file longer than a page: it takes reading on.
+  const pagedOn = upstream.some(({ request }) =>
+    request.turns.some((turn) =>
+      turn.calls.some((call) => call.name === EXPAND_TOOL && /"offset":\s*[1-9]/.test(call.arguments)),
+    ),
+  );
+  if (recovered && pagedOn) return [];
+  if (recovered)
+    return [
+      `the secret came back on the first ${EXPAND_TOOL} page: no request read a next page (offset > 0)`,
+    ];
   const offering = upstream.filter(({ request }) =>
     request.tools.some((tool) => tool.name === EXPAND_TOOL),
   ).length;
