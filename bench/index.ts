@@ -3,9 +3,10 @@
  * governance worker; informative), then the ledger benchmark. On the longest recorded sessions (when
  * `../shared/traces/dev` exists) and on generated ~250k-token sessions it measures, in one run:
  * full indexing; incremental append + project per model call; the reference — re-tokenizing
- * the whole view from scratch per call — and the governor end to end. Ratios compare
- * measurements of the same run, since the machine is noisy. Prints only; exits 1 when a target
- * is missed.
+ * the whole view from scratch per call — and the governor end to end; then the valuator: what
+ * scoring with the default model adds to the governor's call, and how long training takes on the
+ * recorded sessions. Ratios compare measurements of the same run, since the machine is noisy.
+ * Prints only; exits 1 when a target is missed.
  */
 import { loadavg } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -42,6 +43,7 @@ import {
 } from './ledger-report.js';
 import { distribution, median, medianDistribution, medianSeries } from './ledger-stats.js';
 import { formatStartupTable, measureStartup } from './startup-time.js';
+import { measureScoring, measureTraining, type ScoringResult } from './valuator-bench.js';
 
 const TARGETS: Targets = { maxRatio: 0.05, maxP99Ms: 20, judgedUpToTokens: 300_000 };
 /** Each measurement runs this many times (after a warm-up); the median run is reported. */
@@ -54,6 +56,10 @@ const GOVERNOR_WINDOW = 128_000;
 const STARTUP_RUNS = 5;
 /** What importing the main entry may cost: a governance worker thread pays it at start. */
 const STARTUP_TARGET_MS = 150;
+/** What the valuator's scoring may add to a governor call at ~250k tokens (p50, ms). */
+const SCORING_TARGET_MS = 1;
+/** How long `selfgc train` may take on the dev sessions. */
+const TRAINING_TARGET_SECONDS = 300;
 
 const repositoryRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const tracesFolder = resolve(repositoryRoot, '../shared/traces/dev');
@@ -182,6 +188,44 @@ function reportStartup(): void {
   );
 }
 
+/**
+ * The valuator: the governor's call with and without the default model on the generated
+ * sessions, and the fit on the recorded ones. Returns the targets it missed.
+ */
+async function reportValuator(sessions: readonly BenchSession[], counter: TokenCounter): Promise<string[]> {
+  const scoring: ScoringResult[] = [];
+  for (const session of sessions) {
+    process.stderr.write(`  scoring ${session.name} with and without the valuator model…\n`);
+    scoring.push(await measureScoring(session, counter, GOVERNOR_WINDOW, RUNS));
+  }
+  console.log(`\n## The valuator (default model; governor window ${GOVERNOR_WINDOW}; ms per call)\n`);
+  console.log('| session | tokens | p50 without | p50 with | added p50 (paired) |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  for (const result of scoring) {
+    console.log(
+      `| ${result.name} | ${result.tokens} | ${result.plainP50.toFixed(2)} | ${result.modelP50.toFixed(2)} | ${result.addedP50.toFixed(2)} |`,
+    );
+  }
+  process.stderr.write('  fitting the valuator on the recorded sessions…\n');
+  const training = measureTraining(tracesFolder);
+  console.log(
+    training
+      ? `\nTraining (collect + fit, one thread): ${training.seconds.toFixed(1)} s on ${training.sessions} sessions, ${training.rows} examples (target ≤ ${TRAINING_TARGET_SECONDS} s).`
+      : `\n(no recorded sessions to train on: ${tracesFolder})`,
+  );
+  return [
+    ...scoring
+      .filter((result) => result.addedP50 > SCORING_TARGET_MS)
+      .map(
+        (result) =>
+          `${result.name}: scoring adds ${result.addedP50.toFixed(2)} ms p50 > ${SCORING_TARGET_MS} ms`,
+      ),
+    ...(training && training.seconds > TRAINING_TARGET_SECONDS
+      ? [`training took ${training.seconds.toFixed(0)} s > ${TRAINING_TARGET_SECONDS} s`]
+      : []),
+  ];
+}
+
 async function main(): Promise<number> {
   const started = performance.now();
   const counter = createTokenCounter('o200k_base');
@@ -218,6 +262,8 @@ async function main(): Promise<number> {
   const generated = GENERATED_SPECS.map((spec) => generatedSession(spec, counter));
   all.push(...(await runSection('Generated sessions (seeded, ~250k tokens)', generated, counter)));
 
+  const valuator = await reportValuator(generated, counter);
+
   const missed = all.flatMap((result) => [
     ...(result.tokensAgree ? [] : [`${result.name}: view token counts differ from a from-scratch count`]),
     ...(!result.tokensAgree || passesRatio(result, TARGETS)
@@ -227,6 +273,7 @@ async function main(): Promise<number> {
       ? []
       : [`${result.name}: p99 ${result.incremental.p99.toFixed(2)} ms > ${TARGETS.maxP99Ms} ms`]),
   ]);
+  missed.push(...valuator);
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(
     missed.length === 0

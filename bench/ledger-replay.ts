@@ -2,6 +2,7 @@
  * The measurements of the ledger benchmark. A session is replayed call by call: before each
  * assistant message the agent makes one model call whose input is everything before it.
  */
+
 import { createGovernor } from '../src/core/governor/create-governor.js';
 import { countMessageTokens, createLedger, indexTranscript } from '../src/core/ledger.js';
 import type { ObjectState, ViewState } from '../src/core/operations.js';
@@ -9,6 +10,7 @@ import { projectView } from '../src/core/project-view.js';
 import { rehearsePlan } from '../src/core/rehearse-plan.js';
 import type { TokenCounter } from '../src/core/tokens.js';
 import type { Message } from '../src/core/transcript.js';
+import type { EntryModel } from '../src/core/valuator/entry-model.js';
 import { createMemoryStore } from '../src/stores/memory-store.js';
 import { timeMs } from './ledger-stats.js';
 
@@ -152,6 +154,7 @@ export async function measureGovernor(
   calls: readonly ReplayCall[],
   counter: TokenCounter,
   window: number,
+  entryModel?: EntryModel,
 ): Promise<GovernorRun> {
   let clock = Date.UTC(2025, 2, 3, 10);
   const governor = createGovernor({
@@ -160,6 +163,7 @@ export async function measureGovernor(
     store: createMemoryStore(),
     tokenCounter: counter,
     now: () => clock,
+    ...(entryModel === undefined ? {} : { entryModel }),
   });
   const run: GovernorRun = { callMs: [], commits: 0, lastViewTokens: 0 };
   for (const call of calls) {
