@@ -1,13 +1,26 @@
 /**
  * Two runs of one prompt through the proxy land in the same derived session (same key, same
  * system prompt, same task) while the files they read differ: the second run is never shown,
- * nor recovers, the first run's content, and the divergence is counted.
+ * nor recovers, the first run's content, and the divergence is counted: over SQLite in-process
+ * and in a worker thread, and over Redis and PostgreSQL.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createPostgresStore } from '../stores/postgres-store.js';
+import { createRedisStore } from '../stores/redis-store.js';
+import {
+  describeWithService,
+  postgresTestUrl,
+  probePostgres,
+  probeRedis,
+  redisTestUrl,
+  runTag,
+} from '../stores/test-services.case.js';
 import type { ScriptedRequest } from '../testing/scripted-reply.js';
 import { conversationBody, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
-import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { type ProxyFixture, type ProxyFixtureOptions, startProxyFixture } from './testing/proxy-fixture.js';
 import { pointerKeys } from './testing/recovery-pointers.js';
 import { EXPAND_TOOL } from './transparent-recovery.js';
 
@@ -37,6 +50,38 @@ function pointerFollower() {
   return { state, script };
 }
 
+/** Run A then run B of one prompt, each call by call; B must see and recover only its own files. */
+async function secondRunSeesOnlyItsOwn(route: WireRoute, options: Omit<ProxyFixtureOptions, 'script'>) {
+  const model = pointerFollower();
+  fixture = await startProxyFixture({ window: 2_500, script: model.script, ...options });
+  const session = async (marker: string, turns: number) => {
+    const response = await fixture!.post(route, conversationBody(route, { turns, marker, stream: false }));
+    expect(response.status).toBe(200);
+    await response.text();
+    return response.headers.get('x-selfgc-session');
+  };
+  // Run A, call by call: the governor folds its early reads.
+  let sessionA: string | null = null;
+  for (let turns = 2; turns <= 10; turns += 1) sessionA = await session('run-A', turns);
+  expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
+  const sentByA = fixture.upstream.requests.length;
+  // Run B: the same prompt in the same directory, the files changed in between. Its recovery
+  // pointers are followed by the scripted model, so recovered content is checked too.
+  model.state.following = true;
+  let sessionB: string | null = null;
+  for (let turns = 2; turns <= 10; turns += 1) sessionB = await session('run-B', turns);
+  expect(sessionB).toBe(sessionA);
+  const sentByB = fixture.upstream.requests.slice(sentByA);
+  for (const request of sentByB) expect(request.rawBody).not.toContain('run-A');
+  expect(sentByB.some((request) => request.rawBody.includes('run-B'))).toBe(true);
+  // The model did follow pointers in run B, and what came back was run B's own.
+  expect(sentByB.some((request) => request.rawBody.includes(`"${EXPAND_TOOL}"`))).toBe(true);
+  expect(fixture.logs.slice(-9).some((entry) => (entry.recoveryCalls ?? 0) > 0)).toBe(true);
+  const samples = await fixture.metrics();
+  expect(sampleSum(samples, 'selfgc_proxy_divergences_total', { arm: 'governed' })).toBeGreaterThan(0);
+  expect(fixture.logs.some((entry) => entry.divergedAt !== undefined)).toBe(true);
+}
+
 describe('session state bound to content, through the proxy', () => {
   const cases = [
     ...ROUTES.map((route) => ({ route, workers: undefined })),
@@ -45,42 +90,48 @@ describe('session state bound to content, through the proxy', () => {
   ];
   it.each(cases)(
     '$route (workers: $workers): a second run of the same prompt sees only its own files',
-    async ({ route, workers }) => {
-      const model = pointerFollower();
-      fixture = await startProxyFixture({
-        window: 2_500,
-        script: model.script,
-        ...(workers === undefined ? {} : { workers }),
-      });
-      const session = async (marker: string, turns: number) => {
-        const response = await fixture!.post(
-          route,
-          conversationBody(route, { turns, marker, stream: false }),
-        );
-        expect(response.status).toBe(200);
-        await response.text();
-        return response.headers.get('x-selfgc-session');
-      };
-      // Run A, call by call: the governor folds its early reads.
-      let sessionA: string | null = null;
-      for (let turns = 2; turns <= 10; turns += 1) sessionA = await session('run-A', turns);
-      expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
-      const sentByA = fixture.upstream.requests.length;
-      // Run B: the same prompt in the same directory, the files changed in between. Its recovery
-      // pointers are followed by the scripted model, so recovered content is checked too.
-      model.state.following = true;
-      let sessionB: string | null = null;
-      for (let turns = 2; turns <= 10; turns += 1) sessionB = await session('run-B', turns);
-      expect(sessionB).toBe(sessionA);
-      const sentByB = fixture.upstream.requests.slice(sentByA);
-      for (const request of sentByB) expect(request.rawBody).not.toContain('run-A');
-      expect(sentByB.some((request) => request.rawBody.includes('run-B'))).toBe(true);
-      // The model did follow pointers in run B, and what came back was run B's own.
-      expect(sentByB.some((request) => request.rawBody.includes(`"${EXPAND_TOOL}"`))).toBe(true);
-      expect(fixture.logs.slice(-9).some((entry) => (entry.recoveryCalls ?? 0) > 0)).toBe(true);
-      const samples = await fixture.metrics();
-      expect(sampleSum(samples, 'selfgc_proxy_divergences_total', { arm: 'governed' })).toBeGreaterThan(0);
-      expect(fixture.logs.some((entry) => entry.divergedAt !== undefined)).toBe(true);
-    },
+    async ({ route, workers }) => secondRunSeesOnlyItsOwn(route, workers === undefined ? {} : { workers }),
   );
 });
+
+const tag = runTag();
+
+describeWithService('session state bound to content, on Redis', await probeRedis(redisTestUrl), () => {
+  const keyPrefix = `selfgc-test:${tag}`;
+  afterAll(async () => {
+    const client = new Redis(redisTestUrl);
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 500);
+        if (keys.length > 0) await client.del(...keys);
+        cursor = next;
+      } while (cursor !== '0');
+    } finally {
+      client.disconnect();
+    }
+  });
+  it('messages: a second run of the same prompt sees only its own files', async () =>
+    secondRunSeesOnlyItsOwn('messages', { store: createRedisStore({ url: redisTestUrl, keyPrefix }) }));
+});
+
+describeWithService(
+  'session state bound to content, on PostgreSQL',
+  await probePostgres(postgresTestUrl),
+  () => {
+    const schema = `selfgc_binding_${tag}`;
+    afterAll(async () => {
+      const client = new pg.Client({ connectionString: postgresTestUrl });
+      await client.connect();
+      try {
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await client.end();
+      }
+    });
+    it('responses: a second run of the same prompt sees only its own files', async () =>
+      secondRunSeesOnlyItsOwn('responses', {
+        store: await createPostgresStore({ connectionString: postgresTestUrl, schema }),
+      }));
+  },
+);
