@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
-  closedPort,
+  closedStoreUrl,
   type OwnRedis,
   startOwnRedis,
   startSilentServer,
@@ -91,7 +91,7 @@ describe.each([
 ])('a store that cannot be reached (%s)', (_mode, threads) => {
   it('PostgreSQL on a closed port at start-up: the proxy starts degraded and serves through the lane', async () => {
     fixture = await startFaultProxy({
-      storeUrl: `postgres://postgres@127.0.0.1:${await closedPort()}/test`,
+      storeUrl: await closedStoreUrl('postgres'),
       threads,
       storeTimeoutMs: STORE_TIMEOUT_MS,
     });
@@ -113,7 +113,7 @@ describe.each([
 
   it('Redis on a closed port: every request answered at once, nothing printed unhandled', async () => {
     fixture = await startFaultProxy({
-      storeUrl: `redis://127.0.0.1:${await closedPort()}/0`,
+      storeUrl: await closedStoreUrl('redis'),
       threads,
       storeTimeoutMs: STORE_TIMEOUT_MS,
     });

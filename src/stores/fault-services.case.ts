@@ -18,6 +18,12 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
+/** A store URL of `kind` on a loopback port nothing listens on. */
+export async function closedStoreUrl(kind: 'postgres' | 'redis'): Promise<string> {
+  const port = await closedPort();
+  return kind === 'postgres' ? `postgres://postgres@127.0.0.1:${port}/test` : `redis://127.0.0.1:${port}/0`;
+}
+
 export interface SilentServer {
   port: number;
   /** Connections accepted so far. */

@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StoreError } from '../core/errors.js';
 import {
-  closedPort,
+  closedStoreUrl,
   type OwnRedis,
   startOwnRedis,
   startSilentServer,
@@ -64,25 +64,25 @@ afterEach(() => {
 });
 
 describe('a store that cannot be reached at start-up', () => {
-  it.each([
-    ['postgres', (port: number) => `postgres://postgres@127.0.0.1:${port}/test`],
-    ['redis', (port: number) => `redis://127.0.0.1:${port}/0`],
-  ])('%s on a closed port: opens degraded, and calls fail fast', async (kind, urlOf) => {
-    const url = urlOf(await closedPort());
-    const store = await openGuardedStore(url, { guard: GUARD });
-    try {
-      expect(store.health()).toMatchObject({ kind, status: 'down' });
-      for (let call = 0; call < 6; call += 1) {
-        const { ms, error } = await timed(() => store.readSession(newSessionId()));
-        expect(error).toBeInstanceOf(StoreError);
-        expect(ms).toBeLessThan(FAST_MS);
+  it.each(['postgres', 'redis'] as const)(
+    '%s on a closed port: opens degraded, and calls fail fast',
+    async (kind) => {
+      const url = await closedStoreUrl(kind);
+      const store = await openGuardedStore(url, { guard: GUARD });
+      try {
+        expect(store.health()).toMatchObject({ kind, status: 'down' });
+        for (let call = 0; call < 6; call += 1) {
+          const { ms, error } = await timed(() => store.readSession(newSessionId()));
+          expect(error).toBeInstanceOf(StoreError);
+          expect(ms).toBeLessThan(FAST_MS);
+        }
+        expect(store.health().breaker).not.toBe('closed');
+        expect(consoleErrors.filter((line) => line.includes('Unhandled error event'))).toEqual([]);
+      } finally {
+        await store.close();
       }
-      expect(store.health().breaker).not.toBe('closed');
-      expect(consoleErrors.filter((line) => line.includes('Unhandled error event'))).toEqual([]);
-    } finally {
-      await store.close();
-    }
-  });
+    },
+  );
 
   it('sqlite in a directory that does not exist: opens degraded too', async () => {
     const store = await openGuardedStore('sqlite:/no/such/directory/selfgc.db', { guard: GUARD });
