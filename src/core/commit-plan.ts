@@ -27,6 +27,8 @@ export interface CommitContext {
   now?: () => number;
   /** What set the governance run off, recorded in the commit. */
   trigger?: string;
+  /** For a plan held pending: the transcript length it was planned at (`CommitRecord.pendingSince`). */
+  pendingSince?: number;
 }
 
 export type CommitOutcome =
@@ -105,6 +107,7 @@ export async function commitRehearsal(
     operations,
     tokensBefore: rehearsal.tokensBefore,
     tokensAfter: rehearsal.tokensAfter,
+    ...(context.pendingSince === undefined ? {} : { pendingSince: context.pendingSince }),
   };
   const state: SessionState = {
     ...snapshot.state,

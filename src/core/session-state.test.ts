@@ -28,7 +28,7 @@ describe('readSessionState', () => {
     const store = createMemoryStore();
     await store.writeState('future', { ...emptySessionState(), schemaVersion: SESSION_STATE_VERSION + 1 }, 0);
     await expect(readSessionState(store, 'future')).rejects.toThrow(StoreError);
-    await expect(readSessionState(store, 'future')).rejects.toThrow(/schema version 3 is not 2/);
+    await expect(readSessionState(store, 'future')).rejects.toThrow(/schema version 4 is not 3/);
     await store.writeState('null', null, 0);
     await expect(readSessionState(store, 'null')).rejects.toThrow(StoreError);
     expect(STORE_SCHEMA_VERSION).toBe(1);
@@ -51,6 +51,52 @@ describe('readSessionState', () => {
         triggers: { lastRunAt: 0, lastCommitAt: 0, fruitlessRuns: 0, lastCallTime: 5 },
       },
     });
+  });
+
+  it('migrates version 2, which held no pending plan, as it is', async () => {
+    const store = createMemoryStore();
+    const binding = { end: 12, link: 'abc' };
+    const v2 = {
+      schemaVersion: 2,
+      objects: {
+        'function:bash:3': { operation: 'fold', replacement: '[folded]', commitId: 'c1-x', binding },
+      },
+      payloads: { 'function:bash:3': binding },
+      head: binding,
+      sequence: 1,
+      triggers: { lastRunAt: 12, lastCommitAt: 12, fruitlessRuns: 0 },
+    };
+    await store.writeState('v2', v2, 0);
+    expect(await readSessionState(store, 'v2')).toEqual({
+      version: 1,
+      state: { ...v2, schemaVersion: SESSION_STATE_VERSION },
+    });
+    await store.writeState('bad-v2', { ...v2, sequence: -1 }, 0);
+    await expect(readSessionState(store, 'bad-v2')).rejects.toThrow(/malformed state at sequence/);
+  });
+
+  it('keeps a pending plan, and refuses one that is not a plan', async () => {
+    const store = createMemoryStore();
+    const pending = {
+      plan: {
+        planner: 'llm',
+        operations: [
+          { objectId: 'function:bash:3', operation: 'fold' as const, reason: 'old', summary: 'ran tests' },
+          { objectId: 'conversation:user:1', operation: 'fold' as const, reason: 'done', spanEnd: 9 },
+        ],
+      },
+      binding: { end: 14, link: 'def' },
+    };
+    await store.writeState('held', { ...emptySessionState(), pending }, 0);
+    expect((await readSessionState(store, 'held')).state.pending).toEqual(pending);
+    const unknown = {
+      ...pending,
+      plan: { planner: 'llm', operations: [{ objectId: 'x', operation: 'drop' }] },
+    };
+    await store.writeState('odd', { ...emptySessionState(), pending: unknown }, 0);
+    await expect(readSessionState(store, 'odd')).rejects.toThrow(
+      /malformed state at pending\.plan\.operations\.0/,
+    );
   });
 
   it('refuses a malformed state with the path of what is wrong', async () => {

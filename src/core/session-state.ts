@@ -7,11 +7,14 @@
  */
 import { z } from 'zod';
 import { StoreError } from './errors.js';
-import type { ContentBinding, ViewState } from './operations.js';
+import type { ContentBinding, Plan, ViewState } from './operations.js';
 import type { SidecarStore } from './store.js';
 
-/** Version 2 bound every state to the content it was committed for. */
-export const SESSION_STATE_VERSION = 2;
+/**
+ * Version 2 bound every state to the content it was committed for; version 3 added the plan
+ * held pending (`pending`).
+ */
+export const SESSION_STATE_VERSION = 3;
 
 /** Trigger bookkeeping carried from call to call (see `governor/`). */
 export interface TriggerBookkeeping {
@@ -26,6 +29,20 @@ export interface TriggerBookkeeping {
    * governor also keeps the time of every call it sees in memory, and the later one counts).
    */
   lastCallTime?: number;
+}
+
+/**
+ * A plan the commit rule deferred, held until the next governance run (the next safe turn
+ * boundary), where it is re-validated and committed or dropped instead of planned again.
+ */
+export interface PendingPlan {
+  /** The operations the planner proposed that rehearsal accepted, under the planner's name. */
+  plan: Plan;
+  /**
+   * The transcript it was planned on (`end` is its length then): the plan holds only while that
+   * content does.
+   */
+  binding: ContentBinding;
 }
 
 export interface SessionState {
@@ -44,6 +61,8 @@ export interface SessionState {
   /** Commits written so far; the next commit's sequence is this plus one. */
   sequence: number;
   triggers: TriggerBookkeeping;
+  /** The plan held pending, if any. */
+  pending?: PendingPlan;
 }
 
 export function emptySessionState(): SessionState {
@@ -93,13 +112,33 @@ const triggersSchema = z.object({
   lastCallTime: z.number().optional(),
 });
 
-const stateSchema = z.object({
-  schemaVersion: z.literal(SESSION_STATE_VERSION),
+const plannedOperationSchema = z.object({
+  objectId: z.string().min(1),
+  operation: z.enum(['fold', 'mask', 'prune', 'expand', 'keep']),
+  reason: z.string(),
+  summary: z.string().optional(),
+  dropShell: z.boolean().optional(),
+  spanEnd: z.number().int().nonnegative().optional(),
+});
+
+const pendingSchema = z.object({
+  plan: z.object({ planner: z.string(), operations: z.array(plannedOperationSchema) }),
+  binding: bindingSchema,
+});
+
+/** Version 2: as version 3, without a pending plan. */
+const stateV2Schema = z.object({
+  schemaVersion: z.literal(2),
   objects: z.record(z.string(), objectStateSchema),
   payloads: z.record(z.string(), bindingSchema),
   head: bindingSchema.optional(),
   sequence: z.number().int().nonnegative(),
   triggers: triggersSchema,
+});
+
+const stateSchema = stateV2Schema.extend({
+  schemaVersion: z.literal(SESSION_STATE_VERSION),
+  pending: pendingSchema.optional(),
 });
 
 /** Version 1: object states without bindings, payloads keyed by object id alone. */
@@ -127,6 +166,19 @@ function migrateV1(state: z.infer<typeof stateV1Schema>): SessionState {
   };
 }
 
+/** Version 2 state holds no pending plan: it is version 3 as it is. */
+function migrateV2(state: z.infer<typeof stateV2Schema>): SessionState {
+  return { ...(state as Omit<SessionState, 'schemaVersion'>), schemaVersion: SESSION_STATE_VERSION };
+}
+
+/** Parse `value` with `schema`, or a `StoreError` with the path of what is wrong. */
+function parseWith<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new StoreError(`${where}: malformed state at ${issue?.path.join('.') ?? ''}: ${issue?.message}`);
+}
+
 /** A stored state parsed, migrated to the current version, or a `StoreError` that says why not. */
 export function parseSessionState(value: unknown, where: string): SessionState {
   const version = (value as { schemaVersion?: unknown } | null)?.schemaVersion;
@@ -135,15 +187,11 @@ export function parseSessionState(value: unknown, where: string): SessionState {
     if (old.success) return migrateV1(old.data);
     throw new StoreError(`${where}: state of schema version 1 is malformed: ${old.error.issues[0]?.message}`);
   }
+  if (version === 2) return migrateV2(parseWith(stateV2Schema, value, where));
   if (version !== SESSION_STATE_VERSION) {
     throw new StoreError(`${where}: state schema version ${String(version)} is not ${SESSION_STATE_VERSION}`);
   }
-  const parsed = stateSchema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new StoreError(`${where}: malformed state at ${issue?.path.join('.') ?? ''}: ${issue?.message}`);
-  }
-  return parsed.data as SessionState;
+  return parseWith(stateSchema, value, where) as SessionState;
 }
 
 /** The stored state of a session (or an empty one at version 0), parsed and migrated. */

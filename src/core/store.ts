@@ -77,6 +77,11 @@ export interface CommitRecord {
   tokensAfter: number;
   /** Commit id this one undoes, for undo commits. */
   undoes?: string;
+  /**
+   * Set when the plan was held pending by the commit rule: the transcript length of the
+   * governance run that planned it (a later run, the next safe boundary, committed it).
+   */
+  pendingSince?: number;
 }
 
 /** A session's governance state as stored: opaque JSON to the store, versioned for CAS. */
