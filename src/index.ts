@@ -64,13 +64,17 @@ export {
   ANTHROPIC_PRICING_1H,
   type CachePricing,
   type CommitEconomics,
+  DEFAULT_OUTPUT_PRICE,
   defaultPricing,
   OPENAI_PRICING,
+  plannerCallCost,
   weighCommit,
 } from './core/governor/cache-cost.js';
+export { PAPER_COMMIT_SHARE } from './core/governor/commit-policy.js';
 export { createGovernor } from './core/governor/create-governor.js';
 export type {
   AgentPlanResult,
+  CommitPolicy,
   GovernanceDecision,
   Governor,
   GovernorOptions,
@@ -110,7 +114,13 @@ export {
   type EmbeddedPlannerOptions,
   planEmbedded,
 } from './core/planners/embedded-planner.js';
-export type { Planner, PlannerInput, PlanResult } from './core/planners/planner.js';
+export {
+  addPlannerCosts,
+  type Planner,
+  type PlannerCost,
+  type PlannerInput,
+  type PlanResult,
+} from './core/planners/planner.js';
 export { type ProjectOptions, projectView, type View, type ViewItem } from './core/project-view.js';
 export {
   type ReduceToWindowOptions,
@@ -132,6 +142,7 @@ export {
 } from './core/render-replacement.js';
 export {
   emptySessionState,
+  type PendingPlan,
   parseSessionState,
   readSessionState,
   SESSION_STATE_VERSION,

@@ -108,7 +108,12 @@ describe.each(['openai', 'anthropic'] as const)('createLlmPlanner, ledger mode (
         },
       ],
     });
-    expect(result.cost).toEqual({ inputTokens: 1500, outputTokens: 90 });
+    expect(result.cost).toEqual({
+      inputTokens: 1500,
+      outputTokens: 90,
+      cachedInputTokens: 0,
+      cacheWriteInputTokens: 0,
+    });
     expect(result.warnings).toEqual([]);
 
     const request = server.requests[0];
@@ -150,7 +155,12 @@ describe.each(['openai', 'anthropic'] as const)('createLlmPlanner, ledger mode (
     ]);
     const wrongOperation = await planner.plan(plannerInput());
     expect(wrongOperation.plan).toEqual(await fallbackPlan());
-    expect(wrongOperation.cost).toEqual({ inputTokens: 700, outputTokens: 20 });
+    expect(wrongOperation.cost).toEqual({
+      inputTokens: 700,
+      outputTokens: 20,
+      cachedInputTokens: 0,
+      cacheWriteInputTokens: 0,
+    });
     expect(wrongOperation.warnings?.[0]?.code).toBe('llm-planner-fallback');
     expect(wrongOperation.warnings?.[0]?.message).toMatch(
       /answer is not the plan format \(operations\.0\.operation: Invalid option/,

@@ -11,7 +11,13 @@ import { z } from 'zod';
 import { protectionOf } from '../core/gc-tools/ledger-rows.js';
 import type { PlannedOperation } from '../core/operations.js';
 import { createEmbeddedPlanner } from '../core/planners/embedded-planner.js';
-import type { Planner, PlannerInput, PlanResult } from '../core/planners/planner.js';
+import {
+  addPlannerCosts,
+  type Planner,
+  type PlannerCost,
+  type PlannerInput,
+  type PlanResult,
+} from '../core/planners/planner.js';
 import { projectView } from '../core/project-view.js';
 import { isMaskable, objectText } from '../core/render-replacement.js';
 import type { Warning } from '../core/transcript.js';
@@ -70,10 +76,14 @@ export interface LlmPlannerOptions {
 /** What one mode sends, besides the settings every call shares. */
 type PlannerCall = Pick<LlmRequest, 'system' | 'messages' | 'fork'>;
 
-type Cost = NonNullable<PlanResult['cost']>;
-
-function costOf(usage: LlmUsage): Cost {
-  return { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens };
+/** The call's usage as the commit rule prices it: cache reads and writes apart from the rest. */
+function costOf(usage: LlmUsage): PlannerCost {
+  return {
+    inputTokens: usage.inputTokens,
+    outputTokens: usage.outputTokens,
+    cachedInputTokens: usage.cachedInputTokens,
+    cacheWriteInputTokens: usage.cacheWriteInputTokens,
+  };
 }
 
 function errorMessage(error: unknown): string {
@@ -161,19 +171,17 @@ export function createLlmPlanner(options: LlmPlannerOptions): Planner {
     return { system, messages: [{ role: 'user', content: renderLedgerView(input, maxObjects) }] };
   }
 
-  async function fallBack(input: PlannerInput, why: string, cost: Cost | undefined): Promise<PlanResult> {
+  async function fallBack(
+    input: PlannerInput,
+    why: string,
+    cost: PlannerCost | undefined,
+  ): Promise<PlanResult> {
     const result = await fallback.plan(input);
     const warning: Warning = {
       code: 'llm-planner-fallback',
       message: `llm planner (${options.client.provider} ${options.client.model}) failed: ${why}; used the ${fallback.name} planner`,
     };
-    const spent =
-      cost && result.cost
-        ? {
-            inputTokens: cost.inputTokens + result.cost.inputTokens,
-            outputTokens: cost.outputTokens + result.cost.outputTokens,
-          }
-        : (cost ?? result.cost);
+    const spent = cost && result.cost ? addPlannerCosts(cost, result.cost) : (cost ?? result.cost);
     return {
       plan: result.plan,
       ...(spent ? { cost: spent } : {}),

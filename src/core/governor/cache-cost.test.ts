@@ -3,8 +3,10 @@ import {
   ANTHROPIC_PRICING,
   ANTHROPIC_PRICING_1H,
   type CommitEconomics,
+  DEFAULT_OUTPUT_PRICE,
   defaultPricing,
   OPENAI_PRICING,
+  plannerCallCost,
   weighCommit,
 } from './cache-cost.js';
 
@@ -13,7 +15,7 @@ const base: CommitEconomics = {
   tokensAfter: 6_000,
   cachedPrefixTokens: 2_000,
   futureCalls: 10,
-  gcTokens: 500,
+  gc: { inputTokens: 500, outputTokens: 0 },
   cacheWarm: true,
 };
 
@@ -52,14 +54,24 @@ describe('weighCommit', () => {
   });
 
   it('charges the planner tokens', () => {
-    expect(weighCommit({ ...base, cacheWarm: false, gcTokens: 8_600 }, ANTHROPIC_PRICING).worthIt).toBe(
-      false,
-    );
-    expect(weighCommit({ ...base, cacheWarm: false, gcTokens: 8_599 }, ANTHROPIC_PRICING).worthIt).toBe(true);
+    const cold = { ...base, cacheWarm: false };
+    expect(
+      weighCommit({ ...cold, gc: { inputTokens: 8_600, outputTokens: 0 } }, ANTHROPIC_PRICING).worthIt,
+    ).toBe(false);
+    expect(
+      weighCommit({ ...cold, gc: { inputTokens: 8_599, outputTokens: 0 } }, ANTHROPIC_PRICING).worthIt,
+    ).toBe(true);
+    // Read from the cache, the same prompt costs a tenth: the commit goes ahead.
+    const cached = { inputTokens: 8_600, outputTokens: 0, cachedInputTokens: 8_600 };
+    expect(weighCommit({ ...cold, gc: cached }, ANTHROPIC_PRICING)).toMatchObject({
+      gcCost: 860,
+      worthIt: true,
+    });
   });
 
   it('saves nothing when the view does not shrink, and never counts a negative suffix', () => {
-    const grown = weighCommit({ ...base, tokensAfter: 12_000, gcTokens: 0 }, OPENAI_PRICING);
+    const { gc: _gc, ...free } = base;
+    const grown = weighCommit({ ...free, tokensAfter: 12_000 }, OPENAI_PRICING);
     expect(grown.saving).toBe(0);
     expect(grown.worthIt).toBe(false);
     const early = weighCommit({ ...base, cachedPrefixTokens: 9_000 }, ANTHROPIC_PRICING);
@@ -75,6 +87,35 @@ describe('weighCommit', () => {
   });
 });
 
+describe('plannerCallCost', () => {
+  it('prices cache reads and writes at the cache rates, the rest of the prompt as input, the answer as output', () => {
+    const usage = {
+      inputTokens: 10_000,
+      outputTokens: 200,
+      cachedInputTokens: 8_000,
+      cacheWriteInputTokens: 1_500,
+    };
+    // 500 uncached + 8000 × 0.1 + 1500 × 1.25 + 200 × 5.
+    expect(plannerCallCost(usage, ANTHROPIC_PRICING)).toBeCloseTo(500 + 800 + 1_875 + 1_000);
+    // OpenAI: 2000 uncached (it reports no writes, so none are counted here) + 8000 × 0.5 + 200 × 4.
+    expect(
+      plannerCallCost({ inputTokens: 10_000, outputTokens: 200, cachedInputTokens: 8_000 }, OPENAI_PRICING),
+    ).toBeCloseTo(2_000 + 4_000 + 800);
+  });
+
+  it('costs nothing without usage, never counts more cached tokens than the prompt, and prices output at 4× unless told', () => {
+    expect(plannerCallCost(undefined, ANTHROPIC_PRICING)).toBe(0);
+    expect(
+      plannerCallCost(
+        { inputTokens: 100, outputTokens: 0, cachedInputTokens: 500, cacheWriteInputTokens: 50 },
+        ANTHROPIC_PRICING,
+      ),
+    ).toBeCloseTo(10);
+    const { output: _output, ...unpriced } = OPENAI_PRICING;
+    expect(plannerCallCost({ inputTokens: 0, outputTokens: 10 }, unpriced)).toBe(10 * DEFAULT_OUTPUT_PRICE);
+  });
+});
+
 describe('defaultPricing', () => {
   it('uses Anthropic 5-minute pricing for Anthropic and OpenAI pricing otherwise', () => {
     expect(defaultPricing('anthropic')).toEqual({
@@ -82,6 +123,7 @@ describe('defaultPricing', () => {
       cacheWrite: 1.25,
       cacheRead: 0.1,
       ttlMs: 300_000,
+      output: 5,
     });
     expect(defaultPricing('openai')).toBe(OPENAI_PRICING);
   });

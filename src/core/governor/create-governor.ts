@@ -17,6 +17,7 @@ import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
+import { commitsNow } from './commit-policy.js';
 import { planFallback } from './fallback-plan.js';
 import type {
   AgentPlanResult,
@@ -25,6 +26,7 @@ import type {
   GovernorOptions,
   ProjectResult,
 } from './governor-types.js';
+import { describeRejected, planToHold, revalidatePendingPlan } from './pending-plan.js';
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
 import { validateGovernorOptions } from './validate-governor-options.js';
@@ -92,6 +94,33 @@ interface CallLimits {
 type Snapshot = { version: number; state: SessionState };
 type Divergence = NonNullable<ProjectResult['divergence']>;
 
+/** What one governance run works from. */
+interface GovernRun {
+  sessionId: string;
+  ledger: Ledger;
+  limits: CallLimits;
+  snapshot: Snapshot;
+  view: View;
+  trigger: GovernanceDecision['trigger'];
+  cacheWarm: boolean;
+  warnings: Warning[];
+  signal?: AbortSignal;
+}
+
+/** What one governance run leaves: the state to go on from, its decision, its commits. */
+interface Governed {
+  snapshot: Snapshot;
+  decision: GovernanceDecision;
+  commits: CommitRecord[];
+}
+
+/** The snapshot without its pending plan (a run that takes the plan up). */
+function withoutPending(snapshot: Snapshot): Snapshot {
+  if (snapshot.state.pending === undefined) return snapshot;
+  const { pending: _taken, ...state } = snapshot.state;
+  return { ...snapshot, state };
+}
+
 export function createGovernor(options: GovernorOptions): Governor {
   validateGovernorOptions(options);
   // The fallback below does the last resort, with span folds before prunes.
@@ -103,6 +132,7 @@ export function createGovernor(options: GovernorOptions): Governor {
   const now = options.now ?? Date.now;
   const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
   const blind = options.cache === 'blind';
+  const commitPolicy = options.commitPolicy ?? 'cost';
   const softPressure = options.triggers?.softPressure ?? 0.7;
   const targetShare = options.triggers?.target ?? 0.4;
   const project = { showIds: options.showIds === true };
@@ -159,7 +189,20 @@ export function createGovernor(options: GovernorOptions): Governor {
     snapshot: Snapshot,
     rehearsal: Rehearsal,
     trigger: string,
-  ) => commitRehearsal({ store: options.store, sessionId, now, trigger }, ledger, snapshot, rehearsal);
+    pendingSince?: number,
+  ) =>
+    commitRehearsal(
+      {
+        store: options.store,
+        sessionId,
+        now,
+        trigger,
+        ...(pendingSince === undefined ? {} : { pendingSince }),
+      },
+      ledger,
+      snapshot,
+      rehearsal,
+    );
 
   /** The cache clock: every call refreshes the provider's cache, not only those that govern. */
   const noteCall = (sessionId: string, messages: readonly Message[]) => {
@@ -318,31 +361,79 @@ export function createGovernor(options: GovernorOptions): Governor {
   };
 
   /**
-   * One governance run: plan, rehearse, go deeper with the fallback when the planner alone
-   * leaves the view over the target, weigh the cache, and commit when it pays.
+   * One governance run. A plan held pending from an earlier run comes first: re-validated, and
+   * committed when the commit policy takes it at this boundary; otherwise it is dropped and the
+   * planner plans afresh. A fresh plan the policy defers may itself be held for the next run.
    */
-  async function governOnce(run: {
-    sessionId: string;
-    ledger: Ledger;
-    limits: CallLimits;
-    snapshot: Snapshot;
-    view: View;
-    trigger: GovernanceDecision['trigger'];
-    cacheWarm: boolean;
-    warnings: Warning[];
-    signal?: AbortSignal;
-  }): Promise<{ snapshot: Snapshot; decision: GovernanceDecision; commits: CommitRecord[] }> {
+  async function governOnce(run: GovernRun): Promise<Governed> {
     const { ledger, limits, warnings } = run;
-    let snapshot = run.snapshot;
+    const held = run.snapshot.state.pending;
+    // This run takes the pending plan up, whatever becomes of it.
+    const start = { ...run, snapshot: withoutPending(run.snapshot) };
+    let dropped: number | undefined;
+    if (held) {
+      const since = held.binding.end;
+      const check = revalidatePendingPlan(ledger, start.snapshot.state.objects, held, limits.rehearse);
+      let reason = check.status === 'dropped' ? check.reason : '';
+      if (check.status === 'valid') {
+        if (check.dropped.length > 0) {
+          warnings.push({
+            code: 'pending-operations-dropped',
+            message: `${check.dropped.length} operation(s) of the plan held since message ${since} no longer apply: ${describeRejected(check.dropped)}`,
+          });
+        }
+        const settled = await settle(start, { plan: check.plan }, since);
+        const { outcome } = settled.decision;
+        if (outcome !== 'deferred' && outcome !== 'nothing-to-free') {
+          return { ...settled, decision: { ...settled.decision, pending: { since, status: 'committed' } } };
+        }
+        reason = outcome === 'deferred' ? 'the commit rule deferred it again' : 'it frees nothing now';
+      }
+      warnings.push({
+        code: 'pending-plan-dropped',
+        message: `the plan held since message ${since} was dropped: ${reason}; planned afresh`,
+      });
+      dropped = since;
+    }
     const { result, warnings: planWarnings } = await runPlanner(
       ledger,
-      snapshot.state,
+      start.snapshot.state,
       run.view.tokens,
       limits,
       run.signal,
     );
     warnings.push(...planWarnings, ...(result.warnings ?? []));
-    let rehearsal = rehearsePlan(ledger, snapshot.state.objects, result.plan, limits.rehearse);
+    const settled = await settle(start, result);
+    const pending =
+      settled.decision.outcome === 'deferred'
+        ? planToHold(ledger, settled.planned, result.cost, commitPolicy)
+        : undefined;
+    if (pending) {
+      return {
+        ...settled,
+        snapshot: { ...settled.snapshot, state: { ...settled.snapshot.state, pending } },
+        decision: { ...settled.decision, pending: { since: pending.binding.end, status: 'held' } },
+      };
+    }
+    return dropped === undefined
+      ? settled
+      : { ...settled, decision: { ...settled.decision, pending: { since: dropped, status: 'dropped' } } };
+  }
+
+  /**
+   * Rehearse a plan, go deeper with the fallback when it alone leaves the view over the target,
+   * weigh it by the commit policy, and commit when that says so. `pendingSince`: the plan was
+   * held pending since that transcript length, and this run is its boundary.
+   */
+  async function settle(
+    run: GovernRun,
+    result: PlanResult,
+    pendingSince?: number,
+  ): Promise<Governed & { planned: Rehearsal }> {
+    const { ledger, limits, warnings } = run;
+    let snapshot = run.snapshot;
+    const planned = rehearsePlan(ledger, snapshot.state.objects, result.plan, limits.rehearse);
+    let rehearsal = planned;
     let deepened = false;
     if (
       rehearsal.tokensAfter > limits.window ||
@@ -367,30 +458,36 @@ export function createGovernor(options: GovernorOptions): Governor {
         });
       }
     }
-    const overflow = rehearsal.tokensAfter > limits.window || run.trigger === 'overflow';
     const economics = weighCommit(
       {
         tokensBefore: rehearsal.tokensBefore,
         tokensAfter: rehearsal.tokensAfter,
         cachedPrefixTokens: prefixTokens(ledger, run.view, rehearsal.earliestEdit),
         futureCalls: expectedFutureCalls(ledger, run.view.tokens, limits.window, run.trigger === 'overflow'),
-        gcTokens: (result.cost?.inputTokens ?? 0) + (result.cost?.outputTokens ?? 0) * 4,
+        ...(result.cost ? { gc: result.cost } : {}),
         cacheWarm: run.cacheWarm,
       },
       pricing,
     );
     const freed = rehearsal.tokensBefore - rehearsal.tokensAfter;
-    // Small edits wait until together they are worth breaking the cache for.
-    const batchReady = blind || overflow || freed >= limits.minBatch;
-    const worthIt = freed > 0 && batchReady && (blind || overflow || economics.worthIt);
+    const commitNow = commitsNow({
+      policy: commitPolicy,
+      tokensBefore: rehearsal.tokensBefore,
+      freed,
+      forced: blind || rehearsal.tokensAfter > limits.window || run.trigger === 'overflow',
+      held: pendingSince !== undefined,
+      minBatch: limits.minBatch,
+      pays: economics.worthIt,
+    });
     const decision: GovernanceDecision = {
       trigger: run.trigger,
-      outcome: freed <= 0 ? 'nothing-to-free' : worthIt ? (deepened ? 'fallback' : 'committed') : 'deferred',
+      outcome:
+        freed <= 0 ? 'nothing-to-free' : commitNow ? (deepened ? 'fallback' : 'committed') : 'deferred',
       cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost },
     };
     const commits: CommitRecord[] = [];
-    if (!worthIt) return { snapshot, decision, commits };
-    const outcome = await commit(run.sessionId, ledger, snapshot, rehearsal, run.trigger);
+    if (!commitNow) return { snapshot, decision, commits, planned };
+    const outcome = await commit(run.sessionId, ledger, snapshot, rehearsal, run.trigger, pendingSince);
     if (outcome.status === 'committed' || outcome.status === 'duplicate') {
       snapshot = { version: outcome.version, state: outcome.state };
       if (outcome.status === 'committed') commits.push(outcome.record);
@@ -398,7 +495,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       warnings.push({ code: 'commit-conflict', message: 'another writer committed first; using its state' });
       snapshot = (await readReconciled(run.sessionId, ledger, undefined, warnings)).snapshot;
     }
-    return { snapshot, decision, commits };
+    return { snapshot, decision, commits, planned };
   }
 
   /**

@@ -48,6 +48,14 @@ export interface PinOptions {
   userConstraints?: boolean;
 }
 
+/**
+ * When a rehearsed plan commits. `cost`: when the tokens it frees, priced over the calls still to
+ * come, save more than breaking the cache and the planner's call cost. `paper` (the published
+ * Self-GC's rule): at once when it frees at least `PAPER_COMMIT_SHARE` of the view, otherwise at
+ * the next governance run. Either way a deferred plan may be held pending (`pending-plan.ts`).
+ */
+export type CommitPolicy = 'cost' | 'paper';
+
 export interface GovernorOptions {
   provider: 'openai' | 'anthropic';
   /** Context window in tokens. */
@@ -60,6 +68,8 @@ export interface GovernorOptions {
   triggers?: TriggerOptions;
   /** Cache-aware commit (default) or cache-blind (commit whenever a plan frees tokens). */
   cache?: 'aware' | 'blind' | CachePricing;
+  /** How a cache-aware governor decides to commit (default `cost`). */
+  commitPolicy?: CommitPolicy;
   /** Show ids as light metadata in the view (needed when the agent has GC tools). Default false. */
   showIds?: boolean;
   /**
@@ -138,6 +148,12 @@ export interface GovernanceDecision {
     | 'fallback';
   /** The cache rule's numbers when it was consulted. */
   cache?: { saving: number; breakCost: number; gcCost: number };
+  /**
+   * A plan held pending (`since`: the transcript length it was planned at): `held` when this run
+   * deferred its plan and holds it, `committed` when this run committed a plan held before,
+   * `dropped` when it dropped one (a `pending-plan-dropped` warning says why).
+   */
+  pending?: { since: number; status: 'held' | 'committed' | 'dropped' };
 }
 
 export interface Governor {

@@ -68,6 +68,17 @@ describe('createGovernor options', () => {
       /cache.cacheWrite must be a non-negative number/,
     );
     expect(refusal({ ...valid, cache: 'warm' })).toMatch(/cache must be "aware", "blind" or a CachePricing/);
+    expect(
+      refusal({ ...valid, cache: { input: 1, cacheWrite: 1, cacheRead: 0.1, ttlMs: 1, output: Number.NaN } }),
+    ).toMatch(/cache.output must be a non-negative number/);
+  });
+
+  it('takes the cost and the paper commit policies, and refuses any other', () => {
+    expect(() => createGovernor({ ...valid, commitPolicy: 'cost' })).not.toThrow();
+    expect(() => createGovernor({ ...valid, commitPolicy: 'paper' })).not.toThrow();
+    expect(refusal({ ...valid, commitPolicy: 'eager' })).toMatch(
+      /commitPolicy must be "cost" or "paper", got "eager"/,
+    );
   });
 
   it('refuses a missing store, an unknown provider and odd collaborators', () => {

@@ -67,11 +67,16 @@ export function validateGovernorOptions(options: GovernorOptions): void {
   if (cache !== undefined && cache !== 'aware' && cache !== 'blind') {
     if (cache === null || typeof cache !== 'object')
       refuse('cache', '"aware", "blind" or a CachePricing', cache);
-    for (const field of ['input', 'cacheWrite', 'cacheRead', 'ttlMs'] as const) {
+    for (const field of ['input', 'cacheWrite', 'cacheRead', 'ttlMs', 'output'] as const) {
       const value = cache[field];
+      if (field === 'output' && value === undefined) continue;
       if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
         refuse(`cache.${field}`, 'a non-negative number', value);
       }
     }
+  }
+  const { commitPolicy } = options;
+  if (commitPolicy !== undefined && commitPolicy !== 'cost' && commitPolicy !== 'paper') {
+    refuse('commitPolicy', '"cost" or "paper"', commitPolicy);
   }
 }

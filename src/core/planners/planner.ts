@@ -26,10 +26,34 @@ export interface PlannerInput {
   signal?: AbortSignal;
 }
 
+/**
+ * Tokens one planning spent (an LLM planner), as its provider reported them: the commit rule
+ * prices them as GC cost, the prompt at the cache's read and write rates where it says which.
+ */
+export interface PlannerCost {
+  /** Every prompt token, cached or not. */
+  inputTokens: number;
+  outputTokens: number;
+  /** Prompt tokens read from the provider's cache (absent: none). */
+  cachedInputTokens?: number;
+  /** Prompt tokens written to the provider's cache (absent: none). */
+  cacheWriteInputTokens?: number;
+}
+
+/** What two plannings spent together (a planner's call and its fallback's). */
+export function addPlannerCosts(first: PlannerCost, second: PlannerCost): PlannerCost {
+  return {
+    inputTokens: first.inputTokens + second.inputTokens,
+    outputTokens: first.outputTokens + second.outputTokens,
+    cachedInputTokens: (first.cachedInputTokens ?? 0) + (second.cachedInputTokens ?? 0),
+    cacheWriteInputTokens: (first.cacheWriteInputTokens ?? 0) + (second.cacheWriteInputTokens ?? 0),
+  };
+}
+
 export interface PlanResult {
   plan: Plan;
   /** Tokens the planner itself spent (an LLM planner), counted as GC cost. */
-  cost?: { inputTokens: number; outputTokens: number };
+  cost?: PlannerCost;
   warnings?: Warning[];
 }
 
