@@ -13,7 +13,12 @@ import { loadSessions } from '../eval/load-sessions.js';
 import { renderMarkdown } from '../eval/report/render-markdown.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
-import { LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from '../eval/strategies/registry.js';
+import {
+  COMMIT_VARIANT_NAMES,
+  LLM_STRATEGY_NAMES,
+  STRATEGY_NAMES,
+  strategyByName,
+} from '../eval/strategies/registry.js';
 import { checkOutputPath } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
@@ -27,7 +32,9 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
 
   --strategies a,b,...   strategies to run (default: all: ${STRATEGY_NAMES.join(', ')});
                          ${LLM_STRATEGY_NAMES.join(', ')} (needs --llm-url) runs only when named: one model
-                         call per cut and budget in cut mode, one per governance run in session mode
+                         call per cut and budget in cut mode, one per governance run in session mode;
+                         ${COMMIT_VARIANT_NAMES.join(', ')} (selfgc under the paper's commit policy) runs only
+                         when named, in session mode
   --modes cut,session    which replays to run (default: both)
   --window N             window for session mode (default 32000)
   --cuts-per-session N   automatic cut points per session (default 4)

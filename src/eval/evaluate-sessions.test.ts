@@ -72,6 +72,22 @@ describe('evaluateSessions', () => {
     expect(result.calls.some((call) => call.strategy === 'oldest-turn' && call.changed)).toBe(true);
   });
 
+  it('runs selfgc-paper in session mode only: the governor under the paper commit policy', async () => {
+    const result = await evaluateSessions(sessions, {
+      ...options,
+      strategies: ['selfgc', 'selfgc-paper'],
+      window: 1500,
+    });
+    expect(new Set(result.cuts.map((outcome) => outcome.strategy))).toEqual(new Set(['selfgc']));
+    const governed = (name: string) => result.calls.filter((call) => call.strategy === name);
+    const total = sessions.reduce((sum, session) => sum + calls(session), 0);
+    expect(governed('selfgc-paper')).toHaveLength(total);
+    // The paper's policy commits on other calls than the cost model.
+    const commitsOf = (name: string) => governed(name).map((call) => call.committed);
+    expect(commitsOf('selfgc-paper')).not.toEqual(commitsOf('selfgc'));
+    expect(commitsOf('selfgc-paper')).toContain(true);
+  });
+
   it('takes explicit cuts by session id instead of automatic ones', async () => {
     const result = await evaluateSessions([sessions[1]!], {
       ...options,

@@ -15,8 +15,14 @@ import { type Environment, endpointContext, type LlmEndpoint } from './llm-endpo
 import type { RecordedSession } from './load-sessions.js';
 import { autoCuts, type CutRecord, continuationAt, replayableCuts, replayCuts } from './replay-cut.js';
 import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from './replay-session.js';
-import { LLM_STRATEGY_NAMES, type StrategyContext, strategyByName } from './strategies/registry.js';
+import {
+  COMMIT_VARIANT_NAMES,
+  LLM_STRATEGY_NAMES,
+  type StrategyContext,
+  strategyByName,
+} from './strategies/registry.js';
 import { plannerFallbackOf } from './strategies/selfgc-llm-strategy.js';
+import { SELFGC_COMMIT_VARIANTS } from './strategies/selfgc-strategies.js';
 
 export interface EvaluateOptions {
   strategies: readonly string[];
@@ -39,7 +45,7 @@ export const DEFAULT_SWEEP = [0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2];
 
 /**
  * How strategy `name` runs in session mode: the governor for Self-GC (with the LLM planner for
- * selfgc-llm); each baseline as it is and in its cache-friendly `+sticky` form; none for the
+ * selfgc-llm, under the paper's commit policy for selfgc-paper); each baseline as it is and in its cache-friendly `+sticky` form; none for the
  * oracle, which needs the continuation.
  */
 export function sessionPolicies(
@@ -50,6 +56,8 @@ export function sessionPolicies(
 ): SessionPolicy[] {
   const model = context.entryModel === undefined ? {} : { entryModel: context.entryModel };
   if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware', model)];
+  const variant = Object.hasOwn(SELFGC_COMMIT_VARIANTS, name) ? SELFGC_COMMIT_VARIANTS[name] : undefined;
+  if (variant) return [governorPolicy(name, window, counter, 'aware', { ...variant, ...model })];
   if (name === 'selfgc-llm' && context.llmClient) {
     const planner = createLlmPlanner({
       client: context.llmClient,
@@ -122,7 +130,10 @@ export async function evaluateSessions(
     ...endpointContext(options.llm, env),
     ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
   };
-  const strategies = options.strategies.map((name) => strategyByName(name, context));
+  // A commit variant's cut-mode rows would be selfgc's again.
+  const strategies = options.strategies
+    .filter((name) => !COMMIT_VARIANT_NAMES.includes(name))
+    .map((name) => strategyByName(name, context));
   const asksModel = (name: string) => LLM_STRATEGY_NAMES.includes(name);
   const cuts: CutOutcome[] = [];
   const calls: CallOutcome[] = [];

@@ -82,6 +82,7 @@ export {
 } from './strategies/baselines.js';
 export {
   BASELINE_NAMES,
+  COMMIT_VARIANT_NAMES,
   LLM_STRATEGY_NAMES,
   STRATEGY_NAMES,
   type StrategyContext,

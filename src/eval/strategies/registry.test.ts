@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../../core/errors.js';
 import type { LlmClient } from '../../llm/llm-types.js';
-import { BASELINE_NAMES, LLM_STRATEGY_NAMES, STRATEGY_NAMES, strategyByName } from './registry.js';
+import {
+  BASELINE_NAMES,
+  COMMIT_VARIANT_NAMES,
+  LLM_STRATEGY_NAMES,
+  STRATEGY_NAMES,
+  strategyByName,
+} from './registry.js';
 
 /** A client that is never called: the registry only builds strategies. */
 const idleClient: LlmClient = {
@@ -74,6 +80,15 @@ describe('strategyByName', () => {
     const strategy = strategyByName('selfgc-llm', { llmClient: idleClient });
     expect(strategy.name).toBe('selfgc-llm');
     expect(strategy.upperBound).toBeUndefined();
+  });
+
+  it('knows selfgc-paper, not run by default: in cut mode it plans as selfgc does', () => {
+    expect(COMMIT_VARIANT_NAMES).toEqual(['selfgc-paper']);
+    expect(STRATEGY_NAMES).not.toContain('selfgc-paper');
+    const strategy = strategyByName('selfgc-paper');
+    expect(strategy.name).toBe('selfgc-paper');
+    expect(strategy.upperBound).toBeUndefined();
+    expect(() => strategyByName('nonsense')).toThrow(/selfgc-paper/);
   });
 
   // Regression (was a bug): the table is a plain object, so `--strategy toString` or `constructor` finds

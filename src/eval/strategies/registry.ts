@@ -15,7 +15,7 @@ import {
   toolPruneStrategy,
 } from './baselines.js';
 import { createSelfGcLlmStrategy } from './selfgc-llm-strategy.js';
-import { createSelfGcStrategy, oracleStrategy } from './selfgc-strategies.js';
+import { createSelfGcStrategy, oracleStrategy, SELFGC_COMMIT_VARIANTS } from './selfgc-strategies.js';
 import type { Strategy } from './strategy.js';
 
 /** What strategies that ask a model need; `llmClient` is there only when an endpoint is configured. */
@@ -51,6 +51,9 @@ export const STRATEGY_NAMES = Object.keys(STRATEGIES);
 
 export const LLM_STRATEGY_NAMES = Object.keys(LLM_STRATEGIES);
 
+/** Self-GC under another commit policy (`selfgc-paper`): session mode only, run when named. */
+export const COMMIT_VARIANT_NAMES = Object.keys(SELFGC_COMMIT_VARIANTS);
+
 /** The baselines (everything but Self-GC and the oracle). */
 export const BASELINE_NAMES = STRATEGY_NAMES.filter(
   (name) => name !== 'selfgc' && name !== 'oracle' && name !== 'none',
@@ -66,10 +69,15 @@ export function strategyByName(name: string, context: StrategyContext = {}): Str
     }
     return makeWithModel(context.llmClient, context);
   }
-  const make = Object.hasOwn(STRATEGIES, name) ? STRATEGIES[name] : undefined;
+  // A commit variant plans as selfgc does: in cut mode it is selfgc under its own name.
+  const make = Object.hasOwn(STRATEGIES, name)
+    ? STRATEGIES[name]
+    : Object.hasOwn(SELFGC_COMMIT_VARIANTS, name)
+      ? (context: StrategyContext) => ({ ...STRATEGIES.selfgc!(context), name })
+      : undefined;
   if (!make) {
     throw new BadInputError(
-      `unknown strategy "${name}" (choose from ${STRATEGY_NAMES.join(', ')}; selfgc-llm needs --llm-url)`,
+      `unknown strategy "${name}" (choose from ${[...STRATEGY_NAMES, ...COMMIT_VARIANT_NAMES].join(', ')}; selfgc-llm needs --llm-url)`,
     );
   }
   return make(context);

@@ -3,6 +3,7 @@
  * and the oracle, which knows which anchors the continuation will use. `selfgc-llm` shares the
  * planner input and the harness (`cutPlannerInput`, `applyPlan`).
  */
+import type { GovernorOptions } from '../../core/governor/governor-types.js';
 import type { Ledger } from '../../core/ledger.js';
 import {
   type Plan,
@@ -108,6 +109,15 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
     },
   };
 }
+
+/**
+ * Self-GC's variants that differ from `selfgc` only in how the governor commits, by name: in
+ * session mode the governor runs with these options; in cut mode, where nothing is committed,
+ * each is `selfgc` itself and is not run again.
+ */
+export const SELFGC_COMMIT_VARIANTS: Readonly<Record<string, Pick<GovernorOptions, 'commitPolicy'>>> = {
+  'selfgc-paper': { commitPolicy: 'paper' },
+};
 
 /** Upper bound: prune every object whose payload holds none of the anchors the continuation uses. */
 export const oracleStrategy: SyncStrategy = {
