@@ -45,8 +45,8 @@ export const DEFAULT_SWEEP = [0.9, 0.75, 0.6, 0.5, 0.4, 0.3, 0.2];
 
 /**
  * How strategy `name` runs in session mode: the governor for Self-GC (with the LLM planner for
- * selfgc-llm, under the paper's commit policy for selfgc-paper); each baseline as it is and in its cache-friendly `+sticky` form; none for the
- * oracle, which needs the continuation.
+ * selfgc-llm, under the paper's commit policy for selfgc-paper); each baseline as it is and in
+ * its cache-friendly `+sticky` form; none for the oracle, which needs the continuation.
  */
 export function sessionPolicies(
   name: string,
@@ -55,8 +55,12 @@ export function sessionPolicies(
   context: StrategyContext,
 ): SessionPolicy[] {
   const model = context.entryModel === undefined ? {} : { entryModel: context.entryModel };
-  if (name === 'selfgc') return [governorPolicy('selfgc', window, counter, 'aware', model)];
-  const variant = Object.hasOwn(SELFGC_COMMIT_VARIANTS, name) ? SELFGC_COMMIT_VARIANTS[name] : undefined;
+  const variant =
+    name === 'selfgc'
+      ? {}
+      : Object.hasOwn(SELFGC_COMMIT_VARIANTS, name)
+        ? SELFGC_COMMIT_VARIANTS[name]
+        : undefined;
   if (variant) return [governorPolicy(name, window, counter, 'aware', { ...variant, ...model })];
   if (name === 'selfgc-llm' && context.llmClient) {
     const planner = createLlmPlanner({
