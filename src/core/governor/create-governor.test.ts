@@ -51,6 +51,9 @@ function governor(store: SidecarStore, window: number, options: Partial<Governor
   });
 }
 
+/** The planner's own commit, without the deep reduction that may follow it. */
+const PLANNER_ONLY = { triggers: { milestones: false, minBatch: 0, deep: false } } as const;
+
 /** Every fold or mask marker of a view, by object id. */
 function removedIds(view: readonly Message[]): string[] {
   const ids: string[] = [];
@@ -85,7 +88,7 @@ describe('createGovernor: pressure', () => {
     const messages = longSession({ rounds: 30 });
     const total = transcriptTokens(messages);
     const window = Math.ceil(total / 0.8);
-    const result = await governor(store, window).project('s', messages);
+    const result = await governor(store, window, PLANNER_ONLY).project('s', messages);
     expect(result.decision.trigger).toBe('pressure');
     expect(result.decision.outcome).toBe('committed');
     expect(result.commit).toBeDefined();
@@ -186,6 +189,36 @@ describe('createGovernor: pressure', () => {
     expect(folds).toHaveLength(6);
     // Each index takes a sixth of the fifth of the window (with its header and pointer).
     for (const fold of folds) expect(fold.tokensAfter).toBeLessThanOrEqual(window / 5 / 6 + 60);
+  });
+
+  it('shrinks the indexes of earlier folded work before it prunes a request with its index', async () => {
+    // Instructions that take half the window, as a coding agent's do, then three requests each
+    // followed by many reads, governed call by call: the work of each folds while it is current.
+    const instructions = systemMessage(`You are a coding agent. ${moduleSource(500, 80)}`);
+    const window = Math.floor(transcriptTokens([instructions]) * 2);
+    const gc = governor(createMemoryStore(), window, { planner: undefined });
+    const messages: Message[] = [instructions];
+    const pruned = new Set<string>();
+    let call = 0;
+    for (let request = 1; request <= 3; request += 1) {
+      messages.push(userMessage(`Request ${request}: review the next handler modules.`));
+      for (let round = 0; round < 12; round += 1) {
+        call += 1;
+        messages.push(
+          ...toolRound(
+            `call_${call}`,
+            'read_file',
+            { path: `src/handlers/module_${call}.py` },
+            moduleSource(call, 30),
+          ),
+        );
+        const result = await gc.project('s', [...messages, assistantMessage('Reading on.')]);
+        expect(result.viewTokens).toBeLessThanOrEqual(window);
+        for (const commit of result.commits)
+          for (const entry of commit.operations) if (entry.operation === 'prune') pruned.add(entry.objectId);
+      }
+    }
+    expect([...pruned].filter((id) => id.startsWith('conversation:'))).toEqual([]);
   });
 
   it('shrinks the index of the folded work when a long latest step leaves no room for it', async () => {
@@ -397,7 +430,7 @@ describe('createGovernor: cache rule', () => {
     expect(held.view).toEqual(messages);
     const blind = await governor(createMemoryStore(), window, {
       cache: 'blind',
-      triggers: { milestones: false, minBatch: 0.9 },
+      triggers: { milestones: false, minBatch: 0.9, deep: false },
     }).project('s', messages);
     expect(blind.decision.outcome).toBe('committed');
   });
@@ -542,9 +575,9 @@ describe('createGovernor: durability and recovery', () => {
     const store = createMemoryStore();
     const messages = longSession({ rounds: 30 });
     const window = Math.ceil(transcriptTokens(messages) / 0.8);
-    const first = await governor(store, window).project('s', messages);
+    const first = await governor(store, window, PLANNER_ONLY).project('s', messages);
     expect(first.decision.outcome).toBe('committed');
-    const restarted = governor(store, window);
+    const restarted = governor(store, window, PLANNER_ONLY);
     const again = await restarted.project('s', messages);
     expect(again.view).toEqual(first.view);
     expect(again.viewTokens).toBe(first.viewTokens);
@@ -604,6 +637,7 @@ describe('createGovernor: durability and recovery', () => {
       },
     };
     const result = await governor(store, Math.ceil(transcriptTokens(messages) / 0.8), {
+      ...PLANNER_ONLY,
       planner: failing,
     }).project('s', messages);
     expect(result.warnings.map((warning) => warning.code)).toContain('planner-failed');

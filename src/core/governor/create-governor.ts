@@ -146,8 +146,9 @@ export function createGovernor(options: GovernorOptions): Governor {
       window,
       target: Math.floor(window * targetShare),
       minBatch: Math.floor(window * (options.triggers?.minBatch ?? 0.05)),
-      // A span fold's anchor index is bounded by its size: up to a fifth of the window (a tenth
-      // lost the names long sessions quote later; a quarter or a third cost more cache writes).
+      // A span fold's anchor index is bounded by its size: up to a fifth of the window. Indexes
+      // that together overflow the window share that bound (see shrinkIndexes) before anything
+      // is pruned.
       rehearse: { project, spanAnchorTokens: Math.max(200, Math.floor(window / 5)), ...entryModel },
     };
   };
@@ -570,21 +571,48 @@ export function createGovernor(options: GovernorOptions): Governor {
     const { target, window } = limits;
     let rehearsal = first;
     let operations = first.plan.operations;
+    let bound = limits.rehearse.spanAnchorTokens;
     for (let round = 0; round < 6 && rehearsal.tokensAfter > target; round += 1) {
       const keep = round < 2 ? keepSteps : 0;
       let more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep, false);
-      if (more.length === 0 && rehearsal.tokensAfter > window)
-        more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
+      if (more.length === 0 && rehearsal.tokensAfter > window) {
+        // Nothing left to fold and still over the window: the indexes of folded work shrink
+        // before anything is pruned (a pruned request takes its whole index with it).
+        ({ rehearsal, bound } = shrinkIndexes(ledger, limits, state, rehearsal, bound));
+        operations = rehearsal.plan.operations;
+        if (rehearsal.tokensAfter > window)
+          more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
+      }
       if (more.length === 0 && keep > 0) continue;
       if (more.length === 0) break;
       operations = supersedeOperations(operations, more);
-      rehearsal = rehearsePlan(ledger, state, { planner, operations }, limits.rehearse);
+      rehearsal = rehearsePlan(
+        ledger,
+        state,
+        { planner, operations },
+        { ...limits.rehearse, spanAnchorTokens: bound },
+      );
     }
-    // Still over: the indexes of folded work share the fifth of the window that bounds one, and
-    // each pass takes from that bound the share of the indexes the overflow needs (and a tenth
-    // more), since what an index holds under a bound is known only once it is rendered.
+    return shrinkIndexes(ledger, limits, state, rehearsal, bound).rehearsal;
+  }
+
+  /**
+   * While the view is over the window: the indexes of folded work share the bound of one, and
+   * each pass takes from that bound the share of the indexes the overflow needs (and a tenth
+   * more), since what an index holds under a bound is known only once it is rendered. Returns the
+   * rehearsal and the bound it ended with, which later plans of the same reduction keep.
+   */
+  function shrinkIndexes(
+    ledger: Ledger,
+    limits: CallLimits,
+    state: SessionState['objects'],
+    start: Rehearsal,
+    startBound: number,
+  ): { rehearsal: Rehearsal; bound: number } {
+    const { window } = limits;
     const fullBound = limits.rehearse.spanAnchorTokens;
-    let bound = fullBound;
+    let rehearsal = start;
+    let bound = startBound;
     for (let pass = 0; pass < 4 && rehearsal.tokensAfter > window; pass += 1) {
       const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
       if (spans.length === 0) break;
@@ -597,12 +625,13 @@ export function createGovernor(options: GovernorOptions): Governor {
       const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
       // From what the indexes hold now: a bound above that would change nothing.
       const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
-      bound = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
-      const tightened = tighten(ledger, limits, state, rehearsal, spans, bound);
+      const next = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
+      const tightened = tighten(ledger, limits, state, rehearsal, spans, next);
       if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
       rehearsal = tightened;
+      bound = next;
     }
-    return rehearsal;
+    return { rehearsal, bound };
   }
 
   /**
