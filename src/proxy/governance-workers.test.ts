@@ -70,6 +70,8 @@ describe('governance in worker threads', () => {
     for (const entryModel of [undefined, oldestFirst]) {
       fixture = await startProxyFixture({
         workers: 1,
+        // Room for the indexes to hold entries, whose order the model sets.
+        window: 4000,
         script: () => ({ text: 'Reading on.' }),
         ...(entryModel ? { entryModel } : {}),
       });
