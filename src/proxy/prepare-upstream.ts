@@ -86,9 +86,15 @@ export interface PreparedUpstream {
   };
 }
 
-/** What the proxy's thread keeps for recovery: the governor that answers from the sidecar. */
+/** What stays on the thread that prepared the request (functions, not sent between threads). */
 export interface PreparedRequest extends PreparedUpstream {
+  /** The governor that answers recovery from the sidecar. */
   governor?: RecoveryGovernor;
+  /**
+   * Counts the messages governance only bounded (`ProjectResult.settle`), for the
+   * conversation's next request: run it once `body` is on its way.
+   */
+  settle?: () => void;
 }
 
 /**
@@ -165,10 +171,11 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
+  const settle = governed.settle === undefined ? {} : { settle: governed.settle };
   const recover = recoveryRoute && result !== undefined && hasRecoveryPointers(result.view);
   const render = (out: JsonObject) =>
     reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
-  if (!recover || governor === undefined) return { body: render(governed.body) };
+  if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
   // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
   const { messages: _messages, input: _input, ...client } = body;
   const scope = result.recoverable;
@@ -181,6 +188,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     body: render(dialect.withTools(governed.body, RECOVERY_TOOLS)),
     recovery: { sessionId: identity.storeSessionId, client, scope, window },
     governor: scopeRecovery(governor, scope),
+    ...settle,
   };
 }
 

@@ -13,6 +13,7 @@ import {
   type ScriptedUpstreamOptions,
   startScriptedUpstream,
 } from '../../testing/scripted-upstream.js';
+import { providerTokenCounters } from '../../tokenizers/create-token-counter.js';
 import { createProxy, type SelfGcProxy } from '../create-proxy.js';
 import { createGovernanceWorkers } from '../governance-workers.js';
 import { createGovernorPool } from '../governor-pool.js';
@@ -40,6 +41,8 @@ export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'scri
    * are sized for a 2000-token window); `default` for the proxy's own default.
    */
   reserveOutput?: number | 'default';
+  /** Count with each provider's BPE encoding, as `selfgc proxy` does (default: the approximate counter). */
+  tokenizer?: 'per-provider';
   proxy?: Partial<ProxyOptions>;
 }
 
@@ -67,6 +70,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     store: givenStore,
     workers,
     reserveOutput = 256,
+    tokenizer,
     proxy: proxyOptions,
     script,
     ...upstreamOptions
@@ -84,15 +88,24 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
           ...(reserveOutput === 'default' ? {} : { reserveOutput }),
           cache: 'blind',
           ...(workers === undefined ? {} : { threads: workers }),
+          ...(tokenizer === undefined ? {} : { tokenizer }),
         });
   await governance?.ready();
   const logs: ProxyLogEntry[] = [];
+  const tokenCounter = tokenizer === undefined ? undefined : providerTokenCounters();
   const proxy = createProxy({
     ...(governed === false
       ? {}
       : governance === undefined
-        ? { governor: createGovernorPool({ store, cache: 'blind' }) }
+        ? {
+            governor: createGovernorPool({
+              store,
+              cache: 'blind',
+              ...(tokenCounter ? { tokenCounter } : {}),
+            }),
+          }
         : { governance }),
+    ...(tokenCounter ? { tokenCounter } : {}),
     store,
     upstreams: { openai: upstream.url, anthropic: upstream.url },
     window: window ?? 2000,
