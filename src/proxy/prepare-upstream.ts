@@ -77,7 +77,10 @@ export interface PreparedUpstream {
   recovery?: {
     /** The store session id. */
     sessionId: string;
-    /** The client's body without its conversation, to hide the recovery tools from the answer. */
+    /**
+     * The client's body without its conversation and tool definitions (what an answer echoes
+     * besides its tools, such as the tool choice), to hide the recovery tools from the answer.
+     */
     client: JsonObject;
     /** What this view can recover (`ProjectResult.recoverable`): recovery answers for it alone. */
     scope: RecoveryScope;
@@ -176,8 +179,9 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const render = (out: JsonObject) =>
     reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
   if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
-  // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
-  const { messages: _messages, input: _input, ...client } = body;
+  // Every dialect keeps its conversation in `messages` or `input`, and its tools in `tools`: the
+  // rest is small, and goes to the proxy's thread without the cost of copying a tree of schemas.
+  const { messages: _messages, input: _input, tools: _tools, ...client } = body;
   const scope = result.recoverable;
   // Recovery appends messages: it has the conversation's room, less what the view takes.
   const window = {
