@@ -88,9 +88,10 @@ export interface RenderMemo {
 }
 
 /**
- * Pieces of output: text to encode, bytes already encoded, or spans of the client's bytes. A span that follows another
- * with, between them, the very text written since (a comma, a key) extends it, so an unchanged
- * run of members or elements is one copy, and an unchanged body is the client's bytes themselves.
+ * Pieces of output: text to encode, bytes already encoded, or spans of the client's bytes. A
+ * span that follows another with, between them, the very text written since (a comma, a key)
+ * extends it, so an unchanged run of members or elements is one copy, and an unchanged body is
+ * the client's bytes themselves.
  */
 class Pieces {
   private readonly parts: Array<string | Uint8Array | ByteSpan> = [];
@@ -196,15 +197,22 @@ export function renderBodyBytes(body: JsonObject, source: ParsedBody, memo?: Ren
 
 /** An element none of the client's is: its bytes from the last render, or serialised. */
 function writeElement(pieces: Pieces, element: unknown, memo: RenderMemo | undefined): void {
-  const written = element ?? null;
-  const outline = outlineOf(written);
-  const kept = memo?.previous?.get(outline)?.find((entry) => sameJsonValue(written, entry.element));
-  const text = kept === undefined ? (isOmitted(element) ? 'null' : JSON.stringify(element)) : undefined;
-  if (memo === undefined || (text !== undefined && text.length < KEPT_ELEMENT_CHARS)) {
-    pieces.write(text ?? JSON.stringify(element));
+  const serialise = () => (isOmitted(element) ? 'null' : JSON.stringify(element));
+  if (memo === undefined) {
+    pieces.write(serialise());
     return;
   }
-  const bytes = kept === undefined ? encoder.encode(text) : kept.bytes;
+  const written = element ?? null;
+  const outline = outlineOf(written);
+  let bytes = memo.previous?.get(outline)?.find((entry) => sameJsonValue(written, entry.element))?.bytes;
+  if (bytes === undefined) {
+    const text = serialise();
+    if (text.length < KEPT_ELEMENT_CHARS) {
+      pieces.write(text);
+      return;
+    }
+    bytes = encoder.encode(text);
+  }
   const list = memo.next.get(outline);
   if (list === undefined) memo.next.set(outline, [{ element: written, bytes }]);
   else list.push({ element: written, bytes });
