@@ -177,6 +177,43 @@ describe('indexTranscript: stability', () => {
     expect(seen).toEqual(ledger.objects.map((each) => each.anchors.length));
   });
 
+  it('takes bounds for messages appended with bounds, never below the counts, and counts them when settled', () => {
+    const counted: string[] = [];
+    const counter = {
+      name: 'chars/4, bound by chars',
+      count: (text: string) => {
+        counted.push(text);
+        return approximateTokenCounter.count(text);
+      },
+      bound: (text: string) => text.length,
+    };
+    const messages = sampleSession();
+    const exact = snapshot(indexTranscript(messages, options));
+    const ledger = createLedger({ tokenCounter: counter });
+    ledger.append(messages.slice(0, 10));
+    const countedBefore = counted.length;
+    ledger.append(messages.slice(10), undefined, { bounded: true });
+    expect(counted).toHaveLength(countedBefore);
+    expect(ledger.boundedMessages).toBe(messages.length - 10);
+    const bounded = snapshot(ledger);
+    expect(bounded.totalTokens).toBeGreaterThan(exact.totalTokens);
+    bounded.messageTokens.forEach((tokens, index) => {
+      expect(tokens).toBeGreaterThanOrEqual(exact.messageTokens[index]!);
+    });
+    for (const each of ledger.objects)
+      expect(each.tokens).toBeGreaterThanOrEqual(object(indexTranscript(messages, options), each.id).tokens);
+    ledger.settle();
+    expect(ledger.boundedMessages).toBe(0);
+    expect(snapshot(ledger)).toEqual(exact);
+    ledger.settle();
+    expect(snapshot(ledger)).toEqual(exact);
+    // A counter without a bound counts at once.
+    const plain = createLedger(options);
+    plain.append(messages, undefined, { bounded: true });
+    expect(plain.boundedMessages).toBe(0);
+    expect(snapshot(plain)).toEqual(exact);
+  });
+
   it('keeps existing objects as they were when later messages arrive, except spans and references', () => {
     const messages = sampleSession();
     const ledger = indexTranscript(messages.slice(0, 10), options);

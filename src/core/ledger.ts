@@ -89,9 +89,15 @@ export interface Ledger {
   conversationAt(index: number): LedgerObject | undefined;
   /**
    * Index the given messages as the continuation of the transcript. `chain`, when the caller
-   * computed it already, holds their chain links.
+   * computed it already, holds their chain links. With `bounded`, their tokens are the
+   * counter's `bound` (when it has one) instead of its count, until `settle`: every token figure
+   * of the ledger is then at least what counting gives, never less.
    */
-  append(messages: readonly Message[], chain?: readonly string[]): void;
+  append(messages: readonly Message[], chain?: readonly string[], options?: { bounded?: boolean }): void;
+  /** Messages whose tokens are bounds, not counts yet (see `append`). */
+  readonly boundedMessages: number;
+  /** Count the messages appended with bounds: every token figure is a count again. */
+  settle(): void;
   /**
    * Take the caller's message objects in place of the indexed ones for the prefix they share.
    * The caller guarantees the same content (equal chain links); what may differ is what content
@@ -163,6 +169,8 @@ export function createLedger(options: LedgerOptions): Ledger {
   const systemTexts = new Map<string, string>();
   let functionCount = 0;
   let totalTokens = 0;
+  /** Indexes of messages whose tokens are bounds. */
+  const bounded: number[] = [];
   let openConversation: LedgerObject | undefined;
   const conversationOfMessage: (LedgerObject | undefined)[] = [];
 
@@ -320,18 +328,36 @@ export function createLedger(options: LedgerOptions): Ledger {
     },
     get: (id) => byId.get(id),
     conversationAt: (index) => conversationOfMessage[index],
-    append(newMessages, links) {
+    get boundedMessages() {
+      return bounded.length;
+    },
+    append(newMessages, links, appendOptions) {
+      const { tokenCounter } = options;
+      const bound = appendOptions?.bounded === true ? tokenCounter.bound?.bind(tokenCounter) : undefined;
+      const counter = bound === undefined ? tokenCounter : { name: tokenCounter.name, count: bound };
       newMessages.forEach((message, offset) => {
         const index = messages.length;
         messages.push(message);
         chain.push(links?.[offset] ?? chainLink(chain[index - 1] ?? '', messageDigest(message)));
         // Each part is counted once: the message's tokens and its objects' come from the same counts.
-        const partCounts = message.parts.map((part) => partTokens(options.tokenCounter, part));
+        const partCounts = message.parts.map((part) => partTokens(counter, part));
         const tokens = MESSAGE_OVERHEAD_TOKENS + partCounts.reduce((sum, count) => sum + count, 0);
         messageTokens.push(tokens);
         totalTokens += tokens;
+        if (bound !== undefined) bounded.push(index);
         indexMessage(message, index, partCounts);
       });
+    },
+    settle() {
+      for (const index of bounded.splice(0)) {
+        const partCounts = messages[index]!.parts.map((part) => partTokens(options.tokenCounter, part));
+        const parts = partCounts.reduce((sum, count) => sum + count, 0);
+        totalTokens += MESSAGE_OVERHEAD_TOKENS + parts - messageTokens[index]!;
+        messageTokens[index] = MESSAGE_OVERHEAD_TOKENS + parts;
+        // As `indexMessage` gave them: a tool result its part's count, any other object its message's.
+        for (const object of objectsByMessage.get(index) ?? [])
+          object.tokens = object.partIndex === undefined ? parts : (partCounts[object.partIndex] ?? 0);
+      }
     },
     adoptMessages(incoming) {
       const shared = Math.min(incoming.length, messages.length);

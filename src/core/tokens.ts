@@ -7,6 +7,12 @@ export interface TokenCounter {
   readonly name: string;
   /** Tokens of a text under this encoding. Must be deterministic and never throw. */
   count(text: string): number;
+  /**
+   * A number never below `count(text)`, found without encoding the text: what a counter whose
+   * `count` is costly offers, so that a caller who only needs to know the window is not near can
+   * decide without counting (the governor then counts after the request is sent).
+   */
+  bound?(text: string): number;
 }
 
 /** Per-message framing tokens (role markers, separators) that chat formats add. */
@@ -26,6 +32,12 @@ export function memoizeTokenCounter(counter: TokenCounter, maxEntries = 200_000)
   const cache = new Map<string, number>();
   return {
     name: counter.name,
+    // A text counted before is bound by its count.
+    ...(counter.bound === undefined
+      ? {}
+      : {
+          bound: (text: string) => (text.length < 16 ? undefined : cache.get(text)) ?? counter.bound!(text),
+        }),
     count(text) {
       if (text.length < 16) return counter.count(text);
       const known = cache.get(text);

@@ -16,6 +16,12 @@ import type { SessionIdentity } from './session-identity.js';
 import { type LaneReason, reduceStatelessly } from './stateless-lane.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
 
+/**
+ * Set when the request went upstream before its newest messages were counted (the window was
+ * far): `x-selfgc-tokens-before` and `-after` are then upper bounds, not counts.
+ */
+export const TOKENS_BOUND_HEADER = 'x-selfgc-tokens-bound';
+
 /** The proxy's own warning: the reserve alone fills the window, so no view can fit. */
 export const RESERVE_OVER_WINDOW = 'reserve-over-window';
 
@@ -30,6 +36,8 @@ export interface GovernedBody {
    * room kept free for the pages recovery appends.
    */
   conversationRoom?: number;
+  /** Counts what governance only bounded (`ProjectResult.settle`): run it once the body is sent. */
+  settle?: () => void;
 }
 
 export interface GovernInput {
@@ -111,6 +119,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
       governor.project(input.identity.storeSessionId, input.transcript, {
         signal: input.signal,
         reservedTokens: reserve.total,
+        deferCounting: true,
         ...(input.chain === undefined ? {} : { chain: input.chain }),
       }),
       settings.governanceTimeBudgetMs,
@@ -141,6 +150,8 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   headers.set('x-selfgc-tokens-after', String(tokensAfter));
   headers.set('x-selfgc-output-reserve', String(reserve.outputTokens));
   headers.set('x-selfgc-governance', result.decision.outcome);
+  // The newest messages were not counted before sending: the figures are upper bounds.
+  if (result.settle !== undefined) headers.set(TOKENS_BOUND_HEADER, 'true');
   const warnings = new Set(result.warnings.map((warning) => warning.code));
   if (reserve.total >= window) warnings.add(RESERVE_OVER_WINDOW);
   if (warnings.size > 0) headers.set('x-selfgc-warnings', [...warnings].join(','));
@@ -149,6 +160,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     tokensAfter,
     outputReserve: reserve.outputTokens,
     governance: result.decision.outcome,
+    ...(result.settle === undefined ? {} : { tokensBound: true }),
     ...(warnings.size > 0 ? { warnings: [...warnings] } : {}),
   });
   if (result.divergence) {
@@ -170,5 +182,6 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     governor,
     result: { ...result, view },
     conversationRoom,
+    ...(result.settle === undefined ? {} : { settle: result.settle }),
   };
 }

@@ -145,11 +145,13 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         lane: message.lane,
         transcripts,
       });
-      const { governor: _governor, ...value } = prepared;
+      const { governor: _governor, settle, ...value } = prepared;
       // A governed body goes back moved, not copied; the client's own bytes (a body governance
       // left as it came) are copied, since the transcript cache keeps them for the next request.
       const moved = value.body === message.bytes ? [] : transferOf(value.body);
       reply({ id: message.id, ok: true, value, ...side() }, moved);
+      // Counted while the request goes upstream, before the next one is taken.
+      settle?.();
     } catch (error) {
       reply({ ...failure(message.id, error), ...side() });
     } finally {

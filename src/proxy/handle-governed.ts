@@ -91,6 +91,8 @@ export async function handleGoverned(
             settings.metrics,
           );
     trace.entry.prepareMs = Math.round((settings.now() - prepareStarted) * 1000) / 1000;
+    // Governed on this thread: what it left uncounted is counted once the body is sent.
+    if (prepared.settle !== undefined) setImmediate(prepared.settle);
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined) return await forward(exchange, prepared.body);
     const recovery = createRecovery({

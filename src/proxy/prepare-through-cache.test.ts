@@ -69,7 +69,8 @@ function createArm(transcripts?: TranscriptCache) {
     };
     const prepared = await prepareUpstream(input);
     const selfgc = [...headers].filter(([name]) => name.startsWith('x-selfgc-'));
-    return { body: JSON.parse(new TextDecoder().decode(prepared.body)) as JsonObject, selfgc, entry };
+    const sent = JSON.parse(new TextDecoder().decode(prepared.body)) as JsonObject;
+    return { body: sent, selfgc, entry, recovery: prepared.recovery };
   };
 }
 
@@ -114,4 +115,17 @@ describe('prepare step through the transcript cache', () => {
       expect(commits).toBeGreaterThan(0);
     },
   );
+
+  it('hands recovery what an answer echoes of the request, without its conversation or tool definitions', async () => {
+    const prepare = createArm(freezingCache());
+    const tools = [{ type: 'function', name: 'read_file', parameters: { type: 'object' } }];
+    let recovery: Awaited<ReturnType<typeof prepare>>['recovery'];
+    for (let turns = 1; turns <= 9 && recovery === undefined; turns += 1) {
+      const body = { ...conversationBody('responses', { turns }), tools, tool_choice: 'required' };
+      recovery = (await prepare('responses', body, 'one')).recovery;
+    }
+    expect(recovery?.client).toMatchObject({ tool_choice: 'required' });
+    expect(recovery?.client).not.toHaveProperty('tools');
+    expect(recovery?.client).not.toHaveProperty('input');
+  });
 });

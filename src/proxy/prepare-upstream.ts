@@ -77,7 +77,10 @@ export interface PreparedUpstream {
   recovery?: {
     /** The store session id. */
     sessionId: string;
-    /** The client's body without its conversation, to hide the recovery tools from the answer. */
+    /**
+     * The client's body without its conversation and tool definitions (what an answer echoes
+     * besides its tools, such as the tool choice), to hide the recovery tools from the answer.
+     */
     client: JsonObject;
     /** What this view can recover (`ProjectResult.recoverable`): recovery answers for it alone. */
     scope: RecoveryScope;
@@ -86,9 +89,15 @@ export interface PreparedUpstream {
   };
 }
 
-/** What the proxy's thread keeps for recovery: the governor that answers from the sidecar. */
+/** What stays on the thread that prepared the request (functions, not sent between threads). */
 export interface PreparedRequest extends PreparedUpstream {
+  /** The governor that answers recovery from the sidecar. */
   governor?: RecoveryGovernor;
+  /**
+   * Counts the messages governance only bounded (`ProjectResult.settle`), for the
+   * conversation's next request: run it once `body` is on its way.
+   */
+  settle?: () => void;
 }
 
 /**
@@ -165,12 +174,14 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   });
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
+  const settle = governed.settle === undefined ? {} : { settle: governed.settle };
   const recover = recoveryRoute && result !== undefined && hasRecoveryPointers(result.view);
   const render = (out: JsonObject) =>
     reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
-  if (!recover || governor === undefined) return { body: render(governed.body) };
-  // Every dialect keeps its conversation in `messages` or `input`; the rest is small.
-  const { messages: _messages, input: _input, ...client } = body;
+  if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
+  // Every dialect keeps its conversation in `messages` or `input`, and its tools in `tools`: the
+  // rest is small, and goes to the proxy's thread without the cost of copying a tree of schemas.
+  const { messages: _messages, input: _input, tools: _tools, ...client } = body;
   const scope = result.recoverable;
   // Recovery appends messages: it has the conversation's room, less what the view takes.
   const window = {
@@ -181,6 +192,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     body: render(dialect.withTools(governed.body, RECOVERY_TOOLS)),
     recovery: { sessionId: identity.storeSessionId, client, scope, window },
     governor: scopeRecovery(governor, scope),
+    ...settle,
   };
 }
 

@@ -34,6 +34,8 @@ export interface ProxyLogEntry {
   tokensBefore?: number;
   /** The same, as sent upstream (without the proxy's recovery tools). */
   tokensAfter?: number;
+  /** Set when both are upper bounds: the request was sent before its newest messages were counted. */
+  tokensBound?: true;
   /** Output tokens the window kept free: the request's limit, or the configured reserve. */
   outputReserve?: number;
   commit?: string;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { layoutJsonObject } from './json-layout.js';
-import { type ParsedBody, renderBodyBytes } from './render-body-bytes.js';
+import { type ParsedBody, renderBodyBytes, type SerialisedElements } from './render-body-bytes.js';
 import type { JsonObject } from './wire-dialect.js';
 
 const encoder = new TextEncoder();
@@ -60,6 +60,77 @@ describe('renderBodyBytes', () => {
     const written = renderBodyBytes(appended, source);
     expect(written).not.toBe(source.bytes);
     expect(decoder.decode(written)).toBe(JSON.stringify(appended));
+  });
+
+  it('copies every unchanged element of a long conversation written anew with runs folded, not only the first few', () => {
+    // Spaced as no serialiser writes it: a copied element keeps its spaces, a serialised one loses them.
+    const original = Array.from(
+      { length: 400 },
+      (_, index) =>
+        `{"role": "${index % 2 === 0 ? 'assistant' : 'tool'}", "content": "output ${index} ${'x'.repeat(index % 7)}"}`,
+    );
+    const source = parsedBody(`{"model":"m","messages":[${original.join(', ')}]}`);
+    const parsed = source.body.messages as JsonObject[];
+    // Written anew (other objects, the same JSON), with every fortieth run of ten folded into one.
+    const messages: unknown[] = [];
+    for (let index = 0; index < original.length; index += 1) {
+      if (index % 40 === 0) {
+        messages.push({ role: 'user', content: `[folded ${index}..${index + 9}]` });
+        index += 9;
+      } else messages.push({ ...parsed[index]! });
+    }
+    const out = rendered({ ...source.body, messages }, source);
+    expect(JSON.parse(out)).toEqual({ model: 'm', messages });
+    const kept = messages.filter((message) => (message as { role: string }).role !== 'user');
+    expect(out.split('"role": ').length - 1).toBe(kept.length);
+  });
+
+  it("copies an element written anew with its members in another order: the same value, in the client's bytes", () => {
+    const source = parsedBody(
+      '{"messages":[{"role": "tool", "tool_call_id": "c1", "content": "ok"}, {"role": "user", "content": "go"}]}',
+    );
+    const messages = [
+      { role: 'tool', content: 'ok', tool_call_id: 'c1' },
+      { content: 'go', role: 'user' },
+      { role: 'tool', content: 'ok', tool_call_id: 'c2' },
+    ];
+    expect(rendered({ messages }, source)).toBe(
+      '{"messages":[{"role": "tool", "tool_call_id": "c1", "content": "ok"},{"role": "user", "content": "go"},{"role":"tool","content":"ok","tool_call_id":"c2"}]}',
+    );
+  });
+
+  it('writes an element the last render serialised from its bytes, when it is the same value again', () => {
+    const source = parsedBody('{"messages":[{"role":"user","content":"a"},{"role":"tool","content":"b"}]}');
+    const summary = (text: string) => ({ role: 'user', content: `[folded] ${text.repeat(400)}` });
+    const first: SerialisedElements = new Map();
+    expect(decoder.decode(renderBodyBytes({ messages: [summary('index ')] }, source, { next: first }))).toBe(
+      JSON.stringify({ messages: [summary('index ')] }),
+    );
+    const [kept] = [...first.values()].flat();
+    expect(kept?.bytes.byteLength).toBeGreaterThan(2_000);
+    // The same value, built anew (another object, members in another order): its bytes come back.
+    const second: SerialisedElements = new Map();
+    const again = { content: summary('index ').content, role: 'user' };
+    const out = renderBodyBytes({ messages: [again, { role: 'user', content: 'a' }] }, source, {
+      previous: first,
+      next: second,
+    });
+    expect(JSON.parse(decoder.decode(out))).toEqual({ messages: [again, { role: 'user', content: 'a' }] });
+    expect([...second.values()].flat()[0]?.bytes).toBe(kept?.bytes);
+    // Another summary of the same outline is serialised anew; short elements are not kept.
+    const third: SerialisedElements = new Map();
+    const other = summary('indey ');
+    const written = renderBodyBytes({ messages: [other, { role: 'user', content: 'new' }] }, source, {
+      previous: second,
+      next: third,
+    });
+    expect(JSON.parse(decoder.decode(written))).toEqual({
+      messages: [other, { role: 'user', content: 'new' }],
+    });
+    const entries = [...third.values()].flat();
+    expect(entries).toHaveLength(1);
+    expect(entries[0]?.bytes).not.toBe(kept?.bytes);
+    expect(decoder.decode(entries[0]?.bytes)).toBe(JSON.stringify(other));
   });
 
   it('writes the same JSON as JSON.stringify, whatever was changed', () => {

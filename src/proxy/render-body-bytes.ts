@@ -2,11 +2,12 @@
  * A request body written back as UTF-8 bytes, taking the client's own bytes for every part that
  * governance left as it came: a top-level field, or an element of a top-level array (a message,
  * an item, a tool). Unchanged parts are found by identity (the parsed value itself) or, for parts
- * a dialect wrote anew from unchanged content, by `sameJson`; only what changed is serialised.
- * The bytes parse to the same JSON as `JSON.stringify(body)` would write.
+ * a dialect wrote anew from unchanged content, by `sameJsonValue` (members in the client's order
+ * or the dialect's); only what changed is serialised. The bytes parse to the same JSON value as
+ * `JSON.stringify(body)` would write, with the client's member order where its bytes are kept.
  */
 import type { ByteSpan, FieldLayout } from './json-layout.js';
-import { sameJson } from './same-json.js';
+import { sameJsonValue } from './same-json.js';
 import type { JsonObject } from './wire-dialect.js';
 
 /** A body as it was read: its bytes, their layout, and the value parsed from each field. */
@@ -20,19 +21,80 @@ export interface ParsedBody {
 
 /**
  * Comparisons an array may spend finding where its changed elements stood in the client's, per
- * element: a few replacements look through the rest once; past that they are serialised.
+ * element: elements of one outline (`outlineOf`) are few, so this is only a bound on the worst.
  */
 const SEARCH_BUDGET_PER_ELEMENT = 8;
 
-const encoder = new TextEncoder();
+/** Characters of a string an outline keeps. */
+const OUTLINE_TEXT = 16;
+
+/** A member or element value reduced to what is cheap to read: the same for the same JSON. */
+function shapeOf(value: unknown): string {
+  if (typeof value === 'string') return `s${value.length}`;
+  if (typeof value !== 'object' || value === null) return String(value);
+  if (Array.isArray(value)) return `a${value.length}`;
+  return `o${Object.values(value).filter((member) => member !== undefined).length}`;
+}
+
+/** Outlines of the client's elements, kept with them: they are the same objects request after request. */
+const outlines = new WeakMap<object, string>();
 
 /**
- * Pieces of output: text to encode, or spans of the client's bytes. A span that follows another
- * with, between them, the very text written since (a comma, a key) extends it, so an unchanged
- * run of members or elements is one copy, and an unchanged body is the client's bytes themselves.
+ * An element's outline: its members (or length) and their shapes, with the start of its
+ * strings. Two elements that are the same JSON value have the same outline, so an element is
+ * compared only with the client's of its outline: a fold's summary, with none.
+ */
+function outlineOf(element: unknown): string {
+  if (typeof element !== 'object' || element === null) {
+    return typeof element === 'string'
+      ? `s${element.length}:${element.slice(0, OUTLINE_TEXT)}`
+      : String(element);
+  }
+  const known = outlines.get(element);
+  if (known !== undefined) return known;
+  let outline: string;
+  if (Array.isArray(element)) outline = `a${element.length}`;
+  else {
+    // Members in any order, as `sameJsonValue` compares them.
+    outline = Object.entries(element)
+      .filter(([, value]) => value !== undefined)
+      .map(([key, value]) => {
+        const start = typeof value === 'string' ? value.slice(0, OUTLINE_TEXT) : '';
+        return `${JSON.stringify(key)}${shapeOf(value)}${start}`;
+      })
+      .sort()
+      .join('\0');
+  }
+  outlines.set(element, outline);
+  return outline;
+}
+
+const encoder = new TextEncoder();
+
+/** An element serialised this short is written again rather than kept for the next render. */
+const KEPT_ELEMENT_CHARS = 1_024;
+
+/**
+ * Elements a render serialised, as UTF-8, by outline: kept for the conversation's next render,
+ * which writes the same ones again (a fold's summary stands in the view request after request)
+ * and takes their bytes from here instead of serialising them once more.
+ */
+export type SerialisedElements = Map<string, Array<{ element: unknown; bytes: Uint8Array }>>;
+
+/** The last render's serialised elements, and where this render's go. */
+export interface RenderMemo {
+  previous?: SerialisedElements | undefined;
+  next: SerialisedElements;
+}
+
+/**
+ * Pieces of output: text to encode, bytes already encoded, or spans of the client's bytes. A
+ * span that follows another with, between them, the very text written since (a comma, a key)
+ * extends it, so an unchanged run of members or elements is one copy, and an unchanged body is
+ * the client's bytes themselves.
  */
 class Pieces {
-  private readonly parts: Array<string | ByteSpan> = [];
+  private readonly parts: Array<string | Uint8Array | ByteSpan> = [];
   /** Written since the last part. */
   private text = '';
   /** The span of the client's bytes being extended. */
@@ -55,15 +117,22 @@ class Pieces {
     this.run = { start, end };
   }
 
+  /** Bytes already encoded. */
+  insert(bytes: Uint8Array): void {
+    this.close();
+    this.parts.push(bytes);
+  }
+
   /** The output: the client's bytes when it is all theirs, else one buffer that owns its memory. */
   join(): Uint8Array {
     const { run, source } = this;
     if (run?.start === 0 && this.parts.length === 0 && this.textIsSourceAt(run.end, source.length))
       return source;
     this.close();
-    const encoded = this.parts.map((part) =>
-      typeof part === 'string' ? encoder.encode(part) : source.subarray(part.start, part.end),
-    );
+    const encoded = this.parts.map((part) => {
+      if (typeof part === 'string') return encoder.encode(part);
+      return part instanceof Uint8Array ? part : source.subarray(part.start, part.end);
+    });
     let length = 0;
     for (const part of encoded) length += part.byteLength;
     const out = new Uint8Array(length);
@@ -99,7 +168,8 @@ function isOmitted(value: unknown): boolean {
   return value === undefined || typeof value === 'function' || typeof value === 'symbol';
 }
 
-export function renderBodyBytes(body: JsonObject, source: ParsedBody): Uint8Array {
+/** `memo`: the serialised elements of the conversation's last render, and a place for this one's. */
+export function renderBodyBytes(body: JsonObject, source: ParsedBody, memo?: RenderMemo): Uint8Array {
   const fields = new Map(source.fields.map((field) => [field.key, field]));
   const pieces = new Pieces(source.bytes);
   pieces.write('{');
@@ -117,12 +187,47 @@ export function renderBodyBytes(body: JsonObject, source: ParsedBody): Uint8Arra
       Array.isArray(original) &&
       value !== original
     ) {
-      writeArray(pieces, value, original, field);
-    } else if (sameJson(value, original)) pieces.copy(field.start, field.end);
+      writeArray(pieces, value, original, field, memo);
+    } else if (sameJsonValue(value, original)) pieces.copy(field.start, field.end);
     else pieces.write(JSON.stringify(value));
   }
   pieces.write('}');
   return pieces.join();
+}
+
+/** An element none of the client's is: its bytes from the last render, or serialised. */
+function writeElement(pieces: Pieces, element: unknown, memo: RenderMemo | undefined): void {
+  const serialise = () => (isOmitted(element) ? 'null' : JSON.stringify(element));
+  if (memo === undefined) {
+    pieces.write(serialise());
+    return;
+  }
+  const written = element ?? null;
+  const outline = outlineOf(written);
+  let bytes = memo.previous?.get(outline)?.find((entry) => sameJsonValue(written, entry.element))?.bytes;
+  if (bytes === undefined) {
+    const text = serialise();
+    if (text.length < KEPT_ELEMENT_CHARS) {
+      pieces.write(text);
+      return;
+    }
+    bytes = encoder.encode(text);
+  }
+  const list = memo.next.get(outline);
+  if (list === undefined) memo.next.set(outline, [{ element: written, bytes }]);
+  else list.push({ element: written, bytes });
+  pieces.insert(bytes);
+}
+
+/** The index of the first of ascending `values` above `floor`. */
+function firstAfter(values: readonly number[], floor: number): number {
+  let [low, high] = [0, values.length];
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (values[middle]! <= floor) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 /**
@@ -134,28 +239,49 @@ function writeArray(
   value: readonly unknown[],
   original: readonly unknown[],
   field: FieldLayout,
+  memo: RenderMemo | undefined,
 ): void {
   const elements = field.elements!;
   const positions = new Map<unknown, number>();
   original.forEach((element, index) => {
     if (typeof element === 'object' && element !== null) positions.set(element, index);
   });
+  // The client's elements by outline, in order; made when an element is not one of theirs.
+  let byOutline: Map<string, number[]> | undefined;
+  const candidatesOf = (element: unknown): readonly number[] => {
+    if (byOutline === undefined) {
+      byOutline = new Map();
+      original.forEach((candidate, index) => {
+        const outline = outlineOf(candidate);
+        const list = byOutline!.get(outline);
+        if (list === undefined) byOutline!.set(outline, [index]);
+        else list.push(index);
+      });
+    }
+    return byOutline.get(outlineOf(element)) ?? [];
+  };
   let next = 0;
   let budget = SEARCH_BUDGET_PER_ELEMENT * (value.length + 1);
   pieces.write('[');
   value.forEach((element, index) => {
     if (index > 0) pieces.write(',');
     let found = positions.get(element);
-    for (
-      let candidate = next;
-      found === undefined && candidate < original.length && budget > 0;
-      candidate += 1
-    ) {
-      budget -= 1;
-      if (sameJson(element ?? null, original[candidate])) found = candidate;
+    if (found === undefined && next < original.length && sameJsonValue(element ?? null, original[next]))
+      found = next;
+    if (found === undefined) {
+      // The first of its outline after the last match, as `JSON.stringify` writes it.
+      const written = element ?? null;
+      const candidates = candidatesOf(written);
+      for (let at = firstAfter(candidates, next); at < candidates.length && budget > 0; at += 1) {
+        budget -= 1;
+        if (sameJsonValue(written, original[candidates[at]!])) {
+          found = candidates[at]!;
+          break;
+        }
+      }
     }
     if (found === undefined) {
-      pieces.write(isOmitted(element) ? 'null' : JSON.stringify(element));
+      writeElement(pieces, element, memo);
       return;
     }
     const span = elements[found]!;

@@ -8,9 +8,10 @@ import { countMessageTokens } from '../core/ledger.js';
 import type { SidecarStore } from '../core/store.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import { createMemoryStore } from '../stores/memory-store.js';
+import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
-import { RESERVE_OVER_WINDOW } from './govern-request.js';
+import { RESERVE_OVER_WINDOW, TOKENS_BOUND_HEADER } from './govern-request.js';
 import { createGovernorPool, type GovernorFactory } from './governor-pool.js';
 import { recoveryRoom } from './recovery-budget.js';
 import { type ServedProxy, serveProxy } from './serve-proxy.js';
@@ -90,6 +91,52 @@ function lastUpstreamBody(): JsonObject {
   if (body === undefined) throw new Error('the upstream received nothing');
   return body as JsonObject;
 }
+
+describe('the next turn of a known conversation, far from the window', () => {
+  it.each([
+    ['on the proxy thread', undefined],
+    ['in a governance worker', 1],
+  ])(
+    'goes upstream before its newest messages are counted, and they are counted for the next (%s)',
+    async (_, workers) => {
+      fixture = await startProxyFixture({
+        script: () => ({ text: 'Reading on.' }),
+        window: 200_000,
+        tokenizer: 'per-provider',
+        ...(workers === undefined ? {} : { workers }),
+      });
+      const body = (turns: number) => ({ model: 'gpt-4o', messages: chatConversation({ turns }) });
+      const exact = (turns: number) => {
+        const counter = providerTokenCounters()('openai');
+        return chatDialect
+          .readTranscript(body(turns))
+          .reduce((sum, message) => sum + countMessageTokens(counter, message), 0);
+      };
+      const send = async (turns: number) => {
+        const response = await fixture!.post('chat', body(turns));
+        expect(response.status).toBe(200);
+        await response.text();
+        expect(lastUpstreamBody()).toEqual(body(turns));
+        return {
+          bound: response.headers.get(TOKENS_BOUND_HEADER),
+          before: Number(response.headers.get('x-selfgc-tokens-before')),
+          after: Number(response.headers.get('x-selfgc-tokens-after')),
+        };
+      };
+      // A conversation the proxy has not seen is counted.
+      expect(await send(6)).toEqual({ bound: null, before: exact(6), after: exact(6) });
+      // Its next turn is sent on bounds: never below the counts.
+      const next = await send(7);
+      expect(next.bound).toBe('true');
+      expect(next.before).toBeGreaterThan(exact(7));
+      expect(next.after).toBe(next.before);
+      expect(fixture.logs.at(-1)).toMatchObject({ tokensBound: true, tokensBefore: next.before });
+      // Counted once it was sent: the same turn again is known exactly.
+      expect(await send(7)).toEqual({ bound: null, before: exact(7), after: exact(7) });
+      expect(fixture.logs.at(-1)?.tokensBound).toBeUndefined();
+    },
+  );
+});
 
 describe('the window bounds the whole request', () => {
   it('keeps messages + tool definitions + max_tokens of a Claude Code request inside the window', async () => {

@@ -5,18 +5,32 @@
  * proportional to their nodes, not their text.
  */
 export function sameJson(left: unknown, right: unknown): boolean {
-  if (left === right) return true;
-  if (typeof left !== 'object' || typeof right !== 'object' || left === null || right === null) return false;
-  if (Array.isArray(left)) return Array.isArray(right) && sameElements(left, right);
-  if (Array.isArray(right)) return false;
-  return sameMembers(left as Record<string, unknown>, right as Record<string, unknown>);
+  return same(left, right, false);
 }
 
-function sameElements(left: readonly unknown[], right: readonly unknown[]): boolean {
+/**
+ * Whether two values are the same JSON value: as `sameJson`, but an object's members may come in
+ * any order (a writer that builds `{role, content, tool_call_id}` for a client's
+ * `{role, tool_call_id, content}` says the same thing).
+ */
+export function sameJsonValue(left: unknown, right: unknown): boolean {
+  return same(left, right, true);
+}
+
+function same(left: unknown, right: unknown, anyOrder: boolean): boolean {
+  if (left === right) return true;
+  if (typeof left !== 'object' || typeof right !== 'object' || left === null || right === null) return false;
+  if (Array.isArray(left)) return Array.isArray(right) && sameElements(left, right, anyOrder);
+  if (Array.isArray(right)) return false;
+  const [leftMembers, rightMembers] = [left as Record<string, unknown>, right as Record<string, unknown>];
+  return anyOrder ? sameMembersAnyOrder(leftMembers, rightMembers) : sameMembers(leftMembers, rightMembers);
+}
+
+function sameElements(left: readonly unknown[], right: readonly unknown[], anyOrder: boolean): boolean {
   if (left.length !== right.length) return false;
   for (let index = 0; index < left.length; index += 1) {
     // `JSON.stringify` writes an undefined element as null: only one written alike is the same.
-    if (!sameJson(left[index] ?? null, right[index] ?? null)) return false;
+    if (!same(left[index] ?? null, right[index] ?? null, anyOrder)) return false;
   }
   return true;
 }
@@ -29,9 +43,21 @@ function sameMembers(left: Record<string, unknown>, right: Record<string, unknow
     const value = left[key];
     if (value === undefined) continue;
     while (rightIndex < rightKeys.length && right[rightKeys[rightIndex]!] === undefined) rightIndex += 1;
-    if (rightKeys[rightIndex] !== key || !sameJson(value, right[key])) return false;
+    if (rightKeys[rightIndex] !== key || !same(value, right[key], false)) return false;
     rightIndex += 1;
   }
   while (rightIndex < rightKeys.length && right[rightKeys[rightIndex]!] === undefined) rightIndex += 1;
   return rightIndex === rightKeys.length;
+}
+
+function sameMembersAnyOrder(left: Record<string, unknown>, right: Record<string, unknown>): boolean {
+  let members = 0;
+  for (const key of Object.keys(left)) {
+    const value = left[key];
+    if (value === undefined) continue;
+    members += 1;
+    if (!Object.hasOwn(right, key) || !same(value, right[key], true)) return false;
+  }
+  for (const key of Object.keys(right)) if (right[key] !== undefined) members -= 1;
+  return members === 0;
 }

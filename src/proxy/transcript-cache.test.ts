@@ -155,6 +155,21 @@ describe('transcript cache', () => {
     expect(tiny.size()).toEqual({ entries: 0, bytes: 0 });
   });
 
+  it('counts what a governed body serialised in the bytes it holds, and lets it go with the body', () => {
+    const cache = createTranscriptCache();
+    const { reading } = readAndKeep(cache, 'chat', conversationBody('chat', { turns: 3 }));
+    const held = cache.size().bytes;
+    const messages = reading.body.messages as unknown[];
+    const summary = { role: 'user', content: `[folded] ${'index line\n'.repeat(300)}` };
+    const out = reading.render({ ...reading.body, messages: [messages[0], summary, ...messages.slice(3)] });
+    const serialised = new TextEncoder().encode(JSON.stringify(summary)).byteLength;
+    expect(cache.size().bytes).toBe(held + serialised);
+    expect(JSON.parse(new TextDecoder().decode(out)).messages[1]).toEqual(summary);
+    // The next body of the conversation replaces it, and what it held leaves with it.
+    const next = readAndKeep(cache, 'chat', conversationBody('chat', { turns: 4 }));
+    expect(cache.size()).toEqual({ entries: 1, bytes: bytesOf(next.reading.body).byteLength });
+  });
+
   it('gives no reading for bodies the layout cannot take, so they are parsed whole', () => {
     const cache = createTranscriptCache();
     const read = (text: string) =>

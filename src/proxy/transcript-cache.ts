@@ -13,7 +13,8 @@
  *   differs are hashed (`content-hash.ts`). An edit anywhere — one byte of an earlier message, a
  *   message taken out, another conversation — ends the shared prefix there.
  * - **Render**: the governed body is written with the client's bytes for every part it left as
- *   it came (`render-body-bytes.ts`).
+ *   it came (`render-body-bytes.ts`), and what it serialised (a fold's summary) is kept with the
+ *   body, so that the next request writes it from those bytes when it is the same again.
  *
  * Nothing here decides what is the same conversation: a body is compared with the kept bodies of
  * its namespace, route and opening messages, and only byte-identical elements and equal messages
@@ -26,7 +27,7 @@ import { transcriptChain } from '../core/content-hash.js';
 import type { Message } from '../core/transcript.js';
 import { sameBytes, sharedPrefix } from './byte-compare.js';
 import { type FieldLayout, layoutJsonObject } from './json-layout.js';
-import { type ParsedBody, renderBodyBytes } from './render-body-bytes.js';
+import { type ParsedBody, renderBodyBytes, type SerialisedElements } from './render-body-bytes.js';
 import { sameJson } from './same-json.js';
 import type { JsonObject, WireDialect } from './wire-dialect.js';
 
@@ -99,6 +100,21 @@ interface Entry {
   /** The transcript as read, with where each conversation element's messages end. */
   reading: ElementReading;
   chain: readonly string[];
+  /** What the governed body written from it serialised, once it is rendered (counted in the bytes kept). */
+  rendered: Rendered;
+}
+
+interface Rendered {
+  elements?: SerialisedElements;
+  /** Bytes of `elements`. */
+  bytes: number;
+  /** Whether its entry is kept now. */
+  kept: boolean;
+}
+
+/** What an entry holds, in bytes. */
+function weightOf(entry: Entry): number {
+  return entry.parsed.bytes.byteLength + entry.rendered.bytes;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -253,7 +269,8 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
 
   const forget = (entry: Entry) => {
     count -= 1;
-    bytesKept -= entry.parsed.bytes.byteLength;
+    bytesKept -= weightOf(entry);
+    entry.rendered.kept = false;
     if (latest.get(entry.namespace) === entry) latest.delete(entry.namespace);
   };
 
@@ -266,7 +283,7 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
   };
 
   const keep = (entry: Entry, replaced: Entry | undefined) => {
-    if (entry.parsed.bytes.byteLength > maxBytes) return;
+    if (weightOf(entry) > maxBytes) return;
     const list = (entries.get(entry.key) ?? []).filter((kept) => {
       if (kept !== replaced) return true;
       forget(kept);
@@ -274,7 +291,8 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
     });
     list.push(entry);
     count += 1;
-    bytesKept += entry.parsed.bytes.byteLength;
+    bytesKept += weightOf(entry);
+    entry.rendered.kept = true;
     latest.set(entry.namespace, entry);
     if (list.length > ENTRIES_PER_KEY) forget(list.shift()!);
     entries.delete(entry.key);
@@ -321,6 +339,7 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
         throw error;
       }
       const parsed: ParsedBody = { bytes, fields, values };
+      const rendered: Rendered = { bytes: 0, kept: false };
       return {
         body,
         reusedElements,
@@ -343,13 +362,25 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
             fields: byKey,
             reading: { messages: bound.messages, ends: reading.ends },
             chain: bound.chain,
+            rendered,
           };
           return {
             ...bound,
             keep: () => keep(next, continues(kept, conversation, reusedElements) ? kept : undefined),
           };
         },
-        render: (governed) => renderBodyBytes(governed, parsed),
+        render(governed) {
+          // What the conversation's last governed body serialised is written from its bytes.
+          const next: SerialisedElements = new Map();
+          const out = renderBodyBytes(governed, parsed, { previous: entry?.rendered.elements, next });
+          let bytes = 0;
+          for (const list of next.values()) for (const element of list) bytes += element.bytes.byteLength;
+          if (rendered.kept) bytesKept += bytes - rendered.bytes;
+          rendered.elements = next;
+          rendered.bytes = bytes;
+          if (rendered.kept) evict();
+          return out;
+        },
       };
     },
   };

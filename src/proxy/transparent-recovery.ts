@@ -77,9 +77,22 @@ export function isRecoveryTool(name: string): boolean {
   return INTERNAL_TOOLS.has(name);
 }
 
+/**
+ * Whether each message read so far shows a recovery pointer: the messages a conversation repeats
+ * are the same objects request after request (the transcript cache keeps them), and are read once.
+ */
+const showsPointer = new WeakMap<Message, boolean>();
+
 /** Whether a view shows a recovery pointer (every fold and mask replacement names `expand("<id>")`). */
 export function hasRecoveryPointers(view: readonly Message[]): boolean {
-  return view.some((message) => message.parts.some((part) => partText(part).includes('expand("')));
+  return view.some((message) => {
+    let shows = showsPointer.get(message);
+    if (shows === undefined) {
+      shows = message.parts.some((part) => partText(part).includes('expand("'));
+      showsPointer.set(message, shows);
+    }
+    return shows;
+  });
 }
 
 function argumentsOf(call: WireToolCall): JsonObject {
@@ -177,7 +190,7 @@ export interface RecoveryOptions {
   sessionId: string;
   /** The request as first sent (with the recovery tools); read only when recovery runs. */
   body: () => JsonObject;
-  /** The client's body without its conversation, to hide the recovery tools from the answer. */
+  /** The client's body without its conversation and tools, to hide the recovery tools from the answer. */
   client: JsonObject;
   /** The window and the view's tokens: recovery keeps every request it sends inside the window. */
   window: RecoveryWindow;

@@ -1,3 +1,4 @@
+import { Buffer } from 'node:buffer';
 import { BadInputError } from '../core/errors.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
@@ -34,17 +35,27 @@ function tokenizerOf(name: TokenizerName) {
   return tokenizer;
 }
 
+/**
+ * A byte-level BPE encodes each piece of text as tokens of one byte or more of its UTF-8 (a
+ * lone surrogate is U+FFFD, three bytes, as `Buffer.byteLength` counts it too), and a special
+ * token stands for several characters: a text never has more tokens than UTF-8 bytes.
+ */
+function tokensAtMost(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
+
 function counterOf(name: TokenizerName, load: () => CountTokens): TokenCounter {
   const { label, scale } = tokenizerOf(name);
   let countTokens: CountTokens | undefined;
+  const scaled = (tokens: number) => (scale === 1 ? tokens : Math.ceil(tokens * scale));
   return {
     name: label,
     count(text) {
       if (text.length === 0) return 0;
       countTokens ??= load();
-      const tokens = countTokens(text, PLAIN);
-      return scale === 1 ? tokens : Math.ceil(tokens * scale);
+      return scaled(countTokens(text, PLAIN));
     },
+    bound: (text) => scaled(tokensAtMost(text)),
   };
 }
 

@@ -87,11 +87,26 @@ export function limitCacheBreakpoints(
   return { system: governed.system, messages, moved, removed };
 }
 
+/**
+ * Breakpoints inside each object counted so far. A proxy reads a conversation's tool definitions
+ * and messages as the same objects request after request (they are never changed), so each is
+ * walked once.
+ */
+const counted = new WeakMap<object, number>();
+
 /** Breakpoints anywhere inside a value: objects with a non-null `cache_control` object. */
 export function countBreakpoints(value: unknown): number {
-  const holders: Path[] = [];
-  collectHolders(value, [], holders);
-  return holders.length;
+  if (typeof value !== 'object' || value === null) return 0;
+  // An array's elements are counted one by one: the list is new each request, most of them are not.
+  if (Array.isArray(value)) return value.reduce((sum: number, element) => sum + countBreakpoints(element), 0);
+  let count = counted.get(value);
+  if (count === undefined) {
+    const holders: Path[] = [];
+    collectHolders(value, [], holders);
+    count = holders.length;
+    counted.set(value, count);
+  }
+  return count;
 }
 
 function isBreakpoint(value: unknown): boolean {

@@ -570,6 +570,85 @@ describe('createGovernor: cache rule', () => {
   });
 });
 
+describe('createGovernor: counting deferred', () => {
+  /** The approximate count, bound by characters, remembering what it counted. */
+  function boundedCounter() {
+    const counted: string[] = [];
+    return {
+      counted,
+      tokenCounter: {
+        name: 'chars/4, bound by chars',
+        count: (text: string) => {
+          counted.push(text);
+          return approximateTokenCounter.count(text);
+        },
+        bound: (text: string) => text.length,
+      },
+    };
+  }
+
+  it('sends an appended turn uncounted when the window is far, and counts it once told to', async () => {
+    const messages = longSession({ rounds: 20 });
+    const { counted, tokenCounter } = boundedCounter();
+    const gc = governor(createMemoryStore(), transcriptTokens(messages) * 10, { tokenCounter });
+    const first = await gc.project('s', messages.slice(0, -2), { deferCounting: true });
+    // A transcript the governor has not indexed is counted.
+    expect(first.settle).toBeUndefined();
+    expect(first.transcriptTokens).toBe(transcriptTokens(messages.slice(0, -2)));
+    counted.length = 0;
+    const next = await gc.project('s', messages, { deferCounting: true });
+    expect(counted).toEqual([]);
+    expect(next.decision).toEqual({ trigger: 'none', outcome: 'below-threshold' });
+    expect(next.view).toEqual(messages);
+    expect(next.viewTokens).toBeGreaterThan(transcriptTokens(messages));
+    expect(next.transcriptTokens).toBe(next.viewTokens);
+    next.settle?.();
+    expect(counted.length).toBeGreaterThan(0);
+    const again = await gc.project('s', messages, { deferCounting: true });
+    expect(again.settle).toBeUndefined();
+    expect(again.viewTokens).toBe(transcriptTokens(messages));
+  });
+
+  it.each([
+    ['without milestones', { milestones: false, minBatch: 0 }],
+    ['with milestones', { minBatch: 0 }],
+  ])('decides, commits and projects as it does on counts, settled or not (%s)', async (_, triggers) => {
+    const messages = longSession({ rounds: 40, requestEvery: 6 });
+    const window = Math.ceil(transcriptTokens(messages) / 1.5);
+    const counting = governor(createMemoryStore(), window, { triggers });
+    const deferring = governor(createMemoryStore(), window, {
+      triggers,
+      tokenCounter: boundedCounter().tokenCounter,
+    });
+    let deferred = 0;
+    let commits = 0;
+    for (let end = 3; end <= messages.length; end += 2) {
+      const transcript = messages.slice(0, end);
+      const exact = await counting.project('s', transcript);
+      const bounded = await deferring.project('s', transcript, { deferCounting: true });
+      expect(bounded.decision).toEqual(exact.decision);
+      expect(bounded.view).toEqual(exact.view);
+      expect(bounded.commits.map((commit) => commit.operations)).toEqual(
+        exact.commits.map((commit) => commit.operations),
+      );
+      expect(bounded.warnings).toEqual(exact.warnings);
+      commits += exact.commits.length;
+      if (bounded.settle === undefined) {
+        expect(bounded.viewTokens).toBe(exact.viewTokens);
+        expect(bounded.transcriptTokens).toBe(exact.transcriptTokens);
+      } else {
+        deferred += 1;
+        expect(bounded.viewTokens).toBeGreaterThanOrEqual(exact.viewTokens);
+        expect(bounded.viewTokens).toBeLessThanOrEqual(window);
+        // Some calls leave the count to the next one.
+        if (end % 3 !== 0) bounded.settle();
+      }
+    }
+    expect(deferred).toBeGreaterThan(3);
+    expect(commits).toBeGreaterThan(0);
+  });
+});
+
 describe('createGovernor: durability and recovery', () => {
   it('keeps its state across a restart on the same store', async () => {
     const store = createMemoryStore();

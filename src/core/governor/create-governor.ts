@@ -46,10 +46,15 @@ function createLedgerCache(options: GovernorOptions) {
     tokenCounter: options.tokenCounter ?? approximateTokenCounter,
     pin: createPinRule(options.pins),
   };
+  /**
+   * `bounded`: messages appended to a cached ledger take the counter's bound until `settle` (see
+   * `Ledger.append`); a ledger indexed anew counts, so a bound stands for one request's messages.
+   */
   return (
     sessionId: string,
     messages: readonly Message[],
     known?: readonly string[],
+    bounded = false,
   ): { ledger: Ledger; divergedAt?: number } => {
     const chain = known?.length === messages.length ? known : transcriptChain(messages);
     const cached = ledgers.get(sessionId);
@@ -60,7 +65,9 @@ function createLedgerCache(options: GovernorOptions) {
       if (shared === cached.messages.length) {
         // The view carries the client's own message objects (cache breakpoints move each turn).
         cached.adoptMessages(messages);
-        cached.append(messages.slice(shared), chain.slice(shared));
+        cached.append(messages.slice(shared), chain.slice(shared), { bounded });
+        // A call that counts finds nothing left uncounted by an earlier one.
+        if (!bounded) cached.settle();
         ledgers.set(sessionId, cached);
         return { ledger: cached };
       }
@@ -251,22 +258,36 @@ export function createGovernor(options: GovernorOptions): Governor {
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
       const limits = limitsFor(callOptions.reservedTokens);
-      const { ledger, divergedAt } = ledgerFor(sessionId, messages, callOptions.chain);
+      const { ledger, divergedAt } = ledgerFor(
+        sessionId,
+        messages,
+        callOptions.chain,
+        callOptions.deferCounting === true,
+      );
       const { callTime, previousCall } = noteCall(sessionId, messages);
       const warnings: Warning[] = [];
       const reconciled = await readReconciled(sessionId, ledger, divergedAt, warnings);
       let snapshot = reconciled.snapshot;
       let view = projectView(ledger, snapshot.state.objects, project);
+      const triggerAt = (viewTokens: number) =>
+        chooseTrigger({
+          ledger,
+          state: snapshot.state,
+          viewTokens,
+          window: limits.window,
+          softPressure,
+          options: options.triggers ?? {},
+          force: callOptions.force === true,
+        });
+      let trigger = triggerAt(view.tokens);
+      // On bounds no trigger means none on counts (bounds are never below them, and no trigger
+      // fires for fewer tokens); anything else is decided on counts.
+      if (trigger.trigger !== 'none' && ledger.boundedMessages > 0) {
+        ledger.settle();
+        view = projectView(ledger, snapshot.state.objects, project);
+        trigger = triggerAt(view.tokens);
+      }
       const transcriptTokens = ledger.totalTokens;
-      const trigger = chooseTrigger({
-        ledger,
-        state: snapshot.state,
-        viewTokens: view.tokens,
-        window: limits.window,
-        softPressure,
-        options: options.triggers ?? {},
-        force: callOptions.force === true,
-      });
       let decision: GovernanceDecision = {
         trigger: trigger.trigger,
         outcome: trigger.skip ?? 'below-threshold',
@@ -308,6 +329,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         warnings,
         recoverable: recoverableOf(fitted.snapshot.state),
         ...(reconciled.divergence ? { divergence: reconciled.divergence } : {}),
+        ...(ledger.boundedMessages > 0 ? { settle: () => ledger.settle() } : {}),
       };
     },
     async expand(sessionId, key, scope) {

@@ -112,6 +112,13 @@ export interface ProjectResult {
    * object states that stopped applying.
    */
   divergence?: { at: number; dropped: string[] };
+  /**
+   * Set when the call decided on bounds (`deferCounting`) and found nothing to do:
+   * `transcriptTokens` and `viewTokens` are then at least the counts, never below, and `settle`
+   * counts the messages this call appended, for the next call to know them (run it once the
+   * view is on its way; a call that needs counts makes them itself).
+   */
+  settle?: () => void;
 }
 
 /** Options of one `project` call. */
@@ -129,6 +136,13 @@ export interface ProjectCallOptions {
    * cache hashes only what a request adds); a chain of another length is ignored and computed.
    */
   chain?: readonly string[];
+  /**
+   * Decide on the counter's `bound` (`TokenCounter.bound`) for the messages this call appends
+   * to the transcript the governor indexed before, and count them before the view is returned
+   * only when a trigger may fire on the bounds: with the window far, the view goes out without
+   * counting them (see `ProjectResult.settle`). A transcript indexed anew is counted.
+   */
+  deferCounting?: boolean;
 }
 
 /** Recovery keys → sidecar keys (`ProjectResult.recoverable`). */

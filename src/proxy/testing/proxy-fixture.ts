@@ -14,6 +14,7 @@ import {
   type ScriptedUpstreamOptions,
   startScriptedUpstream,
 } from '../../testing/scripted-upstream.js';
+import { providerTokenCounters } from '../../tokenizers/create-token-counter.js';
 import { createProxy, type SelfGcProxy } from '../create-proxy.js';
 import { createGovernanceWorkers } from '../governance-workers.js';
 import { createGovernorPool } from '../governor-pool.js';
@@ -41,6 +42,8 @@ export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'scri
    * are sized for a 2000-token window); `default` for the proxy's own default.
    */
   reserveOutput?: number | 'default';
+  /** Count with each provider's BPE encoding, as `selfgc proxy` does (default: the approximate counter). */
+  tokenizer?: 'per-provider';
   proxy?: Partial<ProxyOptions>;
   /** A valuator model for what fold indexes keep, in the workers or the in-process governor. */
   entryModel?: EntryModel;
@@ -70,6 +73,7 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
     store: givenStore,
     workers,
     reserveOutput = 256,
+    tokenizer,
     proxy: proxyOptions,
     script,
     entryModel,
@@ -90,15 +94,25 @@ export async function startProxyFixture(options: ProxyFixtureOptions = {}): Prom
           cache: 'blind',
           ...model,
           ...(workers === undefined ? {} : { threads: workers }),
+          ...(tokenizer === undefined ? {} : { tokenizer }),
         });
   await governance?.ready();
   const logs: ProxyLogEntry[] = [];
+  const tokenCounter = tokenizer === undefined ? undefined : providerTokenCounters();
   const proxy = createProxy({
     ...(governed === false
       ? {}
       : governance === undefined
-        ? { governor: createGovernorPool({ store, cache: 'blind', ...model }) }
+        ? {
+            governor: createGovernorPool({
+              store,
+              cache: 'blind',
+              ...model,
+              ...(tokenCounter ? { tokenCounter } : {}),
+            }),
+          }
         : { governance }),
+    ...(tokenCounter ? { tokenCounter } : {}),
     store,
     upstreams: { openai: upstream.url, anthropic: upstream.url },
     window: window ?? 2000,
