@@ -196,7 +196,7 @@ describe('createGovernor: pressure', () => {
     // followed by many reads, governed call by call: the work of each folds while it is current.
     const instructions = systemMessage(`You are a coding agent. ${moduleSource(500, 80)}`);
     const window = Math.floor(transcriptTokens([instructions]) * 2);
-    const gc = governor(createMemoryStore(), window, { planner: undefined });
+    const gc = governor(createMemoryStore(), window, { planner: createEmbeddedPlanner() });
     const messages: Message[] = [instructions];
     const pruned = new Set<string>();
     let call = 0;
