@@ -6,8 +6,9 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
-import type { EvalSummary, RareTokenResult } from '../eval/eval-summary.js';
+import type { EvalSummary, RareTokenResult, Rate } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
+import { FAILURE_CATEGORIES, JUDGE_DIMENSIONS } from '../eval/judge-llm.js';
 import { endpointContext, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { renderMarkdown } from '../eval/report/render-markdown.js';
@@ -21,7 +22,7 @@ import {
 } from '../eval/strategies/registry.js';
 import { checkOutputPath } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
-import { DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
+import { DEFAULT_JUDGE_PAIRS, DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
 import { MODEL_FLAG_HELP } from './model-flag.js';
 
 export const EVAL_HELP = `Usage: selfgc eval <files...> [options]
@@ -44,10 +45,18 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
   --markdown FILE        write the results as Markdown: the tables below, under the command,
                          the date and the settings of the run
   --judge anchors|llm    anchors: the deterministic anchor judge alone (default); llm: also ask
-                         the model for a rubric verdict (G-Eval style) on sampled cuts at each
-                         strategy's own budget: llmNoImpact next to the anchor judge's (needs --llm-url)
+                         the model for a scorecard (G-Eval style: task_progress,
+                         information_sufficiency, action_consistency, correctness, each 1-5,
+                         with failure_culprit and failure_category) on sampled cuts at each
+                         strategy's own budget; a pass (every score 4 or more) is its no-impact,
+                         next to the anchor judge's (needs --llm-url)
   --judge-sample N       cuts per strategy the LLM judge reads, the same for every strategy
                          (default ${DEFAULT_JUDGE_SAMPLE}; one model call each)
+  --judge-pairs N        of those, cuts per strategy for the judge's A/B calibration: the model
+                         writes the next step from the full prefix and from the view, and the
+                         judge compares them in both orders (position bias, agreement with the
+                         scorecard); three calls each where the view changed anything,
+                         and one per cut for the full-prefix step (default ${DEFAULT_JUDGE_PAIRS}; 0 for none)
 ${MODEL_FLAG_HELP}
 
 ${LLM_FLAGS_HELP}`;
@@ -65,6 +74,8 @@ export interface EvalOptions {
   llm?: LlmEndpoint;
   /** With `llm`: cuts per strategy the LLM judge reads (`--judge llm`). */
   judgeSample?: number;
+  /** With `judgeSample`: of those, cuts per strategy for the A/B calibration (`--judge-pairs`). */
+  judgePairs?: number;
   /** The valuator's model for Self-GC (`--model`). */
   entryModel?: EntryModel | 'none';
 }
@@ -114,21 +125,57 @@ export function formatSummary(summary: EvalSummary): string {
       lines.push(
         `  ${result.strategy}: the llm planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in`,
       );
+  lines.push(...formatAuditLines(summary));
   return `${lines.join('\n')}\n`;
 }
 
-/** The LLM judge's no-impact next to the anchor judge's, and planner fallbacks, when there are any. */
+const interval = (rate: Rate) => `${percent(rate.value)} [${percent(rate.low)}–${percent(rate.high)}]`;
+
+/** The LLM judge's scorecards and A/B calibration next to the anchor judge, and planner fallbacks, when there are any. */
 function formatLlmCutLines(summary: EvalSummary): string[] {
   const lines: string[] = [];
   const judged = summary.cutMode.filter((result) => result.llmNoImpact !== undefined);
   if (judged.length > 0) {
     lines.push(
-      `llm judge (${summary.llm?.model ?? 'model'}, own budget, sampled cuts)   no-impact [95% CI]   agrees with strict   no verdict`,
+      `llm judge (${summary.llm?.model ?? 'model'}, own budget, sampled cuts)   pass = no-impact [95% CI]   agrees with strict   no verdict   mean ${JUDGE_DIMENSIONS.join(' / ')}`,
     );
     for (const result of judged) {
       const rate = result.llmNoImpact!;
+      const means = result.llmScorecard?.judged
+        ? JUDGE_DIMENSIONS.map((dimension) => result.llmScorecard!.means[dimension].toFixed(2)).join(' / ')
+        : '–';
       lines.push(
-        `  ${result.strategy.padEnd(26)} ${percent(rate.value).padStart(6)} [${percent(rate.low)}–${percent(rate.high)}] of ${rate.total}   ${percent(result.llmAgreement?.value ?? 0).padStart(6)}   ${result.llmJudgeFailures ?? 0}`,
+        `  ${result.strategy.padEnd(26)} ${interval(rate).padStart(6)} of ${rate.total}   ${percent(result.llmAgreement?.value ?? 0).padStart(6)}   ${result.llmJudgeFailures ?? 0}   ${means}`,
+      );
+    }
+    lines.push(
+      'failure taxonomy (failing scorecards)   categories   culprits (changed objects, other, none, unknown ids)',
+    );
+    for (const result of judged) {
+      const card = result.llmScorecard;
+      if (!card) continue;
+      const categories = FAILURE_CATEGORIES.filter((category) => card.failureCategories[category] > 0)
+        .map((category) => `${category} ${card.failureCategories[category]}`)
+        .join(', ');
+      const kinds = Object.entries(card.culpritKinds)
+        .map(([kind, count]) => `${kind} ${count}`)
+        .join(', ');
+      const { objects, other, none, unknown } = card.culprits;
+      lines.push(
+        `  ${result.strategy.padEnd(26)} ${categories || 'none failed'}   ${objects}, ${other}, ${none}, ${unknown}${kinds ? ` (${kinds})` : ''}`,
+      );
+    }
+  }
+  const calibrated = summary.cutMode.filter((result) => result.llmCalibration !== undefined);
+  if (calibrated.length > 0) {
+    lines.push(
+      'llm judge A/B calibration (next step from the full prefix vs from the view, both orders)   pairs   flips with order [95% CI]   slot A chosen   same verdict: governed/full/tie   agrees with scorecard   failed',
+    );
+    for (const result of calibrated) {
+      const calibration = result.llmCalibration!;
+      const { governed, full, tie } = calibration.consistent;
+      lines.push(
+        `  ${result.strategy.padEnd(26)} ${String(calibration.pairs).padStart(5)}   ${interval(calibration.flips)} of ${calibration.flips.total}   ${percent(calibration.slotA.value)} of ${calibration.slotA.total}   ${governed}/${full}/${tie}   ${percent(calibration.agreement.value)} of ${calibration.agreement.total}   ${calibration.failures}`,
       );
     }
   }
@@ -138,6 +185,26 @@ function formatLlmCutLines(summary: EvalSummary): string[] {
         `  ${result.strategy}: the llm planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in`,
       );
   return lines;
+}
+
+/** The latest-turn audit of the strategies that plan through the harness: every "applied" should be 0. */
+function formatAuditLines(summary: EvalSummary): string[] {
+  const rows = [
+    ...summary.cutMode.flatMap((result) =>
+      result.latestTurnAudit ? [{ name: `${result.strategy} (cut)`, audit: result.latestTurnAudit }] : [],
+    ),
+    ...summary.sessionMode.flatMap((result) =>
+      result.latestTurnAudit ? [{ name: `${result.strategy} (session)`, audit: result.latestTurnAudit }] : [],
+    ),
+  ];
+  if (rows.length === 0) return [];
+  return [
+    'latest-turn audit   plans or commits   operations   aimed at the latest turn (refused)   applied to it (should be 0)   window rescue',
+    ...rows.map(
+      ({ name, audit }) =>
+        `  ${name.padEnd(26)} ${String(audit.plans).padStart(8)}   ${String(audit.operations).padStart(10)}   ${String(audit.refused ?? '–').padStart(8)}   ${String(audit.applied).padStart(8)}   ${audit.windowRescue ?? '–'}`,
+    ),
+  ];
 }
 
 export async function evalCommand(
@@ -169,6 +236,7 @@ export async function evalCommand(
     ...(options.workers ? { workers: options.workers } : {}),
     ...(options.llm ? { llm: options.llm } : {}),
     ...(options.judgeSample === undefined ? {} : { judgeSample: options.judgeSample }),
+    ...(options.judgePairs === undefined ? {} : { judgePairs: options.judgePairs }),
     ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
     onProgress: (done, total) => io.progress(done, total, 'sessions'),
   });

@@ -3,6 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { EvalSummary } from '../eval/eval-summary.js';
+import {
+  isNextStepRequest,
+  isPairRequest,
+  isScorecardRequest,
+  scorecardAnswer,
+  userText,
+} from '../eval/testing/scripted-judge.js';
 import type { ScriptedReply, ScriptedRequest } from '../testing/scripted-reply.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { runCommand, runMain } from './run-main.js';
@@ -18,7 +25,6 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-const isJudge = (request: ScriptedRequest) => request.rawBody.includes('Evaluation steps:');
 const isForkPlanner = (request: ScriptedRequest) => request.rawBody.includes('SELF-GC CONTEXT PLANNER.');
 const isLedgerPlanner = (request: ScriptedRequest) => request.rawBody.includes('LEDGER VIEW');
 const isPlanner = (request: ScriptedRequest) => isForkPlanner(request) || isLedgerPlanner(request);
@@ -123,40 +129,121 @@ describe('selfgc eval with an LLM endpoint (scripted, on loopback)', () => {
   }, 120_000);
 
   it('adds the LLM judge next to the anchor judge with --judge llm, on the same sampled cuts', async () => {
-    // The scripted judge calls a view that changed nothing no-impact, and any other an impact.
+    // The scripted judge passes a view that changed nothing and fails any other, blaming the
+    // first object the prompt labels as changed; it answers A/B comparisons always with slot A.
     const { code, out, summary } = await evalWith(
-      (request) =>
-        isJudge(request)
-          ? {
-              json: request.rawBody.includes('(none: the view shows the whole prefix)')
-                ? { verdict: 'no-impact', reason: 'nothing removed' }
-                : { verdict: 'impact', missing: ['something'], reason: 'content removed' },
-            }
-          : { error: { status: 400, message: 'not a judge request' } },
-      ['--strategies', 'none,tool-prune', '--judge', 'llm', '--judge-sample', '5'],
+      (request) => {
+        if (isScorecardRequest(request)) {
+          if (request.rawBody.includes('(none: the view shows the whole prefix)'))
+            return { json: scorecardAnswer(5) };
+          const labelled = /\[prefix \d+ · ([^\],]+)/.exec(userText(request))?.[1] ?? 'other';
+          return {
+            json: scorecardAnswer(4, {
+              scores: { information_sufficiency: 2 },
+              culprit: labelled,
+              category: 'missing-file-content',
+            }),
+          };
+        }
+        if (isNextStepRequest(request)) return { text: 'read_file(path="src/app.py")' };
+        if (isPairRequest(request)) return { json: { better: 'A', reason: 'first' } };
+        return { error: { status: 400, message: 'not a judge request' } };
+      },
+      [
+        '--strategies',
+        'none,tool-prune,selfgc',
+        '--judge',
+        'llm',
+        '--judge-sample',
+        '5',
+        '--judge-pairs',
+        '2',
+      ],
     );
     expect(code).toBe(0);
-    expect(summary.llm).toEqual({ provider: 'openai', model: 'scripted-model', judgeSample: 5 });
+    expect(summary.llm).toEqual({
+      provider: 'openai',
+      model: 'scripted-model',
+      judgeSample: 5,
+      judgePairs: 2,
+    });
     const none = byName(summary, 'none')!;
     const pruned = byName(summary, 'tool-prune')!;
     expect(none.llmNoImpact).toMatchObject({ hits: 5, total: 5, value: 1 });
     expect(none.llmAgreement).toMatchObject({ total: 5 });
+    expect(none.llmScorecard).toMatchObject({
+      judged: 5,
+      means: { task_progress: 5, information_sufficiency: 5, action_consistency: 5, correctness: 5 },
+      culprits: { objects: 0, other: 0, none: 0, unknown: 0 },
+    });
     expect(pruned.llmNoImpact?.total).toBe(5);
-    expect(pruned.llmNoImpact!.hits).toBeLessThan(5);
+    const failed = 5 - pruned.llmNoImpact!.hits;
+    expect(failed).toBeGreaterThan(0);
+    // Every failing scorecard: the scripted category, and a culprit the view really removed.
+    expect(pruned.llmScorecard?.failureCategories['missing-file-content']).toBe(failed);
+    expect(pruned.llmScorecard?.culprits).toEqual({ objects: failed, other: 0, none: 0, unknown: 0 });
+    expect(pruned.llmScorecard?.means.information_sufficiency).toBeCloseTo(
+      (5 * (5 - failed) + 2 * failed) / 5,
+      10,
+    );
     expect(none.llmJudgeFailures).toBe(0);
-    expect(upstream!.requests.filter(isJudge)).toHaveLength(10);
+    // A/B: none changes nothing, so it has no pairs; a judge that always says A flips every pair.
+    expect(none.llmCalibration).toBeUndefined();
+    const pairs = pruned.llmCalibration!;
+    expect(pairs.pairs).toBeGreaterThan(0);
+    expect(pairs.flips).toMatchObject({ hits: pairs.pairs, total: pairs.pairs, value: 1 });
+    expect(pairs.slotA).toMatchObject({ hits: 2 * pairs.pairs, total: 2 * pairs.pairs });
+    expect(pairs.consistent).toEqual({ governed: 0, full: 0, tie: 0 });
+    const requests = upstream!.requests;
+    expect(requests.filter(isScorecardRequest)).toHaveLength(15);
+    const changedPairs = pairs.pairs + (byName(summary, 'selfgc')!.llmCalibration?.pairs ?? 0);
+    // One step from the view per pair, and one from the full prefix per pair cut (two cuts),
+    // written once for every strategy: no request is sent twice.
+    const steps = requests.filter(isNextStepRequest).map((request) => request.rawBody);
+    expect(new Set(steps).size).toBe(steps.length);
+    expect(steps.length).toBeGreaterThan(changedPairs);
+    expect(steps.length).toBeLessThanOrEqual(changedPairs + 2);
+    expect(requests.filter(isPairRequest)).toHaveLength(2 * changedPairs);
+    // The latest-turn audit of selfgc's plans and commits: none reached the latest turn.
+    expect(byName(summary, 'selfgc')?.latestTurnAudit).toMatchObject({ applied: 0 });
+    expect(byName(summary, 'selfgc')!.latestTurnAudit!.plans).toBe(plansOf(summary, 'selfgc'));
+    expect(pruned.latestTurnAudit).toBeUndefined();
     expect(out).toContain('llm judge (scripted-model, own budget, sampled cuts)');
+    expect(out).toContain('failure taxonomy (failing scorecards)');
+    expect(out).toMatch(/\n {2}tool-prune +missing-file-content \d/);
+    expect(out).toContain('llm judge A/B calibration');
+    expect(out).toMatch(/\n {2}selfgc \(cut\) +\d+ +\d+ +\d+ +0 +–\n/);
   }, 120_000);
 
-  it('writes the LLM judge column into the report', async () => {
+  it('writes the scorecards, the calibration and the audit into the report', async () => {
     const reportFolder = mkdtempSync(join(tmpdir(), 'selfgc-report-'));
     const report = join(reportFolder, 'r.html');
     await evalWith(
-      () => ({ json: { verdict: 'no-impact', reason: 'scripted' } }),
-      ['--strategies', 'none', '--judge', 'llm', '--judge-sample', '3', '--report', report],
+      (request) =>
+        isPairRequest(request)
+          ? { json: { better: 'tie' } }
+          : isNextStepRequest(request)
+            ? { text: 'done' }
+            : { json: scorecardAnswer(5) },
+      [
+        '--strategies',
+        'none,tool-prune',
+        '--judge',
+        'llm',
+        '--judge-sample',
+        '3',
+        '--judge-pairs',
+        '1',
+        '--report',
+        report,
+      ],
     );
     const html = readFileSync(report, 'utf8');
     expect(html).toContain('data-column="llm-no-impact"');
+    expect(html).toContain('data-table="llm-scorecard"');
+    expect(html).toContain('<td data-column="mean-correctness">5.00</td>');
+    expect(html).toContain('data-table="llm-calibration"');
+    expect(html).toContain('<td data-column="consistent">0 / 0 / 1</td>');
     expect(html).toContain('data-chart="tradeoff"');
   }, 120_000);
 });
@@ -283,6 +370,15 @@ describe('LLM flags', () => {
       [['eval', SAMPLE, '--judge', 'llm'], '--judge llm needs --llm-url URL and --llm-model NAME'],
       [['eval', SAMPLE, '--judge', 'gpt'], '--judge must be anchors or llm, got "gpt"'],
       [['eval', SAMPLE, '--judge-sample', '5'], '--judge-sample needs --judge llm'],
+      [['eval', SAMPLE, '--judge-pairs', '5'], '--judge-pairs needs --judge llm'],
+      [
+        ['eval', SAMPLE, ...url, '--judge', 'llm', '--judge-pairs', '-1'],
+        '--judge-pairs must be a non-negative integer, got "-1"',
+      ],
+      [
+        ['eval', SAMPLE, ...url, '--judge', 'llm', '--judge-sample', '4', '--judge-pairs', '5'],
+        '--judge-pairs 5 is more than the 4 judged cuts (--judge-sample)',
+      ],
       [
         ['eval', SAMPLE, ...url, '--judge', 'llm', '--judge-sample', '0'],
         '--judge-sample must be a positive integer, got "0"',
@@ -317,5 +413,6 @@ describe('LLM flags', () => {
     await runCommand(['eval', '--help'], io);
     expect(out()).toContain('--judge anchors|llm');
     expect(out()).toContain('--judge-sample N');
+    expect(out()).toContain('--judge-pairs N');
   });
 });

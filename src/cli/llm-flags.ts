@@ -20,6 +20,7 @@ export const LLM_FLAGS = {
 export const JUDGE_FLAGS = {
   judge: { type: 'string' },
   'judge-sample': { type: 'string' },
+  'judge-pairs': { type: 'string' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 export const LLM_FLAGS_HELP = `LLM endpoint (optional; makes the selfgc-llm strategy available):
@@ -35,6 +36,8 @@ export const LLM_FLAGS_HELP = `LLM endpoint (optional; makes the selfgc-llm stra
 `;
 
 export const DEFAULT_JUDGE_SAMPLE = 50;
+/** Of the judged cuts, those per strategy that also get the A/B calibration (three calls each, one more per cut). */
+export const DEFAULT_JUDGE_PAIRS = 10;
 
 type FlagValues = Record<string, string | boolean | undefined>;
 
@@ -85,25 +88,40 @@ export function readLlmEndpoint(values: FlagValues, env: Environment | undefined
   };
 }
 
-/** Cuts per strategy for the LLM judge with `--judge llm`, else undefined (the anchor judge alone). */
-export function readJudgeSample(
+function countFlag(value: string, name: string, least: number): number {
+  const count = Number(value);
+  if (!Number.isInteger(count) || count < least)
+    throw new BadInputError(
+      `--${name} must be a ${least === 0 ? 'non-negative' : 'positive'} integer, got "${value}"`,
+    );
+  return count;
+}
+
+/**
+ * With `--judge llm`: cuts per strategy the LLM judge scores, and of those the cuts of its A/B
+ * calibration; else undefined (the anchor judge alone).
+ */
+export function readJudgeFlags(
   values: FlagValues,
   endpoint: LlmEndpoint | undefined,
   modes: readonly string[],
-): number | undefined {
+): { sample: number; pairs: number } | undefined {
   const judge = stringFlag(values, 'judge') ?? 'anchors';
   const sample = stringFlag(values, 'judge-sample');
+  const pairs = stringFlag(values, 'judge-pairs');
   if (judge !== 'anchors' && judge !== 'llm')
     throw new BadInputError(`--judge must be anchors or llm, got "${judge}"`);
   if (judge === 'anchors') {
     if (sample !== undefined) throw new BadInputError('--judge-sample needs --judge llm');
+    if (pairs !== undefined) throw new BadInputError('--judge-pairs needs --judge llm');
     return undefined;
   }
   if (!endpoint) throw new BadInputError('--judge llm needs --llm-url URL and --llm-model NAME');
   if (!modes.includes('cut')) throw new BadInputError('--judge llm judges cut mode: add cut to --modes');
-  if (sample === undefined) return DEFAULT_JUDGE_SAMPLE;
-  const count = Number(sample);
-  if (!Number.isInteger(count) || count <= 0)
-    throw new BadInputError(`--judge-sample must be a positive integer, got "${sample}"`);
-  return count;
+  const count = sample === undefined ? DEFAULT_JUDGE_SAMPLE : countFlag(sample, 'judge-sample', 1);
+  const paired =
+    pairs === undefined ? Math.min(DEFAULT_JUDGE_PAIRS, count) : countFlag(pairs, 'judge-pairs', 0);
+  if (paired > count)
+    throw new BadInputError(`--judge-pairs ${paired} is more than the ${count} judged cuts (--judge-sample)`);
+  return { sample: count, pairs: paired };
 }

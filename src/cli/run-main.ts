@@ -11,7 +11,7 @@ import { type OptionSpecs, parseCommandArgs, parseDuration, positiveInteger } fr
 import type { CliIo } from './cli-io.js';
 import { EVAL_HELP, evalCommand } from './eval-command.js';
 import { INSPECT_HELP, inspectCommand } from './inspect-command.js';
-import { JUDGE_FLAGS, LLM_FLAGS, readJudgeSample, readLlmEndpoint } from './llm-flags.js';
+import { JUDGE_FLAGS, LLM_FLAGS, readJudgeFlags, readLlmEndpoint } from './llm-flags.js';
 import { MCP_HELP, mcpCommand, storeSessionOf } from './mcp-command.js';
 import { readModelFlag } from './model-flag.js';
 import { DEFAULT_RETAIN, PROXY_HELP, proxyCommand } from './proxy-command.js';
@@ -198,7 +198,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         if (mode !== 'cut' && mode !== 'session')
           throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
       const llm = readLlmEndpoint(values, io.env);
-      const judgeSample = readJudgeSample(values, llm, modes);
+      const judge = readJudgeFlags(values, llm, modes);
       return evalCommand(
         io,
         positionals,
@@ -221,7 +221,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           ...(typeof values.report === 'string' ? { report: values.report } : {}),
           ...(typeof values.markdown === 'string' ? { markdown: values.markdown } : {}),
           ...(llm ? { llm } : {}),
-          ...(judgeSample === undefined ? {} : { judgeSample }),
+          ...(judge ? { judgeSample: judge.sample, judgePairs: judge.pairs } : {}),
           ...(entryModel === undefined ? {} : { entryModel }),
         },
         commandLine,

@@ -9,6 +9,7 @@ import {
   matchedComparison,
   PRICING,
 } from './aggregate.js';
+import type { ScorecardOutcome } from './aggregate-judge.js';
 import type { CutModeResult, CutPoint } from './eval-summary.js';
 import { EVAL_SUMMARY_VERSION } from './eval-summary.js';
 import { wilson } from './wilson.js';
@@ -118,16 +119,31 @@ describe('aggregateCuts', () => {
   });
 });
 
+/** A scorecard: every dimension at `score`; a pass at 4 or more. */
+const card = (score: number, extra: Partial<ScorecardOutcome> = {}): ScorecardOutcome => ({
+  scores: {
+    task_progress: score,
+    information_sufficiency: score,
+    action_consistency: score,
+    correctness: score,
+  },
+  pass: score >= 4,
+  category: score >= 4 ? 'none' : 'missing-identifier',
+  culprit: score >= 4 ? 'none' : 'other',
+  culpritIds: [],
+  ...extra,
+});
+
 describe('aggregateCuts with an LLM endpoint', () => {
   it('adds the LLM judge at the own budget, its agreement with the strict verdict, and its failures', () => {
     const [baseline, llm] = aggregateCuts([
-      cut('tool-prune', 'auto', 50, { llmNoImpact: true }),
-      cut('tool-prune', 'auto', 50, { strict: false, llmNoImpact: true }),
-      cut('tool-prune', 'auto', 50, { strict: false, llmNoImpact: false }),
+      cut('tool-prune', 'auto', 50, { llmScorecard: card(5) }),
+      cut('tool-prune', 'auto', 50, { strict: false, llmScorecard: card(4) }),
+      cut('tool-prune', 'auto', 50, { strict: false, llmScorecard: card(2) }),
       cut('tool-prune', 'auto', 50, { llmJudgeFailed: true }),
       cut('tool-prune', 'auto', 50),
       // The sweep is never judged by the model: a stray verdict there is not counted.
-      cut('tool-prune', 0.5, 40, { llmNoImpact: false }),
+      cut('tool-prune', 0.5, 40, { llmScorecard: card(1) }),
       cut('selfgc-llm', 'auto', 60, { plannerFallback: false }),
       cut('selfgc-llm', 0.5, 50, { plannerFallback: true }),
       cut('selfgc-llm', 0.3, 30, { plannerFallback: true }),
@@ -137,6 +153,9 @@ describe('aggregateCuts with an LLM endpoint', () => {
       llmAgreement: wilson(2, 3),
       llmJudgeFailures: 1,
     });
+    expect(baseline?.llmScorecard?.judged).toBe(3);
+    expect(baseline?.llmScorecard?.means.correctness).toBeCloseTo(11 / 3, 10);
+    expect(baseline?.llmScorecard?.failureCategories['missing-identifier']).toBe(1);
     expect(baseline?.llmPlannerFallbacks).toBeUndefined();
     expect(llm?.llmPlannerFallbacks).toBe(2);
     expect(llm?.llmNoImpact).toBeUndefined();

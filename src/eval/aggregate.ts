@@ -2,6 +2,16 @@
  * From per-cut and per-call outcomes to the `EvalSummary`: prune rates, no-impact with Wilson
  * intervals, the sweep, matched-rate comparison, and session-mode cost under cache pricing.
  */
+import {
+  aggregateCalibration,
+  aggregateScorecards,
+  auditCommits,
+  auditPlans,
+  type CommitAuditOutcome,
+  type PairOutcome,
+  type PlanAuditOutcome,
+  type ScorecardOutcome,
+} from './aggregate-judge.js';
 import type {
   CutModeResult,
   CutPoint,
@@ -28,10 +38,14 @@ export interface CutOutcome {
   rareTokenScore: number;
   /** Set by strategies that ask a model: whether the LLM planner fell back to the embedded one. */
   plannerFallback?: boolean;
-  /** The LLM judge's verdict, on sampled cuts at the own budget only. */
-  llmNoImpact?: boolean;
-  /** The LLM judge was asked here but gave no verdict. */
+  /** The LLM judge's scorecard, on sampled cuts at the own budget only; its pass is the judge's no-impact. */
+  llmScorecard?: ScorecardOutcome;
+  /** The LLM judge was asked here but gave no scorecard. */
   llmJudgeFailed?: boolean;
+  /** The judge's A/B comparison, on a sample of those cuts where the view changed the prefix. */
+  llmPair?: PairOutcome;
+  /** For strategies that plan through the harness: the latest-turn audit of this plan. */
+  latestTurn?: PlanAuditOutcome;
 }
 
 /** What aggregation needs of one model call in session mode. */
@@ -50,6 +64,8 @@ export interface CallOutcome {
   rareTokenScore?: number;
   /** Set for the governor with the LLM planner: whether the planner fell back at this call. */
   plannerFallback?: boolean;
+  /** For the governor: the latest-turn audit of this call's commits. */
+  latestTurn?: CommitAuditOutcome;
 }
 
 function groupBy<T>(values: readonly T[], key: (value: T) => string): Map<string, T[]> {
@@ -102,27 +118,47 @@ function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPo
   };
 }
 
-/** The LLM-only fields of a cut-mode result: present when some outcome carries them. */
+/** The LLM-only fields of a cut-mode result, and the latest-turn audit: present when some outcome carries them. */
 function llmCutFields(
   list: readonly CutOutcome[],
-): Pick<CutModeResult, 'llmNoImpact' | 'llmAgreement' | 'llmJudgeFailures' | 'llmPlannerFallbacks'> {
-  const judged = list.filter((outcome) => outcome.keep === 'auto' && outcome.llmNoImpact !== undefined);
+): Pick<
+  CutModeResult,
+  | 'llmNoImpact'
+  | 'llmScorecard'
+  | 'llmAgreement'
+  | 'llmJudgeFailures'
+  | 'llmCalibration'
+  | 'llmPlannerFallbacks'
+  | 'latestTurnAudit'
+> {
+  const judged = list.flatMap((outcome) =>
+    outcome.keep === 'auto' && outcome.llmScorecard ? [{ card: outcome.llmScorecard, outcome }] : [],
+  );
   const failures = list.filter((outcome) => outcome.llmJudgeFailed === true).length;
+  const pairs = list.flatMap((outcome) =>
+    outcome.llmPair
+      ? [{ pair: outcome.llmPair, ...(outcome.llmScorecard ? { pass: outcome.llmScorecard.pass } : {}) }]
+      : [],
+  );
   const planned = list.filter((outcome) => outcome.plannerFallback !== undefined);
+  const audited = list.flatMap((outcome) => (outcome.latestTurn ? [outcome.latestTurn] : []));
   return {
     ...(judged.length + failures > 0
       ? {
-          llmNoImpact: wilson(judged.filter((outcome) => outcome.llmNoImpact).length, judged.length),
+          llmNoImpact: wilson(judged.filter(({ card }) => card.pass).length, judged.length),
+          llmScorecard: aggregateScorecards(judged.map(({ card }) => card)),
           llmAgreement: wilson(
-            judged.filter((outcome) => outcome.llmNoImpact === outcome.strict).length,
+            judged.filter(({ card, outcome }) => card.pass === outcome.strict).length,
             judged.length,
           ),
           llmJudgeFailures: failures,
         }
       : {}),
+    ...(pairs.length > 0 ? { llmCalibration: aggregateCalibration(pairs) } : {}),
     ...(planned.length > 0
       ? { llmPlannerFallbacks: planned.filter((outcome) => outcome.plannerFallback).length }
       : {}),
+    ...(audited.length > 0 ? { latestTurnAudit: auditPlans(audited) } : {}),
   };
 }
 
@@ -194,6 +230,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
     const cost = calls.reduce((sum, call) => sum + callCost(call), 0);
     const sessions = groupBy(calls, (call) => call.session);
     const planned = calls.filter((call) => call.plannerFallback !== undefined);
+    const audited = calls.flatMap((call) => (call.latestTurn ? [call.latestTurn] : []));
     return {
       strategy,
       window,
@@ -211,6 +248,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
       ...(planned.length > 0
         ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
         : {}),
+      ...(audited.length > 0 ? { latestTurnAudit: auditCommits(audited) } : {}),
       timelines: [...sessions.entries()]
         .sort((a, b) => b[1].length - a[1].length)
         .slice(0, 12)

@@ -1,9 +1,11 @@
 /**
  * The results of `selfgc eval`: what `--json` writes and what the HTML report draws.
  * Version-stamped; the report refuses a summary of another version. Optional fields (`llm…`,
- * set only when an LLM endpoint was configured with `--llm-url`, and `parameters`) are
- * additions: readers of version 1 that do not know them can ignore them.
+ * set only when an LLM endpoint was configured with `--llm-url`, `latestTurnAudit` and
+ * `parameters`) are additions: readers of version 1 that do not know them can ignore them.
  */
+
+import type { FailureCategory, JudgeDimension } from './judge-llm.js';
 
 export const EVAL_SUMMARY_VERSION = 1;
 
@@ -27,6 +29,68 @@ export interface Rate {
   value: number;
   low: number;
   high: number;
+}
+
+/**
+ * The LLM judge's scorecards over the sampled cuts of one strategy (see `judge-llm.ts`): each
+ * dimension scored 1–5 from the view alone; a scorecard passes when every dimension is 4 or more.
+ */
+export interface JudgeScorecardResult {
+  /** Cuts with a scorecard. */
+  judged: number;
+  /** Mean score of each dimension. */
+  means: Record<JudgeDimension, number>;
+  /** Failing scorecards by the category of loss the judge gave (the failure taxonomy). */
+  failureCategories: Record<FailureCategory, number>;
+  /**
+   * Failing scorecards by culprit: ids of objects the view changed (`objects`), `other`, `none`,
+   * or only ids the view did not change (`unknown`, a judge naming what it was not shown).
+   */
+  culprits: { objects: number; other: number; none: number; unknown: number };
+  /** Blamed object ids by kind (`function:read_file`, `conversation:user`), over failing scorecards. */
+  culpritKinds: Record<string, number>;
+}
+
+/**
+ * A/B calibration of the LLM judge (see `judge-pairwise.ts`): at sampled cuts, the endpoint's
+ * next step from the full prefix and from the view, compared by the judge in both orders.
+ */
+export interface JudgeCalibration {
+  /** Sampled cuts where the view differed from the prefix, so there were two contexts to compare. */
+  pairs: number;
+  /** Pairs whose verdict, read back to full/governed/tie, changed with the order: position bias. */
+  flips: Rate;
+  /** Of the judgments that named a winner, the share that named slot A (0.5 without a slot preference). */
+  slotA: Rate;
+  /** Pairs with the same verdict in both orders, by that verdict. */
+  consistent: { governed: number; full: number; tie: number };
+  /**
+   * Of the consistent pairs with a scorecard: the pairwise verdict (the governed step not worse,
+   * that is governed or tie) agrees with the scorecard's pass.
+   */
+  agreement: Rate;
+  /** Pairs with no verdict: a call failed or answered off-format. */
+  failures: number;
+}
+
+/**
+ * The latest-turn audit: the planner must never edit the latest turn (the harness refuses it).
+ * Counted from the plans of cut mode and the commits of session mode.
+ */
+export interface LatestTurnAudit {
+  /** Plans read (cut mode: one per cut and budget) or commits made (session mode). */
+  plans: number;
+  /** Operations in them. */
+  operations: number;
+  /** Cut mode: operations the planner aimed at the latest turn, which the harness refused. */
+  refused?: number;
+  /** Operations in effect on objects of the latest turn: should be zero. */
+  applied: number;
+  /**
+   * Session mode: latest-turn folds by the governor's last resort when the latest turn alone is
+   * over the window (recoverable with expand), counted apart from `applied`.
+   */
+  windowRescue?: number;
 }
 
 /** One strategy in cut mode, at one budget. */
@@ -53,11 +117,15 @@ export interface CutModeResult {
   /** The budget sweep, one point per keep fraction. */
   sweep: CutPoint[];
   /**
-   * With `--judge llm`: the LLM judge's no-impact (a G-Eval verdict: could the agent have written
-   * its real continuation from the view alone?) at the own budget, over the sampled cuts that
-   * got a verdict. The same cuts are sampled for every strategy.
+   * With `--judge llm`: the LLM judge's no-impact (its scorecard's pass: could the agent have
+   * written its real continuation from the view alone?) at the own budget, over the sampled cuts
+   * that got a scorecard. The same cuts are sampled for every strategy.
    */
   llmNoImpact?: Rate;
+  /** With `--judge llm`: the scorecards behind `llmNoImpact`: means, failure taxonomy, culprits. */
+  llmScorecard?: JudgeScorecardResult;
+  /** With `--judge llm` and `--judge-pairs` above 0: the judge's A/B calibration. */
+  llmCalibration?: JudgeCalibration;
   /** With `--judge llm`: share of those cuts where the LLM judge and the anchor judge's strict verdict agree. */
   llmAgreement?: Rate;
   /** With `--judge llm`: sampled cuts the LLM judge gave no verdict for (endpoint failure, off-format answer). */
@@ -67,6 +135,8 @@ export interface CutModeResult {
    * for which the LLM planner failed and the embedded planner stood in.
    */
   llmPlannerFallbacks?: number;
+  /** For strategies that plan through the harness (`selfgc`, `selfgc-llm`): the latest-turn audit. */
+  latestTurnAudit?: LatestTurnAudit;
 }
 
 /** One strategy in session mode (the governor through whole sessions under a window). */
@@ -92,6 +162,8 @@ export interface SessionModeResult {
   rareTokensChanged?: RareTokenResult;
   /** For `selfgc-llm`: calls at which the LLM planner failed and the embedded planner stood in. */
   llmPlannerFallbacks?: number;
+  /** For the governor: the latest-turn audit of its commits. */
+  latestTurnAudit?: LatestTurnAudit;
   /** Per session token timelines for the report: view tokens per call, and the calls that committed. */
   timelines: Array<{
     session: string;
@@ -117,9 +189,10 @@ export interface EvalSummary {
   /**
    * The endpoint behind `selfgc-llm` and the LLM judge, when one was configured (never its URL
    * or key); `plannerMode` is set when selfgc-llm ran: how its planner read the sessions;
-   * `judgeSample` is set with `--judge llm`: cuts per strategy the judge was to read.
+   * `judgeSample` is set with `--judge llm`: cuts per strategy the judge was to read;
+   * `judgePairs`: of those, cuts per strategy for the A/B calibration.
    */
-  llm?: { provider: string; model: string; plannerMode?: string; judgeSample?: number };
+  llm?: { provider: string; model: string; plannerMode?: string; judgeSample?: number; judgePairs?: number };
   /** The evaluation's own settings (absent from summaries written before they were recorded). */
   parameters?: EvalParameters;
 }

@@ -7,6 +7,13 @@ import { type EvaluateOptions, evaluateSessions, sampleJudgeCuts } from './evalu
 import type { RecordedSession } from './load-sessions.js';
 import { autoCuts, replayableCuts } from './replay-cut.js';
 import { quotingSession } from './testing/eval-fixtures.js';
+import {
+  isNextStepRequest,
+  isPairRequest,
+  isScorecardRequest,
+  scorecardAnswer,
+  userText,
+} from './testing/scripted-judge.js';
 
 const recorded = (id: string, messages: RecordedSession['messages']): RecordedSession => ({
   id,
@@ -113,13 +120,13 @@ describe('sampleJudgeCuts', () => {
   );
 
   it('takes every replayable cut when there are no more than asked', () => {
-    const sample = sampleJudgeCuts(sessions, options, 100);
+    const sample = sampleJudgeCuts(sessions, options, 100).judgeCuts;
     for (const session of sessions)
       expect(sample[session.id]).toEqual(replayableCuts(session.messages, autoCuts(session.messages, 3)));
   });
 
   it('spreads a smaller sample over the sessions, the same on every call', () => {
-    const sample = sampleJudgeCuts(many, { cutsPerSession: 4 }, 7);
+    const sample = sampleJudgeCuts(many, { cutsPerSession: 4 }, 7).judgeCuts;
     const chosen = Object.values(sample).flat();
     expect(chosen).toHaveLength(7);
     expect(Object.keys(sample)).toEqual(many.map((session) => session.id));
@@ -128,13 +135,22 @@ describe('sampleJudgeCuts', () => {
       for (const cut of cuts)
         expect(replayableCuts(session.messages, autoCuts(session.messages, 4))).toContain(cut);
     }
-    expect(sampleJudgeCuts(many, { cutsPerSession: 4 }, 7)).toEqual(sample);
+    expect(sampleJudgeCuts(many, { cutsPerSession: 4 }, 7).judgeCuts).toEqual(sample);
+  });
+
+  it('takes the A/B pairs from the judged cuts, spread alike, none by default', () => {
+    const { judgeCuts, pairCuts } = sampleJudgeCuts(many, { cutsPerSession: 4 }, 7, 3);
+    const pairs = Object.entries(pairCuts).flatMap(([id, cuts]) => cuts.map((cut) => `${id}@${cut}`));
+    expect(pairs).toHaveLength(3);
+    for (const [id, cuts] of Object.entries(pairCuts))
+      for (const cut of cuts) expect(judgeCuts[id]).toContain(cut);
+    expect(sampleJudgeCuts(many, { cutsPerSession: 4 }, 7).pairCuts).toEqual({});
   });
 
   it('follows explicit cuts', () => {
-    expect(sampleJudgeCuts([sessions[1]!], { cutsPerSession: 3, cuts: { sample: [4, 12, 99] } }, 5)).toEqual({
-      sample: [4, 12],
-    });
+    expect(
+      sampleJudgeCuts([sessions[1]!], { cutsPerSession: 3, cuts: { sample: [4, 12, 99] } }, 5).judgeCuts,
+    ).toEqual({ sample: [4, 12] });
   });
 });
 
@@ -145,14 +161,32 @@ describe('evaluateSessions with an LLM endpoint', () => {
     upstream = undefined;
   });
 
-  const isJudge = (request: ScriptedRequest) => request.rawBody.includes('Evaluation steps:');
+  const isJudge = (request: ScriptedRequest) =>
+    isScorecardRequest(request) || isNextStepRequest(request) || isPairRequest(request);
 
-  async function endpoint(verdict: 'no-impact' | 'impact') {
+  /** Scorecards at `score`; next steps that differ by context; a judge that prefers the full-context step. */
+  async function endpoint(score: number) {
     upstream = await startScriptedUpstream({
-      script: (request) =>
-        isJudge(request)
-          ? { json: { verdict, missing: [], reason: 'scripted' } }
-          : { json: { operations: [] } },
+      script: (request) => {
+        if (isScorecardRequest(request)) {
+          const labelled = /\[prefix \d+ · ([^\],]+)/.exec(userText(request))?.[1] ?? 'function:read_file:1';
+          return {
+            json: scorecardAnswer(
+              score,
+              score < 4 ? { culprit: labelled, category: 'missing-identifier' } : {},
+            ),
+          };
+        }
+        if (isNextStepRequest(request))
+          return { text: userText(request).includes('def parse_file') ? 'edit_file(...)' : 'read_file(...)' };
+        if (isPairRequest(request)) {
+          const candidateA = userText(request)
+            .split('=== CANDIDATE A ===')[1]!
+            .split('=== CANDIDATE B ===')[0]!;
+          return { json: { better: candidateA.includes('edit_file') ? 'A' : 'B' } };
+        }
+        return { json: { operations: [] } };
+      },
     });
     return {
       provider: 'openai' as const,
@@ -163,7 +197,7 @@ describe('evaluateSessions with an LLM endpoint', () => {
   }
 
   it('runs selfgc-llm in both modes and judges the sampled cuts at the own budget only', async () => {
-    const llm = await endpoint('no-impact');
+    const llm = await endpoint(5);
     const judgeCuts = { sample: [autoCuts(sessions[1]!.messages, 3)[0]!] };
     const result = await evaluateSessions([sessions[1]!], {
       ...options,
@@ -171,12 +205,13 @@ describe('evaluateSessions with an LLM endpoint', () => {
       llm,
       judgeCuts,
     });
-    const judged = result.cuts.filter((outcome) => outcome.llmNoImpact !== undefined);
+    const judged = result.cuts.filter((outcome) => outcome.llmScorecard !== undefined);
     expect(judged.map((outcome) => [outcome.strategy, outcome.keep])).toEqual([
       ['none', 'auto'],
       ['selfgc-llm', 'auto'],
     ]);
-    expect(judged.every((outcome) => outcome.llmNoImpact === true)).toBe(true);
+    expect(judged.every((outcome) => outcome.llmScorecard?.pass === true)).toBe(true);
+    expect(result.cuts.some((outcome) => outcome.llmPair !== undefined)).toBe(false);
     const planned = result.cuts.filter((outcome) => outcome.strategy === 'selfgc-llm');
     expect(planned.length).toBeGreaterThan(0);
     expect(planned.every((outcome) => outcome.plannerFallback === false)).toBe(true);
@@ -190,6 +225,56 @@ describe('evaluateSessions with an LLM endpoint', () => {
     expect(requests.filter(isJudge)).toHaveLength(2);
     // One plan per cut and keep in cut mode, more in session mode.
     expect(requests.filter((request) => !isJudge(request)).length).toBeGreaterThan(planned.length);
+  });
+
+  it('scores a changed view, blames an object it removed, and compares the pair at the pair cuts only', async () => {
+    const llm = await endpoint(2);
+    const [first, second] = autoCuts(sessions[1]!.messages, 3);
+    const result = await evaluateSessions([sessions[1]!], {
+      ...options,
+      modes: ['cut', 'session'],
+      strategies: ['none', 'tool-prune', 'selfgc'],
+      llm,
+      judgeCuts: { sample: [first!, second!] },
+      pairCuts: { sample: [second!] },
+    });
+    const judged = result.cuts.filter((outcome) => outcome.llmScorecard !== undefined);
+    expect(judged).toHaveLength(6);
+    const pruned = judged.filter((outcome) => outcome.strategy === 'tool-prune');
+    // The scripted judge blames the first id labelled in ORIGINAL CONTENT: one the view removed.
+    expect(pruned.map((outcome) => outcome.llmScorecard)).toEqual([
+      {
+        scores: { task_progress: 2, information_sufficiency: 2, action_consistency: 2, correctness: 2 },
+        pass: false,
+        category: 'missing-identifier',
+        culprit: 'objects',
+        culpritIds: [expect.stringMatching(/^function:/)],
+      },
+      expect.objectContaining({ culprit: 'objects' }),
+    ]);
+    // For none nothing changed: no id is labelled and the one blamed is not one the view touched.
+    expect(judged.find((outcome) => outcome.strategy === 'none')?.llmScorecard?.culprit).toBe('unknown');
+    // The pair: only at the second cut, only where the view changed the prefix (never for none).
+    const paired = result.cuts.filter((outcome) => outcome.llmPair !== undefined);
+    expect(paired.map((outcome) => outcome.strategy)).toEqual(['tool-prune', 'selfgc']);
+    expect(paired[0]!.llmPair).toEqual({ slots: ['A', 'B'], choices: ['full', 'full'] });
+    // The full-prefix step is written once for both strategies at the cut.
+    expect(upstream!.requests.filter(isNextStepRequest)).toHaveLength(1 + paired.length);
+    // The latest-turn audit: for selfgc's plans at every budget and its commits, not the baselines.
+    const planned = result.cuts.filter((outcome) => outcome.strategy === 'selfgc');
+    expect(planned.every((outcome) => outcome.latestTurn?.applied === 0)).toBe(true);
+    expect(planned.reduce((sum, outcome) => sum + outcome.latestTurn!.operations, 0)).toBeGreaterThan(0);
+    expect(
+      result.cuts.filter((outcome) => outcome.strategy !== 'selfgc').some((outcome) => outcome.latestTurn),
+    ).toBe(false);
+    const governed = result.calls.filter((call) => call.strategy === 'selfgc');
+    expect(governed.every((call) => call.latestTurn?.applied === 0)).toBe(true);
+    expect(governed.reduce((sum, call) => sum + call.latestTurn!.commits, 0)).toBe(
+      governed.filter((call) => call.committed).length,
+    );
+    expect(result.calls.filter((call) => call.strategy !== 'selfgc').some((call) => call.latestTurn)).toBe(
+      false,
+    );
   });
 
   it('refuses selfgc-llm without an endpoint', async () => {

@@ -10,7 +10,8 @@ import { createLlmPlanner } from '../llm/llm-planner.js';
 import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import type { CallOutcome, CutOutcome } from './aggregate.js';
-import { judgeWithLlm } from './judge-llm.js';
+import { JUDGE_DIMENSIONS, type JudgeDimension, judgeWithLlm } from './judge-llm.js';
+import { comparePairwise, type WrittenStep, writeNextStep } from './judge-pairwise.js';
 import { type Environment, endpointContext, type LlmEndpoint } from './llm-endpoint.js';
 import type { RecordedSession } from './load-sessions.js';
 import { autoCuts, type CutRecord, continuationAt, replayableCuts, replayCuts } from './replay-cut.js';
@@ -37,6 +38,8 @@ export interface EvaluateOptions {
   llm?: LlmEndpoint;
   /** Cuts the LLM judge reads at each strategy's own budget, by session id (`sampleJudgeCuts`); needs `llm`. */
   judgeCuts?: Record<string, number[]>;
+  /** Of those, the cuts of the judge's A/B calibration, by session id; needs `llm`. */
+  pairCuts?: Record<string, number[]>;
   /** A valuator model for Self-GC's fold indexes (`--model`); default none. */
   entryModel?: EntryModel | 'none';
 }
@@ -79,44 +82,95 @@ function cutsOf(session: RecordedSession, options: Pick<EvaluateOptions, 'cuts' 
   return options.cuts?.[session.id] ?? autoCuts(session.messages, options.cutsPerSession);
 }
 
-/**
- * The cuts the LLM judge reads: `count` of all the cuts replay will use, evenly spread over the
- * sessions in order, so the choice is the same on every run and whatever the worker split.
- */
-export function sampleJudgeCuts(
-  sessions: readonly RecordedSession[],
-  options: Pick<EvaluateOptions, 'cuts' | 'cutsPerSession'>,
-  count: number,
-): Record<string, number[]> {
-  const all = sessions.flatMap((session) =>
-    replayableCuts(session.messages, cutsOf(session, options)).map((cut) => ({ id: session.id, cut })),
-  );
-  const chosen =
-    all.length <= count
-      ? all
-      : Array.from({ length: count }, (_, slot) => all[Math.floor(((slot + 0.5) * all.length) / count)]!);
+/** `count` of `all`, evenly spread, in order: the same choice on every run. */
+function spread<T>(all: readonly T[], count: number): T[] {
+  return all.length <= count
+    ? [...all]
+    : Array.from({ length: count }, (_, slot) => all[Math.floor(((slot + 0.5) * all.length) / count)]!);
+}
+
+function bySession(chosen: ReadonlyArray<{ id: string; cut: number }>): Record<string, number[]> {
   const byId = new Map<string, number[]>();
   for (const { id, cut } of chosen) byId.set(id, [...(byId.get(id) ?? []), cut]);
   return Object.fromEntries(byId);
 }
 
-/** The LLM judge's verdict on one view, or a failure when the endpoint gave none. */
+/**
+ * The cuts the LLM judge reads: `count` of all the cuts replay will use, evenly spread over the
+ * sessions in order, so the choice is the same on every run and whatever the worker split.
+ * With `pairs`, the cuts of the A/B calibration too: `pairs` of the judged ones, spread alike.
+ */
+export function sampleJudgeCuts(
+  sessions: readonly RecordedSession[],
+  options: Pick<EvaluateOptions, 'cuts' | 'cutsPerSession'>,
+  count: number,
+  pairs = 0,
+): { judgeCuts: Record<string, number[]>; pairCuts: Record<string, number[]> } {
+  const all = sessions.flatMap((session) =>
+    replayableCuts(session.messages, cutsOf(session, options)).map((cut) => ({ id: session.id, cut })),
+  );
+  const judged = spread(all, count);
+  return { judgeCuts: bySession(judged), pairCuts: bySession(spread(judged, pairs)) };
+}
+
+/** The failure an LLM call of the judge may end in; anything else is a bug and is thrown. */
+async function unlessUpstreamFails<T>(call: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof UpstreamError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The LLM judge's scorecard of one view (or a failure when the endpoint gave none), and with
+ * `fullSteps` (the cut is a pair cut) its A/B comparison of the next steps written from the full
+ * prefix and from the view, when the view changed anything. The full-prefix step is written once
+ * per cut and kept in `fullSteps` for the other strategies.
+ */
 async function judgeCut(
   client: LlmClient,
   messages: readonly Message[],
   record: CutRecord,
-): Promise<Pick<CutOutcome, 'llmNoImpact' | 'llmJudgeFailed'>> {
-  try {
-    const verdict = await judgeWithLlm(client, {
-      prefix: messages.slice(0, record.cut),
-      view: record.output.items.map((item) => item.message),
-      continuation: continuationAt(messages, record.cut),
-    });
-    return { llmNoImpact: verdict.noImpact };
-  } catch (error) {
-    if (error instanceof UpstreamError) return { llmJudgeFailed: true };
-    throw error;
-  }
+  fullSteps: Map<number, WrittenStep> | undefined,
+): Promise<Pick<CutOutcome, 'llmScorecard' | 'llmJudgeFailed' | 'llmPair'>> {
+  const input = {
+    prefix: messages.slice(0, record.cut),
+    view: record.output.items.map((item) => item.message),
+    continuation: continuationAt(messages, record.cut),
+    objectIds: record.objectIds,
+  };
+  const verdict = await unlessUpstreamFails(() => judgeWithLlm(client, input));
+  const changed =
+    record.output.items.length !== record.cut || record.output.items.some((item) => item.changed);
+  const pair = fullSteps !== undefined && changed;
+  const compared = pair
+    ? await unlessUpstreamFails(async () => {
+        const full = fullSteps.get(record.cut) ?? (await writeNextStep(client, input.prefix));
+        fullSteps.set(record.cut, full);
+        return comparePairwise(client, input, {}, full);
+      })
+    : undefined;
+  const card = verdict?.scorecard;
+  return {
+    ...(card
+      ? {
+          llmScorecard: {
+            scores: Object.fromEntries(
+              JUDGE_DIMENSIONS.map((dimension) => [dimension, card.scores[dimension].score]),
+            ) as Record<JudgeDimension, number>,
+            pass: card.pass,
+            category: card.category,
+            culprit: card.culprit === 'objects' && card.culprits.length === 0 ? 'unknown' : card.culprit,
+            culpritIds: card.culprits,
+          },
+        }
+      : { llmJudgeFailed: true }),
+    ...(pair
+      ? { llmPair: compared ? { choices: compared.choices, slots: compared.slots } : { failed: true } }
+      : {}),
+  };
 }
 
 /**
@@ -152,10 +206,17 @@ export async function evaluateSessions(
         tokenCounter: counter,
       });
       const judged = new Set(options.judgeCuts?.[session.id] ?? []);
+      const paired = new Set(options.pairCuts?.[session.id] ?? []);
+      const fullSteps = new Map<number, WrittenStep>();
       for (const record of records) {
         const judge =
           context.llmClient && record.keep === 'auto' && judged.has(record.cut)
-            ? await judgeCut(context.llmClient, session.messages, record)
+            ? await judgeCut(
+                context.llmClient,
+                session.messages,
+                record,
+                paired.has(record.cut) ? fullSteps : undefined,
+              )
             : {};
         cuts.push({
           strategy: record.strategy,
@@ -171,6 +232,7 @@ export async function evaluateSessions(
           ...(asksModel(record.strategy)
             ? { plannerFallback: plannerFallbackOf(record.output.warnings) !== undefined }
             : {}),
+          ...(record.latestTurn ? { latestTurn: record.latestTurn } : {}),
           ...judge,
         });
       }
@@ -202,6 +264,7 @@ export async function evaluateSessions(
               ...(asksModel(name)
                 ? { plannerFallback: plannerFallbackOf(record.warnings) !== undefined }
                 : {}),
+              ...(record.latestTurn ? { latestTurn: record.latestTurn } : {}),
             });
           }
         }

@@ -14,12 +14,31 @@ export {
   EVAL_SUMMARY_VERSION,
   type EvalParameters,
   type EvalSummary,
+  type JudgeCalibration,
+  type JudgeScorecardResult,
+  type LatestTurnAudit,
   type RareTokenResult,
   type Rate,
   type SessionModeResult,
 } from './eval-summary.js';
 export { DEFAULT_SWEEP, type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
-export { judgeWithLlm } from './judge-llm.js';
+export {
+  FAILURE_CATEGORIES,
+  type FailureCategory,
+  JUDGE_DIMENSIONS,
+  type JudgeDimension,
+  type JudgeScorecard,
+  judgeWithLlm,
+  type LlmJudgeInput,
+  type LlmJudgeVerdict,
+  PASS_SCORE,
+} from './judge-llm.js';
+export {
+  comparePairwise,
+  type PairChoice,
+  type PairwiseInput,
+  type PairwiseResult,
+} from './judge-pairwise.js';
 export {
   type AnchorLocator,
   type AnchorVerdict,

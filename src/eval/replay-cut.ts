@@ -3,10 +3,11 @@
  * strategy on the prefix and judge the view against the real continuation. The ledger grows
  * cut by cut, so at every cut the strategies see the prefix and nothing after it.
  */
-import { createLedger } from '../core/ledger.js';
+import { createLedger, type Ledger } from '../core/ledger.js';
 import type { TokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import { messageText } from '../core/transcript.js';
+import type { PlanAuditOutcome } from './aggregate-judge.js';
 import type { AnchorVerdict } from './judges/anchor-judge.js';
 import { createAnchorLocator, judgeAnchors, neededAnchors } from './judges/anchor-judge.js';
 import {
@@ -15,6 +16,7 @@ import {
   neededRareTokens,
   type RareTokenVerdict,
 } from './judges/rare-token-judge.js';
+import { planAuditOf } from './latest-turn-audit.js';
 import { recoverableMap } from './recoverable-map.js';
 import type { Strategy, StrategyOutput } from './strategies/strategy.js';
 
@@ -30,6 +32,22 @@ export interface CutRecord {
   recoverable: Record<string, number[]>;
   verdict: AnchorVerdict;
   rareTokens: RareTokenVerdict;
+  /** The object ids of each prefix message (shared by every record of the cut), for the LLM judge. */
+  objectIds: ReadonlyArray<readonly string[]>;
+  /** For strategies that plan through the harness: the latest-turn audit of the plan. */
+  latestTurn?: PlanAuditOutcome;
+}
+
+/**
+ * The ids of the objects each message belongs to: its own (a request, tool results, a system
+ * prompt), or for an assistant message the request whose work it is.
+ */
+export function objectIdsByMessage(ledger: Ledger): string[][] {
+  return ledger.messages.map((_, index) => {
+    const own = (ledger.objectsByMessage.get(index) ?? []).map((object) => object.id);
+    const conversation = ledger.conversationAt(index);
+    return own.length > 0 || !conversation ? own : [conversation.id];
+  });
 }
 
 /** Assistant messages the judge reads after a cut. */
@@ -91,6 +109,7 @@ export async function replayCuts(options: CutReplayOptions): Promise<CutRecord[]
     const continuation = continuationAt(options.messages, cut);
     const needed = neededAnchors(prefixTexts, continuation, locator);
     const neededRare = neededRareTokens(tokenIndex, continuation);
+    const objectIds = objectIdsByMessage(ledger);
     for (const strategy of options.strategies) {
       for (const keep of options.keeps) {
         const output = await strategy.run({ ledger, keep, ...(strategy.upperBound ? { continuation } : {}) });
@@ -102,6 +121,7 @@ export async function replayCuts(options: CutReplayOptions): Promise<CutRecord[]
           needed,
           ...(output.state ? { state: output.state } : {}),
         });
+        const latestTurn = planAuditOf(ledger, output);
         records.push({
           session: options.sessionId,
           cut,
@@ -118,6 +138,8 @@ export async function replayCuts(options: CutReplayOptions): Promise<CutRecord[]
             continuation,
             needed: neededRare,
           }),
+          objectIds,
+          ...(latestTurn ? { latestTurn } : {}),
         });
       }
     }

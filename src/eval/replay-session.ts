@@ -9,9 +9,11 @@ import { countMessageTokens, createLedger, type Ledger } from '../core/ledger.js
 import type { ViewState } from '../core/operations.js';
 import type { ViewItem } from '../core/project-view.js';
 import { readSessionState } from '../core/session-state.js';
+import type { CommitRecord } from '../core/store.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { type Message, messageText, type Warning } from '../core/transcript.js';
 import { createMemoryStore } from '../stores/memory-store.js';
+import type { CommitAuditOutcome } from './aggregate-judge.js';
 import {
   type AnchorVerdict,
   createAnchorLocator,
@@ -19,6 +21,7 @@ import {
   neededAnchors,
 } from './judges/anchor-judge.js';
 import { createTokenIndex, judgeRareTokens, type RareTokenVerdict } from './judges/rare-token-judge.js';
+import { commitAuditOf } from './latest-turn-audit.js';
 import { recoverableMap } from './recoverable-map.js';
 import { continuationAt } from './replay-cut.js';
 import type { Strategy } from './strategies/strategy.js';
@@ -45,6 +48,8 @@ export interface CallRecord {
   rareTokens: RareTokenVerdict | undefined;
   /** What the policy reported for this call (a governor's warnings, such as a planner fallback). */
   warnings: Warning[];
+  /** For the governor: the latest-turn audit of the commits this call made. */
+  latestTurn?: CommitAuditOutcome;
 }
 
 /** How a session is governed call by call. */
@@ -54,7 +59,14 @@ export interface SessionPolicy {
   viewFor(
     ledger: Ledger,
     previous: ViewItem[] | undefined,
-  ): Promise<{ items: ViewItem[]; state?: ViewState; committed: boolean; warnings?: Warning[] }>;
+  ): Promise<{
+    items: ViewItem[];
+    state?: ViewState;
+    committed: boolean;
+    warnings?: Warning[];
+    /** The commits made for this call, for a policy that commits through the harness. */
+    commits?: CommitRecord[];
+  }>;
 }
 
 /** Key of a view item for cache matching: unchanged items by index, changed ones by content. */
@@ -102,6 +114,7 @@ export function governorPolicy(
         state: state.objects,
         committed: result.commit !== undefined,
         warnings: result.warnings,
+        commits: result.commits,
       };
     },
   };
@@ -156,7 +169,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
     ledger.append(appended);
     for (const message of appended) prefixTexts.push(messageText(message));
     tokenIndex.append(appended);
-    const { items, state, committed, warnings } = await options.policy.viewFor(ledger, previous);
+    const { items, state, committed, warnings, commits } = await options.policy.viewFor(ledger, previous);
     const keys = items.map(itemKey);
     let shared = 0;
     while (shared < keys.length && shared < previousKeys.length && keys[shared] === previousKeys[shared])
@@ -192,6 +205,7 @@ export async function replaySession(options: SessionReplayOptions): Promise<Call
       verdict,
       rareTokens,
       warnings: warnings ?? [],
+      ...(commits ? { latestTurn: commitAuditOf(ledger, commits, state, warnings ?? []) } : {}),
     });
     previous = items;
     previousKeys = keys;

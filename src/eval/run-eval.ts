@@ -21,6 +21,11 @@ export interface RunEvalOptions extends EvaluateOptions {
    * budget (`sampleJudgeCuts` chooses them). Each costs one model call per strategy.
    */
   judgeSample?: number;
+  /**
+   * With `judgeSample`: of the judged cuts, this many per strategy also get the A/B calibration
+   * (three model calls each where the view changed the prefix, and one per cut). Default none.
+   */
+  judgePairs?: number;
 }
 
 function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgress: () => void) {
@@ -59,11 +64,20 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
   for (const [index, session] of ordered.entries()) shares[index % workers]!.push(session);
   let done = 0;
   const tick = () => options.onProgress?.(++done, sessions.length);
-  const { inputs, command, workers: _workers, onProgress: _progress, now, judgeSample, ...rest } = options;
+  const {
+    inputs,
+    command,
+    workers: _workers,
+    onProgress: _progress,
+    now,
+    judgeSample,
+    judgePairs,
+    ...rest
+  } = options;
   // Chosen here, over all sessions, so the sample does not depend on how they are shared out.
   const judging = options.llm !== undefined && judgeSample !== undefined;
   const evaluate: EvaluateOptions = judging
-    ? { ...rest, judgeCuts: sampleJudgeCuts(sessions, rest, judgeSample) }
+    ? { ...rest, ...sampleJudgeCuts(sessions, rest, judgeSample, judgePairs ?? 0) }
     : rest;
   const results = await Promise.all(shares.map((share) => startWorker(share, evaluate, tick)));
   return buildSummary({
@@ -91,6 +105,7 @@ export async function runEval(sessions: RecordedSession[], options: RunEvalOptio
               ? { plannerMode: options.llm.plannerMode ?? 'fork' }
               : {}),
             ...(judging ? { judgeSample } : {}),
+            ...(judging && judgePairs ? { judgePairs } : {}),
           },
         }
       : {}),

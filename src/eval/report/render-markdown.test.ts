@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EvalSummary, Rate } from '../eval-summary.js';
 import { wilson } from '../wilson.js';
 import { renderMarkdown } from './render-markdown.js';
-import { sampleSummary, withoutRareTokens } from './sample-summary.js';
+import { sampleSummary, withJudgeProtocol, withoutRareTokens } from './sample-summary.js';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
 const interval = (rate: Rate) => `${percent(rate.value)} [${percent(rate.low)}–${percent(rate.high)}]`;
@@ -144,31 +144,55 @@ describe('renderMarkdown', () => {
     expect(sessionOnly).toContain('## Session mode');
   });
 
-  it('adds the LLM judge and planner fallbacks when a model was asked', () => {
-    const [first, ...rest] = summary.cutMode;
-    const judged: EvalSummary = {
-      ...summary,
-      llm: { provider: 'openai', model: 'judge-model', judgeSample: 20 },
-      cutMode: [
-        {
-          ...first!,
-          strategy: 'selfgc|llm',
-          llmNoImpact: wilson(15, 20),
-          llmAgreement: wilson(18, 20),
-          llmJudgeFailures: 1,
-          llmPlannerFallbacks: 2,
-        },
-        ...rest,
-      ],
-    };
+  it('adds the LLM judge, its taxonomy, calibration and planner fallbacks when a model was asked', () => {
+    const judged = withJudgeProtocol(summary);
     const text = renderMarkdown(judged);
-    expect(text).toContain('- Model endpoint: openai `judge-model`; LLM judge on 20 cuts per strategy.');
-    const rows = tablesOf(text).get("LLM judge (judge-model), sampled cuts at each strategy's own budget")!;
+    expect(text).toContain(
+      '- Model endpoint: openai `judge-model`; LLM judge on 20 cuts per strategy, A/B calibration on 5 of them.',
+    );
+    const tables = tablesOf(text);
+    const rows = tables.get("LLM judge (judge-model), sampled cuts at each strategy's own budget")!;
     const rate = wilson(15, 20);
+    expect(rows[0]).toEqual([
+      'strategy',
+      'pass = no-impact [95% CI]',
+      'agrees with strict',
+      'no verdict',
+      'task_progress',
+      'information_sufficiency',
+      'action_consistency',
+      'correctness',
+    ]);
     expect(rows.slice(2)).toEqual([
-      ['selfgc|llm', `75.0% [${percent(rate.low)}–${percent(rate.high)}] of 20`, '90.0%', '1'],
+      [
+        'selfgc|llm',
+        `75.0% [${percent(rate.low)}–${percent(rate.high)}] of 20`,
+        '90.0%',
+        '1',
+        '4.50',
+        '4.25',
+        '4.00',
+        '4.88',
+      ],
+    ]);
+    expect(tables.get('LLM judge failure taxonomy')!.slice(2)).toEqual([
+      ['selfgc|llm', '2', '1', '1', '0', '1', '3 / 1 / 1 / 0', 'function:read_file 2, conversation:user 1'],
+    ]);
+    const flips = wilson(1, 4);
+    expect(tables.get('LLM judge A/B calibration')!.slice(2)).toEqual([
+      ['selfgc|llm', '5', `${interval(flips)} of 4`, '57.1% of 7', '1 / 1 / 1', '66.7% of 3', '1'],
     ]);
     expect(text).toContain('| selfgc\\|llm |');
     expect(text).toContain('- cut mode, selfgc|llm: the LLM planner failed for 2 plan(s)');
+  });
+
+  it('adds the latest-turn audit of plans and commits', () => {
+    const audited = withJudgeProtocol(summary);
+    const rows = tablesOf(renderMarkdown(audited)).get('Latest-turn audit')!;
+    expect(rows.slice(2)).toEqual([
+      ['selfgc', 'cut', '66', '410', '3', '0', '–'],
+      [summary.sessionMode[0]!.strategy, 'session', '12', '40', '–', '0', '2'],
+    ]);
+    expect(renderMarkdown(summary)).not.toContain('Latest-turn audit');
   });
 });

@@ -10,6 +10,7 @@ import type {
   Rate,
   SessionModeResult,
 } from '../eval-summary.js';
+import { FAILURE_CATEGORIES, JUDGE_DIMENSIONS, type JudgeDimension, PASS_SCORE } from '../judge-llm.js';
 import { RARE_SHARE } from '../judges/rare-token-judge.js';
 
 export interface MarkdownOptions {
@@ -60,7 +61,7 @@ function settings(summary: EvalSummary, options: MarkdownOptions): string {
     const judge =
       summary.llm.judgeSample === undefined
         ? ''
-        : `; LLM judge on ${summary.llm.judgeSample} cuts per strategy`;
+        : `; LLM judge on ${summary.llm.judgeSample} cuts per strategy${summary.llm.judgePairs ? `, A/B calibration on ${summary.llm.judgePairs} of them` : ''}`;
     lines.push(`- Model endpoint: ${summary.llm.provider} \`${summary.llm.model}\`${judge}.`);
   }
   const run = [
@@ -100,15 +101,136 @@ ${table(
 function llmJudgeSection(summary: EvalSummary): string | undefined {
   const judged = summary.cutMode.filter((result) => result.llmNoImpact !== undefined);
   if (judged.length === 0) return undefined;
+  const mean = (result: CutModeResult, dimension: JudgeDimension) =>
+    result.llmScorecard?.judged ? result.llmScorecard.means[dimension].toFixed(2) : '–';
   const rows = judged.map((result) => [
     result.strategy,
     `${interval(result.llmNoImpact!)} of ${result.llmNoImpact!.total}`,
     percent(result.llmAgreement?.value ?? 0),
     String(result.llmJudgeFailures ?? 0),
+    ...JUDGE_DIMENSIONS.map((dimension) => mean(result, dimension)),
   ]);
   return `## LLM judge (${summary.llm?.model ?? 'model'}), sampled cuts at each strategy's own budget
 
-${table(['strategy', 'no-impact [95% CI]', 'agrees with strict', 'no verdict'], [false, true, true, true], rows)}`;
+A scorecard of four dimensions, each 1–5 from the view alone; a pass, the judge's no-impact, has
+every dimension at ${PASS_SCORE} or more. The columns on the right are the mean scores.
+
+${table(
+  ['strategy', 'pass = no-impact [95% CI]', 'agrees with strict', 'no verdict', ...JUDGE_DIMENSIONS],
+  [false, true, true, true, ...JUDGE_DIMENSIONS.map(() => true)],
+  rows,
+)}`;
+}
+
+function taxonomySection(summary: EvalSummary): string | undefined {
+  const scored = summary.cutMode.filter((result) => result.llmScorecard !== undefined);
+  if (scored.length === 0) return undefined;
+  const failing = FAILURE_CATEGORIES.filter((category) => category !== 'none');
+  const rows = scored.map((result) => {
+    const card = result.llmScorecard!;
+    const { objects, other, none, unknown } = card.culprits;
+    const kinds = Object.entries(card.culpritKinds).map(([kind, times]) => `${kind} ${times}`);
+    return [
+      result.strategy,
+      ...[...failing, 'none' as const].map((category) => String(card.failureCategories[category])),
+      `${objects} / ${other} / ${none} / ${unknown}`,
+      kinds.join(', ') || '–',
+    ];
+  });
+  return `## LLM judge failure taxonomy
+
+Failing scorecards by the category of loss the judge gave, and by culprit: objects the view
+changed / other / none / ids the view did not change.
+
+${table(
+  ['strategy', ...failing, 'no category', 'culprits', 'blamed kinds'],
+  [false, ...failing.map(() => true), true, true, false],
+  rows,
+)}`;
+}
+
+function calibrationSection(summary: EvalSummary): string | undefined {
+  const calibrated = summary.cutMode.filter((result) => result.llmCalibration !== undefined);
+  if (calibrated.length === 0) return undefined;
+  const rows = calibrated.map((result) => {
+    const calibration = result.llmCalibration!;
+    const { governed, full, tie } = calibration.consistent;
+    return [
+      result.strategy,
+      String(calibration.pairs),
+      `${interval(calibration.flips)} of ${calibration.flips.total}`,
+      `${percent(calibration.slotA.value)} of ${calibration.slotA.total}`,
+      `${governed} / ${full} / ${tie}`,
+      `${percent(calibration.agreement.value)} of ${calibration.agreement.total}`,
+      String(calibration.failures),
+    ];
+  });
+  return `## LLM judge A/B calibration
+
+The model writes the next step from the full prefix and from the view; the judge compares the two
+in both orders. A flip is a verdict that changes with the order (position bias); a verdict that
+holds agrees with the scorecard when "the view's step is not worse" goes with a pass.
+
+${table(
+  [
+    'strategy',
+    'pairs',
+    'flips with order [95% CI]',
+    'slot A chosen',
+    'same verdict: view / full / tie',
+    'agrees with scorecard',
+    'failed',
+  ],
+  [false, true, true, true, true, true, true],
+  rows,
+)}`;
+}
+
+function auditSection(summary: EvalSummary): string | undefined {
+  const rows = [
+    ...summary.cutMode.map((result) => ({
+      name: result.strategy,
+      mode: 'cut',
+      audit: result.latestTurnAudit,
+    })),
+    ...summary.sessionMode.map((result) => ({
+      name: result.strategy,
+      mode: 'session',
+      audit: result.latestTurnAudit,
+    })),
+  ].flatMap(({ name, mode, audit }) =>
+    audit
+      ? [
+          [
+            name,
+            mode,
+            count(audit.plans),
+            count(audit.operations),
+            audit.refused === undefined ? '–' : count(audit.refused),
+            count(audit.applied),
+            audit.windowRescue === undefined ? '–' : count(audit.windowRescue),
+          ],
+        ]
+      : [],
+  );
+  if (rows.length === 0) return undefined;
+  return `## Latest-turn audit
+
+Plan operations aimed at the latest turn (the harness refuses them), and operations in effect on it, which should be none. Cut mode counts plans, session mode commits; the governor's window rescue (the latest turn alone over the window) is counted apart.
+
+${table(
+  [
+    'strategy',
+    'mode',
+    'plans or commits',
+    'operations',
+    'aimed at the latest turn (refused)',
+    'applied to it',
+    'window rescue',
+  ],
+  [false, false, true, true, true, true, true],
+  rows,
+)}`;
 }
 
 /** Only the strategies and rates a sweep reaches: a column or row of dashes says nothing. */
@@ -207,9 +329,12 @@ ${summary.command}
     settings(summary, options),
     summary.cutMode.length > 0 ? cutModeSection(summary.cutMode) : undefined,
     llmJudgeSection(summary),
+    taxonomySection(summary),
+    calibrationSection(summary),
     summary.cutMode.length > 0 ? matchedSection(summary) : undefined,
     summary.sessionMode.length > 0 ? sessionModeSection(summary.sessionMode) : undefined,
     fallbackNotes(summary),
+    auditSection(summary),
     READING,
   ];
   return `${sections.filter((section) => section !== undefined).join('\n\n')}\n`;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../../core/errors.js';
 import type { EvalSummary } from '../eval-summary.js';
 import { MAX_TIMELINES, renderReport } from './render-report.js';
-import { sampleSummary, withoutRareTokens } from './sample-summary.js';
+import { sampleSummary, withJudgeProtocol, withoutRareTokens } from './sample-summary.js';
 import { escapeHtml, niceTicks } from './svg.js';
 
 /** The opening tags of `tag` elements carrying `attribute` (with `value`, if given), as attribute maps. */
@@ -180,6 +180,50 @@ describe('renderReport', () => {
     expect(cells).toHaveLength(summary.cutMode.length);
     expect(withJudge).toMatch(/<td data-column="llm-no-impact">80\.0% <span class="ci" title="40 of 50">/);
     expect(withJudge).not.toMatch(/NaN|undefined|Infinity/);
+  });
+
+  it("draws the judge's scorecards, failure taxonomy and calibration only when the summary has them", () => {
+    expect(html).not.toContain('data-table="llm-scorecard"');
+    expect(html).not.toContain('data-table="llm-calibration"');
+    const rendered = renderReport(withJudgeProtocol(summary));
+    const scorecards = rendered.split('data-table="llm-scorecard"')[1]?.split('</table>')[0] ?? '';
+    expect(scorecards).toContain("a pass, the judge's no-impact, has every dimension at 4 or more");
+    const row = scorecards.split('<tr data-strategy="selfgc|llm">')[1]?.split('</tr>')[0] ?? '';
+    expect(row).toContain('<td data-column="llm-pass">75.0% <span class="ci" title="15 of 20">');
+    expect(row).toContain('<td data-column="mean-information_sufficiency">4.25</td>');
+    expect(row).toContain('<td data-column="mean-correctness">4.88</td>');
+    expect(row).toContain('<td data-column="failure-missing-identifier">2</td>');
+    expect(row).toContain('<td data-column="failure-lost-plan-or-constraint">1</td>');
+    expect(row).toContain('<td data-column="culprits">3 / 1 / 1 / 0</td>');
+    expect(row).toContain('<code>function:read_file</code> 2, <code>conversation:user</code> 1');
+    const calibration = rendered.split('data-table="llm-calibration"')[1]?.split('</table>')[0] ?? '';
+    expect(calibration).toContain('<td data-column="flips">25.0% <span class="ci" title="1 of 4">');
+    expect(calibration).toContain('<td data-column="slot-a">57.1% <span class="ci" title="4 of 7">');
+    expect(calibration).toContain('<td data-column="consistent">1 / 1 / 1</td>');
+    expect(calibration).toContain('<td data-column="agreement">66.7% <span class="ci" title="2 of 3">');
+    expect(rendered).not.toMatch(/NaN|undefined|Infinity/);
+  });
+
+  it('draws the latest-turn audit of plans and commits, flagging any edit that reached the latest turn', () => {
+    expect(html).not.toContain('id="latest-turn-audit"');
+    const rendered = renderReport(withJudgeProtocol(summary));
+    const audit = rendered.split('data-table="latest-turn-audit"')[1]?.split('</table>')[0] ?? '';
+    expect(audit).toContain('should be none (none found)');
+    expect(elements(audit, 'tr', 'data-mode')).toEqual([
+      { 'data-strategy': 'selfgc', 'data-mode': 'cut' },
+      { 'data-strategy': summary.sessionMode[0]!.strategy, 'data-mode': 'session' },
+    ]);
+    expect(audit).toContain('<td data-column="refused">3</td>');
+    expect(audit).toContain('<td data-column="window-rescue">2</td>');
+    const broken = withJudgeProtocol(summary);
+    broken.cutMode = broken.cutMode.map((result) =>
+      result.latestTurnAudit
+        ? { ...result, latestTurnAudit: { ...result.latestTurnAudit, applied: 1 } }
+        : result,
+    );
+    const flagged = renderReport(broken);
+    expect(flagged).toContain('should be none (1 found)');
+    expect(elements(flagged, 'tr', 'class', 'flagged')).toHaveLength(1);
   });
 
   it('shows the rare-token judge beside the anchor judge for every strategy of both modes', () => {

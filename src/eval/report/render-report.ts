@@ -13,6 +13,7 @@ import {
   type Rate,
   type SessionModeResult,
 } from '../eval-summary.js';
+import { renderJudgeProtocol, renderLatestTurnAudit } from './render-judge.js';
 import {
   assignStyles,
   coordinate,
@@ -24,6 +25,7 @@ import {
   type PlotArea,
   REPORT_CSS,
   renderAxes,
+  renderRate,
   type StrategyStyle,
 } from './svg.js';
 
@@ -60,12 +62,20 @@ ${renderCutMode(summary, styles)}
 <h2>Session mode: the governor through whole sessions</h2>
 ${renderSessionMode(summary.sessionMode, styles)}
 </section>
+${auditSection(summary)}
 <footer>Costs under cache pricing: cache write ${summary.pricing.cacheWrite}×, cache read ${summary.pricing.cacheRead}× the input price.
 Intervals are Wilson 95%. Strategies see only the prefix before each cut; an upper bound sees the continuation.
 Two judges read each view: the anchor judge (strict, recoverable) and the rare-token judge, which shares no code with it: tokens the continuation writes that few earlier messages hold and that are no common word must stay visible; its score is the idf-weighted share that does.</footer>
 </body>
 </html>
 `;
+}
+
+function auditSection(summary: EvalSummary): string {
+  const audit = renderLatestTurnAudit(summary);
+  return audit === ''
+    ? ''
+    : `<section id="latest-turn-audit">\n<h2>Latest-turn audit</h2>\n${audit}\n</section>`;
 }
 
 function renderHeader(summary: EvalSummary): string {
@@ -102,11 +112,6 @@ function rareTokenCells(result: RareTokenResult | undefined): string {
   return `<td data-column="rare-token">${renderRate(result.noImpact)}</td><td data-column="rare-token-score">${score}</td>`;
 }
 
-function renderRate(rate: Rate): string {
-  if (rate.total === 0) return '<span class="muted" title="no trials">\u2014</span>';
-  return `${formatPercent(rate.value)} <span class="ci" title="${rate.hits} of ${rate.total}">[${formatPercent(rate.low)}, ${formatPercent(rate.high)}]</span>`;
-}
-
 function strategyCell(name: string, styles: Styles, upperBound = false): string {
   const style = styles.get(name);
   const swatch = style ? lineSample(style) : '';
@@ -139,6 +144,7 @@ ${strategyCell(strategy, styles, upperBound)}<td>${formatPercent(own.pruneRate)}
 <th scope="col">Rare-token no-impact</th><th scope="col">Rare-token score</th>${llmHead}<th scope="col">Cuts</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>
+${renderJudgeProtocol(summary)}
 <figure>${renderTradeoffChart(summary.cutMode, styles)}
 <figcaption>Each line is a strategy's budget sweep; the ringed marker is its own budget, with its Wilson 95% interval. Up and to the right is better.</figcaption></figure>
 ${renderMatched(summary)}`;

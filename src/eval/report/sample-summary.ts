@@ -365,3 +365,58 @@ export function withoutRareTokens(summary: EvalSummary): EvalSummary {
     sessionMode: summary.sessionMode.map(({ rareTokensChanged: _rare, ...result }) => result),
   };
 }
+
+/**
+ * The summary with the paper's judge protocol filled in by hand: the first cut-mode strategy
+ * renamed `selfgc|llm` (a pipe, to test escaping) with scorecards and a calibration, and a
+ * latest-turn audit for `selfgc` in cut mode and the first session-mode strategy.
+ */
+export function withJudgeProtocol(summary: EvalSummary): EvalSummary {
+  const [first, ...rest] = summary.cutMode;
+  const judged: CutModeResult = {
+    ...first!,
+    strategy: 'selfgc|llm',
+    llmNoImpact: wilson(15, 20),
+    llmScorecard: {
+      judged: 20,
+      means: { task_progress: 4.5, information_sufficiency: 4.25, action_consistency: 4, correctness: 4.875 },
+      failureCategories: {
+        none: 1,
+        'missing-identifier': 2,
+        'missing-file-content': 1,
+        'lost-plan-or-constraint': 1,
+        other: 0,
+      },
+      culprits: { objects: 3, other: 1, none: 1, unknown: 0 },
+      culpritKinds: { 'function:read_file': 2, 'conversation:user': 1 },
+    },
+    llmCalibration: {
+      pairs: 5,
+      flips: wilson(1, 4),
+      slotA: wilson(4, 7),
+      consistent: { governed: 1, full: 1, tie: 1 },
+      agreement: wilson(2, 3),
+      failures: 1,
+    },
+    llmAgreement: wilson(18, 20),
+    llmJudgeFailures: 1,
+    llmPlannerFallbacks: 2,
+  };
+  return {
+    ...summary,
+    llm: { provider: 'openai', model: 'judge-model', judgeSample: 20, judgePairs: 5 },
+    cutMode: [
+      judged,
+      ...rest.map((result) =>
+        result.strategy === 'selfgc'
+          ? { ...result, latestTurnAudit: { plans: 66, operations: 410, refused: 3, applied: 0 } }
+          : result,
+      ),
+    ],
+    sessionMode: summary.sessionMode.map((result, index) =>
+      index === 0
+        ? { ...result, latestTurnAudit: { plans: 12, operations: 40, applied: 0, windowRescue: 2 } }
+        : result,
+    ),
+  };
+}

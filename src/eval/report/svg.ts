@@ -3,6 +3,8 @@
  * axes and the per-strategy line styles. Everything returns markup strings.
  */
 
+import type { Rate } from '../eval-summary.js';
+
 /** Escape text for HTML element content and double- or single-quoted attribute values. */
 export function escapeHtml(text: string): string {
   return text
@@ -17,6 +19,12 @@ const DASH = '\u2014';
 
 export function formatPercent(value: number, digits = 1): string {
   return Number.isFinite(value) ? `${(value * 100).toFixed(digits)}%` : DASH;
+}
+
+/** A rate with its interval (hits of total in the tooltip); a dash when there were no trials. */
+export function renderRate(rate: Rate): string {
+  if (rate.total === 0) return `<span class="muted" title="no trials">${DASH}</span>`;
+  return `${formatPercent(rate.value)} <span class="ci" title="${rate.hits} of ${rate.total}">[${formatPercent(rate.low)}, ${formatPercent(rate.high)}]</span>`;
 }
 
 /** Token counts as 950, 12.3k, 1.24M. */
@@ -159,7 +167,7 @@ h1{font-size:24px;margin:0 0 12px}h2{font-size:19px;margin:36px 0 10px;border-bo
 table.results{display:block;overflow-x:auto;border-collapse:collapse;margin:8px 0 16px;font-variant-numeric:tabular-nums}
 .results caption{text-align:left;color:var(--muted);padding-bottom:6px}.results th,.results td{padding:5px 10px;border-bottom:1px solid var(--rule);text-align:right;white-space:nowrap}
 .results th[scope=row],.results thead th:first-child{text-align:left}.results thead th{font-weight:600;border-bottom:2px solid #c9c9d0;white-space:normal}
-.ci,.muted{color:var(--muted);font-size:12px}[data-table=session-mode] .ci{display:block}.swatch{vertical-align:middle;margin-right:6px}
+.ci,.muted{color:var(--muted);font-size:12px}[data-table=session-mode] .ci{display:block}tr.flagged td{color:#c0392b;font-weight:600}.swatch{vertical-align:middle;margin-right:6px}
 figure{margin:12px 0 20px}figcaption{color:var(--muted);font-size:13px;margin-top:4px}
 svg[data-chart]{display:block;width:100%;height:auto;font-size:12px}svg[data-chart=tradeoff],svg[data-chart=cost]{max-width:820px}
 .grid{stroke:#ececf0}.axis{stroke:#8a8a90}.tick-mark{stroke:#8a8a90}.tick{fill:#55555a;font-size:11px}.axis-title{fill:#333;font-size:12px}

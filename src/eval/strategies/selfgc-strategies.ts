@@ -14,7 +14,12 @@ import {
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
 import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
-import { latestTurnStart, type RehearseOptions, rehearsePlan } from '../../core/rehearse-plan.js';
+import {
+  latestTurnStart,
+  type Rehearsal,
+  type RehearseOptions,
+  rehearsePlan,
+} from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
 import type { EntryModel } from '../../core/valuator/entry-model.js';
 import { continuationAnchors } from '../judges/anchor-judge.js';
@@ -24,7 +29,17 @@ import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js'
 export function applyPlan(ledger: Ledger, plan: Plan, rehearse: RehearseOptions = {}): StrategyOutput {
   const rehearsal = rehearsePlan(ledger, {}, plan, rehearse);
   const view = projectView(ledger, rehearsal.stateAfter);
-  return { items: view.items, tokens: view.tokens, state: rehearsal.stateAfter };
+  return {
+    items: view.items,
+    tokens: view.tokens,
+    state: rehearsal.stateAfter,
+    rehearsal: rehearsalOf(rehearsal),
+  };
+}
+
+/** What a strategy's output says of its rehearsal (for the latest-turn audit). */
+function rehearsalOf(rehearsal: Rehearsal): NonNullable<StrategyOutput['rehearsal']> {
+  return { operations: rehearsal.plan.operations.length, rejected: rehearsal.rejected };
 }
 
 /** What a planner is asked in cut mode: the prefix, nothing committed, the keep share as the target. */
@@ -105,7 +120,12 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
         rehearsal = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
       }
       const view = projectView(input.ledger, rehearsal.stateAfter);
-      return { items: view.items, tokens: view.tokens, state: rehearsal.stateAfter };
+      return {
+        items: view.items,
+        tokens: view.tokens,
+        state: rehearsal.stateAfter,
+        rehearsal: rehearsalOf(rehearsal),
+      };
     },
   };
 }

@@ -3,7 +3,7 @@
  * oracle alone is handed the continuation and is labelled an upper bound.
  */
 import type { Ledger } from '../../core/ledger.js';
-import type { ViewState } from '../../core/operations.js';
+import type { RejectedOperation, ViewState } from '../../core/operations.js';
 import type { ViewItem } from '../../core/project-view.js';
 import type { Message, Warning } from '../../core/transcript.js';
 
@@ -23,6 +23,8 @@ export interface StrategyOutput {
   state?: ViewState;
   /** What the strategy wants known, such as an LLM planner that fell back to the embedded one. */
   warnings?: Warning[];
+  /** When the strategy plans through the harness: the operations its plan asked for and those refused. */
+  rehearsal?: { operations: number; rejected: readonly RejectedOperation[] };
 }
 
 export interface Strategy {
