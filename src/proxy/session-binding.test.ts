@@ -4,12 +4,12 @@
  * nor recovers, the first run's content, and the divergence is counted: over SQLite in-process
  * and in a worker thread, and over Redis and PostgreSQL.
  */
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../stores/postgres-store.js';
 import { createRedisStore } from '../stores/redis-store.js';
 import {
+  deleteRedisKeys,
   describeWithService,
   postgresTestUrl,
   probePostgres,
@@ -98,19 +98,7 @@ const tag = runTag();
 
 describeWithService('session state bound to content, on Redis', await probeRedis(redisTestUrl), () => {
   const keyPrefix = `selfgc-test:${tag}`;
-  afterAll(async () => {
-    const client = new Redis(redisTestUrl);
-    try {
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 500);
-        if (keys.length > 0) await client.del(...keys);
-        cursor = next;
-      } while (cursor !== '0');
-    } finally {
-      client.disconnect();
-    }
-  });
+  afterAll(() => deleteRedisKeys(redisTestUrl, keyPrefix));
   it('messages: a second run of the same prompt sees only its own files', async () =>
     secondRunSeesOnlyItsOwn('messages', { store: createRedisStore({ url: redisTestUrl, keyPrefix }) }));
 });

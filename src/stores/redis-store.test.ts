@@ -4,25 +4,19 @@ import type { CommitRecord, SidecarRecord } from '../core/store.js';
 import { createRedisStore, redisSessionIndexKey, redisSessionKeys } from './redis-store.js';
 import { describeStoreContract } from './store-contract.case.js';
 import { commitRecord, newSessionId, payloadRecord } from './store-fixtures.case.js';
-import { describeWithService, probeRedis, redisTestUrl, runTag } from './test-services.case.js';
+import {
+  deleteRedisKeys,
+  describeWithService,
+  probeRedis,
+  redisTestUrl,
+  runTag,
+} from './test-services.case.js';
 
 const keyPrefix = `selfgc-test:${runTag()}`;
 const unavailable = await probeRedis(redisTestUrl);
 
 /** Delete every key of this run (all live under `keyPrefix`). */
-async function deleteRunKeys(): Promise<void> {
-  const client = new Redis(redisTestUrl);
-  try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 500);
-      if (keys.length > 0) await client.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-  } finally {
-    client.disconnect();
-  }
-}
+const deleteRunKeys = () => deleteRedisKeys(redisTestUrl, keyPrefix);
 
 describeWithService('redis store', unavailable, () => {
   let raw: Redis;

@@ -27,6 +27,21 @@ function reasonOf(error: unknown): string {
   return error instanceof Error ? error.message || error.name : String(error);
 }
 
+/** Delete every key under `keyPrefix` (a test run's own). */
+export async function deleteRedisKeys(url: string, keyPrefix: string): Promise<void> {
+  const client = new Redis(url);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${keyPrefix}:*`, 'COUNT', 500);
+      if (keys.length > 0) await client.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    client.disconnect();
+  }
+}
+
 /** Undefined when Redis answers PING, else why not. */
 export async function probeRedis(url: string): Promise<string | undefined> {
   const client = new Redis(url, {
