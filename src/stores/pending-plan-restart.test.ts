@@ -11,6 +11,7 @@ import { indexTranscript } from '../core/ledger.js';
 import type { Planner } from '../core/planners/planner.js';
 import { readSessionState } from '../core/session-state.js';
 import type { SidecarStore } from '../core/store.js';
+import { countingPlanner } from '../core/testing/counting-planner.js';
 import { longSession } from '../core/testing/long-session.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import { createMemoryStore } from './memory-store.js';
@@ -24,23 +25,7 @@ const readsUpTo = (rounds: number) => session.slice(0, 2 + 2 * rounds);
 const OLD_READS = ['function:read_file:2', 'function:read_file:3'];
 
 /** A planner whose call the cost rule refuses to pay for at once, counting its calls. */
-function dearPlanner() {
-  let calls = 0;
-  const planner: Planner = {
-    name: 'llm',
-    plan: async () => {
-      calls += 1;
-      return {
-        plan: {
-          planner: 'llm',
-          operations: OLD_READS.map((objectId) => ({ objectId, operation: 'fold' as const, reason: 'old' })),
-        },
-        cost: { inputTokens: 1_000_000, outputTokens: 0 },
-      };
-    },
-  };
-  return { planner, calls: () => calls };
-}
+const dearPlanner = () => countingPlanner(OLD_READS, { inputTokens: 1_000_000, outputTokens: 0 });
 
 function governorOn(store: SidecarStore, planner: Planner) {
   return createGovernor({

@@ -6,6 +6,7 @@ import type { Planner, PlannerCost } from '../planners/planner.js';
 import { bindingAt } from '../reconcile-state.js';
 import { readSessionState } from '../session-state.js';
 import type { SidecarStore } from '../store.js';
+import { countingPlanner } from '../testing/counting-planner.js';
 import { longSession } from '../testing/long-session.js';
 import { userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
@@ -19,29 +20,6 @@ const session = longSession({ rounds: 40 });
 /** The transcript after `rounds` file reads, the latest one's output just in. */
 const readsUpTo = (rounds: number): Message[] => session.slice(0, 2 + 2 * rounds);
 const window = 2 * indexTranscript(session, { tokenCounter: approximateTokenCounter }).totalTokens;
-
-/** A planner that folds the given file reads and reports `cost`, counting its calls. */
-function countingPlanner(ids: readonly string[], cost?: PlannerCost) {
-  let calls = 0;
-  const planner: Planner = {
-    name: 'llm',
-    plan: async () => {
-      calls += 1;
-      return {
-        plan: {
-          planner: 'llm',
-          operations: ids.map((objectId) => ({
-            objectId,
-            operation: 'fold' as const,
-            reason: 'read long ago',
-          })),
-        },
-        ...(cost ? { cost } : {}),
-      };
-    },
-  };
-  return { planner, calls: () => calls };
-}
 
 /** A planner call the cost rule refuses to pay for at once. */
 const DEAR: PlannerCost = { inputTokens: 1_000_000, outputTokens: 100 };
