@@ -11,6 +11,19 @@ export function spanTokens(ledger: Ledger, object: LedgerObject): number {
   return total;
 }
 
+/**
+ * Tokens of what no reduction removes: the pinned objects (instructions, pinned requests and
+ * outputs), as the transcript holds them.
+ */
+export function pinnedTokens(ledger: Ledger): number {
+  let total = 0;
+  for (const object of ledger.objects) {
+    if (!object.pinned) continue;
+    total += object.kind === 'function' ? object.tokens : (ledger.messageTokens[object.messageIndex] ?? 0);
+  }
+  return total;
+}
+
 /** `stepsAfter[i]`: assistant messages at index `i` or later. */
 export function assistantStepsAfter(ledger: Ledger): number[] {
   const steps = new Array<number>(ledger.messages.length + 1).fill(0);

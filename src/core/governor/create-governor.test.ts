@@ -280,6 +280,19 @@ describe('createGovernor: pressure', () => {
     // The request itself is never edited.
     expect(result.view.at(-1)).toEqual(messages.at(-1));
   });
+
+  it('says how much is pinned when the instructions alone are over the window', async () => {
+    const instructions = systemMessage(`You are a coding agent. ${moduleSource(500, 200)}`);
+    const messages = [instructions, ...longSession({ rounds: 6 }).slice(1)];
+    const window = Math.floor(transcriptTokens([instructions]) / 2);
+    const result = await governor(createMemoryStore(), window).project('s', messages);
+    const warning = result.warnings.find((entry) => entry.code === 'over-window')?.message ?? '';
+    const pinned = Number(
+      /what is pinned \(instructions, requests that state rules\) (\d+)/.exec(warning)?.[1],
+    );
+    expect(pinned).toBeGreaterThanOrEqual(transcriptTokens([instructions]));
+    expect(pinned).toBeLessThan(transcriptTokens(messages));
+  });
 });
 
 describe('createGovernor: loops that make no progress', () => {

@@ -4,6 +4,7 @@
 import { commitRehearsal } from '../commit-plan.js';
 import { commonPrefixLength, transcriptChain } from '../content-hash.js';
 import { countMessageTokens, createLedger, type Ledger } from '../ledger.js';
+import { pinnedTokens } from '../ledger-measures.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
 import { type ObjectState, type PlannedOperation, supersedeOperations } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
@@ -567,7 +568,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         latestTurn += ledger.messageTokens[index] ?? 0;
       warnings.push({
         code: 'over-window',
-        message: `the view needs ${view.tokens} tokens after every reduction, more than the ${limits.window}-token window; the latest turn alone is ${latestTurn} tokens`,
+        message: `the view needs ${view.tokens} tokens after every reduction, more than the ${limits.window}-token window; the latest turn alone is ${latestTurn} tokens, and what is pinned (instructions, requests that state rules) ${pinnedTokens(ledger)}`,
       });
     }
     return { snapshot, view, commits };
