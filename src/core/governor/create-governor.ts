@@ -6,20 +6,19 @@ import { commonPrefixLength, transcriptChain } from '../content-hash.js';
 import { countMessageTokens, createLedger, type Ledger } from '../ledger.js';
 import { pinnedTokens } from '../ledger-measures.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
-import { type ObjectState, type PlannedOperation, supersedeOperations } from '../operations.js';
+import type { PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { bindingAt, reconcileState } from '../reconcile-state.js';
-import { latestTurnStart, type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
-import { withoutIndex } from '../render-replacement.js';
+import { latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
 import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
 import { commitsNow } from './commit-policy.js';
-import { planFallback } from './fallback-plan.js';
+import { type CallLimits, deepen, reduceWithFallback } from './deep-reduction.js';
 import type {
   AgentPlanResult,
   GovernanceDecision,
@@ -87,17 +86,6 @@ function createLedgerCache(options: GovernorOptions) {
  * reserve) take nearly all the window: below this no view is useful, and `over-window` says so.
  */
 const MIN_VIEW_TOKENS = 1_024;
-
-/** The numbers one call governs by: the room for the view and what follows from it. */
-interface CallLimits {
-  /** Tokens the view may take: the window less what the request needs besides its messages. */
-  window: number;
-  /** The share of `window` a commit aims for. */
-  target: number;
-  /** A commit that frees less than this waits for more, unless the view overflows. */
-  minBatch: number;
-  rehearse: RehearseOptions & { spanAnchorTokens: number };
-}
 
 type Snapshot = { version: number; state: SessionState };
 type Divergence = NonNullable<ProjectResult['divergence']>;
@@ -574,124 +562,8 @@ export function createGovernor(options: GovernorOptions): Governor {
     return { snapshot, view, commits };
   }
 
-  /**
-   * Go on from a rehearsal with the fallback, down to the target, in one plan: the fallback
-   * estimates, rehearsal measures, so it plans again on what was measured (a few rounds). The
-   * first rounds keep the last `keepSteps` steps whole; later ones may take everything before the
-   * latest turn, or the next calls would overflow and commit one after another. Prunes come in
-   * only when span folds leave the view over the window (then down to the target, so that the
-   * next calls do not overflow at once); under the window the target is reached with span folds
-   * alone, which stay recoverable.
-   */
-  function deepen(
-    ledger: Ledger,
-    limits: CallLimits,
-    state: SessionState['objects'],
-    first: Rehearsal,
-    planner: string,
-    keepSteps: number,
-  ): Rehearsal {
-    const { target, window } = limits;
-    let rehearsal = first;
-    let operations = first.plan.operations;
-    let bound = limits.rehearse.spanAnchorTokens;
-    for (let round = 0; round < 6 && rehearsal.tokensAfter > target; round += 1) {
-      const keep = round < 2 ? keepSteps : 0;
-      let more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep, false);
-      if (more.length === 0 && rehearsal.tokensAfter > window) {
-        // Nothing left to fold and still over the window: the indexes of folded work shrink
-        // before anything is pruned (a pruned request takes its whole index with it).
-        ({ rehearsal, bound } = shrinkIndexes(ledger, limits, state, rehearsal, bound));
-        operations = rehearsal.plan.operations;
-        if (rehearsal.tokensAfter > window)
-          more = planFallback(ledger, rehearsal.stateAfter, rehearsal.tokensAfter, target, keep);
-      }
-      if (more.length === 0 && keep > 0) continue;
-      if (more.length === 0) break;
-      operations = supersedeOperations(operations, more);
-      rehearsal = rehearsePlan(
-        ledger,
-        state,
-        { planner, operations },
-        { ...limits.rehearse, spanAnchorTokens: bound },
-      );
-    }
-    return shrinkIndexes(ledger, limits, state, rehearsal, bound).rehearsal;
-  }
-
-  /**
-   * While the view is over the window: the indexes of folded work share the bound of one, and
-   * each pass takes from that bound the share of the indexes the overflow needs (and a tenth
-   * more), since what an index holds under a bound is known only once it is rendered. Returns the
-   * rehearsal and the bound it ended with, which later plans of the same reduction keep.
-   */
-  function shrinkIndexes(
-    ledger: Ledger,
-    limits: CallLimits,
-    state: SessionState['objects'],
-    start: Rehearsal,
-    startBound: number,
-  ): { rehearsal: Rehearsal; bound: number } {
-    const { window } = limits;
-    const fullBound = limits.rehearse.spanAnchorTokens;
-    let rehearsal = start;
-    let bound = startBound;
-    for (let pass = 0; pass < 4 && rehearsal.tokensAfter > window; pass += 1) {
-      const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
-      if (spans.length === 0) break;
-      // What a bound can take: the indexes, not their headers and pointers.
-      const counter = ledger.options.tokenCounter;
-      const indexTokens = spans.reduce(
-        (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
-        0,
-      );
-      const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
-      // From what the indexes hold now: a bound above that would change nothing.
-      const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
-      const next = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
-      const tightened = tighten(ledger, limits, state, rehearsal, spans, next);
-      if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
-      rehearsal = tightened;
-      bound = next;
-    }
-    return { rehearsal, bound };
-  }
-
-  /**
-   * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, each index
-   * bounded by `bound` tokens: for when nothing else is left to fold or prune and the view is
-   * still over the window (requests that state rules are pinned, each keeping the index of its
-   * work; a latest step that fills most of the window).
-   */
-  function tighten(
-    ledger: Ledger,
-    limits: CallLimits,
-    state: SessionState['objects'],
-    rehearsal: Rehearsal,
-    spans: ReadonlyArray<[string, ObjectState]>,
-    bound: number,
-  ): Rehearsal {
-    const operations = supersedeOperations(
-      rehearsal.plan.operations,
-      spans.map(([objectId, entry]) => ({
-        objectId,
-        operation: 'fold' as const,
-        spanEnd: entry.spanEnd!,
-        reason: 'fallback: the indexes of folded work shrink to fit the window',
-      })),
-    );
-    return rehearsePlan(
-      ledger,
-      state,
-      { planner: rehearsal.plan.planner, operations },
-      { ...limits.rehearse, spanAnchorTokens: bound },
-    );
-  }
-
   async function fitWindow(sessionId: string, ledger: Ledger, limits: CallLimits, snapshot: Snapshot) {
-    const state = snapshot.state.objects;
-    const start = rehearsePlan(ledger, state, { planner: 'fallback', operations: [] }, limits.rehearse);
-    const rehearsal = deepen(ledger, limits, state, start, 'fallback', 0);
+    const rehearsal = reduceWithFallback(ledger, limits, snapshot.state.objects);
     if (rehearsal.accepted.length === 0) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;

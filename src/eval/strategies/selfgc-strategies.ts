@@ -5,15 +5,11 @@
  */
 import type { GovernorOptions } from '../../core/governor/governor-types.js';
 import type { Ledger } from '../../core/ledger.js';
-import {
-  type Plan,
-  type PlannedOperation,
-  supersedeOperations,
-  type ViewState,
-} from '../../core/operations.js';
+import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
 import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
+import { planAgain, reduceToTarget } from '../../core/reduce-to-target.js';
 import {
   latestTurnStart,
   type Rehearsal,
@@ -100,25 +96,23 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       const { entryModel, foldAnchors, ...planner } = options;
       const plannerOptions = { ...CUT_PLANNER_OPTIONS, ...planner };
       const rehearse = cutRehearseOptions(input, foldAnchors, entryModel);
-      let operations = planEmbedded(plannerInput, plannerOptions);
-      let rehearsal = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
+      const operations = planEmbedded(plannerInput, plannerOptions);
+      const first = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
       // The planner estimates what each fold's index keeps; rehearsal renders it. While the
       // measured view is over the budget, plan again on what was measured, as the governor's
-      // deep reduction does (measured on the dev sessions: keep 0.9 reached its budget at 777 of
-      // 1,020 cuts in one round, at 1,004 in three).
-      for (
-        let round = 0;
-        round < REPLAN_ROUNDS && rehearsal.tokensAfter > plannerInput.targetTokens;
-        round += 1
-      ) {
-        const more = planEmbedded(
-          { ...plannerInput, state: rehearsal.stateAfter, viewTokens: rehearsal.tokensAfter },
-          plannerOptions,
-        );
-        if (more.length === 0) break;
-        operations = supersedeOperations(operations, more);
-        rehearsal = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
-      }
+      // deep reduction does.
+      const rehearsal = reduceToTarget(first, {
+        target: plannerInput.targetTokens,
+        rounds: REPLAN_ROUNDS,
+        round(measured) {
+          const more = planEmbedded(
+            { ...plannerInput, state: measured.stateAfter, viewTokens: measured.tokensAfter },
+            plannerOptions,
+          );
+          if (more.length === 0) return { rehearsal: measured, done: true };
+          return { rehearsal: planAgain(input.ledger, {}, measured, more, 'embedded', rehearse) };
+        },
+      });
       const view = projectView(input.ledger, rehearsal.stateAfter);
       return {
         items: view.items,

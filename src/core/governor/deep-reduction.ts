@@ -1,0 +1,141 @@
+/**
+ * The deep reduction: from a planner's rehearsal down to the target with the fallback, in one
+ * plan (one cache break instead of several), through `reduceToTarget`. When nothing is left to
+ * fold and the view is still over the window, the indexes of folded work shrink before anything
+ * is pruned.
+ */
+import type { Ledger } from '../ledger.js';
+import type { ObjectState, ViewState } from '../operations.js';
+import { planAgain, reduceToTarget } from '../reduce-to-target.js';
+import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
+import { withoutIndex } from '../render-replacement.js';
+import { planFallback } from './fallback-plan.js';
+
+/** The numbers one call governs by: the room for the view and what follows from it. */
+export interface CallLimits {
+  /** Tokens the view may take: the window less what the request needs besides its messages. */
+  window: number;
+  /** The share of `window` a commit aims for. */
+  target: number;
+  /** A commit that frees less than this waits for more, unless the view overflows. */
+  minBatch: number;
+  rehearse: RehearseOptions & { spanAnchorTokens: number };
+}
+
+/** Rounds of the deep reduction after the planner's own rehearsal. */
+const DEEP_ROUNDS = 6;
+/** Of those, the first rounds that keep the recent steps whole. */
+const ROUNDS_KEEPING_RECENT = 2;
+/** Passes of the index shrink, each measured. */
+const SHRINK_PASSES = 4;
+
+/**
+ * Go on from a rehearsal with the fallback, down to the target, in one plan. The first rounds
+ * keep the last `keepSteps` steps whole; later ones may take everything before the latest turn,
+ * or the next calls would overflow and commit one after another. Prunes come in only when span
+ * folds leave the view over the window (then down to the target, so that the next calls do not
+ * overflow at once); under the window the target is reached with span folds alone, which stay
+ * recoverable.
+ */
+export function deepen(
+  ledger: Ledger,
+  limits: CallLimits,
+  state: ViewState,
+  first: Rehearsal,
+  planner: string,
+  keepSteps: number,
+): Rehearsal {
+  const { target, window } = limits;
+  let bound = limits.rehearse.spanAnchorTokens;
+  const reduced = reduceToTarget(first, {
+    target,
+    rounds: DEEP_ROUNDS,
+    round(measured, index) {
+      const keep = index < ROUNDS_KEEPING_RECENT ? keepSteps : 0;
+      let start = measured;
+      let more = planFallback(ledger, start.stateAfter, start.tokensAfter, target, keep, false);
+      if (more.length === 0 && start.tokensAfter > window) {
+        // Nothing left to fold and still over the window: the indexes of folded work shrink
+        // before anything is pruned (a pruned request takes its whole index with it).
+        ({ rehearsal: start, bound } = shrinkIndexes(ledger, limits, state, start, bound));
+        if (start.tokensAfter > window)
+          more = planFallback(ledger, start.stateAfter, start.tokensAfter, target, keep);
+      }
+      // A round that kept the recent steps may find more in the next, which does not.
+      if (more.length === 0) return { rehearsal: start, done: keep === 0 };
+      const options = { ...limits.rehearse, spanAnchorTokens: bound };
+      return { rehearsal: planAgain(ledger, state, start, more, planner, options) };
+    },
+  });
+  return shrinkIndexes(ledger, limits, state, reduced, bound).rehearsal;
+}
+
+/**
+ * While the view is over the window: the indexes of folded work share the bound of one, and
+ * each pass takes from that bound the share of the indexes the overflow needs (and a tenth
+ * more), since what an index holds under a bound is known only once it is rendered. Returns the
+ * rehearsal and the bound it ended with, which later plans of the same reduction keep.
+ */
+export function shrinkIndexes(
+  ledger: Ledger,
+  limits: CallLimits,
+  state: ViewState,
+  start: Rehearsal,
+  startBound: number,
+): { rehearsal: Rehearsal; bound: number } {
+  const { window } = limits;
+  const fullBound = limits.rehearse.spanAnchorTokens;
+  let rehearsal = start;
+  let bound = startBound;
+  for (let pass = 0; pass < SHRINK_PASSES && rehearsal.tokensAfter > window; pass += 1) {
+    const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
+    if (spans.length === 0) break;
+    // What a bound can take: the indexes, not their headers and pointers.
+    const counter = ledger.options.tokenCounter;
+    const indexTokens = spans.reduce(
+      (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
+      0,
+    );
+    const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
+    // From what the indexes hold now: a bound above that would change nothing.
+    const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
+    const next = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
+    const tightened = tighten(ledger, limits, state, rehearsal, spans, next);
+    if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
+    rehearsal = tightened;
+    bound = next;
+  }
+  return { rehearsal, bound };
+}
+
+/**
+ * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, each index
+ * bounded by `bound` tokens: for when nothing else is left to fold or prune and the view is
+ * still over the window (requests that state rules are pinned, each keeping the index of its
+ * work; a latest step that fills most of the window).
+ */
+function tighten(
+  ledger: Ledger,
+  limits: CallLimits,
+  state: ViewState,
+  rehearsal: Rehearsal,
+  spans: ReadonlyArray<[string, ObjectState]>,
+  bound: number,
+): Rehearsal {
+  const more = spans.map(([objectId, entry]) => ({
+    objectId,
+    operation: 'fold' as const,
+    spanEnd: entry.spanEnd!,
+    reason: 'fallback: the indexes of folded work shrink to fit the window',
+  }));
+  return planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {
+    ...limits.rehearse,
+    spanAnchorTokens: bound,
+  });
+}
+
+/** The fallback on its own, from the committed state: down to the target, everything before the latest turn may go. */
+export function reduceWithFallback(ledger: Ledger, limits: CallLimits, state: ViewState): Rehearsal {
+  const start = rehearsePlan(ledger, state, { planner: 'fallback', operations: [] }, limits.rehearse);
+  return deepen(ledger, limits, state, start, 'fallback', 0);
+}
