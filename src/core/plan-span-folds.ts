@@ -7,7 +7,8 @@
 import { indexEntryChars } from './index-entries.js';
 import type { Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
-import { autoAnchorBudget, SPAN_INDEX_CHARS_PER_ANCHOR } from './rehearse-plan.js';
+import { autoAnchorBudget } from './rehearse-plan.js';
+import { EMBEDDED_PLANNER, FOLD_INDEX } from './tuning.js';
 
 /** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
 export function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
@@ -76,5 +77,8 @@ export function planSpanFolds(
  * about four characters a token.
  */
 export function spanIndexTokens(folded: number, entryChars: number): number {
-  return 40 + Math.ceil(Math.min(entryChars, SPAN_INDEX_CHARS_PER_ANCHOR * autoAnchorBudget(folded)) / 4);
+  return (
+    EMBEDDED_PLANNER.foldFrameTokens +
+    Math.ceil(Math.min(entryChars, FOLD_INDEX.spanCharsPerAnchor * autoAnchorBudget(folded)) / 4)
+  );
 }

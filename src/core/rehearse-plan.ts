@@ -29,6 +29,7 @@ import {
   spanFoldParts,
 } from './render-replacement.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
+import { FOLD_INDEX } from './tuning.js';
 import { type EntryModel, type EntryScorer, entryScorer } from './valuator/entry-model.js';
 
 export interface RehearseOptions {
@@ -106,19 +107,13 @@ function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject 
 }
 
 /**
- * About one anchor per 12 tokens of payload, at least 8, at most `cap` (none by default: measured
- * on the dev sessions, a cap of 150 lost the names later steps quote from big file reads and
- * long requests; most objects hold fewer anchors than their budget anyway).
+ * An anchor budget proportional to the payload, with a floor, at most `cap` (none by default: a
+ * cap loses the names later steps quote from big file reads and long requests; most objects
+ * hold fewer anchors than their budget anyway).
  */
 export function autoAnchorBudget(tokens: number, cap = Number.POSITIVE_INFINITY): number {
-  return Math.max(8, Math.min(cap, Math.floor(tokens / 12)));
+  return Math.max(FOLD_INDEX.minAnchors, Math.min(cap, Math.floor(tokens / FOLD_INDEX.tokensPerAnchor)));
 }
-
-/**
- * A span fold's index takes at most this many characters an anchor of its budget (about six
- * tokens; anchors are shorter, lines of code and call expressions longer).
- */
-export const SPAN_INDEX_CHARS_PER_ANCHOR = 24;
 
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
 
@@ -312,7 +307,7 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
     // About four characters a token.
     maxAnchorChars: Math.min(
       4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
-      SPAN_INDEX_CHARS_PER_ANCHOR * budget,
+      FOLD_INDEX.spanCharsPerAnchor * budget,
     ),
   };
 }
@@ -342,13 +337,10 @@ function foldWithinBound(
   if (indexTokens <= bound) return { replacement, tokens };
   const indexChars = replacement.length - frame.length;
   const cut = joinFoldParts(
-    shortenIndex(parts, Math.floor((indexChars * bound * INDEX_CUT_SHARE) / indexTokens)),
+    shortenIndex(parts, Math.floor((indexChars * bound * FOLD_INDEX.cutShare) / indexTokens)),
   );
   return { replacement: cut, tokens: counter.count(cut) };
 }
-
-/** What an index cut to its bound keeps of it: a margin for text of uneven density. */
-const INDEX_CUT_SHARE = 0.9;
 
 /** Keep one operation per object: the strongest. */
 function mergeOperations(operations: readonly PlannedOperation[]) {

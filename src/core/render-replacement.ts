@@ -151,7 +151,7 @@ export function spanFoldParts(
  * best of every message, then the second best, ...), so that one long listing does not fill the
  * index alone and, when it is full, the more recent messages are the better served (later steps
  * quote recent work far more often than old work). Lines keep the code an agent quotes when it
- * edits what it read (measured on the dev sessions: see the README's results).
+ * edits what it read.
  */
 function* interleavedEntries(messages: readonly Message[]): Generator<Anchor> {
   // Lazily: an index is usually full long before the last round (repeats are skipped where the
@@ -274,8 +274,7 @@ export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, e
 /**
  * Take anchors in the given order (preferred ones first) up to the index's budget. A value that
  * `exclude` or an anchor already taken contains is visible through it and takes no room: an
- * index that lists `django/forms/forms.py` need not list `forms.py` (measured on the dev
- * sessions: see the README's results).
+ * index that lists `django/forms/forms.py` need not list `forms.py`.
  */
 function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude: string): string[] {
   const limit = options.maxAnchors ?? 12;

@@ -16,6 +16,7 @@ import { payloadKey, readSessionState, type SessionState } from '../session-stat
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
+import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
 import { commitsNow } from './commit-policy.js';
 import { type CallLimits, deepen, reduceWithFallback } from './deep-reduction.js';
@@ -81,12 +82,6 @@ function createLedgerCache(options: GovernorOptions) {
   };
 }
 
-/**
- * The least room a view is given when the request's other parts (tool definitions, the output
- * reserve) take nearly all the window: below this no view is useful, and `over-window` says so.
- */
-const MIN_VIEW_TOKENS = 1_024;
-
 type Snapshot = { version: number; state: SessionState };
 type Divergence = NonNullable<ProjectResult['divergence']>;
 
@@ -129,23 +124,29 @@ export function createGovernor(options: GovernorOptions): Governor {
   const pricing = typeof options.cache === 'object' ? options.cache : defaultPricing(options.provider);
   const blind = options.cache === 'blind';
   const commitPolicy = options.commitPolicy ?? 'cost';
-  const softPressure = options.triggers?.softPressure ?? 0.7;
-  const targetShare = options.triggers?.target ?? 0.4;
+  const softPressure = options.triggers?.softPressure ?? GOVERNOR.softPressure;
+  const targetShare = options.triggers?.target ?? GOVERNOR.target;
   const project = { showIds: options.showIds === true };
   const entryModel =
     options.entryModel === undefined || options.entryModel === 'none'
       ? {}
       : { entryModel: options.entryModel };
   const limitsFor = (reservedTokens = 0): CallLimits => {
-    const window = Math.max(Math.min(MIN_VIEW_TOKENS, options.window), options.window - reservedTokens);
+    const window = Math.max(
+      Math.min(GOVERNOR.minViewTokens, options.window),
+      options.window - reservedTokens,
+    );
     return {
       window,
       target: Math.floor(window * targetShare),
-      minBatch: Math.floor(window * (options.triggers?.minBatch ?? 0.05)),
-      // A span fold's anchor index is bounded by its size: up to a fifth of the window. Indexes
-      // that together overflow the window share that bound (see shrinkIndexes) before anything
-      // is pruned.
-      rehearse: { project, spanAnchorTokens: Math.max(200, Math.floor(window / 5)), ...entryModel },
+      minBatch: Math.floor(window * (options.triggers?.minBatch ?? GOVERNOR.minBatch)),
+      // Indexes that together overflow the window share this bound (see shrinkIndexes) before
+      // anything is pruned.
+      rehearse: {
+        project,
+        spanAnchorTokens: Math.max(GOVERNOR.spanIndexMinTokens, Math.floor(window * GOVERNOR.spanIndexShare)),
+        ...entryModel,
+      },
     };
   };
 
@@ -460,7 +461,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         snapshot.state.objects,
         rehearsal,
         `${result.plan.planner}+fallback`,
-        3,
+        DEEP_REDUCTION.keepSteps,
       );
       deepened = rehearsal.tokensAfter < plannerLeft;
       if (deepened) {
@@ -637,15 +638,13 @@ function prefixTokens(ledger: Ledger, view: View, end: number | undefined): numb
  * Calls still to come that a commit saves on: as many as have been made so far, within reason
  * (the session is half done). A commit the window does not force yet saves only until the
  * window would force one anyway, at the transcript's average growth per call; that horizon
- * counts twice, since a deep commit now also puts the next one further off. Measured on the dev
- * sessions at a 32k window: 24 fewer commits (139 of 163) at the same cost and no-impact; on the
- * bundled sample (sessions of 16 calls) the commits at a session's end that never paid back
- * went away (cost 1.016 → 0.963 of none).
+ * counts twice, since a deep commit now also puts the next one further off (commits near a
+ * session's end, which never pay back, wait).
  */
 function expectedFutureCalls(ledger: Ledger, viewTokens: number, window: number, forced: boolean): number {
   let calls = 0;
   for (const message of ledger.messages) if (message.role === 'assistant') calls += 1;
-  const expected = Math.min(40, Math.max(4, calls));
+  const expected = Math.min(GOVERNOR.futureCalls.max, Math.max(GOVERNOR.futureCalls.min, calls));
   if (forced) return expected;
   const growth = Math.max(1, ledger.totalTokens / Math.max(1, calls));
   const untilForced = Math.max(1, Math.ceil((window - viewTokens) / growth));

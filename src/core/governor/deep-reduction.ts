@@ -9,6 +9,7 @@ import type { ObjectState, ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
+import { DEEP_REDUCTION } from '../tuning.js';
 import { planFallback } from './fallback-plan.js';
 
 /** The numbers one call governs by: the room for the view and what follows from it. */
@@ -21,13 +22,6 @@ export interface CallLimits {
   minBatch: number;
   rehearse: RehearseOptions & { spanAnchorTokens: number };
 }
-
-/** Rounds of the deep reduction after the planner's own rehearsal. */
-const DEEP_ROUNDS = 6;
-/** Of those, the first rounds that keep the recent steps whole. */
-const ROUNDS_KEEPING_RECENT = 2;
-/** Passes of the index shrink, each measured. */
-const SHRINK_PASSES = 4;
 
 /**
  * Go on from a rehearsal with the fallback, down to the target, in one plan. The first rounds
@@ -49,9 +43,9 @@ export function deepen(
   let bound = limits.rehearse.spanAnchorTokens;
   const reduced = reduceToTarget(first, {
     target,
-    rounds: DEEP_ROUNDS,
+    rounds: DEEP_REDUCTION.rounds,
     round(measured, index) {
-      const keep = index < ROUNDS_KEEPING_RECENT ? keepSteps : 0;
+      const keep = index < DEEP_REDUCTION.roundsKeepingRecent ? keepSteps : 0;
       let start = measured;
       let more = planFallback(ledger, start.stateAfter, start.tokensAfter, target, keep, false);
       if (more.length === 0 && start.tokensAfter > window) {
@@ -87,7 +81,7 @@ export function shrinkIndexes(
   const fullBound = limits.rehearse.spanAnchorTokens;
   let rehearsal = start;
   let bound = startBound;
-  for (let pass = 0; pass < SHRINK_PASSES && rehearsal.tokensAfter > window; pass += 1) {
+  for (let pass = 0; pass < DEEP_REDUCTION.shrinkPasses && rehearsal.tokensAfter > window; pass += 1) {
     const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
     if (spans.length === 0) break;
     // What a bound can take: the indexes, not their headers and pointers.
@@ -99,7 +93,7 @@ export function shrinkIndexes(
     const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
     // From what the indexes hold now: a bound above that would change nothing.
     const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
-    const next = Math.floor(shared * Math.max(0, Math.min(0.9, kept)));
+    const next = Math.floor(shared * Math.max(0, Math.min(DEEP_REDUCTION.shrinkMargin, kept)));
     const tightened = tighten(ledger, limits, state, rehearsal, spans, next);
     if (tightened.tokensAfter >= rehearsal.tokensAfter) break;
     rehearsal = tightened;

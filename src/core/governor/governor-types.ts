@@ -25,9 +25,7 @@ export interface TriggerOptions {
   minBatch?: number;
   /**
    * When the planner cannot reach the target, go on with the fallback (old steps leave) in the
-   * same commit: fewer, deeper cache breaks and smaller views (default true; on the dev
-   * sessions at a 32k window it cut cost against no governance from 0.76 to 0.70 at the same
-   * no-impact).
+   * same commit: fewer, deeper cache breaks and smaller views (default true).
    */
   deep?: boolean;
   /** At least this many new messages between two runs (default 4). */

@@ -4,6 +4,7 @@
  */
 import type { Ledger } from '../ledger.js';
 import type { SessionState } from '../session-state.js';
+import { TRIGGERS } from '../tuning.js';
 import type { GovernanceDecision, TriggerOptions } from './governor-types.js';
 
 export interface TriggerInput {
@@ -49,9 +50,9 @@ export function chooseTrigger(input: TriggerInput): TriggerChoice {
     trigger = 'milestone';
   else if (options.periodicMessages && since >= options.periodicMessages) trigger = 'periodic';
   if (trigger === 'none') return { trigger };
-  const cooldown = options.cooldownMessages ?? 4;
+  const cooldown = options.cooldownMessages ?? TRIGGERS.cooldownMessages;
   if (state.triggers.lastRunAt > 0 && since < cooldown) return { trigger, skip: 'cooldown' };
-  if (state.triggers.fruitlessRuns >= (options.breakerRuns ?? 3) && since < cooldown * 4)
+  if (state.triggers.fruitlessRuns >= (options.breakerRuns ?? TRIGGERS.breakerRuns) && since < cooldown * 4)
     return { trigger, skip: 'breaker-open' };
   return { trigger };
 }

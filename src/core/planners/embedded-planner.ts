@@ -13,13 +13,13 @@ import type { PlannedOperation, ViewState } from '../operations.js';
 import { planSpanFolds, spanIndexTokens } from '../plan-span-folds.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
 import { isMaskable, objectText } from '../render-replacement.js';
+import { EMBEDDED_PLANNER } from '../tuning.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
 export interface EmbeddedPlannerOptions {
   /**
    * The most recent tool outputs always kept whole (default 1). Older ones fold into an index of
-   * their anchors with a recovery pointer, which keeps what later steps quote visible (measured
-   * on the dev sessions: see the README's results).
+   * their anchors with a recovery pointer, which keeps what later steps quote visible.
    */
   keepRecentOutputs?: number;
   /** Outputs the agent referred to within this many of its steps stay whole (default 0). */
@@ -32,9 +32,9 @@ export interface EmbeddedPlannerOptions {
    */
   idleFoldSteps?: number;
   /**
-   * Prune outputs and past requests when folds cannot reach the target (default false: measured
-   * on the dev sessions, pruning what span folds left broke more continuations at the same prune
-   * rate than stopping there; the governor's fallback prunes only to fit the window).
+   * Prune outputs and past requests when folds cannot reach the target (default false:
+   * pruning what span folds left breaks more continuations at the same prune rate than stopping
+   * there; the governor's fallback prunes only to fit the window).
    */
   pruneLastResort?: boolean;
   /** Fold idle outputs even when a finite target is already met (default false). */
@@ -55,9 +55,8 @@ export interface EmbeddedPlannerOptions {
   /**
    * An idle output, or one folded under pressure, folds on its own only when its fold frees at
    * least this share of it (default 0.9); otherwise it stays whole until the span fold of its
-   * step takes it, whose one index serves the whole span. Measured on the dev sessions: folds
-   * that kept half an output as anchors lost the verbatim lines later steps quote, for little
-   * room (see the README's results).
+   * step takes it, whose one index serves the whole span: a fold that keeps half an output as
+   * anchors loses the verbatim lines later steps quote, for little room.
    */
   minFoldShare?: number;
 }
@@ -91,7 +90,8 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
   for (const object of functions) {
     const key = supersessionKey(object);
     if (key) latestByKey.set(key, object);
-    if (object.tokens >= 20) latestByOutput.set(objectText(ledger, object), object);
+    if (object.tokens >= EMBEDDED_PLANNER.duplicateMinTokens)
+      latestByOutput.set(objectText(ledger, object), object);
   }
   const evidence: Evidence[] = [];
   const candidates = ledger.objects.filter(
@@ -109,7 +109,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
     const later = key ? latestByKey.get(key) : undefined;
     if (later && later !== object && !object.isError === !later.isError) entry.supersededBy = later.id;
     if (later && later !== object && object.isError && !later.isError) entry.supersededBy = later.id;
-    if (object.kind === 'function' && object.tokens >= 20) {
+    if (object.kind === 'function' && object.tokens >= EMBEDDED_PLANNER.duplicateMinTokens) {
       const same = latestByOutput.get(objectText(ledger, object));
       if (same && same !== object) entry.duplicateOf = same.id;
     }
@@ -126,10 +126,10 @@ function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'pru
   const size = object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
   const left =
     operation === 'prune'
-      ? 20
+      ? EMBEDDED_PLANNER.tombstoneTokens
       : operation === 'fold'
-        ? 40 + foldIndexTokens(ledger, object, size)
-        : Math.min(size, 400);
+        ? EMBEDDED_PLANNER.foldFrameTokens + foldIndexTokens(ledger, object, size)
+        : Math.min(size, EMBEDDED_PLANNER.maskKeepsTokens);
   return Math.max(0, size - left);
 }
 
@@ -143,7 +143,7 @@ function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): nu
     let entryChars = 0;
     for (let index = object.span.start; index < object.span.end; index += 1)
       entryChars += indexEntryChars(ledger.messages[index]!);
-    return spanIndexTokens(size, entryChars) - 40;
+    return spanIndexTokens(size, entryChars) - EMBEDDED_PLANNER.foldFrameTokens;
   }
   const budget = autoAnchorBudget(size);
   if (object.kind !== 'function' || object.anchors.length === 0) return 4 * budget;
@@ -163,7 +163,7 @@ function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): nu
  * and tail say what the middle held. Code and prose fold instead, so their anchors stay visible.
  */
 function foldOrMask(ledger: Ledger, object: LedgerObject): 'fold' | 'mask' {
-  if (object.kind !== 'function' || object.tokens < 1500) return 'fold';
+  if (object.kind !== 'function' || object.tokens < EMBEDDED_PLANNER.maskMinTokens) return 'fold';
   const textValue = objectText(ledger, object);
   return isMaskable(textValue) && isRepetitive(textValue) ? 'mask' : 'fold';
 }
@@ -177,11 +177,11 @@ export function isRepetitive(textValue: string): boolean {
 
 /** The embedded planner as a pure function of its input. */
 export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOptions = {}): PlannedOperation[] {
-  const keepRecent = options.keepRecentOutputs ?? 1;
+  const keepRecent = options.keepRecentOutputs ?? EMBEDDED_PLANNER.keepRecentOutputs;
   const recentUse = options.recentUseSteps ?? 0;
-  const minTokens = options.minTokens ?? 60;
+  const minTokens = options.minTokens ?? EMBEDDED_PLANNER.minTokens;
   const idleFold = options.idleFoldSteps ?? 0;
-  const minFoldShare = options.minFoldShare ?? 0.9;
+  const minFoldShare = options.minFoldShare ?? EMBEDDED_PLANNER.minFoldShare;
   const { ledger, state } = input;
   // Outputs inside a committed fold of their conversation are out of the view already.
   const hidden = (object: LedgerObject) => {
@@ -299,7 +299,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     );
   };
   spanFolds(
-    recentStepsStart(ledger, input.protectFrom, options.keepRecentSteps ?? 6),
+    recentStepsStart(ledger, input.protectFrom, options.keepRecentSteps ?? EMBEDDED_PLANNER.keepRecentSteps),
     'pressure: old work folds, its request stays',
   );
   // 6. Still over, when allowed: the recent steps fold too, down to the latest turn.

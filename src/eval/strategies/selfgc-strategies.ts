@@ -17,6 +17,7 @@ import {
   rehearsePlan,
 } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
+import { CUT_MODE } from '../../core/tuning.js';
 import type { EntryModel } from '../../core/valuator/entry-model.js';
 import { continuationAnchors } from '../judges/anchor-judge.js';
 import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
@@ -55,10 +56,7 @@ export function cutPlannerInput(input: StrategyInput): PlannerInput {
   };
 }
 
-/**
- * How a plan is rehearsed in cut mode. Under a budget a span fold's index takes at most half of
- * it, as the governor bounds one by a fifth of the window against a target of two fifths.
- */
+/** How a plan is rehearsed in cut mode: under a budget a span fold's index takes a share of it. */
 export function cutRehearseOptions(
   input: StrategyInput,
   foldAnchors: RehearseOptions['foldAnchors'] = 'auto',
@@ -69,7 +67,7 @@ export function cutRehearseOptions(
     ...(entryModel === 'none' ? {} : { entryModel }),
     ...(input.keep === 'auto'
       ? {}
-      : { spanAnchorTokens: Math.floor((input.ledger.totalTokens * input.keep) / 2) }),
+      : { spanAnchorTokens: Math.floor(input.ledger.totalTokens * input.keep * CUT_MODE.spanIndexShare) }),
   };
 }
 
@@ -84,9 +82,6 @@ export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
  * for the governor's fallback, so the recent work may fold too rather than the target be missed.
  */
 export const CUT_PLANNER_OPTIONS: EmbeddedPlannerOptions = { foldRecentWork: true };
-
-/** Plans after the first that cut mode makes while the rehearsed view is over the budget. */
-const REPLAN_ROUNDS = 3;
 
 export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name = 'selfgc'): SyncStrategy {
   return {
@@ -103,7 +98,7 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       // deep reduction does.
       const rehearsal = reduceToTarget(first, {
         target: plannerInput.targetTokens,
-        rounds: REPLAN_ROUNDS,
+        rounds: CUT_MODE.replanRounds,
         round(measured) {
           const more = planEmbedded(
             { ...plannerInput, state: measured.stateAfter, viewTokens: measured.tokensAfter },
