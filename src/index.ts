@@ -100,12 +100,17 @@ export { type ObjectPayload, objectPayload, parseObjectPayload, payloadText } fr
 export {
   type AcceptedOperation,
   type ContentBinding,
+  type FoldState,
+  isSpanFold,
+  type MaskState,
   type ObjectState,
   type OperationKind,
   type Plan,
   type PlannedOperation,
+  type PruneState,
   type RejectedOperation,
   type RejectionReason,
+  type SpanFoldState,
   supersedeOperations,
   type ViewState,
 } from './core/operations.js';

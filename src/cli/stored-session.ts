@@ -4,6 +4,7 @@
  * the sidecar's payload keys and sizes, never the payloads themselves (they may hold secrets).
  */
 import { NotFoundError } from '../core/errors.js';
+import { isSpanFold } from '../core/operations.js';
 import { readSessionState } from '../core/session-state.js';
 import type { SidecarStore } from '../core/store.js';
 import { formatTable } from './format-table.js';
@@ -82,7 +83,7 @@ export async function readStoredSession(
     triggers: snapshot.state.triggers,
     objects: Object.entries(snapshot.state.objects).map(([id, state]) => ({
       id,
-      operation: state.keepRequest ? `${state.operation} (span)` : state.operation,
+      operation: isSpanFold(state) ? `${state.operation} (span)` : state.operation,
       commit: state.commitId,
       ...(state.tokens === undefined ? {} : { tokens: state.tokens }),
       replacementChars: state.replacement.length,

@@ -49,9 +49,8 @@ export interface ContentBinding {
   link: string;
 }
 
-/** The committed state of one object that is not live. Absent from the map means live. */
-export interface ObjectState {
-  operation: RemovingOperation;
+/** What every committed state of an object holds. */
+interface StateCommon {
   /** Exactly what the view shows in the object's place (a tombstone for prune; may be empty). */
   replacement: string;
   /** Commit that set this state. */
@@ -61,17 +60,55 @@ export interface ObjectState {
    * Absent in states written before it existed: projection counts those.
    */
   tokens?: number;
-  /** A pruned output whose call shell leaves with it (see `PlannedOperation.dropShell`). */
-  dropShell?: boolean;
-  /** A request whose work left the view while the request itself stayed (a span fold). */
-  keepRequest?: boolean;
-  /** For a span fold: the first message after the folded work. */
-  spanEnd?: number;
   /**
    * The content this state was committed for. Every stored state has one (the commit sets it);
    * states a rehearsal proposes do not yet.
    */
   binding?: ContentBinding;
+}
+
+/** An object folded whole: a header, the index of what it held and a recovery pointer. */
+export interface FoldState extends StateCommon {
+  operation: 'fold';
+  keepRequest?: never;
+  spanEnd?: never;
+  dropShell?: never;
+}
+
+/**
+ * A span fold: the request stays verbatim, the work after it up to `spanEnd` (exclusive, a step
+ * boundary) is one folded message; its recovery key is `<conversation id>@<spanEnd>`.
+ */
+export interface SpanFoldState extends StateCommon {
+  operation: 'fold';
+  keepRequest: true;
+  spanEnd: number;
+  dropShell?: never;
+}
+
+/** A long repetitive output shown by its head, structure lines and tail. */
+export interface MaskState extends StateCommon {
+  operation: 'mask';
+  keepRequest?: never;
+  spanEnd?: never;
+  dropShell?: never;
+}
+
+/** A pruned object: a tombstone, or nothing when its call shell leaves with it. */
+export interface PruneState extends StateCommon {
+  operation: 'prune';
+  /** A pruned output whose call shell leaves with it (see `PlannedOperation.dropShell`). */
+  dropShell?: boolean;
+  keepRequest?: never;
+  spanEnd?: never;
+}
+
+/** The committed state of one object that is not live. Absent from the map means live. */
+export type ObjectState = FoldState | SpanFoldState | MaskState | PruneState;
+
+/** Whether a state is a span fold (the request stays, the work after it folded). */
+export function isSpanFold(state: ObjectState | undefined): state is SpanFoldState {
+  return state?.keepRequest === true;
 }
 
 /** Committed object states by object id: together with the ledger, this determines the view. */

@@ -5,7 +5,7 @@
  */
 import type { Ledger, LedgerObject } from './ledger.js';
 import { countMessageTokens } from './ledger.js';
-import type { ViewState } from './operations.js';
+import { isSpanFold, type ViewState } from './operations.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
 import type { Message, Part } from './transcript.js';
 
@@ -134,7 +134,7 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
     if (conversation && spanState && index === conversation.span.start && spanEnd <= end) {
       // A folded or pruned conversation: its span leaves, its replacement stays — after the
       // request itself for a span fold, which leaves only the work up to `spanEnd`.
-      if (spanState.keepRequest) push(index, message, false);
+      if (isSpanFold(spanState)) push(index, message, false);
       const replacement = spanReplacement(conversation, state);
       const known = spanState.tokens === undefined ? undefined : spanState.tokens + MESSAGE_OVERHEAD_TOKENS;
       if (replacement) push(index, replacement, true, known);

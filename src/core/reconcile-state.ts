@@ -7,7 +7,7 @@
  * goes back to where the transcripts still agree.
  */
 import type { Ledger } from './ledger.js';
-import type { ContentBinding, ObjectState, ViewState } from './operations.js';
+import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
 import type { SessionState } from './session-state.js';
 
 export interface Reconciliation {
@@ -39,7 +39,7 @@ export function bindingAt(ledger: Ledger, end: number): ContentBinding {
 export function coveredEnd(ledger: Ledger, objectId: string, entry: ObjectState): number | undefined {
   const object = ledger.get(objectId);
   if (!object) return undefined;
-  if (entry.spanEnd !== undefined) return entry.spanEnd;
+  if (isSpanFold(entry)) return entry.spanEnd;
   return object.kind === 'conversation' ? object.span.end : object.messageIndex + 1;
 }
 

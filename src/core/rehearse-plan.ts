@@ -4,15 +4,16 @@
  * rehearsal that is never committed) leaves no trace.
  */
 import type { Ledger, LedgerObject } from './ledger.js';
-import { spanTokens } from './ledger-measures.js';
-import type {
-  AcceptedOperation,
-  ObjectState,
-  Plan,
-  PlannedOperation,
-  RejectedOperation,
-  RejectionReason,
-  ViewState,
+import { liveTokens, rulesOf } from './object-kinds.js';
+import {
+  type AcceptedOperation,
+  isSpanFold,
+  type ObjectState,
+  type Plan,
+  type PlannedOperation,
+  type RejectedOperation,
+  type RejectionReason,
+  type ViewState,
 } from './operations.js';
 import { type ProjectOptions, projectView } from './project-view.js';
 import {
@@ -92,11 +93,6 @@ export function latestTurnStart(ledger: Ledger): number {
 
 const STRENGTH: Record<string, number> = { prune: 3, fold: 2, mask: 1, expand: 0, keep: -1 };
 
-/** Tokens an object occupies while live: a conversation its whole span. */
-function liveTokens(ledger: Ledger, object: LedgerObject): number {
-  return object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
-}
-
 /** The first pinned object inside a conversation's span: removing the span would remove it too. */
 function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject | undefined {
   for (let index = conversation.span.start + 1; index < conversation.span.end; index += 1) {
@@ -129,7 +125,7 @@ function judgeOperation(
   if (operation.spanEnd !== undefined && operation.operation === 'fold' && object.kind === 'conversation') {
     return judgeSpanFold(ledger, state, operation, object, options, protectFrom);
   }
-  const spanFolded = state[object.id]?.keepRequest === true;
+  const spanFolded = isSpanFold(state[object.id]);
   if (operation.operation === 'expand' && spanFolded) {
     // Undoing a span fold brings the work back; the request never left.
     return {
@@ -151,18 +147,16 @@ function judgeOperation(
   if (object.messageIndex >= protectFrom || object.span.end > protectFrom) {
     return { reason: 'latest-turn', detail: `${object.id} belongs to the latest turn` };
   }
-  if (object.kind === 'system' && !(object.restates !== undefined && operation.operation === 'prune'))
-    return {
-      reason: 'not-applicable',
-      detail: 'system prompts are never edited; only one that restates an earlier one is pruned',
-    };
+  const rules = rulesOf(object);
+  const refused = rules.refuses(object, operation.operation);
+  if (refused) return { reason: 'not-applicable', detail: refused };
   if (object.kind === 'conversation' && object.span.end >= ledger.messages.length) {
     return { reason: 'open-conversation', detail: `${object.id} is still running` };
   }
   const current = state[object.id];
   const counter = ledger.options.tokenCounter;
   const before = current ? counter.count(current.replacement) : liveTokens(ledger, object);
-  const overhead = object.kind === 'conversation' ? MESSAGE_OVERHEAD_TOKENS : 0;
+  const overhead = rules.replacementOverhead;
   const commitId = options.commitId ?? 'pending';
   const accept = (proposed: ObjectState | undefined): AcceptedOperation => {
     // Counted once here; projection reads it instead of counting again.
@@ -213,8 +207,6 @@ function judgeOperation(
       return accept({ operation: 'fold', replacement, commitId });
     }
     case 'mask': {
-      if (object.kind !== 'function')
-        return { reason: 'not-applicable', detail: 'mask applies to a single tool output' };
       if (current) return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
       const textValue = objectText(ledger, object);
       if (!isMaskable(textValue))
@@ -226,7 +218,7 @@ function judgeOperation(
       });
     }
     case 'prune': {
-      const dropShell = operation.dropShell === true && object.kind === 'function';
+      const dropShell = operation.dropShell === true && rules.dropsShell;
       if (current?.operation === 'prune' && (current.dropShell === true || !dropShell)) {
         return { reason: 'no-op', detail: `${object.id} is already pruned` };
       }

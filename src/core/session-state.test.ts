@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { StoreError } from './errors.js';
+import { isSpanFold } from './operations.js';
 import { emptySessionState, readSessionState, SESSION_STATE_VERSION } from './session-state.js';
 import { STORE_SCHEMA_VERSION } from './store.js';
 
@@ -109,5 +110,49 @@ describe('readSessionState', () => {
     await expect(readSessionState(store, 'unbound')).rejects.toThrow(
       /session unbound: malformed state at objects\.function:bash:3\.binding/,
     );
+  });
+});
+
+describe('object states', () => {
+  const binding = { end: 9, link: 'abc' };
+  const stateWith = (objects: Record<string, unknown>) => ({ ...emptySessionState(), objects });
+
+  it('reads each kind of state by its operation: fold, span fold, mask, prune', async () => {
+    const store = createMemoryStore();
+    const objects = {
+      'function:bash:1': { operation: 'fold', replacement: '[folded]', commitId: 'c1', binding },
+      'conversation:user:1': {
+        operation: 'fold',
+        replacement: '[folded steps]',
+        commitId: 'c1',
+        keepRequest: true,
+        spanEnd: 7,
+        binding,
+      },
+      'function:bash:2': { operation: 'mask', replacement: 'head … tail', commitId: 'c1', binding },
+      'function:bash:3': { operation: 'prune', replacement: '', commitId: 'c1', dropShell: true, binding },
+    };
+    await store.writeState('kinds', stateWith(objects), 0);
+    const { state } = await readSessionState(store, 'kinds');
+    expect(state.objects).toEqual(objects);
+    expect(Object.keys(state.objects).filter((id) => isSpanFold(state.objects[id]))).toEqual([
+      'conversation:user:1',
+    ]);
+  });
+
+  it('reads a fold that keeps its request without saying where its span ends as a whole fold', async () => {
+    const store = createMemoryStore();
+    const loose = { operation: 'fold', replacement: '[folded]', commitId: 'c1', keepRequest: true, binding };
+    await store.writeState('loose', stateWith({ 'conversation:user:2': loose }), 0);
+    const entry = (await readSessionState(store, 'loose')).state.objects['conversation:user:2'];
+    expect(entry).toEqual({ operation: 'fold', replacement: '[folded]', commitId: 'c1', binding });
+    expect(isSpanFold(entry)).toBe(false);
+  });
+
+  it('refuses a state whose operation is none of them', async () => {
+    const store = createMemoryStore();
+    const odd = { operation: 'shred', replacement: '', commitId: 'c1', binding };
+    await store.writeState('odd', stateWith({ 'function:bash:4': odd }), 0);
+    await expect(readSessionState(store, 'odd')).rejects.toThrow(/objects\.function:bash:4/);
   });
 });

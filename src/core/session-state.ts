@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { StoreError } from './errors.js';
-import type { ContentBinding, Plan, ViewState } from './operations.js';
+import type { ContentBinding, ObjectState, Plan, ViewState } from './operations.js';
 import type { SidecarStore } from './store.js';
 
 /**
@@ -94,16 +94,30 @@ export function recoveryKeyOf(sidecarKey: string): string {
 
 const bindingSchema = z.object({ end: z.number().int().nonnegative(), link: z.string().min(1) });
 
-const objectStateSchema = z.object({
-  operation: z.enum(['fold', 'mask', 'prune']),
-  replacement: z.string(),
-  commitId: z.string(),
-  tokens: z.number().optional(),
-  dropShell: z.boolean().optional(),
-  keepRequest: z.boolean().optional(),
-  spanEnd: z.number().int().optional(),
-  binding: bindingSchema,
-});
+/**
+ * An object state, read by its operation: a fold that keeps its request and names where its span
+ * ends is a span fold; a fold that does not say where its span ends is a whole fold. Fields
+ * another kind of state would hold are dropped.
+ */
+const objectStateSchema = z
+  .object({
+    operation: z.enum(['fold', 'mask', 'prune']),
+    replacement: z.string(),
+    commitId: z.string(),
+    tokens: z.number().optional(),
+    dropShell: z.boolean().optional(),
+    keepRequest: z.boolean().optional(),
+    spanEnd: z.number().int().nonnegative().optional(),
+    binding: bindingSchema,
+  })
+  .transform(({ operation, keepRequest, spanEnd, dropShell, tokens, ...rest }): ObjectState => {
+    const common = { ...rest, ...(tokens === undefined ? {} : { tokens }) };
+    if (operation === 'fold' && keepRequest === true && spanEnd !== undefined)
+      return { operation, keepRequest, spanEnd, ...common };
+    if (operation === 'prune')
+      return { operation, ...common, ...(dropShell === undefined ? {} : { dropShell }) };
+    return operation === 'fold' ? { operation: 'fold', ...common } : { operation: 'mask', ...common };
+  });
 
 const triggersSchema = z.object({
   lastRunAt: z.number(),

@@ -5,7 +5,8 @@
 
 import { oneLine } from '../compact-text.js';
 import type { Ledger, LedgerObject, ObjectKind } from '../ledger.js';
-import { assistantStepsAfter, spanTokens } from '../ledger-measures.js';
+import { assistantStepsAfter } from '../ledger-measures.js';
+import { liveTokens } from '../object-kinds.js';
 import type { ViewState } from '../operations.js';
 import { describeCall, objectText } from '../render-replacement.js';
 import type { RemovingOperation } from '../store.js';
@@ -50,7 +51,7 @@ export function ledgerRows(ledger: Ledger, state: ViewState, options: LedgerRowO
   return ledger.objects.map((object) => {
     const entry = state[object.id];
     const lastUse = object.references.at(-1) ?? object.messageIndex;
-    const live = object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
+    const live = liveTokens(ledger, object);
     const protection = protectionOf(object, options.protectFrom);
     return {
       id: object.id,

@@ -5,7 +5,7 @@
  * is pruned.
  */
 import type { Ledger } from '../ledger.js';
-import type { ObjectState, ViewState } from '../operations.js';
+import { isSpanFold, type SpanFoldState, type ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
@@ -82,7 +82,9 @@ export function shrinkIndexes(
   let rehearsal = start;
   let bound = startBound;
   for (let pass = 0; pass < DEEP_REDUCTION.shrinkPasses && rehearsal.tokensAfter > window; pass += 1) {
-    const spans = Object.entries(rehearsal.stateAfter).filter(([, entry]) => entry.spanEnd !== undefined);
+    const spans = Object.entries(rehearsal.stateAfter).filter((entry): entry is [string, SpanFoldState] =>
+      isSpanFold(entry[1]),
+    );
     if (spans.length === 0) break;
     // What a bound can take: the indexes, not their headers and pointers.
     const counter = ledger.options.tokenCounter;
@@ -113,13 +115,13 @@ function tighten(
   limits: CallLimits,
   state: ViewState,
   rehearsal: Rehearsal,
-  spans: ReadonlyArray<[string, ObjectState]>,
+  spans: ReadonlyArray<[string, SpanFoldState]>,
   bound: number,
 ): Rehearsal {
   const more = spans.map(([objectId, entry]) => ({
     objectId,
     operation: 'fold' as const,
-    spanEnd: entry.spanEnd!,
+    spanEnd: entry.spanEnd,
     reason: 'fallback: the indexes of folded work shrink to fit the window',
   }));
   return planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {

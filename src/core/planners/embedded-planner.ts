@@ -8,7 +8,8 @@
 
 import { indexEntryChars } from '../index-entries.js';
 import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
-import { assistantStepsAfter, recentStepsStart, spanTokens } from '../ledger-measures.js';
+import { assistantStepsAfter, recentStepsStart } from '../ledger-measures.js';
+import { liveTokens } from '../object-kinds.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { planSpanFolds, spanIndexTokens } from '../plan-span-folds.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
@@ -123,7 +124,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
  * anchor index, a tombstone about twenty tokens.
  */
 function estimatedSaving(object: LedgerObject, operation: 'fold' | 'mask' | 'prune', ledger: Ledger): number {
-  const size = object.kind === 'conversation' ? spanTokens(ledger, object) : object.tokens;
+  const size = liveTokens(ledger, object);
   const left =
     operation === 'prune'
       ? EMBEDDED_PLANNER.tombstoneTokens
