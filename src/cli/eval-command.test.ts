@@ -44,4 +44,38 @@ describe('formatSummary', () => {
     for (const result of summary.cutMode)
       expect(rowOf(olderLines, 'cut mode', result.strategy).trimEnd().endsWith('–')).toBe(true);
   });
+
+  it('prints session mode by family when the sessions came from several files', () => {
+    expect(lines.some((line) => line.includes('by family'))).toBe(false);
+    const [first] = summary.sessionMode;
+    const byFamily = {
+      ...summary,
+      sessionMode: [
+        {
+          ...first!,
+          families: [
+            {
+              family: 'agent-a',
+              sessions: 2,
+              calls: 10,
+              overWindowCalls: 0,
+              costRelative: 0.25,
+              strictNoImpactChanged: { value: 0.9, low: 0.6, high: 0.98, total: 10 },
+            },
+            {
+              family: 'agent-b',
+              sessions: 1,
+              calls: 5,
+              overWindowCalls: 3,
+              costRelative: 0.5,
+              strictNoImpactChanged: { value: 0, low: 0, high: 0, total: 0 },
+            },
+          ],
+        },
+      ],
+    };
+    expect(formatSummary(byFamily)).toContain(
+      `  by family, ${first!.strategy}: agent-a 90.0% (0.250) · agent-b – (0.500, 3 over)`,
+    );
+  });
 });

@@ -120,6 +120,14 @@ export function formatSummary(summary: EvalSummary): string {
       );
     }
   }
+  for (const result of summary.sessionMode) {
+    if (!result.families) continue;
+    const cells = result.families.map(
+      (row) =>
+        `${row.family} ${row.strictNoImpactChanged.total > 0 ? percent(row.strictNoImpactChanged.value) : '–'} (${row.costRelative.toFixed(3)}${row.overWindowCalls > 0 ? `, ${row.overWindowCalls} over` : ''})`,
+    );
+    lines.push(`  by family, ${result.strategy}: ${cells.join(' · ')}`);
+  }
   for (const result of summary.sessionMode)
     if (result.llmPlannerFallbacks)
       lines.push(

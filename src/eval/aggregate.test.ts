@@ -323,6 +323,41 @@ describe('aggregateSessions', () => {
     );
   });
 
+  it('gives no families when the sessions came from one file', () => {
+    expect(selfgc?.families).toBeUndefined();
+  });
+
+  it('breaks each strategy down by family, its cost against none on the same family', () => {
+    const tagged = [
+      call('none', 'a1', 100, 100, 0, { family: 'agent-a' }),
+      call('none', 'b1', 300, 300, 0, { family: 'agent-b' }),
+      call('none', 'b1', 400, 400, 300, { family: 'agent-b' }),
+      call('selfgc', 'a1', 100, 50, 0, { family: 'agent-a', strict: true }),
+      call('selfgc', 'b1', 300, 300, 0, { family: 'agent-b' }),
+      call('selfgc', 'b1', 400, 200, 0, { family: 'agent-b', strict: false }),
+    ];
+    const [, governed] = aggregateSessions(tagged, 250);
+    expect(governed?.families).toEqual([
+      {
+        family: 'agent-a',
+        sessions: 1,
+        calls: 1,
+        overWindowCalls: 0,
+        costRelative: 0.5,
+        strictNoImpactChanged: wilson(1, 1),
+      },
+      {
+        family: 'agent-b',
+        sessions: 1,
+        calls: 2,
+        overWindowCalls: 1,
+        // (300 + 200)·1.25 against 300·1.25 + 300·0.1 + 100·1.25
+        costRelative: (500 * 1.25) / (300 * 1.25 + 30 + 125),
+        strictNoImpactChanged: wilson(0, 1),
+      },
+    ]);
+  });
+
   it('gives a relative cost of 1 when none was not replayed', () => {
     const [only] = aggregateSessions([call('selfgc', 's1', 100, 80, 0)], 100);
     expect(only?.cost).toBeCloseTo(100, 10);

@@ -17,6 +17,7 @@ import type {
   CutPoint,
   EvalParameters,
   EvalSummary,
+  FamilyResult,
   RareTokenResult,
   SessionModeResult,
 } from './eval-summary.js';
@@ -51,6 +52,8 @@ export interface CutOutcome {
 /** What aggregation needs of one model call in session mode. */
 export interface CallOutcome {
   session: string;
+  /** The family the session belongs to: the name of the file it came from. */
+  family?: string;
   strategy: string;
   prefixTokens: number;
   viewTokens: number;
@@ -218,9 +221,34 @@ function callCost(call: CallOutcome): number {
   return call.cachedTokens * PRICING.cacheRead + (call.viewTokens - call.cachedTokens) * PRICING.cacheWrite;
 }
 
+/** Each strategy's result by family, when the calls come from more than one. */
+function familyResults(
+  calls: readonly CallOutcome[],
+  noneCalls: readonly CallOutcome[],
+  window: number,
+): FamilyResult[] | undefined {
+  const byFamily = groupBy(calls, (call) => call.family ?? '');
+  if (byFamily.size < 2) return undefined;
+  const noneByFamily = groupBy(noneCalls, (call) => call.family ?? '');
+  return [...byFamily.entries()].map(([family, list]) => {
+    const changed = list.filter((call) => call.strict !== undefined);
+    const cost = list.reduce((sum, call) => sum + callCost(call), 0);
+    const noneCost = (noneByFamily.get(family) ?? []).reduce((sum, call) => sum + callCost(call), 0);
+    return {
+      family,
+      sessions: new Set(list.map((call) => call.session)).size,
+      calls: list.length,
+      overWindowCalls: list.filter((call) => call.viewTokens > window).length,
+      costRelative: noneCost > 0 ? cost / noneCost : 1,
+      strictNoImpactChanged: wilson(changed.filter((call) => call.strict).length, changed.length),
+    };
+  });
+}
+
 export function aggregateSessions(outcomes: readonly CallOutcome[], window: number): SessionModeResult[] {
   const byStrategy = groupBy(outcomes, (outcome) => outcome.strategy);
-  const noneCost = (byStrategy.get('none') ?? []).reduce((sum, call) => sum + callCost(call), 0);
+  const noneCalls = byStrategy.get('none') ?? [];
+  const noneCost = noneCalls.reduce((sum, call) => sum + callCost(call), 0);
   return [...byStrategy.entries()].map(([strategy, calls]) => {
     const changed = calls.filter((call) => call.strict !== undefined);
     const rareJudged = calls.flatMap((call) =>
@@ -231,6 +259,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
     const sessions = groupBy(calls, (call) => call.session);
     const planned = calls.filter((call) => call.plannerFallback !== undefined);
     const audited = calls.flatMap((call) => (call.latestTurn ? [call.latestTurn] : []));
+    const families = familyResults(calls, noneCalls, window);
     return {
       strategy,
       window,
@@ -249,6 +278,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
         ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
         : {}),
       ...(audited.length > 0 ? { latestTurnAudit: auditCommits(audited) } : {}),
+      ...(families ? { families } : {}),
       timelines: [...sessions.entries()]
         .sort((a, b) => b[1].length - a[1].length)
         .slice(0, 12)

@@ -164,6 +164,11 @@ export interface SessionModeResult {
   llmPlannerFallbacks?: number;
   /** For the governor: the latest-turn audit of its commits. */
   latestTurnAudit?: LatestTurnAudit;
+  /**
+   * The same by family (the input file a session came from), when the sessions came from more
+   * than one: a strategy can do well on average and badly on one kind of agent.
+   */
+  families?: FamilyResult[];
   /** Per session token timelines for the report: view tokens per call, and the calls that committed. */
   timelines: Array<{
     session: string;
@@ -171,6 +176,17 @@ export interface SessionModeResult {
     transcriptTokens: number[];
     commitCalls: number[];
   }>;
+}
+
+/** One strategy's session-mode result on the sessions of one family. */
+export interface FamilyResult {
+  family: string;
+  sessions: number;
+  calls: number;
+  overWindowCalls: number;
+  /** Cost relative to no governance on the same family's calls. */
+  costRelative: number;
+  strictNoImpactChanged: Rate;
 }
 
 export interface EvalSummary {

@@ -13,7 +13,7 @@ import type { CallOutcome, CutOutcome } from './aggregate.js';
 import { JUDGE_DIMENSIONS, type JudgeDimension, judgeWithLlm } from './judge-llm.js';
 import { comparePairwise, type WrittenStep, writeNextStep } from './judge-pairwise.js';
 import { type Environment, endpointContext, type LlmEndpoint } from './llm-endpoint.js';
-import type { RecordedSession } from './load-sessions.js';
+import { familyOf, type RecordedSession } from './load-sessions.js';
 import { autoCuts, type CutRecord, continuationAt, replayableCuts, replayCuts } from './replay-cut.js';
 import { baselinePolicy, governorPolicy, replaySession, type SessionPolicy } from './replay-session.js';
 import {
@@ -249,6 +249,7 @@ export async function evaluateSessions(
           for (const record of records) {
             calls.push({
               session: record.session,
+              family: familyOf(session),
               strategy: record.strategy,
               prefixTokens: record.prefixTokens,
               viewTokens: record.viewTokens,

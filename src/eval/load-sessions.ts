@@ -3,6 +3,7 @@
  * canonical transcripts. Errors name the file and line.
  */
 import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { fromOpenAIChat } from '../adapters/openai-chat/convert-from-openai-chat.js';
 import { parseSessionLine } from '../adapters/sessions-jsonl.js';
 import { BadInputError, NotFoundError } from '../core/errors.js';
@@ -14,6 +15,11 @@ export interface RecordedSession {
   line: number;
   messages: Message[];
   warnings: Warning[];
+}
+
+/** A session's family: the name of the file it came from, without `.jsonl`. */
+export function familyOf(session: Pick<RecordedSession, 'file'>): string {
+  return basename(session.file).replace(/\.jsonl$/, '');
 }
 
 /** The lines of a session file, or a clear error when it cannot be read. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { parseEntryModel } from '../core/valuator/entry-model.js';
-import type { RecordedSession } from './load-sessions.js';
+import { familyOf, type RecordedSession } from './load-sessions.js';
 import { recallingSession } from './testing/eval-fixtures.js';
-import { collectExamples, familyOf, fitEntryModel, leaveOneFamilyOut } from './train-valuator.js';
+import { collectExamples, fitEntryModel, leaveOneFamilyOut } from './train-valuator.js';
 
 function sessions(): RecordedSession[] {
   return [

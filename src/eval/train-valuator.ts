@@ -5,7 +5,6 @@
  * request, the instructions or the latest steps show are left out: they are visible without any
  * index.
  */
-import { basename } from 'node:path';
 import { type Anchor, anchorValues } from '../core/anchors.js';
 import { BadInputError } from '../core/errors.js';
 import { messageEntries } from '../core/index-entries.js';
@@ -16,7 +15,7 @@ import type { Message } from '../core/transcript.js';
 import { ENTRY_FEATURES, entryFeaturizer, LATEST_STEPS } from '../core/valuator/entry-features.js';
 import { ENTRY_MODEL_FORMAT, type EntryModel } from '../core/valuator/entry-model.js';
 import { fitLogistic, rocAuc } from '../core/valuator/logistic.js';
-import type { RecordedSession } from './load-sessions.js';
+import { familyOf, type RecordedSession } from './load-sessions.js';
 
 export interface TrainingOptions {
   /** Calls sampled per session, evenly spread (default 16). */
@@ -55,11 +54,6 @@ export interface ExampleSet {
   weights: number[];
   families: string[];
   sessions: number;
-}
-
-/** A session's family: the name of the file it came from, without `.jsonl`. */
-export function familyOf(session: Pick<RecordedSession, 'file'>): string {
-  return basename(session.file).replace(/\.jsonl$/, '');
 }
 
 /** A small deterministic hash for sampling (FNV-1a). */

@@ -119,6 +119,32 @@ describe('renderMarkdown', () => {
     }
   });
 
+  it('breaks session mode down by family when the sessions came from several files', () => {
+    expect(tables.has('Session mode by family')).toBe(false);
+    const family = (name: string, strict: number, total: number, over: number) => ({
+      family: name,
+      sessions: 3,
+      calls: 40,
+      overWindowCalls: over,
+      costRelative: 0.5,
+      strictNoImpactChanged: wilson(strict, total),
+    });
+    const byFamily: EvalSummary = {
+      ...summary,
+      sessionMode: summary.sessionMode.map((result, index) => ({
+        ...result,
+        families:
+          index === 0
+            ? [family('agent-a', 0, 0, 0), family('agent-b', 0, 0, 0)]
+            : [family('agent-a', 9, 10, 0), family('agent-b', 1, 4, 2)],
+      })),
+    };
+    const rows = tablesOf(renderMarkdown(byFamily)).get('Session mode by family')!;
+    expect(rows[0]).toEqual(['strategy', 'agent-a (3 sessions)', 'agent-b (3 sessions)']);
+    expect(rows[2]).toEqual([summary.sessionMode[0]!.strategy, '– · 0.500', '– · 0.500']);
+    expect(rows[3]).toEqual([summary.sessionMode[1]!.strategy, '90.0% · 0.500', '25.0% · 0.500 · 2 over']);
+  });
+
   it('explains both judges, and gives dashes for a summary written before the rare-token judge', () => {
     expect(markdown).toContain('**Rare-token no-impact** (a second judge, sharing no code with the first)');
     expect(markdown).toContain('(at most 5%, at least one)');

@@ -284,6 +284,38 @@ ${table(
 )}`;
 }
 
+/** Session mode by family: strict no-impact on changed calls, and cost, of each strategy in each family. */
+function familiesSection(results: readonly SessionModeResult[]): string | undefined {
+  const families = [
+    ...new Set(results.flatMap((result) => (result.families ?? []).map((row) => row.family))),
+  ];
+  if (families.length === 0) return undefined;
+  const cell = (result: SessionModeResult, family: string) => {
+    const row = result.families?.find((entry) => entry.family === family);
+    if (!row) return '–';
+    const strict = row.strictNoImpactChanged.total > 0 ? percent(row.strictNoImpactChanged.value) : '–';
+    const over = row.overWindowCalls > 0 ? ` · ${count(row.overWindowCalls)} over` : '';
+    return `${strict} · ${row.costRelative.toFixed(3)}${over}`;
+  };
+  const sizes = results[0]?.families ?? [];
+  return `## Session mode by family
+
+Each input file is a family. Per cell: strict no-impact on the calls the strategy changed, cost
+relative to no governance on the same family, and the calls over the window, if any.
+
+${table(
+  [
+    'strategy',
+    ...families.map((family) => {
+      const size = sizes.find((row) => row.family === family);
+      return size ? `${family} (${count(size.sessions)} sessions)` : family;
+    }),
+  ],
+  [false, ...families.map(() => true)],
+  results.map((result) => [result.strategy, ...families.map((family) => cell(result, family))]),
+)}`;
+}
+
 function fallbackNotes(summary: EvalSummary): string | undefined {
   const notes = [
     ...summary.cutMode
@@ -333,6 +365,7 @@ ${summary.command}
     calibrationSection(summary),
     summary.cutMode.length > 0 ? matchedSection(summary) : undefined,
     summary.sessionMode.length > 0 ? sessionModeSection(summary.sessionMode) : undefined,
+    familiesSection(summary.sessionMode),
     fallbackNotes(summary),
     auditSection(summary),
     READING,
