@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { sampleSummary, withoutRareTokens } from '../eval/report/sample-summary.js';
+import { wilson } from '../eval/wilson.js';
 import { formatSummary } from './eval-command.js';
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
@@ -60,7 +61,7 @@ describe('formatSummary', () => {
               calls: 10,
               overWindowCalls: 0,
               costRelative: 0.25,
-              strictNoImpactChanged: { value: 0.9, low: 0.6, high: 0.98, total: 10 },
+              strictNoImpactChanged: wilson(9, 10),
             },
             {
               family: 'agent-b',
@@ -68,7 +69,7 @@ describe('formatSummary', () => {
               calls: 5,
               overWindowCalls: 3,
               costRelative: 0.5,
-              strictNoImpactChanged: { value: 0, low: 0, high: 0, total: 0 },
+              strictNoImpactChanged: wilson(0, 0),
             },
           ],
         },
