@@ -67,6 +67,11 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
   --fail-closed              refuse requests (503) while the store is unavailable, instead of
                              serving them through the stateless lane
   --no-recovery              do not answer expand/search_context transparently
+  --agent-tools              the agent-driven mode: the model also gets selfgc_fold and
+                             selfgc_prune (answered by the proxy, through the same rehearsal,
+                             pins and commit as the planner's) and each governed request ends
+                             with the context ledger: the objects, their sizes and states, and
+                             budget_used_pct (needs recovery)
   --governance-threads N     govern in N worker threads, each with its own store connection,
                              so commits never hold the proxy's event loop (default: one per
                              core but one, from 2 to 4; 0 governs on the proxy's own thread)
@@ -113,6 +118,8 @@ export interface ProxyCommandOptions {
   abShare?: number;
   failClosed?: boolean;
   recovery?: boolean;
+  /** The agent-driven mode (`--agent-tools`). */
+  agentTools?: boolean;
   /** Governance worker threads (default `defaultGovernanceThreads()`); 0 governs on the proxy's thread. */
   governanceThreads?: number;
   /** Deadline of each store call, in ms (default 250). */
@@ -228,6 +235,7 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
           ? {}
           : { governanceTimeBudgetMs: options.governanceTimeBudgetMs }),
         recovery: options.recovery !== false,
+        agentTools: options.agentTools === true,
         logger: jsonLineLogger(io.stderr),
       }),
     );

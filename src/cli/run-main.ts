@@ -239,6 +239,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         'ab-share': { type: 'string' },
         'fail-closed': { type: 'boolean' },
         'no-recovery': { type: 'boolean' },
+        'agent-tools': { type: 'boolean' },
         'governance-threads': { type: 'string' },
         'governance-max-bytes': { type: 'string' },
         'governance-time-budget': { type: 'string' },
@@ -255,6 +256,10 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       const tenantHeader = values['tenant-header'] as string | undefined;
       if (tenantHeader !== undefined && !/^[!#$%&'*+.^_`|~0-9a-z-]+$/i.test(tenantHeader))
         throw new BadInputError(`--tenant-header: expected a header name, got "${tenantHeader}"`);
+      if (values['agent-tools'] === true && values['no-recovery'] === true)
+        throw new BadInputError(
+          "--agent-tools needs recovery: the proxy answers the agent's calls; leave out --no-recovery",
+        );
       const abShare = values['ab-share'] === undefined ? undefined : Number(values['ab-share']);
       if (abShare !== undefined && !(abShare >= 0 && abShare <= 1)) {
         throw new BadInputError(`--ab-share must be a share in [0, 1], got "${String(values['ab-share'])}"`);
@@ -316,6 +321,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         ...(abShare === undefined ? {} : { abShare }),
         failClosed: values['fail-closed'] === true,
         recovery: values['no-recovery'] !== true,
+        agentTools: values['agent-tools'] === true,
         ...(entryModel === undefined ? {} : { entryModel }),
       });
     }

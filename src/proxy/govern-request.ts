@@ -9,6 +9,7 @@ import type { Governor, ProjectResult } from '../core/governor/governor-types.js
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
 import { withinDeadline } from '../stores/within-deadline.js';
+import { LEDGER_MESSAGE_TOKENS, PROXY_TOOL_PREFIX } from './agent-tools.js';
 import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
@@ -58,6 +59,8 @@ export interface GovernInput {
    * recovery pointers become plain keys: a fold promises only a route the client has.
    */
   recoveryRoute: boolean;
+  /** The agent-driven mode: the view ends with the context ledger, and the window keeps room for it. */
+  agentTools?: boolean;
   signal: AbortSignal;
   /** Send the request through the stateless lane instead of governing it (it is over budget). */
   lane?: LaneReason;
@@ -118,8 +121,12 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     result = await withinBudget(
       governor.project(input.identity.storeSessionId, input.transcript, {
         signal: input.signal,
-        reservedTokens: reserve.total,
-        deferCounting: true,
+        reservedTokens: reserve.total + (input.agentTools ? LEDGER_MESSAGE_TOKENS : 0),
+        // The ledger message shows the budget: counted, not bounded.
+        deferCounting: input.agentTools !== true,
+        ...(input.agentTools
+          ? { ledgerMessage: { maxTokens: LEDGER_MESSAGE_TOKENS, toolPrefix: PROXY_TOOL_PREFIX } }
+          : {}),
         ...(input.chain === undefined ? {} : { chain: input.chain }),
       }),
       settings.governanceTimeBudgetMs,
@@ -177,8 +184,10 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   }
   const conversationRoom = Math.max(0, window - reserve.total + reserve.recoveryTokens);
   const view = input.recoveryRoute ? result.view : withoutRecoveryRoute(result.view);
+  // The ledger goes last: the prefix before it is the one the provider cached.
+  const sent = result.ledgerMessage ? [...view, result.ledgerMessage] : view;
   return {
-    body: dialect.writeTranscript(input.body, view),
+    body: dialect.writeTranscript(input.body, sent),
     governor,
     result: { ...result, view },
     conversationRoom,

@@ -7,11 +7,12 @@
  * only reduces requests into the window (`reduceStatelessly`).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { toSelfGcError } from '../core/errors.js';
+import { NotFoundError, toSelfGcError } from '../core/errors.js';
 import type { SidecarStore } from '../core/store.js';
 import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { openGuardedStore } from '../stores/open-guarded-store.js';
 import { providerTokenCounters, tokenCounterForProvider } from '../tokenizers/create-token-counter.js';
+import type { CommitAgentPlan } from './agent-tools.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from './context-window.js';
@@ -71,6 +72,9 @@ function countersOf(
   return (provider) => counters[provider];
 }
 
+/** Sessions whose latest request's transcript a worker keeps for the agent's plans. */
+const AGENT_PLAN_SESSIONS = 256;
+
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerData) {
   const tokenCounter = countersOf(options);
   const { store, pool } = await openGovernance(options, tokenCounter);
@@ -78,6 +82,9 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     options.window ?? contextWindowOf(model, requestHeaders);
   const aborts = new Map<number, AbortController>();
   const transcripts = createTranscriptCache();
+  // The agent's plans commit against the session's latest request on this thread (the one its
+  // calls came in): the most recent sessions, most recently used last.
+  const agentPlans = new Map<string, CommitAgentPlan>();
 
   const reply = (message: WorkerReply, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
   const failure = (id: number, error: unknown): WorkerReply => {
@@ -93,6 +100,17 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     if (message.type === 'close') {
       await store?.close();
       reply({ id: message.id, ok: true, value: undefined });
+      return;
+    }
+    if (message.type === 'agent-plan') {
+      try {
+        const commit = agentPlans.get(message.sessionId);
+        if (commit === undefined)
+          throw new NotFoundError('this request is no longer known: ask again next turn');
+        reply({ id: message.id, ok: true, value: await commit(message.sessionId, message.plan) });
+      } catch (error) {
+        reply(failure(message.id, error));
+      }
       return;
     }
     if (message.type === 'expand' || message.type === 'search') {
@@ -127,6 +145,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         settings: {
           failOpen: message.failOpen,
           recovery: message.recovery,
+          agentTools: message.agentTools,
           metrics,
           now: () => performance.timeOrigin + performance.now(),
           governorFor: (context) => pool?.(context),
@@ -145,7 +164,12 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         lane: message.lane,
         transcripts,
       });
-      const { governor: _governor, settle, ...value } = prepared;
+      const { governor, settle, ...value } = prepared;
+      if (governor?.commitAgentPlan && value.recovery) {
+        agentPlans.delete(value.recovery.sessionId);
+        agentPlans.set(value.recovery.sessionId, governor.commitAgentPlan);
+        if (agentPlans.size > AGENT_PLAN_SESSIONS) agentPlans.delete(agentPlans.keys().next().value!);
+      }
       // A governed body goes back moved, not copied; the client's own bytes (a body governance
       // left as it came) are copied, since the transcript cache keeps them for the next request.
       const moved = value.body === message.bytes ? [] : transferOf(value.body);

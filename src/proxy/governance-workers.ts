@@ -13,7 +13,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
-import type { RecoveryScope } from '../core/governor/governor-types.js';
+import type { AgentPlanResult, RecoveryScope } from '../core/governor/governor-types.js';
+import type { Plan } from '../core/operations.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
 import type { Arm } from './ab-split.js';
 import { clientSessionHint } from './client-session-id.js';
@@ -70,7 +71,7 @@ export function defaultGovernanceThreads(cores = availableParallelism()): number
 
 /** What the proxy's thread hands over for one request: `prepareUpstream`'s input, settings by value. */
 export type GovernanceInput = Omit<PrepareInput, 'settings' | 'transcripts'> &
-  Pick<PrepareInput['settings'], 'failOpen' | 'recovery'> & {
+  Pick<PrepareInput['settings'], 'failOpen' | 'recovery' | 'agentTools'> & {
     /** Governance that has not answered this long after the request arrived gives way to the lane. */
     timeBudgetMs?: number | undefined;
   };
@@ -96,12 +97,15 @@ export type WorkerRequest =
       arm: Arm;
       failOpen: boolean;
       recovery: boolean;
+      agentTools: boolean;
       /** Through the stateless lane instead of governance, and why. */
       lane?: LaneReason;
     }
   | { type: 'abort'; id: number }
   | { type: 'expand'; id: number; sessionId: string; objectId: string; scope: RecoveryScope }
   | { type: 'search'; id: number; sessionId: string; query: string; limit?: number; scope: RecoveryScope }
+  /** Commit the agent's plan against the transcript of the session's request this thread prepared last. */
+  | { type: 'agent-plan'; id: number; sessionId: string; plan: Plan }
   | { type: 'close'; id: number };
 
 /**
@@ -129,8 +133,17 @@ function resultOf(reply: WorkerReply): unknown {
   return reply.value;
 }
 
-function recoveryGovernor(thread: WorkerThread, scope: RecoveryScope): RecoveryGovernor {
+function recoveryGovernor(thread: WorkerThread, scope: RecoveryScope, agentTools: boolean): RecoveryGovernor {
+  const agent: Pick<RecoveryGovernor, 'commitAgentPlan'> = agentTools
+    ? {
+        commitAgentPlan: async (sessionId, plan) =>
+          resultOf(
+            await thread.call((id) => ({ type: 'agent-plan', id, sessionId, plan })),
+          ) as AgentPlanResult,
+      }
+    : {};
   return {
+    ...agent,
     expand: async (sessionId, objectId) =>
       resultOf(await thread.call((id) => ({ type: 'expand', id, sessionId, objectId, scope }))) as
         | string
@@ -179,6 +192,7 @@ async function prepareOn(
         arm: input.trace.arm,
         failOpen: input.failOpen,
         recovery: input.recovery,
+        agentTools: input.agentTools === true,
         ...(lane === undefined ? {} : { lane }),
       };
     }, transferOf(bytes));
@@ -200,7 +214,10 @@ function applyReply(
   const prepared = resultOf(reply) as PreparedUpstream;
   return prepared.recovery === undefined
     ? prepared
-    : { ...prepared, governor: recoveryGovernor(thread, prepared.recovery.scope) };
+    : {
+        ...prepared,
+        governor: recoveryGovernor(thread, prepared.recovery.scope, prepared.recovery.agentTools === true),
+      };
 }
 
 export function createGovernanceWorkers(options: GovernanceWorkersOptions): GovernanceWorkers {

@@ -86,6 +86,7 @@ export async function handleGoverned(
               ...input,
               failOpen: settings.failOpen,
               recovery: recoveryAllowed,
+              agentTools: settings.agentTools,
               timeBudgetMs: settings.governanceTimeBudgetMs,
             },
             settings.metrics,

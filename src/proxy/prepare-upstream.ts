@@ -20,6 +20,7 @@ import { BadInputError, parseJson } from '../core/errors.js';
 import type { RecoveryScope } from '../core/governor/governor-types.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../core/json-depth.js';
 import type { Message } from '../core/transcript.js';
+import { AGENT_TOOLS } from './agent-tools.js';
 import { CLIENT_SESSION_HEADERS } from './client-session-id.js';
 import { LONG_CONTEXT_HEADER } from './context-window.js';
 import { type GovernSettings, governRequest } from './govern-request.js';
@@ -51,7 +52,8 @@ export const GOVERNANCE_HEADERS: readonly string[] = [
 ];
 
 export interface PrepareInput {
-  settings: GovernSettings & { recovery: boolean };
+  /** `agentTools`: the agent-driven mode (`agent-tools.ts`), on the requests recovery serves. */
+  settings: GovernSettings & { recovery: boolean; agentTools?: boolean | undefined };
   dialect: WireDialect;
   /** The client's body, whole. */
   bytes: Uint8Array;
@@ -86,6 +88,8 @@ export interface PreparedUpstream {
     scope: RecoveryScope;
     /** The room the view was governed for, and the view's tokens: the room recovery has. */
     window: RecoveryWindow;
+    /** The agent's `selfgc_fold` and `selfgc_prune` are offered too, and answered. */
+    agentTools?: true;
   };
 }
 
@@ -156,6 +160,9 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   trace.entry.session = sessionLogId(identity);
   trace.entry.sessionSource = identity.source;
   const recoveryRoute = settings.recovery && dialect.recoverable?.(body) !== false;
+  // The agent governs itself only where the proxy answers its calls.
+  const agentTools = recoveryRoute && settings.agentTools === true;
+  const proxyTools = agentTools ? [...RECOVERY_TOOLS, ...AGENT_TOOLS] : recoveryRoute ? RECOVERY_TOOLS : [];
   const governed = await governRequest(settings, {
     dialect,
     body,
@@ -166,8 +173,9 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     requestHeaders: input.requestHeaders,
     headers,
     // Recovery tools go into requests whose view has pointers, streamed or not: keep room for them.
-    proxyTools: recoveryRoute ? RECOVERY_TOOLS : [],
+    proxyTools,
     recoveryRoute,
+    agentTools,
     signal: input.signal,
     ...(input.lane === undefined ? {} : { lane: input.lane }),
     ...(bound === undefined ? {} : { chain: bound.chain }),
@@ -175,7 +183,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
   const settle = governed.settle === undefined ? {} : { settle: governed.settle };
-  const recover = recoveryRoute && result !== undefined && hasRecoveryPointers(result.view);
+  const recover = recoveryRoute && result !== undefined && (agentTools || hasRecoveryPointers(result.view));
   const render = (out: JsonObject) =>
     reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
   if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
@@ -188,10 +196,23 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     windowTokens: governed.conversationRoom ?? result.viewTokens,
     viewTokens: result.viewTokens,
   };
+  const scoped = scopeRecovery(governor, scope);
   return {
-    body: render(dialect.withTools(governed.body, RECOVERY_TOOLS)),
-    recovery: { sessionId: identity.storeSessionId, client, scope, window },
-    governor: scopeRecovery(governor, scope),
+    body: render(dialect.withTools(governed.body, proxyTools)),
+    recovery: {
+      sessionId: identity.storeSessionId,
+      client,
+      scope,
+      window,
+      ...(agentTools ? { agentTools: true as const } : {}),
+    },
+    governor: agentTools
+      ? {
+          ...scoped,
+          // Against the transcript of this request: what the agent saw when it asked.
+          commitAgentPlan: (sessionId, plan) => governor.applyAgentPlan(sessionId, transcript, plan),
+        }
+      : scoped,
     ...settle,
   };
 }

@@ -78,6 +78,12 @@ export interface ProxyOptions {
   /** Transparent expand/search_context, streamed or not. Default true. */
   recovery?: boolean;
   /**
+   * The agent-driven mode: the model also gets `selfgc_fold` and `selfgc_prune`, answered by the
+   * proxy, and each governed request ends with the context ledger (`agent-tools.ts`). Needs
+   * recovery. Default false.
+   */
+  agentTools?: boolean;
+  /**
    * How clients without an API key are told apart. Without it (or when a keyless request names
    * no tenant) all keyless requests share one namespace, so they get no transparent recovery:
    * a client could otherwise read what another one's session folded away.
@@ -102,6 +108,7 @@ export interface ProxySettings {
   governanceTimeBudgetMs: number;
   abSplit: AbSplit | undefined;
   recovery: boolean;
+  agentTools: boolean;
   recoveryRounds: number;
   tenancy: KeylessTenancy | undefined;
   /** True the first time it is called with `topic`, false after: for one-time log notices. */
@@ -187,6 +194,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     governanceTimeBudgetMs: options.governanceTimeBudgetMs ?? DEFAULT_GOVERNANCE_TIME_BUDGET_MS,
     abSplit: options.abSplit,
     recovery: options.recovery ?? true,
+    agentTools: options.agentTools === true && options.recovery !== false,
     recoveryRounds: 3,
     tenancy: options.tenancy,
     firstNotice(topic) {

@@ -13,6 +13,7 @@ import { toSelfGcError } from '../core/errors.js';
 import type { Governor } from '../core/governor/governor-types.js';
 import type { TokenCounter } from '../core/tokens.js';
 import { type Message, partText } from '../core/transcript.js';
+import { AGENT_TOOLS, answerAgentCall, type CommitAgentPlan, isAgentTool } from './agent-tools.js';
 import {
   createRecoveryBudget,
   cutPage,
@@ -67,10 +68,16 @@ export const RECOVERY_TOOLS: readonly ToolDefinition[] = [
   },
 ];
 
-/** What recovery asks of the governor: the sidecar, by id or by search. */
-export type RecoveryGovernor = Pick<Governor, 'expand' | 'searchContext'>;
+/**
+ * What recovery asks of the governor: the sidecar, by id or by search; in the agent-driven mode,
+ * also a commit of the agent's own plan.
+ */
+export type RecoveryGovernor = Pick<Governor, 'expand' | 'searchContext'> & {
+  commitAgentPlan?: CommitAgentPlan;
+};
 
-const INTERNAL_TOOLS = new Set(RECOVERY_TOOLS.map((tool) => tool.name));
+/** The proxy's own tools: recovery's, and the agent's GC tools (never a client's names). */
+const INTERNAL_TOOLS = new Set([...RECOVERY_TOOLS, ...AGENT_TOOLS].map((tool) => tool.name));
 
 /** Whether a tool is one of the proxy's own. */
 export function isRecoveryTool(name: string): boolean {
@@ -174,6 +181,11 @@ export async function answerInternalCall(
   room: ResultRoom,
 ): Promise<string> {
   try {
+    if (isAgentTool(call.name)) {
+      return governor.commitAgentPlan
+        ? await answerAgentCall(governor.commitAgentPlan, sessionId, call)
+        : `error: ${call.name} is not offered for this request.`;
+    }
     return call.name === EXPAND_TOOL
       ? await expandPage(governor, sessionId, call, room)
       : await searchHits(governor, sessionId, call, room);

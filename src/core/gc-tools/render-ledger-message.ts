@@ -5,7 +5,7 @@
  */
 
 import { compactTokens, oneLine } from '../compact-text.js';
-import type { Ledger } from '../ledger.js';
+import { countMessageTokens, type Ledger } from '../ledger.js';
 import type { ViewState } from '../operations.js';
 import { projectView } from '../project-view.js';
 import { latestTurnStart } from '../rehearse-plan.js';
@@ -17,12 +17,18 @@ export interface LedgerMessageOptions {
   maxObjects?: number;
   /** Show ids as light metadata in the view (as the governor's `showIds`), for the budget figure. */
   showIds?: boolean;
+  /** What the tools' names start with where they are offered under other names (`selfgc_`). */
+  toolPrefix?: string;
 }
 
 function rowLine(row: LedgerRow): string {
   const flags = [row.state, ...(row.protection ? [row.protection] : []), ...(row.isError ? ['error'] : [])];
   const what = row.call ?? row.head;
   return `${row.id} ${row.kind} ${compactTokens(row.tokens)} ${flags.join(',')}${what ? ` | ${oneLine(what, 80)}` : ''}`;
+}
+
+function toolLine(prefix: string): string {
+  return `Tools: ${prefix}fold(id) keeps a summary and a recovery pointer; ${prefix}prune(id) drops what nothing needs; ${prefix}expand(id) recovers a folded payload; ${prefix}search_context(query) searches removed payloads. Objects marked pinned, system or latest-turn cannot be changed.`;
 }
 
 /** The share of the window the view uses, in whole percent. */
@@ -60,7 +66,27 @@ export function renderLedgerMessage(
           `(${omitted.length} smaller objects not listed, ${compactTokens(omitted.reduce((sum, row) => sum + row.tokens, 0))} tokens)`,
         ]
       : []),
-    'Tools: fold(id) keeps a summary and a recovery pointer; prune(id) drops what nothing needs; expand(id) recovers a folded payload; search_context(query) searches removed payloads. Objects marked pinned, system or latest-turn cannot be changed.',
+    toolLine(options.toolPrefix ?? ''),
   ];
   return { role: 'user', parts: [{ type: 'text', text: lines.join('\n') }] };
+}
+
+/**
+ * The ledger message in at most `maxTokens` tokens: fewer object lines (the largest kept) until
+ * it fits, down to the header and the tool line alone.
+ */
+export function renderLedgerMessageWithin(
+  ledger: Ledger,
+  state: ViewState,
+  window: number,
+  maxTokens: number,
+  options: LedgerMessageOptions = {},
+): Message {
+  const counter = ledger.options.tokenCounter;
+  let maxObjects = options.maxObjects ?? 40;
+  for (;;) {
+    const message = renderLedgerMessage(ledger, state, window, { ...options, maxObjects });
+    if (maxObjects === 0 || countMessageTokens(counter, message) <= maxTokens) return message;
+    maxObjects = Math.floor(maxObjects / 2);
+  }
 }

@@ -3,6 +3,7 @@
  */
 import { commitRehearsal } from '../commit-plan.js';
 import { commonPrefixLength, transcriptChain } from '../content-hash.js';
+import { renderLedgerMessageWithin } from '../gc-tools/render-ledger-message.js';
 import { countMessageTokens, createLedger, type Ledger } from '../ledger.js';
 import { pinnedTokens } from '../ledger-measures.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
@@ -309,6 +310,15 @@ export function createGovernor(options: GovernorOptions): Governor {
       const fitted = await fitTheWindow(sessionId, ledger, limits, snapshot, view, warnings);
       if (fitted.commits.length > 0) decision = { ...decision, outcome: 'fallback' };
       commits.push(...fitted.commits);
+      const ledgerMessage = callOptions.ledgerMessage
+        ? renderLedgerMessageWithin(
+            ledger,
+            fitted.snapshot.state.objects,
+            limits.window,
+            callOptions.ledgerMessage.maxTokens,
+            { ...project, ...callOptions.ledgerMessage },
+          )
+        : undefined;
       return {
         view: fitted.view.items.map((item) => item.message),
         transcriptTokens,
@@ -320,6 +330,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         recoverable: recoverableOf(fitted.snapshot.state),
         ...(reconciled.divergence ? { divergence: reconciled.divergence } : {}),
         ...(ledger.boundedMessages > 0 ? { settle: () => ledger.settle() } : {}),
+        ...(ledgerMessage ? { ledgerMessage } : {}),
       };
     },
     async expand(sessionId, key, scope) {

@@ -117,6 +117,11 @@ export interface ProjectResult {
    * view is on its way; a call that needs counts makes them itself).
    */
   settle?: () => void;
+  /**
+   * With `ProjectCallOptions.ledgerMessage`: the context ledger of the view as returned (objects,
+   * states, `budget_used_pct`), for an agent that governs itself; it goes after the view.
+   */
+  ledgerMessage?: Message;
 }
 
 /** Options of one `project` call. */
@@ -141,6 +146,13 @@ export interface ProjectCallOptions {
    * counting them (see `ProjectResult.settle`). A transcript indexed anew is counted.
    */
   deferCounting?: boolean;
+  /**
+   * Render the ledger message of the returned view (agent-driven mode), in at most `maxTokens`
+   * tokens (the largest objects first): reserve that much in `reservedTokens`, since the message
+   * goes into the same request. `toolPrefix`: what the GC tools' names start with where they are
+   * offered (the proxy's are `selfgc_fold`, …).
+   */
+  ledgerMessage?: { maxTokens: number; toolPrefix?: string };
 }
 
 /** Recovery keys → sidecar keys (`ProjectResult.recoverable`). */
