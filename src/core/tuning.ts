@@ -86,3 +86,9 @@ export const CUT_MODE = {
   /** A span fold's index takes at most this share of the budget, as the governor's takes half its target. */
   spanIndexShare: 1 / 2,
 } as const;
+
+/** The agent-driven mode: the agent governs itself with GC tools and a ledger of its context. */
+export const AGENT_MODE = {
+  /** Tokens a request keeps free for the ledger message (its largest objects listed first). */
+  ledgerMessageTokens: 1_200,
+} as const;

@@ -10,6 +10,8 @@ import type {
   LanguageModelV3Prompt,
 } from '@ai-sdk/provider';
 import { fromModelMessages, type ModelMessage, toModelMessages } from '../adapters/index.js';
+import { gcToolsForAiSdk } from '../core/gc-tools/gc-tool-definitions.js';
+import { withTools } from './agent-tools.js';
 import { type GovernOptions, governRequest, type RequestCodec } from './govern-request.js';
 import { toLanguageModelPrompt } from './language-model-prompt.js';
 
@@ -35,7 +37,9 @@ export function createSelfGcMiddleware(options: SelfGcMiddlewareOptions): Langua
     specificationVersion: 'v3',
     async transformParams({ params }) {
       const prompt = await governRequest(options, params, promptCodec, params.abortSignal);
-      return prompt === undefined ? params : { ...params, prompt };
+      if (prompt === undefined) return params;
+      // The prompt codec writes the prompt alone: the GC tools go into the call's tools here.
+      return options.agentTools ? withTools({ ...params, prompt }, gcToolsForAiSdk()) : { ...params, prompt };
     },
   };
 }

@@ -18,6 +18,8 @@ import {
   fromAnthropicMessages,
   toAnthropicMessages,
 } from '../adapters/index.js';
+import { gcToolsForAnthropic } from '../core/gc-tools/gc-tool-definitions.js';
+import { withTools } from './agent-tools.js';
 import type { GovernOptions, RequestCodec } from './govern-request.js';
 import { governCreate, type Send } from './governed-create.js';
 import { type ClientOverlay, overlayClient } from './overlay-client.js';
@@ -54,6 +56,7 @@ function messagesCodec<Body extends Conversation>(): RequestCodec<Body, Body> {
       if (system !== undefined) value.system = system as string | TextBlockParam[];
       return { value, warnings };
     },
+    withGcTools: (body) => withTools(body, gcToolsForAnthropic()),
   };
 }
 

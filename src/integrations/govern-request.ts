@@ -7,6 +7,8 @@
 import { type SelfGcError, toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
 import type { Message, Warning } from '../core/transcript.js';
+import { AGENT_MODE } from '../core/tuning.js';
+import type { AgentTools } from './agent-tools.js';
 
 /** What happened to one request. */
 export type GovernEvent =
@@ -30,12 +32,19 @@ export interface GovernOptions<Request> {
    * throw (false, the default: the window guarantee would not hold) or send it as written.
    */
   failOpen?: boolean;
+  /**
+   * The agent-driven mode (`createAgentTools`): requests also carry the GC tools and end with the
+   * context ledger; route the model's GC calls to `agentTools.handler`.
+   */
+  agentTools?: AgentTools;
 }
 
 /** How one integration reads its request's messages and writes a view back. */
 export interface RequestCodec<Request, Written> {
   read(request: Request): { messages: Message[]; warnings: Warning[] };
   write(view: Message[], request: Request): { value: Written; warnings: Warning[] };
+  /** The written request with the GC tools added in its provider's format (agent-driven mode). */
+  withGcTools?(value: Written): Written;
 }
 
 /**
@@ -56,9 +65,24 @@ export async function governRequest<Request, Written>(
   let written: Written | undefined;
   try {
     const read = codec.read(request);
-    const result = await options.governor.project(sessionId, read.messages, signal ? { signal } : {});
-    const view = codec.write(result.view, request);
-    written = view.value;
+    const agent = options.agentTools;
+    const result = await options.governor.project(sessionId, read.messages, {
+      ...(signal ? { signal } : {}),
+      // The ledger goes into the same request: its room is kept free.
+      ...(agent
+        ? {
+            reservedTokens: AGENT_MODE.ledgerMessageTokens,
+            ledgerMessage: { maxTokens: AGENT_MODE.ledgerMessageTokens },
+          }
+        : {}),
+    });
+    // The ledger goes last: the prefix before it is the one the provider cached.
+    const view = codec.write(
+      result.ledgerMessage ? [...result.view, result.ledgerMessage] : result.view,
+      request,
+    );
+    written = agent && codec.withGcTools ? codec.withGcTools(view.value) : view.value;
+    agent?.remember(sessionId, read.messages);
     event = {
       status: 'governed',
       sessionId,

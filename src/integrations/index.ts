@@ -2,6 +2,7 @@
  * Integrations: Self-GC inside the clients agents already use — a Vercel AI SDK middleware and
  * thin wrappers for the official OpenAI and Anthropic SDK clients. They import SDK types only.
  */
+export { type AgentTools, type AgentToolsOptions, createAgentTools } from './agent-tools.js';
 export { createSelfGcMiddleware, type SelfGcMiddlewareOptions } from './ai-sdk-middleware.js';
 export {
   type AnthropicMessagesClient,

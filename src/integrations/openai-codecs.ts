@@ -13,6 +13,8 @@ import {
   toOpenAIChat,
   toOpenAIResponses,
 } from '../adapters/index.js';
+import { gcToolsForOpenAIChat, gcToolsForOpenAIResponses } from '../core/gc-tools/gc-tool-definitions.js';
+import { withTools } from './agent-tools.js';
 import type { RequestCodec } from './govern-request.js';
 import { UngovernedCallError } from './ungoverned-call-error.js';
 
@@ -27,6 +29,7 @@ export function chatCodec<Body extends { messages: ChatCompletionMessageParam[] 
       const { messages, warnings } = toOpenAIChat(view);
       return { value: { ...body, messages: messages as unknown as ChatCompletionMessageParam[] }, warnings };
     },
+    withGcTools: (body) => withTools(body, gcToolsForOpenAIChat()),
   };
 }
 
@@ -82,5 +85,6 @@ export function responsesCodec<Body extends ResponsesConversation>(call: string)
       const { messages, warnings } = toOpenAIResponses(view);
       return { value: { ...body, input: messages as unknown as SdkInputItem[] }, warnings };
     },
+    withGcTools: (body) => withTools(body, gcToolsForOpenAIResponses()),
   };
 }

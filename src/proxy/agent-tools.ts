@@ -27,9 +27,6 @@ export const AGENT_TOOLS: readonly ToolDefinition[] = gcToolSpecs
     parameters: spec.parameters,
   }));
 
-/** The most tokens the ledger message takes: what a request keeps free for it. */
-export const LEDGER_MESSAGE_TOKENS = 1_200;
-
 /** Whether a tool is one of the agent's GC tools the proxy answers. */
 export function isAgentTool(name: string): boolean {
   return name === FOLD_TOOL || name === PRUNE_TOOL;

@@ -8,8 +8,9 @@ import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
+import { AGENT_MODE } from '../core/tuning.js';
 import { withinDeadline } from '../stores/within-deadline.js';
-import { LEDGER_MESSAGE_TOKENS, PROXY_TOOL_PREFIX } from './agent-tools.js';
+import { PROXY_TOOL_PREFIX } from './agent-tools.js';
 import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
@@ -121,11 +122,11 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     result = await withinBudget(
       governor.project(input.identity.storeSessionId, input.transcript, {
         signal: input.signal,
-        reservedTokens: reserve.total + (input.agentTools ? LEDGER_MESSAGE_TOKENS : 0),
+        reservedTokens: reserve.total + (input.agentTools ? AGENT_MODE.ledgerMessageTokens : 0),
         // The ledger message shows the budget: counted, not bounded.
         deferCounting: input.agentTools !== true,
         ...(input.agentTools
-          ? { ledgerMessage: { maxTokens: LEDGER_MESSAGE_TOKENS, toolPrefix: PROXY_TOOL_PREFIX } }
+          ? { ledgerMessage: { maxTokens: AGENT_MODE.ledgerMessageTokens, toolPrefix: PROXY_TOOL_PREFIX } }
           : {}),
         ...(input.chain === undefined ? {} : { chain: input.chain }),
       }),
