@@ -43,7 +43,7 @@ function lastText(messages: readonly Message[]): string {
 
 /** The ledger's object lines that may still be operated on (live tool outputs). */
 function liveOutputs(ledger: string): string[] {
-  return [...ledger.matchAll(/^(function:[\w-]+:\d+) function \S+ live(?= \||$)/gm)].map(
+  return [...ledger.matchAll(/^(function:[\w-]+:\d+) function \S+ live(?:,consumed)?(?= \||$)/gm)].map(
     (match) => match[1]!,
   );
 }

@@ -21,6 +21,11 @@ export interface LedgerRow {
   protection?: 'pinned' | 'latest-turn' | 'system';
   /** Assistant steps since the agent or the user last referred to the object (or since it appeared). */
   stepsSinceUse: number;
+  /**
+   * The consumption mark: the first later message in which the agent itself used the object's
+   * content (wrote one of its anchors: a path, an identifier, a value), when it has.
+   */
+  consumedAt?: number;
   isError: boolean;
   /** For tool outputs: the call that produced it, on one line. */
   call?: string;
@@ -43,6 +48,11 @@ export function protectionOf(object: LedgerObject, protectFrom: number): LedgerR
   return undefined;
 }
 
+/** The first later message of the agent's own that refers to the object: its consumption mark. */
+export function consumptionOf(ledger: Ledger, object: LedgerObject): number | undefined {
+  return object.references.find((index) => ledger.messages[index]?.role === 'assistant');
+}
+
 /** One row per object, in transcript order. */
 export function ledgerRows(ledger: Ledger, state: ViewState, options: LedgerRowOptions): LedgerRow[] {
   const stepsAfter = assistantStepsAfter(ledger);
@@ -53,6 +63,7 @@ export function ledgerRows(ledger: Ledger, state: ViewState, options: LedgerRowO
     const lastUse = object.references.at(-1) ?? object.messageIndex;
     const live = liveTokens(ledger, object);
     const protection = protectionOf(object, options.protectFrom);
+    const consumedAt = consumptionOf(ledger, object);
     return {
       id: object.id,
       kind: object.kind,
@@ -60,6 +71,7 @@ export function ledgerRows(ledger: Ledger, state: ViewState, options: LedgerRowO
       state: entry?.operation ?? 'live',
       ...(protection ? { protection } : {}),
       stepsSinceUse: stepsAfter[lastUse + 1] ?? 0,
+      ...(consumedAt === undefined ? {} : { consumedAt }),
       isError: object.isError,
       ...(object.kind === 'function' ? { call: oneLine(describeCall(object), 160) } : {}),
       head: oneLine(objectText(ledger, object), headChars),

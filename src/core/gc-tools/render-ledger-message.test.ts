@@ -47,6 +47,22 @@ describe('ledgerRows', () => {
     // The failing run's tests/test_parser.py was last used by the re-run at message 8; five steps followed.
     expect(byId.get('function:bash:2')!.stepsSinceUse).toBe(5);
   });
+
+  it('marks what the agent already consumed: the first of its own messages that used the content', () => {
+    const { ledger, state } = governedSession();
+    const rows = ledgerRows(ledger, state, { protectFrom: 18 });
+    for (const row of rows) {
+      const object = ledger.get(row.id)!;
+      const own = object.references.filter((index) => ledger.messages[index]?.role === 'assistant');
+      expect(row.consumedAt).toBe(own[0]);
+    }
+    // parser.py's read was used by the agent (it edited parse_file); the latest read not yet.
+    expect(rows.find((row) => row.id === 'function:read_file:1')?.consumedAt).toBeGreaterThan(3);
+    expect(rows.find((row) => row.id === 'function:read_file:7')?.consumedAt).toBeUndefined();
+    const lines = messageText(renderLedgerMessage(ledger, state, 4000)).split('\n');
+    expect(lines.find((line) => line.startsWith('function:read_file:1 '))).toMatch(/ live,consumed \| /);
+    expect(lines.find((line) => line.startsWith('function:read_file:7 '))).not.toContain('consumed');
+  });
 });
 
 describe('renderLedgerMessage', () => {

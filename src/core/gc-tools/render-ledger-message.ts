@@ -22,7 +22,13 @@ export interface LedgerMessageOptions {
 }
 
 function rowLine(row: LedgerRow): string {
-  const flags = [row.state, ...(row.protection ? [row.protection] : []), ...(row.isError ? ['error'] : [])];
+  const flags = [
+    row.state,
+    ...(row.protection ? [row.protection] : []),
+    ...(row.isError ? ['error'] : []),
+    // The agent already acted on what it holds.
+    ...(row.consumedAt !== undefined && row.kind === 'function' ? ['consumed'] : []),
+  ];
   const what = row.call ?? row.head;
   return `${row.id} ${row.kind} ${compactTokens(row.tokens)} ${flags.join(',')}${what ? ` | ${oneLine(what, 80)}` : ''}`;
 }
