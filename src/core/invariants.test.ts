@@ -262,7 +262,7 @@ describe('views stay valid for any plan', () => {
           if (!object.pinned) continue;
           expect(sources.has(object.messageIndex)).toBe(true);
           const item = view.items.find((entry) => entry.source === object.messageIndex);
-          if (object.kind === 'function')
+          if (object.kind === 'function' || object.kind === 'skill')
             expect(item?.message.parts).toContainEqual(
               messages[object.messageIndex]?.parts[object.partIndex ?? 0],
             );

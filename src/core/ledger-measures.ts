@@ -1,7 +1,7 @@
 /**
  * Measures over a ledger that planners, rehearsal and ledger rows share.
  */
-import type { Ledger, LedgerObject } from './ledger.js';
+import { isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
 
 /** Tokens of the messages of an object's span, as the transcript holds them. */
 export function spanTokens(ledger: Ledger, object: LedgerObject): number {
@@ -19,7 +19,7 @@ export function pinnedTokens(ledger: Ledger): number {
   let total = 0;
   for (const object of ledger.objects) {
     if (!object.pinned) continue;
-    total += object.kind === 'function' ? object.tokens : (ledger.messageTokens[object.messageIndex] ?? 0);
+    total += isToolOutput(object) ? object.tokens : (ledger.messageTokens[object.messageIndex] ?? 0);
   }
   return total;
 }

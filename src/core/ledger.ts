@@ -8,12 +8,38 @@ import { chainLink, messageDigest } from './content-hash.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
 import { type Message, type Part, partText, type ToolResultPart } from './transcript.js';
 
-/** What an object is. The kind decides which operations make sense on it. */
-export type ObjectKind = 'system' | 'conversation' | 'function';
+/**
+ * What an object is. The kind decides which operations make sense on it (`object-kinds.ts`). A
+ * `skill` is a tool output that loaded instructions for the agent: a skill (`SKILL.md`, Claude
+ * Code's `Skill` tool) or a rules file (`AGENTS.md`, `CLAUDE.md`, …) it read.
+ */
+export type ObjectKind = 'system' | 'conversation' | 'function' | 'skill';
+
+/** Whether an object is a tool's output: a function's, or a skill the agent loaded. */
+export function isToolOutput(object: Pick<LedgerObject, 'kind'>): boolean {
+  return object.kind === 'function' || object.kind === 'skill';
+}
+
+/** Instruction files agents read: rules for the whole project, and skills. */
+export const RULES_FILE =
+  /(^|[/\\\s"'])(AGENTS\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.cursor\/rules\/[\w.-]+|\.windsurfrules|CONVENTIONS\.md|copilot-instructions\.md)\b/;
+/**
+ * The pin reason of a rules file's read. Only the latest read of a file keeps it: an earlier one
+ * is superseded, its text is the same file's or an older version of it.
+ */
+export const RULES_FILE_PIN = 'rules file';
+const SKILL_FILE = /(^|[/\\\s"'])SKILL\.md\b/;
+/** Tools whose output is a skill the agent loaded (Claude Code's `Skill`). */
+const SKILL_TOOLS = new Set(['Skill', 'skill', 'load_skill']);
+
+/** Whether a tool call loads instructions: a skill, or a rules file read. */
+function loadsInstructions(toolName: string, callArguments: string): boolean {
+  return SKILL_TOOLS.has(toolName) || RULES_FILE.test(callArguments) || SKILL_FILE.test(callArguments);
+}
 
 /** One addressable unit of the transcript. */
 export interface LedgerObject {
-  /** Stable id: `system:K`, `conversation:user:K` or `function:<tool>:N`. */
+  /** Stable id: `system:K`, `conversation:user:K`, `function:<tool>:N` or `skill:<tool>:N` (one count for both). */
   id: string;
   kind: ObjectKind;
   /** Index of the message that holds the object's payload (the user or tool message). */
@@ -174,11 +200,22 @@ export function createLedger(options: LedgerOptions): Ledger {
   let openConversation: LedgerObject | undefined;
   const conversationOfMessage: (LedgerObject | undefined)[] = [];
 
+  // The latest read of each instruction file, by tool and arguments.
+  const latestSkill = new Map<string, LedgerObject>();
   const register = (object: LedgerObject, message: Message) => {
     const reason = pin(object, message);
     if (reason !== undefined) {
       object.pinned = true;
       object.pinReason = reason;
+    }
+    if (object.kind === 'skill') {
+      const key = `${object.toolName ?? ''}\0${object.callArguments ?? ''}`;
+      const earlier = latestSkill.get(key);
+      if (earlier?.pinReason === RULES_FILE_PIN) {
+        earlier.pinned = false;
+        delete earlier.pinReason;
+      }
+      latestSkill.set(key, object);
     }
     objects.push(object);
     byId.set(object.id, object);
@@ -430,9 +467,10 @@ function functionObject(
 ): LedgerObject {
   const name = call?.name ?? part.name;
   const output = partText(part);
+  const kind = loadsInstructions(name, call?.arguments ?? '') ? 'skill' : 'function';
   const object: LedgerObject = {
-    id: `function:${toolIdName(name)}:${ordinal}`,
-    kind: 'function',
+    id: `${kind}:${toolIdName(name)}:${ordinal}`,
+    kind,
     messageIndex: index,
     partIndex,
     span: { start: index, end: index + 1 },

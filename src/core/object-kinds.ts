@@ -21,6 +21,13 @@ export interface KindRules {
 
 const ownTokens = (_ledger: Ledger, object: LedgerObject) => object.tokens;
 
+const toolOutput: KindRules = {
+  refuses: () => undefined,
+  liveTokens: ownTokens,
+  replacementOverhead: 0,
+  dropsShell: true,
+};
+
 export const KIND_RULES: Readonly<Record<ObjectKind, KindRules>> = {
   /** The instructions: never edited; only a copy that restates an earlier one word for word may go. */
   system: {
@@ -44,12 +51,13 @@ export const KIND_RULES: Readonly<Record<ObjectKind, KindRules>> = {
     dropsShell: false,
   },
   /** A tool result: folds, masks (when long and repetitive) and prunes, with or without its call. */
-  function: {
-    refuses: () => undefined,
-    liveTokens: ownTokens,
-    replacementOverhead: 0,
-    dropsShell: true,
-  },
+  function: toolOutput,
+  /**
+   * Instructions the agent loaded (a skill, a rules file it read): a tool result like any other,
+   * whose pin the pin rule decides (a rules file's latest read is pinned; an earlier read of the
+   * same file, superseded by it, is not).
+   */
+  skill: toolOutput,
 };
 
 /** The rules of an object's kind. */

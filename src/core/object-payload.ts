@@ -2,7 +2,7 @@
  * The exact payload of an object as the sidecar stores it, and its way back.
  */
 import { BadInputError, parseJson } from './errors.js';
-import type { Ledger, LedgerObject } from './ledger.js';
+import { isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
 import { objectText, spanText } from './render-replacement.js';
 import { type Message, messageText, type ToolResultPart, TRANSCRIPT_SPEC_VERSION } from './transcript.js';
 
@@ -37,7 +37,7 @@ export function objectPayload(
   object: LedgerObject,
   spanEnd = object.span.end,
 ): ObjectPayload {
-  if (object.kind === 'function') {
+  if (isToolOutput(object)) {
     const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
     if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
     const shell =
@@ -55,7 +55,7 @@ export function objectPayload(
   return {
     specVersion: TRANSCRIPT_SPEC_VERSION,
     objectId: object.id,
-    kind: object.kind,
+    kind: object.kind === 'system' ? 'system' : 'conversation',
     start: object.span.start,
     messages: ledger.messages.slice(object.span.start, spanEnd),
   };

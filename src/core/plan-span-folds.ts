@@ -5,7 +5,7 @@
  */
 
 import { indexEntryChars } from './index-entries.js';
-import type { Ledger } from './ledger.js';
+import { isToolOutput, type Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
 import { autoAnchorBudget } from './rehearse-plan.js';
 import { EMBEDDED_PLANNER, FOLD_INDEX } from './tuning.js';
@@ -14,7 +14,7 @@ import { EMBEDDED_PLANNER, FOLD_INDEX } from './tuning.js';
 export function messageViewTokens(ledger: Ledger, state: ViewState, index: number): number {
   let total = ledger.messageTokens[index] ?? 0;
   for (const inner of ledger.objectsByMessage.get(index) ?? []) {
-    const innerState = inner.kind === 'function' ? state[inner.id] : undefined;
+    const innerState = isToolOutput(inner) ? state[inner.id] : undefined;
     if (innerState) total += ledger.options.tokenCounter.count(innerState.replacement) - inner.tokens;
   }
   return total;

@@ -352,19 +352,13 @@ describe('rejections', () => {
       ...toolRound('call_7', 'read_file', { path: 'AGENTS.md' }, 'Always run the tests.'),
     );
     const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
-    expect(ledger.get('function:read_file:6')?.pinReason).toBe('rules file');
+    expect(ledger.get('skill:read_file:6')?.pinReason).toBe('rules file');
     const rehearsal = rehearse(ledger, [
       operation('conversation:user:2', 'fold'),
       operation('function:bash:5', 'mask'),
     ]);
     expect(rehearsal.rejected.map((entry) => [entry.operation.objectId, entry.reason, entry.detail])).toEqual(
-      [
-        [
-          'conversation:user:2',
-          'pinned',
-          'conversation:user:2 holds pinned function:read_file:6 (rules file)',
-        ],
-      ],
+      [['conversation:user:2', 'pinned', 'conversation:user:2 holds pinned skill:read_file:6 (rules file)']],
     );
     // The output next to it is still fair game.
     expect(rehearsal.accepted.map((entry) => entry.operation.objectId)).toEqual(['function:bash:5']);
@@ -627,7 +621,7 @@ describe('earliestEdit', () => {
       [[operation('function:bash:5', 'prune')], {}, 13],
       [[operation('function:bash:5', 'prune')], { tombstones: false }, 12],
       [[operation('conversation:user:2', 'fold')], {}, 11],
-      [[operation('function:read_file:6', 'fold'), operation('function:bash:2', 'fold')], {}, 5],
+      [[operation('skill:read_file:6', 'fold'), operation('function:bash:2', 'fold')], {}, 5],
     ];
     for (const [operations, options, expected] of cases) {
       const rehearsal = rehearse(ledger, operations, options);

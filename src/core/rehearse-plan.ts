@@ -3,7 +3,7 @@
  * and measure it. Nothing here touches a store or the live session: a rejected plan (or a
  * rehearsal that is never committed) leaves no trace.
  */
-import type { Ledger, LedgerObject } from './ledger.js';
+import { isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
 import { liveTokens, rulesOf } from './object-kinds.js';
 import {
   type AcceptedOperation,
@@ -373,7 +373,8 @@ function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rej
   const accepted: AcceptedOperation[] = [];
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
-    const conversation = object?.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
+    const conversation =
+      object !== undefined && isToolOutput(object) ? ledger.conversationAt(object.messageIndex) : undefined;
     if (object && conversation && object.messageIndex < (covering.get(conversation.id) ?? -1)) {
       rejected.push({
         operation: verdict.operation,

@@ -6,12 +6,12 @@ import { type Anchor, callExpressions } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import { messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
-import { type LedgerObject, rankAnchors } from './ledger.js';
+import { isToolOutput, type LedgerObject, rankAnchors } from './ledger.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
 
 /** The text payload of an object, as the model saw it. */
 export function objectText(ledger: Ledger, object: LedgerObject): string {
-  if (object.kind === 'function') {
+  if (isToolOutput(object)) {
     const message = ledger.messages[object.messageIndex];
     const part = message?.parts[object.partIndex ?? 0];
     if (part?.type !== 'tool-result') return '';
@@ -336,7 +336,7 @@ function createShownTexts() {
 
 /** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */
 export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOptions = {}): string {
-  if (object.kind === 'function') {
+  if (isToolOutput(object)) {
     const head = describeCall(object);
     const status = object.isError ? 'error' : 'ok';
     const entries = outputEntries(ledger, object);
@@ -392,7 +392,7 @@ export function conversationFoldParts(
 export function renderTombstone(ledger: Ledger, object: LedgerObject): string {
   if (object.restates !== undefined)
     return `[${object.id}: the same instructions as ${object.restates} above, word for word]`;
-  if (object.kind === 'function') {
+  if (isToolOutput(object)) {
     return `[pruned ${object.id}: ${oneLine(describeCall(object), 100)}${object.isError ? ', failed' : ''}, ${compactTokens(object.tokens)} tokens]`;
   }
   return `[pruned ${object.id}: "${oneLine(objectText(ledger, object), 100)}"]`;

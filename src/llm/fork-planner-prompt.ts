@@ -11,7 +11,7 @@
  */
 import { compactTokens, oneLine } from '../core/compact-text.js';
 import { type LedgerRow, ledgerRows } from '../core/gc-tools/ledger-rows.js';
-import type { Ledger, LedgerObject } from '../core/ledger.js';
+import { isToolOutput, type Ledger, type LedgerObject } from '../core/ledger.js';
 import type { PlannerInput } from '../core/planners/planner.js';
 import type { ViewItem } from '../core/project-view.js';
 
@@ -33,7 +33,7 @@ const CONTRACT = [
 
 /** Where the view shows an object. */
 function locate(object: LedgerObject, ledger: Ledger): string {
-  if (object.kind === 'function') return `result of call ${object.callId ?? '?'}`;
+  if (isToolOutput(object)) return `result of call ${object.callId ?? '?'}`;
   if (object.kind === 'system') return 'system prompt';
   const number = object.id.split(':').at(-1);
   const head = oneLine(
@@ -60,12 +60,11 @@ function shownIds(ledger: Ledger, view: readonly ViewItem[]): Set<string> {
   const shown = new Set<string>();
   for (const object of ledger.objects) {
     const items = sources.get(object.messageIndex) ?? [];
-    const present =
-      object.kind === 'function'
-        ? items.some((item) =>
-            item.message.parts.some((part) => part.type === 'tool-result' && part.callId === object.callId),
-          )
-        : items.length > 0;
+    const present = isToolOutput(object)
+      ? items.some((item) =>
+          item.message.parts.some((part) => part.type === 'tool-result' && part.callId === object.callId),
+        )
+      : items.length > 0;
     if (present) shown.add(object.id);
   }
   return shown;

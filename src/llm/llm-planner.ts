@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { protectionOf } from '../core/gc-tools/ledger-rows.js';
+import { isToolOutput } from '../core/ledger.js';
 import type { PlannedOperation } from '../core/operations.js';
 import { createEmbeddedPlanner } from '../core/planners/embedded-planner.js';
 import {
@@ -118,7 +119,7 @@ export function screenOperations(input: PlannerInput, operations: readonly LlmPl
     if (
       operation === 'mask' &&
       object &&
-      (object.kind !== 'function' || !isMaskable(objectText(input.ledger, object)))
+      (!isToolOutput(object) || !isMaskable(objectText(input.ledger, object)))
     ) {
       operation = 'fold';
       reason = `${reason} (not maskable, folded instead)`;

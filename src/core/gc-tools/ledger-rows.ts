@@ -4,7 +4,7 @@
  */
 
 import { oneLine } from '../compact-text.js';
-import type { Ledger, LedgerObject, ObjectKind } from '../ledger.js';
+import { isToolOutput, type Ledger, type LedgerObject, type ObjectKind } from '../ledger.js';
 import { assistantStepsAfter } from '../ledger-measures.js';
 import { liveTokens } from '../object-kinds.js';
 import type { ViewState } from '../operations.js';
@@ -73,7 +73,7 @@ export function ledgerRows(ledger: Ledger, state: ViewState, options: LedgerRowO
       stepsSinceUse: stepsAfter[lastUse + 1] ?? 0,
       ...(consumedAt === undefined ? {} : { consumedAt }),
       isError: object.isError,
-      ...(object.kind === 'function' ? { call: oneLine(describeCall(object), 160) } : {}),
+      ...(isToolOutput(object) ? { call: oneLine(describeCall(object), 160) } : {}),
       head: oneLine(objectText(ledger, object), headChars),
     };
   });

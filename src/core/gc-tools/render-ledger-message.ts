@@ -5,7 +5,7 @@
  */
 
 import { compactTokens, oneLine } from '../compact-text.js';
-import { countMessageTokens, type Ledger } from '../ledger.js';
+import { countMessageTokens, isToolOutput, type Ledger } from '../ledger.js';
 import type { ViewState } from '../operations.js';
 import { projectView } from '../project-view.js';
 import { latestTurnStart } from '../rehearse-plan.js';
@@ -27,7 +27,7 @@ function rowLine(row: LedgerRow): string {
     ...(row.protection ? [row.protection] : []),
     ...(row.isError ? ['error'] : []),
     // The agent already acted on what it holds.
-    ...(row.consumedAt !== undefined && row.kind === 'function' ? ['consumed'] : []),
+    ...(row.consumedAt !== undefined && isToolOutput(row) ? ['consumed'] : []),
   ];
   const what = row.call ?? row.head;
   return `${row.id} ${row.kind} ${compactTokens(row.tokens)} ${flags.join(',')}${what ? ` | ${oneLine(what, 80)}` : ''}`;

@@ -4,7 +4,7 @@
 import { commitRehearsal } from '../commit-plan.js';
 import { commonPrefixLength, transcriptChain } from '../content-hash.js';
 import { renderLedgerMessageWithin } from '../gc-tools/render-ledger-message.js';
-import { countMessageTokens, createLedger, type Ledger } from '../ledger.js';
+import { countMessageTokens, createLedger, isToolOutput, type Ledger } from '../ledger.js';
 import { pinnedTokens } from '../ledger-measures.js';
 import { parseObjectPayload, payloadText } from '../object-payload.js';
 import type { PlannedOperation } from '../operations.js';
@@ -589,7 +589,7 @@ export function createGovernor(options: GovernorOptions): Governor {
     const state = snapshot.state.objects;
     const from = latestTurnStart(ledger);
     const outputs = ledger.objects
-      .filter((object) => object.kind === 'function' && object.messageIndex >= from && !state[object.id])
+      .filter((object) => isToolOutput(object) && object.messageIndex >= from && !state[object.id])
       .sort((a, b) => b.tokens - a.tokens);
     const allowLatest = { ...limits.rehearse, protectFrom: ledger.messages.length };
     const operations: PlannedOperation[] = [];

@@ -91,12 +91,12 @@ describe('planFallback: when work cannot fold', () => {
 
   it('prunes outputs whose tombstone saves something, then drops old steps with their shells', () => {
     const ledger = ledgerOf(pinnedEarly());
-    expect(ledger.get('function:read_file:1')?.pinned).toBe(true);
+    expect(ledger.get('skill:read_file:1')?.pinned).toBe(true);
     const operations = planFallback(ledger, {}, projectView(ledger, {}).tokens, 0);
     // No span fold: the pinned read sits right after the request.
     expect(operations.some((operation) => operation.operation === 'fold')).toBe(false);
     expect(operations.every((operation) => operation.operation === 'prune')).toBe(true);
-    expect(operations.map((operation) => operation.objectId)).not.toContain('function:read_file:1');
+    expect(operations.map((operation) => operation.objectId)).not.toContain('skill:read_file:1');
     // The reads save something as tombstones and come first; the tiny echoes leave with their shells.
     expect(operations[0]?.objectId).toMatch(/^function:read_file:/);
     const shells = operations.filter((operation) => operation.dropShell === true);

@@ -4,7 +4,7 @@
  * fold into their anchors and a recovery pointer), then outputs are pruned oldest first
  * (tombstones stay), then past conversations, and last outputs leave with their call shells.
  */
-import type { Ledger, LedgerObject } from '../ledger.js';
+import { isToolOutput, type Ledger, type LedgerObject } from '../ledger.js';
 import { recentStepsStart } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { messageViewTokens, planSpanFolds } from '../plan-span-folds.js';
@@ -56,7 +56,7 @@ export function planFallback(
   const foldedUpTo = new Map(operations.map((operation) => [operation.objectId, operation.spanEnd ?? 0]));
   const insideFold = (object: LedgerObject) => {
     // A request is not inside the fold of its own work.
-    if (object.kind !== 'function') return false;
+    if (!isToolOutput(object)) return false;
     const conversation = ledger.conversationAt(object.messageIndex);
     const end = conversation ? (foldedUpTo.get(conversation.id) ?? state[conversation.id]?.spanEnd ?? 0) : 0;
     return object.messageIndex < end;
@@ -86,8 +86,7 @@ export function planFallback(
         reason: 'fallback: the view must fit the window',
       });
       projected -= saving;
-      const conversation =
-        object.kind === 'function' ? ledger.conversationAt(object.messageIndex) : undefined;
+      const conversation = isToolOutput(object) ? ledger.conversationAt(object.messageIndex) : undefined;
       if (conversation)
         countedInside.set(conversation.id, (countedInside.get(conversation.id) ?? 0) + saving);
     }
@@ -120,7 +119,7 @@ function dropShells(
   const shellsSeen = new Set<number>();
   for (const object of ledger.objects) {
     if (projected <= target) break;
-    if (object.kind !== 'function' || object.pinned || object.span.end > protectFrom || insideFold(object))
+    if (!isToolOutput(object) || object.pinned || object.span.end > protectFrom || insideFold(object))
       continue;
     if (state[object.id]?.dropShell || object.callMessageIndex === undefined) continue;
     const conversation = ledger.conversationAt(object.messageIndex);

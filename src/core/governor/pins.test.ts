@@ -77,13 +77,54 @@ describe('createPinRule', () => {
       ...toolRound('c4', 'read_file', { path: 'MYAGENTS.md.bak' }, 'old'),
     ];
     const pins = pinsOf(messages);
-    expect(pins).toContainEqual(['function:read_file:1', 'rules file']);
-    expect(pins).toContainEqual(['function:read_file:2', 'rules file']);
-    expect(pins).toContainEqual(['function:bash:3', 'rules file']);
+    expect(pins).toContainEqual(['skill:read_file:1', 'rules file']);
+    expect(pins).toContainEqual(['skill:read_file:2', 'rules file']);
+    expect(pins).toContainEqual(['skill:bash:3', 'rules file']);
     expect(pins.map(([id]) => id)).not.toContain('function:read_file:4');
     expect(pinsOf(messages, { rulesFiles: false }).filter(([, reason]) => reason === 'rules file')).toEqual(
       [],
     );
+  });
+
+  it('keeps the pin on the latest read of a rules file only: an earlier read of it is superseded', () => {
+    const messages = [
+      goal,
+      ...toolRound('c1', 'read_file', { path: 'AGENTS.md' }, 'Always run npm test.'),
+      ...toolRound('c2', 'read_file', { path: 'src/app.ts' }, 'export {};'),
+      ...toolRound('c3', 'read_file', { path: 'AGENTS.md' }, 'Always run npm test and lint.'),
+      ...toolRound('c4', 'read_file', { path: 'CLAUDE.md' }, 'Use tabs.'),
+    ];
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    expect(ledger.get('skill:read_file:1')).toMatchObject({ kind: 'skill', pinned: false });
+    expect(ledger.get('skill:read_file:1')?.pinReason).toBeUndefined();
+    expect(ledger.get('function:read_file:2')).toMatchObject({ kind: 'function', pinned: false });
+    expect(ledger.get('skill:read_file:3')).toMatchObject({ pinned: true, pinReason: 'rules file' });
+    expect(ledger.get('skill:read_file:4')).toMatchObject({ pinned: true, pinReason: 'rules file' });
+    // Indexed call by call, the ledger comes to the same pins.
+    const stepwise = indexTranscript(messages.slice(0, 3), {
+      tokenCounter: approximateTokenCounter,
+      pin: createPinRule(),
+    });
+    expect(stepwise.get('skill:read_file:1')?.pinned).toBe(true);
+    stepwise.append(messages.slice(3));
+    expect(stepwise.objects.map((object) => [object.id, object.pinned])).toEqual(
+      ledger.objects.map((object) => [object.id, object.pinned]),
+    );
+  });
+
+  it('makes skills the agent loads their own kind, numbered with the other tool outputs', () => {
+    const messages = [
+      goal,
+      ...toolRound('c1', 'Skill', { skill: 'pdf' }, 'Use pdftotext for text extraction.'),
+      ...toolRound('c2', 'Read', { file_path: '/repo/.claude/skills/test/SKILL.md' }, '# Testing skill'),
+      ...toolRound('c3', 'Read', { file_path: '/repo/src/skill.ts' }, 'export {};'),
+    ];
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    expect(
+      ledger.objects.filter((object) => object.kind !== 'conversation').map((object) => object.id),
+    ).toEqual(['skill:Skill:1', 'skill:Read:2', 'function:Read:3']);
+    // Skills are not pinned: many are loaded and some are done with; a fold keeps their name.
+    expect(ledger.objects.some((object) => object.pinned && object.kind === 'skill')).toBe(false);
   });
 
   it('pins short user turns that state a constraint, unless turned off', () => {

@@ -2,12 +2,10 @@
  * Pins: objects no operation may touch. Decided at indexing time from the options and from
  * what the transcript shows (rules files read, constraints the user stated).
  */
-import { defaultPin, type LedgerObject } from '../ledger.js';
+import { defaultPin, isToolOutput, type LedgerObject, RULES_FILE, RULES_FILE_PIN } from '../ledger.js';
 import { type Message, messageText } from '../transcript.js';
 import type { PinOptions } from './governor-types.js';
 
-const RULES_FILES =
-  /(^|[/\\\s"'])(AGENTS\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.cursor\/rules\/[\w.-]+|\.windsurfrules|CONVENTIONS\.md|copilot-instructions\.md)\b/;
 const CONSTRAINT =
   /\b(must(?: not)?|never|do not|don't|always|only use|make sure|under no circumstances|avoid)\b/i;
 
@@ -35,10 +33,10 @@ export function createPinRule(options: PinOptions = {}) {
   return (object: LedgerObject, message: Message): string | undefined => {
     const base = defaultPin(object);
     if (base) return base;
-    if (object.kind === 'function') {
+    if (isToolOutput(object)) {
       if (object.toolName && tools.has(object.toolName)) return `protected tool ${object.toolName}`;
       const call = object.callArguments ?? '';
-      if (rulesFiles && RULES_FILES.test(call)) return 'rules file';
+      if (rulesFiles && RULES_FILE.test(call)) return RULES_FILE_PIN;
       if (paths.some((pattern) => pattern.test(call))) return 'pinned path';
     }
     if (object.kind === 'conversation' && userConstraints) {

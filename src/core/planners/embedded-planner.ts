@@ -7,7 +7,7 @@
  */
 
 import { indexEntryChars } from '../index-entries.js';
-import { argumentValuesText, type Ledger, type LedgerObject } from '../ledger.js';
+import { argumentValuesText, isToolOutput, type Ledger, type LedgerObject } from '../ledger.js';
 import { assistantStepsAfter, recentStepsStart } from '../ledger-measures.js';
 import { liveTokens } from '../object-kinds.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
@@ -84,7 +84,7 @@ function supersessionKey(object: LedgerObject): string | undefined {
 
 function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
   const stepsAfter = assistantStepsAfter(ledger);
-  const functions = ledger.objects.filter((object) => object.kind === 'function');
+  const functions = ledger.objects.filter((object) => isToolOutput(object));
   const rankOf = new Map(functions.map((object, order) => [object, functions.length - order]));
   const latestByKey = new Map<string, LedgerObject>();
   const latestByOutput = new Map<string, LedgerObject>();
@@ -110,7 +110,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
     const later = key ? latestByKey.get(key) : undefined;
     if (later && later !== object && !object.isError === !later.isError) entry.supersededBy = later.id;
     if (later && later !== object && object.isError && !later.isError) entry.supersededBy = later.id;
-    if (object.kind === 'function' && object.tokens >= EMBEDDED_PLANNER.duplicateMinTokens) {
+    if (isToolOutput(object) && object.tokens >= EMBEDDED_PLANNER.duplicateMinTokens) {
       const same = latestByOutput.get(objectText(ledger, object));
       if (same && same !== object) entry.duplicateOf = same.id;
     }
@@ -147,7 +147,7 @@ function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): nu
     return spanIndexTokens(size, entryChars) - EMBEDDED_PLANNER.foldFrameTokens;
   }
   const budget = autoAnchorBudget(size);
-  if (object.kind !== 'function' || object.anchors.length === 0) return 4 * budget;
+  if (!isToolOutput(object) || object.anchors.length === 0) return 4 * budget;
   let tokens = 0;
   let count = 0;
   for (const anchor of object.anchors) {
@@ -164,7 +164,7 @@ function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): nu
  * and tail say what the middle held. Code and prose fold instead, so their anchors stay visible.
  */
 function foldOrMask(ledger: Ledger, object: LedgerObject): 'fold' | 'mask' {
-  if (object.kind !== 'function' || object.tokens < EMBEDDED_PLANNER.maskMinTokens) return 'fold';
+  if (!isToolOutput(object) || object.tokens < EMBEDDED_PLANNER.maskMinTokens) return 'fold';
   const textValue = objectText(ledger, object);
   return isMaskable(textValue) && isRepetitive(textValue) ? 'mask' : 'fold';
 }
@@ -206,7 +206,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     if (object.kind === 'conversation') {
       // The request's fold covers its outputs: their savings are now part of its own.
       for (const inner of ledger.objects) {
-        if (inner.kind !== 'function' || !savings.has(inner.id)) continue;
+        if (!isToolOutput(inner) || !savings.has(inner.id)) continue;
         if (inner.messageIndex <= object.span.start || inner.messageIndex >= object.span.end) continue;
         counted += savings.get(inner.id)!;
         savings.delete(inner.id);
@@ -239,7 +239,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   }
   for (const entry of evidence) {
     const { object } = entry;
-    if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= 1) continue;
+    if (!isToolOutput(object) || object.tokens < minTokens || entry.recentRank <= 1) continue;
     if (entry.duplicateOf) propose(object, 'prune', `same output as ${entry.duplicateOf}`);
     else if (entry.supersededBy)
       propose(object, options.supersededOperation ?? 'fold', `superseded by ${entry.supersededBy}`);
@@ -249,7 +249,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const budgeted = Number.isFinite(input.targetTokens) && options.idleWithBudget !== true;
   for (const entry of budgeted ? [] : evidence) {
     const { object } = entry;
-    if (object.kind !== 'function' || object.tokens < minTokens || entry.recentRank <= keepRecent) continue;
+    if (!isToolOutput(object) || object.tokens < minTokens || entry.recentRank <= keepRecent) continue;
     if (entry.stepsSince >= idleFold && entry.stepsSinceUse >= recentUse) {
       proposeOutput(object, `idle for ${entry.stepsSinceUse} steps`);
     }
@@ -267,7 +267,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     for (const entry of ranked) {
       if (projected <= input.targetTokens) return;
       const { object } = entry;
-      if (object.kind !== 'function' || entry.recentRank <= minRank || object.tokens < minTokens) continue;
+      if (!isToolOutput(object) || entry.recentRank <= minRank || object.tokens < minTokens) continue;
       proposeOutput(object, `pressure: unused for ${entry.stepsSinceUse} steps`, minShare);
     }
   };
@@ -285,7 +285,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     const counted = new Map<number, number>();
     for (const [id, saving] of savings) {
       const object = ledger.get(id);
-      if (object?.kind === 'function')
+      if (object !== undefined && isToolOutput(object))
         counted.set(object.messageIndex, (counted.get(object.messageIndex) ?? 0) + saving);
     }
     projected = planSpanFolds(
@@ -314,7 +314,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
     // Tiny outputs stay: their tombstone would be bigger than they are.
-    if (entry.object.kind === 'function' && entry.recentRank > 1 && entry.object.tokens >= minTokens) {
+    if (isToolOutput(entry.object) && entry.recentRank > 1 && entry.object.tokens >= minTokens) {
       planned.delete(entry.object.id);
       propose(entry.object, 'prune', 'pressure: oldest output');
     }

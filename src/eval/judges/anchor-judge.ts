@@ -178,7 +178,7 @@ function sidecarPayload(ledger: Ledger, object: LedgerObject, spanEnd: number | 
       .slice(object.span.start, spanEnd ?? object.span.end)
       .map(messageText)
       .join('\n');
-  if (object.kind === 'function') {
+  if (object.kind === 'function' || object.kind === 'skill') {
     const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
     const output = part?.type === 'tool-result' ? toolOutputText(part.content) : '';
     return `${object.callArguments ?? ''}\n${output}`;

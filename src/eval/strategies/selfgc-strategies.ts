@@ -4,7 +4,7 @@
  * planner input and the harness (`cutPlannerInput`, `applyPlan`).
  */
 import type { GovernorOptions } from '../../core/governor/governor-types.js';
-import type { Ledger } from '../../core/ledger.js';
+import { isToolOutput, type Ledger } from '../../core/ledger.js';
 import type { Plan, PlannedOperation, ViewState } from '../../core/operations.js';
 import { type EmbeddedPlannerOptions, planEmbedded } from '../../core/planners/embedded-planner.js';
 import type { PlannerInput } from '../../core/planners/planner.js';
@@ -137,7 +137,7 @@ export const oracleStrategy: SyncStrategy = {
     const needed = [...continuationAnchors(input.continuation ?? [])];
     const operations: PlannedOperation[] = [];
     for (const object of ledger.objects) {
-      if (object.pinned || object.kind !== 'function') continue;
+      if (object.pinned || !isToolOutput(object)) continue;
       // The call leaves with its result, so its arguments count too.
       const textValue = `${object.callArguments ?? ''}\n${objectText(ledger, object)}`;
       if (!needed.some((anchor) => textValue.includes(anchor))) {
