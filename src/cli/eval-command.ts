@@ -5,12 +5,13 @@
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
-import type { EntryModel } from '../core/valuator/entry-model.js';
-import type { EvalSummary, RareTokenResult, Rate } from '../eval/eval-summary.js';
+import { defaultEntryModel, type EntryModel } from '../core/valuator/entry-model.js';
+import type { EvalSummary, FamilyResult, RareTokenResult, Rate } from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
+import { holdOutFamilies } from '../eval/hold-out-families.js';
 import { FAILURE_CATEGORIES, JUDGE_DIMENSIONS } from '../eval/judge-llm.js';
 import { endpointContext, type LlmEndpoint } from '../eval/llm-endpoint.js';
-import { loadSessions } from '../eval/load-sessions.js';
+import { familyOf, loadSessions } from '../eval/load-sessions.js';
 import { renderMarkdown } from '../eval/report/render-markdown.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
@@ -58,6 +59,10 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
                          scorecard); three calls each where the view changed anything,
                          and one per cut for the full-prefix step (default ${DEFAULT_JUDGE_PAIRS}; 0 for none)
 ${MODEL_FLAG_HELP}
+  --leave-one-family-out also replay each family (each input file is one) in session mode
+                         with the valuator's model fitted on the other families, next to the
+                         shipped model (--model default): how the model holds on agents it
+                         never saw (one fit and two selfgc replays per family)
 
 ${LLM_FLAGS_HELP}`;
 
@@ -78,6 +83,8 @@ export interface EvalOptions {
   judgePairs?: number;
   /** The valuator's model for Self-GC (`--model`). */
   entryModel?: EntryModel | 'none';
+  /** Also replay each family with a valuator fitted without it (`--leave-one-family-out`). */
+  leaveOneFamilyOut?: boolean;
 }
 
 const percent = (value: number) => `${(value * 100).toFixed(1)}%`;
@@ -127,6 +134,22 @@ export function formatSummary(summary: EvalSummary): string {
         `${row.family} ${row.strictNoImpactChanged.total > 0 ? percent(row.strictNoImpactChanged.value) : '–'} (${row.costRelative.toFixed(3)}${row.overWindowCalls > 0 ? `, ${row.overWindowCalls} over` : ''})`,
     );
     lines.push(`  by family, ${result.strategy}: ${cells.join(' · ')}`);
+  }
+  if (summary.leaveOneFamilyOut?.length) {
+    lines.push(
+      'leave one family out (selfgc, session mode)   held out: strict · cost   shipped model: strict · cost   difference',
+    );
+    for (const row of summary.leaveOneFamilyOut) {
+      const strict = (result: FamilyResult) =>
+        result.strictNoImpactChanged.total > 0 ? percent(result.strictNoImpactChanged.value) : '–';
+      const difference =
+        row.heldOut.strictNoImpactChanged.total > 0
+          ? `${((row.heldOut.strictNoImpactChanged.value - row.shipped.strictNoImpactChanged.value) * 100).toFixed(1)} points`
+          : '–';
+      lines.push(
+        `  ${row.family.padEnd(44)} ${strict(row.heldOut).padStart(6)} · ${row.heldOut.costRelative.toFixed(3)}   ${strict(row.shipped).padStart(6)} · ${row.shipped.costRelative.toFixed(3)}${row.shippedModelSawFamily ? '' : ' (never saw it)'}   ${difference}`,
+      );
+    }
   }
   for (const result of summary.sessionMode)
     if (result.llmPlannerFallbacks)
@@ -229,6 +252,10 @@ export async function evalCommand(
   for (const name of options.strategies) strategyByName(name, context);
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
+  if (options.leaveOneFamilyOut && new Set(sessions.map(familyOf)).size < 2)
+    throw new BadInputError(
+      '--leave-one-family-out needs sessions from at least two files: each file is a family, and one is held out at a time',
+    );
   io.stderr(
     `evaluating ${sessions.length} sessions × ${options.strategies.length} strategies (${options.modes.join(' + ')} mode)\n`,
   );
@@ -248,6 +275,18 @@ export async function evalCommand(
     ...(options.entryModel === undefined ? {} : { entryModel: options.entryModel }),
     onProgress: (done, total) => io.progress(done, total, 'sessions'),
   });
+  if (options.leaveOneFamilyOut) {
+    summary.leaveOneFamilyOut = await holdOutFamilies(
+      sessions,
+      {
+        window: options.window,
+        shippedModel: defaultEntryModel(),
+        ...(options.workers ? { workers: options.workers } : {}),
+        onStage: (stage) => io.stderr(`${stage}\n`),
+      },
+      runEval,
+    );
+  }
   const seconds = (Date.now() - started) / 1000;
   io.stderr(`done in ${seconds.toFixed(1)} s\n`);
   io.stdout(formatSummary(summary));

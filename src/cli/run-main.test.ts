@@ -38,6 +38,17 @@ describe('selfgc inspect', () => {
     await expect(runCommand(['inspect', bad], io)).rejects.toThrow(/bad\.jsonl: line 2: invalid JSON/);
     await expect(runCommand(['inspect', SAMPLE, '--bogus'], io)).rejects.toThrow(/bogus/);
   });
+
+  it('refuses leave-one-family-out on one file before anything runs, and agent tools without recovery', async () => {
+    const { io, err } = captureIo();
+    await expect(runCommand(['eval', SAMPLE, '--leave-one-family-out'], io)).rejects.toThrow(
+      /--leave-one-family-out needs sessions from at least two files/,
+    );
+    expect(err()).not.toContain('evaluating');
+    await expect(runCommand(['proxy', '--agent-tools', '--no-recovery'], io)).rejects.toThrow(
+      /--agent-tools needs recovery/,
+    );
+  });
 });
 
 describe('selfgc replay', () => {

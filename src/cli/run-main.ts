@@ -186,6 +186,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         report: { type: 'string' },
         markdown: { type: 'string' },
         model: { type: 'string' },
+        'leave-one-family-out': { type: 'boolean' },
         ...LLM_FLAGS,
         ...JUDGE_FLAGS,
       });
@@ -223,6 +224,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           ...(llm ? { llm } : {}),
           ...(judge ? { judgeSample: judge.sample, judgePairs: judge.pairs } : {}),
           ...(entryModel === undefined ? {} : { entryModel }),
+          leaveOneFamilyOut: values['leave-one-family-out'] === true,
         },
         commandLine,
       );

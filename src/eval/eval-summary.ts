@@ -189,6 +189,19 @@ export interface FamilyResult {
   strictNoImpactChanged: Rate;
 }
 
+/** One family held out (`--leave-one-family-out`): the valuator fitted without it, and the shipped one. */
+export interface FamilyHoldOut {
+  family: string;
+  /** Training examples of the model fitted without this family. */
+  trainingExamples: number;
+  /** Whether the shipped model was fitted with this family (its `trainedOn.families`). */
+  shippedModelSawFamily: boolean;
+  /** `selfgc` in session mode on this family with the model fitted without it. */
+  heldOut: FamilyResult;
+  /** The same with the shipped model. */
+  shipped: FamilyResult;
+}
+
 export interface EvalSummary {
   version: number;
   createdAt: string;
@@ -211,6 +224,8 @@ export interface EvalSummary {
   llm?: { provider: string; model: string; plannerMode?: string; judgeSample?: number; judgePairs?: number };
   /** The evaluation's own settings (absent from summaries written before they were recorded). */
   parameters?: EvalParameters;
+  /** With `--leave-one-family-out`: each family replayed with a valuator that never saw it. */
+  leaveOneFamilyOut?: FamilyHoldOut[];
 }
 
 export interface EvalParameters {

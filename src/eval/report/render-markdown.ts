@@ -6,6 +6,8 @@
 import type {
   CutModeResult,
   EvalSummary,
+  FamilyHoldOut,
+  FamilyResult,
   RareTokenResult,
   Rate,
   SessionModeResult,
@@ -316,6 +318,53 @@ ${table(
 )}`;
 }
 
+/** Each family replayed with a valuator fitted without it, next to the shipped one. */
+function holdOutSection(summary: EvalSummary): string | undefined {
+  const rows = summary.leaveOneFamilyOut;
+  if (rows === undefined || rows.length === 0) return undefined;
+  const strict = (result: FamilyResult) =>
+    result.strictNoImpactChanged.total > 0
+      ? `${interval(result.strictNoImpactChanged)} of ${count(result.strictNoImpactChanged.total)}`
+      : '–';
+  const points = (row: FamilyHoldOut) =>
+    row.heldOut.strictNoImpactChanged.total > 0
+      ? ((row.heldOut.strictNoImpactChanged.value - row.shipped.strictNoImpactChanged.value) * 100).toFixed(1)
+      : '–';
+  return `## Leave one family out
+
+\`selfgc\` in session mode on each family, with the valuator's model fitted on the other families
+(held out) and with the shipped model. The difference is in points of strict no-impact on changed
+calls; "shipped model saw it" says whether the shipped model was fitted with the family.
+
+${table(
+  [
+    'family',
+    'sessions',
+    'held out: strict no-impact [95% CI]',
+    'held out: cost vs none',
+    'shipped: strict no-impact [95% CI]',
+    'shipped: cost vs none',
+    'difference (points)',
+    'over-window (held out / shipped)',
+    'shipped model saw it',
+    'training examples',
+  ],
+  [false, true, true, true, true, true, true, true, false, true],
+  rows.map((row) => [
+    row.family,
+    count(row.heldOut.sessions),
+    strict(row.heldOut),
+    row.heldOut.costRelative.toFixed(3),
+    strict(row.shipped),
+    row.shipped.costRelative.toFixed(3),
+    points(row),
+    `${count(row.heldOut.overWindowCalls)} / ${count(row.shipped.overWindowCalls)}`,
+    row.shippedModelSawFamily ? 'yes' : 'no',
+    count(row.trainingExamples),
+  ]),
+)}`;
+}
+
 function fallbackNotes(summary: EvalSummary): string | undefined {
   const notes = [
     ...summary.cutMode
@@ -366,6 +415,7 @@ ${summary.command}
     summary.cutMode.length > 0 ? matchedSection(summary) : undefined,
     summary.sessionMode.length > 0 ? sessionModeSection(summary.sessionMode) : undefined,
     familiesSection(summary.sessionMode),
+    holdOutSection(summary),
     fallbackNotes(summary),
     auditSection(summary),
     READING,
