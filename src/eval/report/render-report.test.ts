@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../../core/errors.js';
 import type { EvalSummary } from '../eval-summary.js';
+import { wilson } from '../wilson.js';
 import { MAX_TIMELINES, renderReport } from './render-report.js';
 import { sampleSummary, withJudgeProtocol, withoutRareTokens } from './sample-summary.js';
 import { escapeHtml, niceTicks } from './svg.js';
@@ -39,6 +40,45 @@ describe('renderReport', () => {
     expect(html).not.toMatch(/<script|<link|<img|@import|url\(|\bsrc=|\bhref=|https?:\/\//i);
     expect(html).not.toMatch(/NaN|undefined|Infinity/);
     expect(renderReport(sampleSummary())).toBe(html);
+  });
+
+  it('shows session mode by family and the families held out, only when the run has them', () => {
+    expect(html).not.toContain('id="families"');
+    const row = (family: string, strict: number, total: number) => ({
+      family,
+      sessions: 2,
+      calls: 30,
+      overWindowCalls: family === 'agent-b' ? 4 : 0,
+      costRelative: 0.5,
+      strictNoImpactChanged: wilson(strict, total),
+    });
+    const withFamilies: EvalSummary = {
+      ...summary,
+      sessionMode: summary.sessionMode.map((result) => ({
+        ...result,
+        families: [row('agent-a', 9, 10), row('agent-b', 3, 4)],
+      })),
+      leaveOneFamilyOut: [
+        {
+          family: 'agent-a',
+          trainingExamples: 100,
+          shippedModelSawFamily: true,
+          heldOut: row('agent-a', 8, 10),
+          shipped: row('agent-a', 9, 10),
+        },
+      ],
+    };
+    const page = renderReport(withFamilies);
+    const families = page.split('data-table="session-families"')[1]?.split('</table>')[0] ?? '';
+    for (const { strategy } of summary.sessionMode)
+      expect(families).toContain(`<tr data-strategy="${strategy}">`);
+    expect(families).toContain('<th scope="col">agent-b</th>');
+    expect(families).toContain('4 over');
+    const heldOut = page.split('data-table="leave-one-family-out"')[1]?.split('</table>')[0] ?? '';
+    expect(heldOut).toContain('<tr data-family="agent-a">');
+    expect(heldOut).toContain('80.0%');
+    expect(heldOut).toContain('90.0%');
+    expect(page).not.toMatch(/NaN|undefined|Infinity/);
   });
 
   it('shows the header facts', () => {

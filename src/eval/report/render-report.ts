@@ -9,6 +9,7 @@ import {
   type CutPoint,
   EVAL_SUMMARY_VERSION,
   type EvalSummary,
+  type FamilyResult,
   type RareTokenResult,
   type Rate,
   type SessionModeResult,
@@ -62,6 +63,7 @@ ${renderCutMode(summary, styles)}
 <h2>Session mode: the governor through whole sessions</h2>
 ${renderSessionMode(summary.sessionMode, styles)}
 </section>
+${familiesSection(summary)}
 ${auditSection(summary)}
 <footer>Costs under cache pricing: cache write ${summary.pricing.cacheWrite}×, cache read ${summary.pricing.cacheRead}× the input price.
 Intervals are Wilson 95%. Strategies see only the prefix before each cut; an upper bound sees the continuation.
@@ -69,6 +71,46 @@ Two judges read each view: the anchor judge (strict, recoverable) and the rare-t
 </body>
 </html>
 `;
+}
+
+/** Session mode by family, and each family held out from the valuator's fit, when the run has them. */
+function familiesSection(summary: EvalSummary): string {
+  const families = [
+    ...new Set(summary.sessionMode.flatMap((result) => (result.families ?? []).map((row) => row.family))),
+  ];
+  const holdOut = summary.leaveOneFamilyOut ?? [];
+  if (families.length === 0 && holdOut.length === 0) return '';
+  const cell = (row: FamilyResult | undefined) =>
+    row === undefined
+      ? '<td>\u2014</td>'
+      : `<td>${row.strictNoImpactChanged.total > 0 ? renderRate(row.strictNoImpactChanged) : '\u2014'} <span class="muted">${row.costRelative.toFixed(3)}×${row.overWindowCalls > 0 ? `, ${row.overWindowCalls} over` : ''}</span></td>`;
+  const byFamily =
+    families.length === 0
+      ? ''
+      : `<table class="results" data-table="session-families">
+<caption>Session mode by family (each input file): strict no-impact on changed calls, cost vs none, calls over the window</caption>
+<thead><tr><th scope="col">Strategy</th>${families.map((family) => `<th scope="col">${escapeHtml(family)}</th>`).join('')}</tr></thead>
+<tbody>${summary.sessionMode
+          .map(
+            (result) =>
+              `<tr data-strategy="${escapeHtml(result.strategy)}"><th scope="row">${escapeHtml(result.strategy)}</th>${families
+                .map((family) => cell(result.families?.find((row) => row.family === family)))
+                .join('')}</tr>`,
+          )
+          .join('')}</tbody></table>`;
+  const heldOut =
+    holdOut.length === 0
+      ? ''
+      : `<table class="results" data-table="leave-one-family-out">
+<caption>Leave one family out: selfgc with the valuator fitted without the family, and with the shipped model</caption>
+<thead><tr><th scope="col">Family</th><th scope="col">Held out</th><th scope="col">Shipped model</th><th scope="col">Shipped model saw it</th></tr></thead>
+<tbody>${holdOut
+          .map(
+            (row) =>
+              `<tr data-family="${escapeHtml(row.family)}"><th scope="row">${escapeHtml(row.family)}</th>${cell(row.heldOut)}${cell(row.shipped)}<td>${row.shippedModelSawFamily ? 'yes' : 'no'}</td></tr>`,
+          )
+          .join('')}</tbody></table>`;
+  return `<section id="families">\n<h2>By family</h2>\n${byFamily}\n${heldOut}\n</section>`;
 }
 
 function auditSection(summary: EvalSummary): string {
