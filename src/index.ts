@@ -117,6 +117,8 @@ export {
 export {
   createEmbeddedPlanner,
   type EmbeddedPlannerOptions,
+  hintCandidates,
+  type ObjectHint,
   planEmbedded,
 } from './core/planners/embedded-planner.js';
 export {

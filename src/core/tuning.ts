@@ -92,3 +92,13 @@ export const AGENT_MODE = {
   /** Tokens a request keeps free for the ledger message (its largest objects listed first). */
   ledgerMessageTokens: 1_200,
 } as const;
+
+/** The valuator's LLM tier: a model's hints for the objects the rules leave uncertain. */
+export const HINT_TIER = {
+  /** Objects asked about in one call, the largest first: the rest are the rules' alone. */
+  maxObjects: 40,
+  /** Characters of each object's head the model reads. */
+  headChars: 160,
+  /** Characters of the current request the model reads, for what the agent is doing. */
+  taskChars: 400,
+} as const;

@@ -6,6 +6,7 @@ import { UpstreamError } from '../core/errors.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
+import { createHintedPlanner } from '../llm/hint-planner.js';
 import { createLlmPlanner } from '../llm/llm-planner.js';
 import type { LlmClient } from '../llm/llm-types.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
@@ -70,6 +71,10 @@ export function sessionPolicies(
       client: context.llmClient,
       ...(context.plannerMode ? { mode: context.plannerMode } : {}),
     });
+    return [governorPolicy(name, window, counter, 'aware', { planner, ...model })];
+  }
+  if (name === 'selfgc-hints' && context.llmClient) {
+    const planner = createHintedPlanner({ client: context.llmClient });
     return [governorPolicy(name, window, counter, 'aware', { planner, ...model })];
   }
   if (name === 'oracle') return [];

@@ -6,6 +6,7 @@ export {
   ANTHROPIC_VERSION,
 } from './anthropic-client.js';
 export { extractJson } from './extract-json.js';
+export { askHints, createHintedPlanner, type HintedPlannerOptions } from './hint-planner.js';
 export { createLlmClient } from './llm-client.js';
 export { createLlmPlanner, type LlmPlannerMode, type LlmPlannerOptions } from './llm-planner.js';
 export type {

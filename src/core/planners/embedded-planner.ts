@@ -17,7 +17,17 @@ import { isMaskable, objectText } from '../render-replacement.js';
 import { EMBEDDED_PLANNER } from '../tuning.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
+/**
+ * What a model says of an object the rules leave uncertain (the valuator's LLM tier):
+ * `retain` keeps it out of the planner's own folds and prunes, and its request out of whole
+ * folds (a span fold of old work, the fallback and the window may still take it);
+ * `can_summarize` folds it; `can_discard` prunes it.
+ */
+export type ObjectHint = 'retain' | 'can_summarize' | 'can_discard';
+
 export interface EmbeddedPlannerOptions {
+  /** Hints for objects of the uncertain band (`hintCandidates`), by id. */
+  hints?: ReadonlyMap<string, ObjectHint>;
   /**
    * The most recent tool outputs always kept whole (default 1). Older ones fold into an index of
    * their anchors with a recovery pointer, which keeps what later steps quote visible.
@@ -191,7 +201,11 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     const entry = conversation ? state[conversation.id] : undefined;
     return entry !== undefined && object.messageIndex < (entry.spanEnd ?? conversation!.span.end);
   };
-  const evidence = collectEvidence(ledger, input.protectFrom).filter((entry) => !hidden(entry.object));
+  const hints = options.hints ?? new Map<string, ObjectHint>();
+  // A retained object stays out of the planner's own folds and prunes.
+  const evidence = collectEvidence(ledger, input.protectFrom).filter(
+    (entry) => !hidden(entry.object) && hints.get(entry.object.id) !== 'retain',
+  );
   const operations: PlannedOperation[] = [];
   const planned = new Set<string>();
   // Estimated saving of each planned object, so that nothing is counted twice: not an object
@@ -244,6 +258,13 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     else if (entry.supersededBy)
       propose(object, options.supersededOperation ?? 'fold', `superseded by ${entry.supersededBy}`);
   }
+  // What a model said of objects the rules leave uncertain.
+  for (const entry of evidence) {
+    const hint = hints.get(entry.object.id);
+    if (hint === 'can_discard') propose(entry.object, 'prune', 'hint: can be discarded');
+    else if (hint === 'can_summarize')
+      propose(entry.object, foldOrMask(ledger, entry.object), 'hint: can be summarized');
+  }
   // 2. Idle outputs: old, large enough, and not used by the agent for a while. Only without a
   // budget (`targetTokens` infinite): with one, the ranked steps below fold just enough of them.
   const budgeted = Number.isFinite(input.targetTokens) && options.idleWithBudget !== true;
@@ -272,10 +293,15 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     }
   };
   foldOutputs(keepRecent);
-  // 4. Still over: fold whole past conversations, oldest first.
+  // 4. Still over: fold whole past conversations, oldest first (not one holding a retained output).
+  const holdsRetained = (conversation: LedgerObject) =>
+    [...hints].some(([id, hint]) => {
+      const inner = hint === 'retain' ? ledger.get(id) : undefined;
+      return inner !== undefined && ledger.conversationAt(inner.messageIndex) === conversation;
+    });
   for (const entry of evidence) {
     if (projected <= input.targetTokens) break;
-    if (entry.object.kind === 'conversation')
+    if (entry.object.kind === 'conversation' && !holdsRetained(entry.object))
       propose(entry.object, 'fold', 'pressure: past request, its work is done');
   }
   // 5. Then the oldest work after each request folds whole (the request stays), keeping the
@@ -328,6 +354,29 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
     propose(entry.object, 'prune', 'pressure: oldest past request');
   }
   return operations;
+}
+
+/**
+ * The uncertain band: tool outputs the rules do not settle — not protected, not a duplicate, not
+ * superseded, not the latest, big enough to matter, not used by the agent in its last step —
+ * the largest first, at most `limit`. A model's hints (`ObjectHint`) are asked for these alone.
+ */
+export function hintCandidates(input: PlannerInput, limit: number): LedgerObject[] {
+  const { ledger, state } = input;
+  return collectEvidence(ledger, input.protectFrom)
+    .filter(
+      (entry) =>
+        isToolOutput(entry.object) &&
+        entry.object.tokens >= EMBEDDED_PLANNER.minTokens &&
+        entry.recentRank > EMBEDDED_PLANNER.keepRecentOutputs &&
+        entry.duplicateOf === undefined &&
+        entry.supersededBy === undefined &&
+        entry.stepsSinceUse >= 1 &&
+        state[entry.object.id] === undefined,
+    )
+    .map((entry) => entry.object)
+    .sort((a, b) => b.tokens - a.tokens)
+    .slice(0, limit);
 }
 
 function alreadyThere(state: ViewState, id: string, operation: 'fold' | 'mask' | 'prune'): boolean {

@@ -64,9 +64,12 @@ describe('strategyByName', () => {
     }
   });
 
-  it('knows selfgc-llm apart: not run by default, and only with an endpoint', () => {
-    expect(LLM_STRATEGY_NAMES).toEqual(['selfgc-llm']);
+  it('knows selfgc-llm and selfgc-hints apart: not run by default, and only with an endpoint', () => {
+    expect(LLM_STRATEGY_NAMES).toEqual(['selfgc-llm', 'selfgc-hints']);
     expect(STRATEGY_NAMES).not.toContain('selfgc-llm');
+    expect(STRATEGY_NAMES).not.toContain('selfgc-hints');
+    expect(() => strategyByName('selfgc-hints')).toThrow(/strategy "selfgc-hints" needs an LLM endpoint/);
+    expect(strategyByName('selfgc-hints', { llmClient: idleClient }).name).toBe('selfgc-hints');
     let thrown: unknown;
     try {
       strategyByName('selfgc-llm');

@@ -14,7 +14,7 @@ import {
   toolMaskPruneStrategy,
   toolPruneStrategy,
 } from './baselines.js';
-import { createSelfGcLlmStrategy } from './selfgc-llm-strategy.js';
+import { createSelfGcHintsStrategy, createSelfGcLlmStrategy } from './selfgc-llm-strategy.js';
 import { createSelfGcStrategy, oracleStrategy, SELFGC_COMMIT_VARIANTS } from './selfgc-strategies.js';
 import type { Strategy } from './strategy.js';
 
@@ -44,6 +44,7 @@ const STRATEGIES: Record<string, (context: StrategyContext) => Strategy> = {
 const LLM_STRATEGIES: Record<string, (client: LlmClient, context: StrategyContext) => Strategy> = {
   'selfgc-llm': (client, context) =>
     createSelfGcLlmStrategy({ client, ...(context.plannerMode ? { mode: context.plannerMode } : {}) }),
+  'selfgc-hints': (client) => createSelfGcHintsStrategy(client),
 };
 
 /** The strategies every evaluation can run (and runs by default). */

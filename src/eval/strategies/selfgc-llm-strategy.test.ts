@@ -8,7 +8,11 @@ import type { Script } from '../../testing/scripted-reply.js';
 import { type ScriptedUpstream, startScriptedUpstream } from '../../testing/scripted-upstream.js';
 import { autoCuts, replayCuts } from '../replay-cut.js';
 import { quotingSession, recountViewTokens, viewProblems } from '../testing/eval-fixtures.js';
-import { createSelfGcLlmStrategy, plannerFallbackOf } from './selfgc-llm-strategy.js';
+import {
+  createSelfGcHintsStrategy,
+  createSelfGcLlmStrategy,
+  plannerFallbackOf,
+} from './selfgc-llm-strategy.js';
 import { createSelfGcStrategy } from './selfgc-strategies.js';
 
 let upstream: ScriptedUpstream | undefined;
@@ -116,5 +120,50 @@ describe('selfgc-llm', () => {
     expect(server.requests[1]?.rawBody).toBe(server.requests[0]?.rawBody);
     expect(short?.output).toEqual(full?.output);
     expect(full?.output.state?.[target]?.operation).toBe('prune');
+  });
+});
+
+describe('selfgc-hints', () => {
+  async function hintsAgainst(script: Script) {
+    upstream = await startScriptedUpstream({ script });
+    const client = createLlmClient({
+      provider: 'openai',
+      baseUrl: `${upstream.url}/v1`,
+      model: 'scripted-model',
+      maxRetries: 0,
+    });
+    return { strategy: createSelfGcHintsStrategy(client), server: upstream };
+  }
+
+  it('is selfgc in cut mode with the hints the model gave for the uncertain band', async () => {
+    const ledger = ledgerOf(quotingSession(16).slice(0, -1));
+    const { strategy, server } = await hintsAgainst((request) => {
+      // Discard every output the model is asked about.
+      const ids = [...request.rawBody.matchAll(/(function:[\w-]+:\d+) \|/g)].map((match) => match[1]!);
+      return { json: { hints: ids.map((id) => ({ id, hint: 'can_discard' })) } };
+    });
+    const asked = await strategy.run({ ledger, keep: 'auto' });
+    const alone = createSelfGcStrategy().run({ ledger, keep: 'auto' });
+    expect(server.requests).toHaveLength(1);
+    const band = [...server.requests[0]!.rawBody.matchAll(/(function:[\w-]+:\d+) \|/g)].map(
+      (match) => match[1]!,
+    );
+    expect(band.length).toBeGreaterThan(0);
+    // Each output in the band is pruned through the harness; the rules alone keep them.
+    for (const id of band) {
+      expect(asked.state?.[id]?.operation).toBe('prune');
+      expect(alone.state?.[id]?.operation).not.toBe('prune');
+    }
+    expect(asked.tokens).toBeLessThan(alone.tokens);
+    expect(viewProblems(ledger, asked.items)).toEqual([]);
+    expect(asked.warnings).toEqual([]);
+  });
+
+  it('is selfgc itself when the model fails, and says so as a fallback', async () => {
+    const ledger = ledgerOf(quotingSession(16).slice(0, -1));
+    const { strategy } = await hintsAgainst([{ error: { status: 500, message: 'down' } }]);
+    const output = await strategy.run({ ledger, keep: 'auto' });
+    expect(output.items).toEqual(createSelfGcStrategy().run({ ledger, keep: 'auto' }).items);
+    expect(plannerFallbackOf(output.warnings)?.code).toBe('llm-hints-failed');
   });
 });
