@@ -78,7 +78,7 @@ export interface LlmPlannerOptions {
 type PlannerCall = Pick<LlmRequest, 'system' | 'messages' | 'fork'>;
 
 /** The call's usage as the commit rule prices it: cache reads and writes apart from the rest. */
-function costOf(usage: LlmUsage): PlannerCost {
+export function costOf(usage: LlmUsage): PlannerCost {
   return {
     inputTokens: usage.inputTokens,
     outputTokens: usage.outputTokens,

@@ -21,7 +21,8 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function strategyAgainst(script: Script, mode: LlmPlannerMode = 'fork') {
+/** An OpenAI-compatible client of a scripted upstream (kept for `afterEach` to close). */
+async function clientAgainst(script: Script) {
   upstream = await startScriptedUpstream({ script });
   const client = createLlmClient({
     provider: 'openai',
@@ -29,7 +30,12 @@ async function strategyAgainst(script: Script, mode: LlmPlannerMode = 'fork') {
     model: 'scripted-model',
     maxRetries: 0,
   });
-  return { strategy: createSelfGcLlmStrategy({ client, mode }), server: upstream };
+  return { client, server: upstream };
+}
+
+async function strategyAgainst(script: Script, mode: LlmPlannerMode = 'fork') {
+  const { client, server } = await clientAgainst(script);
+  return { strategy: createSelfGcLlmStrategy({ client, mode }), server };
 }
 
 const ledgerOf = (messages: readonly Message[]) =>
@@ -125,14 +131,8 @@ describe('selfgc-llm', () => {
 
 describe('selfgc-hints', () => {
   async function hintsAgainst(script: Script) {
-    upstream = await startScriptedUpstream({ script });
-    const client = createLlmClient({
-      provider: 'openai',
-      baseUrl: `${upstream.url}/v1`,
-      model: 'scripted-model',
-      maxRetries: 0,
-    });
-    return { strategy: createSelfGcHintsStrategy(client), server: upstream };
+    const { client, server } = await clientAgainst(script);
+    return { strategy: createSelfGcHintsStrategy(client), server };
   }
 
   it('is selfgc in cut mode with the hints the model gave for the uncertain band', async () => {
