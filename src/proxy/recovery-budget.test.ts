@@ -115,15 +115,28 @@ describe('createRecoveryBudget', () => {
 
   it('shares the room left among calls, with notes and a reserve for one more round set aside', () => {
     const budget = createRecoveryBudget(
-      { windowTokens: 2000, viewTokens: 1000 },
+      { windowTokens: 2000, viewTokens: 1500 },
       chatDialect,
       first,
       approximateTokenCounter,
     );
-    expect(budget.share(1)).toBe(1000 - NOTE_TOKENS - ROUND_RESERVE_TOKENS);
-    expect(budget.share(2)).toBe(Math.floor((1000 - 2 * NOTE_TOKENS - ROUND_RESERVE_TOKENS) / 2));
-    budget.charge('z'.repeat(4000));
+    expect(budget.share(1)).toBe(500 - NOTE_TOKENS - ROUND_RESERVE_TOKENS);
+    expect(budget.share(2)).toBe(Math.floor((500 - 2 * NOTE_TOKENS - ROUND_RESERVE_TOKENS) / 2));
+    budget.charge('z'.repeat(2000));
     expect(budget.share(1)).toBe(0);
+  });
+
+  it('gives a page no more than the room kept for recovery, however much the view leaves free', () => {
+    const budget = createRecoveryBudget(
+      { windowTokens: 20_000, viewTokens: 2_000 },
+      chatDialect,
+      first,
+      approximateTokenCounter,
+    );
+    expect(budget.share(1)).toBe(recoveryRoom(20_000));
+    expect(budget.share(3)).toBe(recoveryRoom(20_000));
+    budget.charge('z'.repeat(4 * 15_000));
+    expect(budget.share(1)).toBeLessThan(recoveryRoom(20_000));
   });
 });
 

@@ -47,7 +47,11 @@ export interface RecoveryBudget extends RecoveryWindow {
   measure(body: JsonObject): number;
   /** Count text appended after the last measure (a result just written). */
   charge(text: string): void;
-  /** Tokens one of `calls` results may take: an even share of the room left, notes and reserve set aside. */
+  /**
+   * Tokens one of `calls` results may take: an even share of the room left, notes and reserve set
+   * aside, and never more than the room governance keeps free for recovery (a page), so a long
+   * object is read in pages of one size whatever the view happens to leave free.
+   */
   share(calls: number): number;
 }
 
@@ -75,7 +79,8 @@ export function createRecoveryBudget(
     },
     share(calls) {
       const room = window.windowTokens - used - NOTE_TOKENS * calls - ROUND_RESERVE_TOKENS;
-      return Math.max(0, Math.floor(room / Math.max(1, calls)));
+      const even = Math.floor(room / Math.max(1, calls));
+      return Math.max(0, Math.min(recoveryRoom(window.windowTokens), even));
     },
   };
 }

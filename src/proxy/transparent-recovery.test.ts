@@ -254,7 +254,9 @@ describe('transparent recovery', () => {
         (body.messages as Array<{ role: string; content: unknown }>)
           .filter((message) => message.role === 'tool')
           .map((message) => message.content);
-      expect(results(bodies[3]!).slice(-3, -1)).toEqual([EARLIER_RESULT_NOTE, EARLIER_RESULT_NOTE]);
+      // A page is as long as the room kept for recovery: the view's slack does not make one longer.
+      for (const page of pages.slice(1)) expect(page.text.length).toBeLessThan(pages[0]!.text.length * 1.2);
+      expect(results(bodies[3]!).at(-3)).toBe(EARLIER_RESULT_NOTE);
       for (const body of bodies) expect(measured('chat', body)).toBeLessThanOrEqual(window);
       const key = pointerIn(fixture.upstream.requests[0]!);
       const expanded = (await expandKeys(fixture.store, storeSessionOf(response), [key])).get(key) ?? '';
