@@ -1,15 +1,21 @@
 /**
  * The proxy against stores that fail, all on loopback and all of the test's own making (its own
  * PostgreSQL connections ended, closed ports, a server that never answers, a Redis server of its
- * own killed and restarted). Each asserts: no request fails for it (no 500, no 503 while failing
- * open), none waits for driver retries, none leaves over the window, /healthz tells, and
- * governance resumes by itself once the store is back.
+ * own killed, paused and restarted, a PostgreSQL cluster of its own stopped and restarted). Each
+ * asserts: no request fails for it (no 500, no 503 while failing open), none waits for driver
+ * retries, none leaves over the window, /healthz tells, governance resumes by itself once the
+ * store is back, and no sidecar record written before the fault is lost.
  */
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { SidecarRecord } from '../core/store.js';
 import {
   closedStoreUrl,
+  type OwnPostgres,
   type OwnRedis,
+  ownPostgresUnavailable,
+  startOwnPostgres,
   startOwnRedis,
   startSilentServer,
   terminatePostgresConnections,
@@ -23,6 +29,7 @@ import {
   redisTestUrl,
   runTag,
 } from '../stores/test-services.case.js';
+import { hashApiKey } from './session-identity.js';
 import {
   FAULT_TIME_BUDGET_MS,
   FAULT_WINDOW,
@@ -38,6 +45,9 @@ const tag = runTag();
  */
 const ANSWERED_WITHIN_MS = FAULT_TIME_BUDGET_MS + 2_000;
 const STORE_TIMEOUT_MS = 200;
+/** How long the paused Redis holds every command: many store deadlines. */
+const PAUSE_MS = 4_000;
+const MAX_LOAD_TURNS = 60;
 
 /** A request the proxy served: 200, inside the window, in time. */
 function expectServed(response: TimedResponse): void {
@@ -61,6 +71,63 @@ async function untilGoverned(fixture: FaultProxy, session: string, attempts = 40
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
   return last!;
+}
+
+/**
+ * `sessions` conversations at once, each sending its turns from `from` on, one after the other (a
+ * conversation grows by a file read a turn), through `to`, and on while `goOn()` holds (at most
+ * `MAX_LOAD_TURNS` turns each); resolves with every answer.
+ */
+async function conversationsUnderLoad(
+  fixtureNow: FaultProxy,
+  sessions: readonly string[],
+  from: number,
+  to: number,
+  goOn: () => boolean = () => false,
+): Promise<TimedResponse[]> {
+  const answered = await Promise.all(
+    sessions.map(async (session) => {
+      const responses: TimedResponse[] = [];
+      for (let turns = from; (turns <= to || goOn()) && turns < from + MAX_LOAD_TURNS; turns += 1) {
+        responses.push(await fixtureNow.turn({ apiKey: 'sk-load', session, turns }));
+      }
+      return responses;
+    }),
+  );
+  return answered.flat();
+}
+
+/** The store's name of a session `conversationsUnderLoad` ran. */
+const storeSession = (session: string) =>
+  `${hashApiKey(new Headers({ authorization: 'Bearer sk-load' }))}:${session}`;
+
+/** Every sidecar record of `sessions`, by session, commit and object. */
+async function sidecarOf(
+  fixtureNow: FaultProxy,
+  sessions: readonly string[],
+): Promise<Map<string, SidecarRecord>> {
+  const records = new Map<string, SidecarRecord>();
+  for (const session of sessions) {
+    for (const record of await fixtureNow.store.listPayloads(storeSession(session))) {
+      records.set(`${session}/${record.commitId}/${record.objectId}`, record);
+    }
+  }
+  return records;
+}
+
+/** Polls /healthz (at most `attempts` times) until its status is `status`. */
+async function untilHealth(
+  fixtureNow: FaultProxy,
+  status: 'ok' | 'degraded',
+  attempts = 40,
+): Promise<unknown> {
+  let body: { status?: string } = {};
+  for (let attempt = 0; attempt < attempts; attempt += 1) {
+    body = JSON.parse((await fixtureNow.health()).text) as { status?: string };
+    if (body.status === status) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return body;
 }
 
 /** What drivers print when an 'error' event has no listener, from this thread or a worker's. */
@@ -250,6 +317,109 @@ describeWithService(
         for (const response of responses) expectServed(response);
         const resumed = await untilGoverned(fixture, 'after-terminations');
         expect(throughLane(resumed)).toBe(false);
+      },
+    );
+  },
+);
+
+describeWithService(
+  'a Redis of our own, paused longer than the store deadline under requests',
+  await probeRedis(redisTestUrl),
+  () => {
+    let redis: OwnRedis | undefined;
+    afterAll(async () => {
+      await redis?.kill();
+    });
+
+    it('answers every request within the deadline, inside the window, and governs again after the pause', async () => {
+      redis = await startOwnRedis();
+      fixture = await startFaultProxy({
+        storeUrl: redis.url,
+        threads: 2,
+        storeTimeoutMs: STORE_TIMEOUT_MS,
+        guard: { openMs: 200 },
+      });
+      const sessions = Array.from({ length: 4 }, (_, index) => `paused-${index}`);
+      for (const response of await conversationsUnderLoad(fixture, sessions, 8, 10)) expectServed(response);
+      const before = await sidecarOf(fixture, sessions);
+      expect(before.size).toBeGreaterThan(0);
+      const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+      admin.on('error', () => undefined);
+      try {
+        // Every command of every client waits for the pause: a hung store, for four seconds.
+        await admin.call('CLIENT', 'PAUSE', String(PAUSE_MS), 'ALL');
+        const paused = performance.now();
+        const during = await conversationsUnderLoad(fixture, sessions, 11, 13);
+        expect(performance.now() - paused).toBeLessThan(PAUSE_MS);
+        for (const response of during) expectServed(response);
+        expect(during.some(throughLane)).toBe(true);
+        expect(await untilHealth(fixture, 'degraded', 5)).toMatchObject({ status: 'degraded' });
+      } finally {
+        admin.disconnect();
+      }
+      await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+      const resumed = await untilGoverned(fixture, 'after-pause');
+      expect(throughLane(resumed)).toBe(false);
+      expect(await untilHealth(fixture, 'ok')).toMatchObject({ status: 'ok' });
+      const after = await sidecarOf(fixture, sessions);
+      for (const [key, record] of before) expect(after.get(key)).toEqual(record);
+      expect(unhandled()).toEqual([]);
+    });
+  },
+);
+
+describeWithService(
+  'a PostgreSQL cluster of our own, stopped and restarted under requests',
+  ownPostgresUnavailable(),
+  () => {
+    let postgres: OwnPostgres | undefined;
+    afterAll(async () => {
+      await postgres?.remove();
+    });
+
+    it.each([
+      ['in worker threads', 2],
+      ['on the proxy thread', 0],
+    ])(
+      'serves inside the window while it is down (%s), governs again once it is back, and loses no record',
+      async (_mode, threads) => {
+        postgres ??= await startOwnPostgres();
+        fixture = await startFaultProxy({
+          storeUrl: `${postgres.url}?prefix=selfgc_stop_${threads}_`,
+          threads,
+          // A loaded machine's commits (several statements each) must not read as an outage here.
+          storeTimeoutMs: 1_000,
+          guard: { openMs: 200 },
+        });
+        const sessions = Array.from({ length: 4 }, (_, index) => `stopped-${threads}-${index}`);
+        for (const response of await conversationsUnderLoad(fixture, sessions, 8, 10)) expectServed(response);
+        const before = await sidecarOf(fixture, sessions);
+        expect(before.size).toBeGreaterThan(0);
+
+        // The server stops while the conversations go on, and comes back while they still do.
+        let restarted = false;
+        const during = conversationsUnderLoad(fixture, sessions, 11, 12, () => !restarted);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        await postgres.stop();
+        expect(await untilHealth(fixture, 'degraded')).toMatchObject({
+          status: 'degraded',
+          storeKind: 'postgres',
+        });
+        const whileDown = await fixture.turn({ apiKey: 'sk-down', session: 'while-down', turns: 9 });
+        expectServed(whileDown);
+        expect(whileDown.headers.get('x-selfgc-governance')).toBe('fail-open');
+        await postgres.restart();
+        restarted = true;
+        const answered = await during;
+        for (const response of answered) expectServed(response);
+        expect(answered.some(throughLane)).toBe(true);
+
+        const resumed = await untilGoverned(fixture, `after-restart-${threads}`);
+        expect(throughLane(resumed)).toBe(false);
+        expect(await untilHealth(fixture, 'ok')).toMatchObject({ status: 'ok' });
+        const after = await sidecarOf(fixture, sessions);
+        for (const [key, record] of before) expect(after.get(key)).toEqual(record);
+        expect(unhandled()).toEqual([]);
       },
     );
   },

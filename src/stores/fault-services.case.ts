@@ -1,11 +1,15 @@
 /**
  * Faults for tests, all on loopback and all of the test's own making: a port nothing listens
- * on, a server that accepts connections and never answers, a Redis server of its own to kill
- * and restart, and the termination of one's own PostgreSQL connections. The shared services
- * other tests use are never paused or restarted.
+ * on, a server that accepts connections and never answers, a Redis server and a PostgreSQL
+ * cluster of its own to stop, pause and restart, and the termination of one's own PostgreSQL
+ * connections. The shared services other tests use are never paused or restarted.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pg from 'pg';
 import { probeRedis } from './test-services.case.js';
 
@@ -96,6 +100,77 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       await exited;
     },
     restart: start,
+  };
+}
+
+export interface OwnPostgres {
+  port: number;
+  url: string;
+  /** Stop the server at once (`pg_ctl stop -m immediate`: no shutdown checkpoint, as a crash). */
+  stop(): Promise<void>;
+  /** Start it again on the same port and data directory. */
+  restart(): Promise<void>;
+  /** Stop it and remove its data directory. */
+  remove(): Promise<void>;
+}
+
+const run = promisify(execFile);
+
+/** The directory of the installed PostgreSQL server's programs, or undefined when there is none. */
+function postgresBinDirectory(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a));
+  return versions.map((version) => join(root, version, 'bin')).find((bin) => existsSync(join(bin, 'initdb')));
+}
+
+/** Why `startOwnPostgres` cannot run here, or undefined when it can. */
+export function ownPostgresUnavailable(): string | undefined {
+  if (postgresBinDirectory() === undefined) return 'no PostgreSQL server programs under /usr/lib/postgresql';
+  if (userInfo().uid === 0 && !existsSync('/usr/sbin/runuser')) return 'root without runuser';
+  return undefined;
+}
+
+/**
+ * A PostgreSQL cluster of the test's own: `initdb` into a fresh directory, the server on a free
+ * loopback port with trust authentication. The server refuses to run as root, so under root it
+ * runs as the `postgres` user.
+ */
+export async function startOwnPostgres(): Promise<OwnPostgres> {
+  const bin = postgresBinDirectory();
+  if (bin === undefined) throw new Error('no PostgreSQL server programs under /usr/lib/postgresql');
+  const directory = mkdtempSync(join(tmpdir(), 'selfgc-own-pg-'));
+  const data = join(directory, 'data');
+  const asOwner = async (program: string, args: string[]) => {
+    const command = join(bin, program);
+    return userInfo().uid === 0
+      ? run('runuser', ['-u', 'postgres', '--', command, ...args])
+      : run(command, args);
+  };
+  if (userInfo().uid === 0) {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const { stdout: group } = await run('id', ['-g', 'postgres']);
+    chownSync(directory, Number(stdout.trim()), Number(group.trim()));
+  }
+  await asOwner('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8']);
+  const port = await closedPort();
+  const options = `-p ${port} -k ${directory} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  const start = async () => {
+    await asOwner('pg_ctl', ['-D', data, '-o', options, '-l', join(directory, 'server.log'), '-w', 'start']);
+  };
+  const stop = async () => {
+    await asOwner('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']).catch(() => undefined);
+  };
+  await start();
+  return {
+    port,
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    stop,
+    restart: start,
+    async remove() {
+      await stop();
+      rmSync(directory, { recursive: true, force: true });
+    },
   };
 }
 
