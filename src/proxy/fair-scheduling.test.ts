@@ -4,13 +4,19 @@
  * small requests. Bounds are generous: they tell "served beside the big body" from "served after
  * it", not milliseconds.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SidecarStore } from '../core/store.js';
 import { createMemoryStore } from '../stores/memory-store.js';
+import { createSqliteStore } from '../stores/sqlite-store.js';
+import { startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { hashApiKey } from './session-identity.js';
-import { conversationBody } from './testing/agent-conversation.js';
+import { authHeaders, conversationBody } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { spawnProxyChild } from './testing/spawn-proxy-child.js';
 
 const WINDOW = 2000;
 const RESERVE = 256;
@@ -23,9 +29,9 @@ afterEach(async () => {
   fixture = undefined;
 });
 
-/** A conversation body of about `megabytes` MB. */
+/** A conversation body of about `megabytes` MB (a read of 150 lines is about 9.85 KB in it). */
 function bigBody(megabytes: number): string {
-  const turns = Math.ceil((megabytes * 1e6) / 9_000);
+  const turns = Math.ceil((megabytes * 1e6) / 9_850);
   return JSON.stringify(conversationBody('chat', { turns, lines: 150, marker: 'big' }));
 }
 
@@ -175,4 +181,84 @@ describe('governance over its time budget', () => {
       WINDOW,
     );
   });
+});
+
+describe('a 31 MB body among 100 small concurrent sessions, the proxy in its own process', () => {
+  /** However loaded the machine, far below the many seconds a small request used to wait. */
+  const SMALL_WITHIN_PROCESS_MS = 10_000;
+
+  it('serves every session inside the window while the body goes through the lane, and governs them all', async () => {
+    const upstream = await startScriptedUpstream({ script: () => ({ text: 'ok' }) });
+    const directory = mkdtempSync(join(tmpdir(), 'selfgc-big-body-'));
+    const storePath = join(directory, 'selfgc.db');
+    const child = await spawnProxyChild({
+      storeUrl: `sqlite:${storePath}`,
+      upstreamUrl: upstream.url,
+      threads: 2,
+    });
+    try {
+      const post = async (body: string, apiKey: string, session: string) => {
+        const started = performance.now();
+        const response = await fetch(`${child.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { ...authHeaders('chat', apiKey), 'x-selfgc-session': session },
+          body,
+        });
+        const text = await response.text();
+        return { response, text, ms: performance.now() - started };
+      };
+      const body = bigBody(31);
+      expect(body.length).toBeGreaterThan(30 * 1e6);
+      expect(body.length).toBeLessThan(32 * 1024 * 1024);
+      const big = post(body, 'sk-big', 'big');
+      const sessions = Array.from({ length: 100 }, (_, index) => index);
+      const small = (
+        await Promise.all(
+          sessions.map(async (index) => {
+            const answers: Timed[] = [];
+            for (const turns of [7, 8]) {
+              const conversation = conversationBody('chat', { turns, marker: `small-${index}` });
+              answers.push(
+                await post(JSON.stringify(conversation), `sk-small-${index % 10}`, `small-${index}`),
+              );
+            }
+            return answers;
+          }),
+        )
+      ).flat();
+      const answered = await big;
+      expect(answered.response.status, answered.text.slice(0, 300)).toBe(200);
+      expect(answered.response.headers.get('x-selfgc-governance')).toBe('over-budget');
+      expect(Number(answered.response.headers.get('x-selfgc-tokens-after'))).toBeLessThanOrEqual(2000);
+      expect(small).toHaveLength(200);
+      for (const timed of small) {
+        expect(timed.response.status, timed.text.slice(0, 300)).toBe(200);
+        expect(timed.ms).toBeLessThan(SMALL_WITHIN_PROCESS_MS);
+        const after = Number(timed.response.headers.get('x-selfgc-tokens-after'));
+        const reserve = Number(timed.response.headers.get('x-selfgc-output-reserve'));
+        expect(after + reserve).toBeLessThanOrEqual(2000);
+        expect(timed.response.headers.get('x-selfgc-governance')).not.toBe('over-budget');
+      }
+      // Governance went on for the small sessions: each committed, and its sidecar holds records.
+      const store = createSqliteStore({ path: storePath });
+      try {
+        const keys = new Set(small.map((timed) => timed.response.headers.get('x-selfgc-session')));
+        expect(keys.size).toBe(100);
+        const committed = small.filter((timed) => timed.response.headers.get('x-selfgc-commit') !== null);
+        expect(new Set(committed.map((timed) => timed.response.headers.get('x-selfgc-session'))).size).toBe(
+          100,
+        );
+        const smallKey = hashApiKey(new Headers({ authorization: 'Bearer sk-small-0' }));
+        expect((await store.listPayloads(`${smallKey}:small-0`)).length).toBeGreaterThan(0);
+      } finally {
+        await store.close();
+      }
+      expect(child.process.exitCode).toBeNull();
+    } finally {
+      child.process.kill('SIGKILL');
+      await child.exited;
+      await upstream.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
