@@ -5,6 +5,7 @@
  */
 
 import { sidecarKey } from '../src/core/render-replacement.js';
+import { type SessionState, sidecarKeyOf } from '../src/core/session-state.js';
 import type { SidecarStore } from '../src/core/store.js';
 import { hashApiKey } from '../src/proxy/session-identity.js';
 import type { LoadSession, TurnResult } from './proxy-load-sessions.js';
@@ -51,14 +52,14 @@ export async function auditSidecar(
       if (!own || other || record.sessionId !== namespace)
         foreign.push(`${session.marker}/${record.objectId}`);
     }
-    const state = (await store.readSession(namespace))?.state as
-      | { objects?: Record<string, { spanEnd?: number }> }
-      | undefined;
+    const state = (await store.readSession(namespace))?.state as SessionState | undefined;
     const stored = new Set(records.map((record) => record.objectId));
-    // A span fold is stored under its own key (`id@spanEnd`).
+    // Each removed object's payload sits under its recovery key bound to the content it was
+    // taken from (`key#link`); a span fold has a recovery key of its own (`id@spanEnd`).
     for (const [objectId, entry] of Object.entries(state?.objects ?? {})) {
       const key = sidecarKey(objectId, entry.spanEnd);
-      if (!stored.has(key)) missing.push(`${session.marker}/${key}`);
+      const bound = state === undefined ? undefined : sidecarKeyOf(state, key);
+      if (bound === undefined || !stored.has(bound)) missing.push(`${session.marker}/${key}`);
     }
   }
   // Explicit session names repeat across keys: under a key that never used a name, it is empty.
