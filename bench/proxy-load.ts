@@ -11,6 +11,8 @@
  *     [--proxy-node-arg <flag>]  (a node flag for the proxy process, repeatable; diagnostics)
  *     [--hop-only]             (the proxy governs nothing: what the hop alone adds; checks fail)
  *     [--threads 1]            (governance worker threads, as `selfgc proxy`; 0: on its own thread)
+ *     [--big-body-mb 31]       (then small sessions alone and beside a body this big; 0: skip)
+ *     [--big-body-sessions 50] [--big-body-turns 6] [--big-body-pause-ms 250]
  *
  *   node --import tsx bench/proxy-load.ts --agent-bodies [...]   (agent-sized bodies: see
  *     `proxy-agent-bodies.ts` for its options)
@@ -26,6 +28,7 @@ import { spawnProxyChild } from '../src/proxy/testing/spawn-proxy-child.js';
 import { createSqliteStore } from '../src/stores/sqlite-store.js';
 import { startScriptedUpstream } from '../src/testing/scripted-upstream.js';
 import { runAgentBodies } from './proxy-agent-bodies.js';
+import { type BigBodyResult, NO_MODEL_TIME_HEADER, runBigBodyPhase } from './proxy-big-body.js';
 import { planSessions, runSession } from './proxy-load-sessions.js';
 import { type Check, checkRows, latencyRows, renderTable, summarize } from './proxy-load-stats.js';
 import { auditSidecar } from './proxy-load-verify.js';
@@ -33,6 +36,8 @@ import { threadCpuMs } from './thread-cpu.js';
 
 const TARGET_P50_MS = 3;
 const TARGET_P99_MS = 25;
+/** Small requests' p99 beside one huge body, at most this many times their p99 alone. */
+const TARGET_BIG_BODY_P99_RATIO = 2;
 const LOOP_RESOLUTION_MS = 5;
 
 /** An event-loop delay sample in ms: the histogram counts the resolution in, which is no delay. */
@@ -65,6 +70,10 @@ async function runMain(): Promise<number> {
       'hop-only': { type: 'boolean', default: false },
       threads: { type: 'string', default: '1' },
       'proxy-node-arg': { type: 'string', multiple: true, default: [] },
+      'big-body-mb': { type: 'string', default: '31' },
+      'big-body-sessions': { type: 'string', default: '50' },
+      'big-body-turns': { type: 'string', default: '6' },
+      'big-body-pause-ms': { type: 'string', default: '250' },
     },
   });
   const sessions = planSessions(Number(values.sessions), Number(values.keys));
@@ -72,6 +81,7 @@ async function runMain(): Promise<number> {
   const modelMs = Number(values['model-ms']);
   const upstream = await startScriptedUpstream({
     script: (request) => {
+      if (request.headers[NO_MODEL_TIME_HEADER] !== undefined) return { text: 'ok' };
       const turnId = request.headers['x-bench-turn'] ?? '?/?';
       const [marker, turn] = turnId.split('/');
       const delayMs = modelTime(turnId, modelMs);
@@ -119,6 +129,17 @@ async function runMain(): Promise<number> {
     const ownCpu = process.cpuUsage(ownCpuBefore);
     const results = perSession.flat();
     const metrics = parsePrometheus(await (await fetch(`${child.url}/metrics`)).text());
+    const bigBodyMb = Number(values['big-body-mb']);
+    const bigBody =
+      bigBodyMb > 0 && !values['hop-only']
+        ? await runBigBodyPhase({
+            proxyUrl: child.url,
+            sessions: Number(values['big-body-sessions']),
+            turns: Number(values['big-body-turns']),
+            pauseMs: Number(values['big-body-pause-ms']),
+            megabytes: bigBodyMb,
+          })
+        : undefined;
     const loadAverageAtEnd = loadavg()
       .map((value) => value.toFixed(2))
       .join(' ');
@@ -176,6 +197,7 @@ async function runMain(): Promise<number> {
         ok: addedP99 <= TARGET_P99_MS,
         detail: `${addedP99.toFixed(2)} ms (p99 through proxy − p99 direct)`,
       },
+      ...(bigBody === undefined ? [] : [bigBodyCheck(bigBody)]),
     ];
     const overheadCount = sampleSum(metrics, 'selfgc_proxy_overhead_seconds_count');
     const overheadMean = (sampleSum(metrics, 'selfgc_proxy_overhead_seconds_sum') / overheadCount) * 1000;
@@ -239,6 +261,7 @@ async function runMain(): Promise<number> {
       ['store', sqlite ? 'sqlite (WAL, synchronous = NORMAL)' : 'memory (sidecar not audited)'],
       ['commits / sidecar records', audit ? `${audit.commits} / ${audit.payloads}` : 'n/a'],
       ['tokens saved', String(sampleSum(metrics, 'selfgc_proxy_tokens_saved_total'))],
+      ...(bigBody === undefined ? [] : bigBodyRows(bigBody, values)),
       ...checkRows(checks),
     ];
     process.stdout.write(`${renderTable(rows)}\n`);
@@ -248,6 +271,37 @@ async function runMain(): Promise<number> {
     await upstream.close();
     rmSync(directory, { recursive: true, force: true });
   }
+}
+
+function bigBodyCheck(result: BigBodyResult): Check {
+  const ratio = result.beside.p99 / result.alone.p99;
+  return {
+    name: `small p99 beside a big body ≤ ${TARGET_BIG_BODY_P99_RATIO}× alone`,
+    ok:
+      ratio <= TARGET_BIG_BODY_P99_RATIO &&
+      result.failures === 0 &&
+      result.big.every((big) => big.status === 200),
+    detail: `${ratio.toFixed(2)}× (${result.beside.p99.toFixed(1)} / ${result.alone.p99.toFixed(1)} ms); ${result.failures} small failed; big answered ${result.big.map((big) => big.status).join(', ')}`,
+  };
+}
+
+function bigBodyRows(result: BigBodyResult, values: Record<string, unknown>): Array<[string, string]> {
+  const megabytes = ((result.big[0]?.bytes ?? 0) / 1e6).toFixed(1);
+  return [
+    [
+      'big-body phase',
+      `${String(values['big-body-sessions'])} small sessions × ${String(values['big-body-turns'])} turns, ${String(values['big-body-pause-ms'])} ms between turns, alone, then beside a ${megabytes} MB body sent ${result.big.length} time(s)`,
+    ],
+    ['small alone p50 / p99', `${result.alone.p50.toFixed(1)} / ${result.alone.p99.toFixed(1)} ms`],
+    [
+      'small beside the big body p50 / p99',
+      `${result.beside.p50.toFixed(1)} / ${result.beside.p99.toFixed(1)} ms`,
+    ],
+    [
+      'big body answered in (governance)',
+      result.big.map((big) => `${big.ms.toFixed(0)} ms (${big.governance ?? 'none'})`).join(', '),
+    ],
+  ];
 }
 
 /**
