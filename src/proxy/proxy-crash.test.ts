@@ -28,22 +28,27 @@ import { spawnProxyChild } from './testing/spawn-proxy-child.js';
 
 const API_KEY = 'sk-crash-test';
 const SESSION = 'crash-session';
-const STORE_SESSION = `${hashApiKey(new Headers({ authorization: `Bearer ${API_KEY}` }))}:${SESSION}`;
 
-function turn(url: string, turns: number): Promise<Response> {
+function turn(url: string, turns: number, session = SESSION): Promise<Response> {
   return fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
-    headers: { ...authHeaders('chat', API_KEY), 'x-selfgc-session': SESSION },
+    headers: { ...authHeaders('chat', API_KEY), 'x-selfgc-session': session },
     body: JSON.stringify(conversationBody('chat', { turns })),
   });
 }
 
-async function readDurable(storePath: string) {
+/** The store's name of `session` under the test's key. */
+const storeSessionOf = (session: string) =>
+  `${hashApiKey(new Headers({ authorization: `Bearer ${API_KEY}` }))}:${session}`;
+
+const STORE_SESSION = storeSessionOf(SESSION);
+
+async function readDurable(storePath: string, storeSession = STORE_SESSION) {
   const store = createSqliteStore({ path: storePath });
   try {
-    const commits = await store.listCommits(STORE_SESSION);
-    const payloads = await store.listPayloads(STORE_SESSION);
-    return { commits, payloads, session: await store.readSession(STORE_SESSION) };
+    const commits = await store.listCommits(storeSession);
+    const payloads = await store.listPayloads(storeSession);
+    return { commits, payloads, session: await store.readSession(storeSession) };
   } finally {
     await store.close();
   }
@@ -212,4 +217,96 @@ describe('kill -9 and restart on the same SQLite file', () => {
     const view = projectView(ledger, finalStates).items.map((item) => item.message);
     expect((JSON.parse(forwarded) as { messages: unknown[] }).messages).toEqual(toOpenAIChat(view).messages);
   }, 60_000);
+});
+
+describe('kill -9 under load and restart on the same SQLite file', () => {
+  const SESSIONS = Array.from({ length: 8 }, (_, index) => `loaded-${index}`);
+  let upstream: ScriptedUpstream;
+  let directory: string;
+  const children: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'selfgc-proxy-crash-load-'));
+    upstream = await startScriptedUpstream({ script: () => ({ text: 'next', delayMs: 20 }) });
+  });
+  afterAll(async () => {
+    for (const child of children) child.kill('SIGKILL');
+    await upstream.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('loses no commit or sidecar record of any session, and every session carries on', async () => {
+    const storePath = join(directory, 'selfgc.db');
+    const first = await spawnProxyChild({
+      storeUrl: `sqlite:${storePath}`,
+      upstreamUrl: upstream.url,
+      threads: 2,
+    });
+    children.push(first.process);
+    let commits = 0;
+    let killed = false;
+    const reached = new Map<string, number>();
+    // Every session sends its turns one after the other until the proxy dies under them.
+    const load = Promise.all(
+      SESSIONS.map(async (session) => {
+        for (let turns = 8; turns < 40 && !killed; turns += 1) {
+          const response = await turn(first.url, turns, session).catch(() => undefined);
+          if (response === undefined) return;
+          expect(response.status).toBe(200);
+          await response.text().catch(() => undefined);
+          if (response.headers.get('x-selfgc-commit') !== null) commits += 1;
+          reached.set(session, turns);
+        }
+      }),
+    );
+    for (let waited = 0; commits < SESSIONS.length && waited < 600; waited += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(commits).toBeGreaterThanOrEqual(SESSIONS.length);
+    killed = true;
+    first.process.kill('SIGKILL');
+    await first.exited;
+    await load;
+
+    const afterCrash = new Map<string, Awaited<ReturnType<typeof readDurable>>>();
+    for (const session of SESSIONS) {
+      const durable = await readDurable(storePath, storeSessionOf(session));
+      afterCrash.set(session, durable);
+      expect(durable.commits.map((commit) => commit.sequence)).toEqual(
+        durable.commits.map((_, index) => index + 1),
+      );
+      for (const record of durable.payloads) expectExactPayload(record);
+      expectStatesMatchPayloads(objectStates(durable.session?.state), durable.payloads);
+    }
+    expect([...afterCrash.values()].filter((durable) => durable.payloads.length > 0).length).toBeGreaterThan(
+      0,
+    );
+
+    const second = await spawnProxyChild({
+      storeUrl: `sqlite:${storePath}`,
+      upstreamUrl: upstream.url,
+      threads: 2,
+    });
+    children.push(second.process);
+    await Promise.all(
+      SESSIONS.map(async (session) => {
+        const from = (reached.get(session) ?? 7) + 1;
+        for (let turns = from; turns < from + 3; turns += 1) {
+          const response = await turn(second.url, turns, session);
+          expect(response.status).toBe(200);
+          expect(await response.json()).toMatchObject({ choices: [{ message: { content: 'next' } }] });
+        }
+      }),
+    );
+    second.process.kill('SIGKILL');
+    await second.exited;
+    for (const session of SESSIONS) {
+      const before = afterCrash.get(session)!;
+      const final = await readDurable(storePath, storeSessionOf(session));
+      expect(final.commits.slice(0, before.commits.length)).toEqual(before.commits);
+      expect(final.payloads.slice(0, before.payloads.length)).toEqual(before.payloads);
+      for (const record of final.payloads) expectExactPayload(record);
+      expectStatesMatchPayloads(objectStates(final.session?.state), final.payloads);
+    }
+  }, 120_000);
 });
