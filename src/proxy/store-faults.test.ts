@@ -232,32 +232,46 @@ describeWithService(
   () => {
     let redis: OwnRedis | undefined;
     afterAll(async () => {
-      await redis?.kill();
+      await redis?.remove();
     });
 
-    it('serves through the lane while it is gone, and governs again by itself once it is back', async () => {
-      redis = await startOwnRedis();
+    it('serves through the lane while it is gone, governs again by itself once it is back, and loses no record', async () => {
+      redis = await startOwnRedis({ durable: true });
       fixture = await startFaultProxy({
         storeUrl: redis.url,
         threads: 2,
         storeTimeoutMs: STORE_TIMEOUT_MS,
         guard: { openMs: 200 },
       });
-      const first = await fixture.turn({ apiKey: 'sk-r', session: 'restart', turns: 8 });
-      expectServed(first);
-      expect(first.headers.get('x-selfgc-commit')).toBeTruthy();
+      const sessions = Array.from({ length: 4 }, (_, index) => `killed-${index}`);
+      for (const response of await conversationsUnderLoad(fixture, sessions, 8, 10)) expectServed(response);
+      const before = await sidecarOf(fixture, sessions);
+      expect(before.size).toBeGreaterThan(0);
+
+      // The server dies while the conversations go on, and comes back while they still do.
+      let restarted = false;
+      const during = conversationsUnderLoad(fixture, sessions, 11, 12, () => !restarted);
+      await new Promise((resolve) => setTimeout(resolve, 100));
       await redis.kill();
-      for (let turn = 0; turn < 4; turn += 1) {
-        const response = await fixture.turn({ apiKey: 'sk-r', session: 'restart', turns: 9 + turn });
-        expectServed(response);
-        expect(response.headers.get('x-selfgc-governance')).toBe('fail-open');
-      }
-      expect(JSON.parse((await fixture.health()).text)).toMatchObject({ status: 'degraded' });
+      expect(await untilHealth(fixture, 'degraded')).toMatchObject({
+        status: 'degraded',
+        storeKind: 'redis',
+      });
+      const whileDown = await fixture.turn({ apiKey: 'sk-r', session: 'while-gone', turns: 9 });
+      expectServed(whileDown);
+      expect(whileDown.headers.get('x-selfgc-governance')).toBe('fail-open');
       await redis.restart();
+      restarted = true;
+      const answered = await during;
+      for (const response of answered) expectServed(response);
+      expect(answered.some(throughLane)).toBe(true);
+
       const resumed = await untilGoverned(fixture, 'restart-after');
       expectServed(resumed);
       expect(throughLane(resumed)).toBe(false);
-      expect(JSON.parse((await fixture.health()).text)).toMatchObject({ status: 'ok', breaker: 'closed' });
+      expect(await untilHealth(fixture, 'ok')).toMatchObject({ status: 'ok', breaker: 'closed' });
+      const after = await sidecarOf(fixture, sessions);
+      for (const [key, record] of before) expect(after.get(key)).toEqual(record);
       expect(unhandled()).toEqual([]);
     });
   },

@@ -65,18 +65,29 @@ export interface OwnRedis {
   kill(): Promise<void>;
   /** Start it again on the same port. */
   restart(): Promise<void>;
+  /** Kill it and delete its files. */
+  remove(): Promise<void>;
 }
 
 const REDIS_START_ATTEMPTS = 50;
 const REDIS_START_PAUSE_MS = 100;
 
-/** A `redis-server` of the test's own on a free port, without persistence. */
-export async function startOwnRedis(): Promise<OwnRedis> {
+/**
+ * A `redis-server` of the test's own on a free port: without persistence, or with `durable` an
+ * append-only file synced on every write (in a directory of its own, which `remove` deletes), so
+ * a kill loses nothing it acknowledged.
+ */
+export async function startOwnRedis(options: { durable?: boolean } = {}): Promise<OwnRedis> {
   const port = await closedPort();
   const url = `redis://127.0.0.1:${port}/0`;
+  const directory = options.durable === true ? mkdtempSync(join(tmpdir(), 'selfgc-own-redis-')) : undefined;
+  const persistence =
+    directory === undefined
+      ? ['--save', '']
+      : ['--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--dir', directory];
   let child: ChildProcess | undefined;
   const start = async () => {
-    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', ''], {
+    const started = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', ...persistence], {
       stdio: 'ignore',
     });
     child = started;
@@ -88,18 +99,23 @@ export async function startOwnRedis(): Promise<OwnRedis> {
     started.kill('SIGKILL');
     throw new Error(`redis-server on port ${port} did not start`);
   };
+  const kill = async () => {
+    const running = child;
+    if (running === undefined || running.exitCode !== null || running.pid === undefined) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    process.kill(running.pid, 'SIGKILL');
+    await exited;
+  };
   await start();
   return {
     port,
     url,
-    async kill() {
-      const running = child;
-      if (running === undefined || running.exitCode !== null || running.pid === undefined) return;
-      const exited = new Promise((resolve) => running.once('exit', resolve));
-      process.kill(running.pid, 'SIGKILL');
-      await exited;
-    },
+    kill,
     restart: start,
+    async remove() {
+      await kill();
+      if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
+    },
   };
 }
 
