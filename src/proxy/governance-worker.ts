@@ -170,10 +170,13 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         agentPlans.set(value.recovery.sessionId, governor.commitAgentPlan);
         if (agentPlans.size > AGENT_PLAN_SESSIONS) agentPlans.delete(agentPlans.keys().next().value!);
       }
-      // A governed body goes back moved, not copied; the client's own bytes (a body governance
-      // left as it came) are copied, since the transcript cache keeps them for the next request.
-      const moved = value.body === message.bytes ? [] : transferOf(value.body);
-      reply({ id: message.id, ok: true, value, ...side() }, moved);
+      // A governed body goes back moved, not copied. The client's own bytes (a body governance
+      // left as it came) stay here for the transcript cache's next request: the proxy's thread
+      // uses the copy it kept, or, if it kept none, gets a copy.
+      const asCame = value.body === message.bytes;
+      const { body, ...rest } = value;
+      const answer = asCame && message.bodyKept === true ? rest : value;
+      reply({ id: message.id, ok: true, value: answer, ...side() }, asCame ? [] : transferOf(body));
       // Counted while the request goes upstream, before the next one is taken.
       settle?.();
     } catch (error) {

@@ -100,6 +100,11 @@ export type WorkerRequest =
       agentTools: boolean;
       /** Through the stateless lane instead of governance, and why. */
       lane?: LaneReason;
+      /**
+       * The proxy's thread kept a copy of the body: a body governance leaves as it came is not
+       * sent back (the reply's `body` is left out), saving a copy of it each way.
+       */
+      bodyKept?: true;
     }
   | { type: 'abort'; id: number }
   | { type: 'expand'; id: number; sessionId: string; objectId: string; scope: RecoveryScope }
@@ -168,6 +173,7 @@ async function prepareOn(
   input: GovernanceInput,
   bytes: Uint8Array,
   lane: LaneReason | undefined,
+  kept?: Uint8Array,
 ): Promise<WorkerReply> {
   const requestHeaders: Array<[string, string]> = [];
   for (const name of GOVERNANCE_HEADERS) {
@@ -194,6 +200,7 @@ async function prepareOn(
         recovery: input.recovery,
         agentTools: input.agentTools === true,
         ...(lane === undefined ? {} : { lane }),
+        ...(kept === undefined ? {} : { bodyKept: true as const }),
       };
     }, transferOf(bytes));
   } finally {
@@ -201,17 +208,24 @@ async function prepareOn(
   }
 }
 
-/** A reply's log fields, headers and metrics onto the request, then its result. */
+/**
+ * A reply's log fields, headers and metrics onto the request, then its result; a result without
+ * a body (the client's body as it came) gets the copy `kept` on this thread.
+ */
 function applyReply(
   reply: WorkerReply,
   input: GovernanceInput,
   metrics: ProxyMetrics,
   thread: WorkerThread,
+  kept?: Uint8Array,
 ): PreparedRequest {
   Object.assign(input.trace.entry, reply.entry);
   for (const [name, value] of reply.headers ?? []) input.headers.set(name, value);
   replayMetrics(metrics, reply.metrics ?? []);
-  const prepared = resultOf(reply) as PreparedUpstream;
+  const answered = resultOf(reply) as Omit<PreparedUpstream, 'body'> & { body?: Uint8Array };
+  const body = answered.body ?? kept;
+  if (body === undefined) throw new SelfGcError('internal', 'governance sent back no body');
+  const prepared: PreparedUpstream = { ...answered, body };
   return prepared.recovery === undefined
     ? prepared
     : {
@@ -263,7 +277,10 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
         affinity: `${input.keyHash}\0${session}`,
         budgetMs: input.timeBudgetMs,
         signal: input.signal,
-        run: async (thread) => ({ thread, reply: await prepareOn(thread, input, input.bytes, undefined) }),
+        run: async (thread) => ({
+          thread,
+          reply: await prepareOn(thread, input, input.bytes, undefined, kept),
+        }),
       });
       if (!('value' in outcome)) return throughLane(input, metrics, kept, 'over-time');
       const { thread, reply } = outcome.value;
@@ -273,7 +290,7 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
         metrics.count('selfgc_proxy_fail_open_total', { arm: input.trace.arm });
         return throughLane(input, metrics, kept, 'governance-failed');
       }
-      return applyReply(reply, input, metrics, thread);
+      return applyReply(reply, input, metrics, thread, kept);
     },
     async close() {
       const running = [...governance.threads(), ...lane.threads()].filter(
