@@ -80,8 +80,8 @@ export interface PreparedUpstream {
     /** The store session id. */
     sessionId: string;
     /**
-     * The client's body without its conversation and tool definitions (what an answer echoes
-     * besides its tools, such as the tool choice), to hide the recovery tools from the answer.
+     * What an answer echoes of the client's request that recovery changes (its `tool_choice`,
+     * when it sent one), to give the client its own back when the recovery tools are hidden.
      */
     client: JsonObject;
     /** What this view can recover (`ProjectResult.recoverable`): recovery answers for it alone. */
@@ -187,9 +187,10 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const render = (out: JsonObject) =>
     reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
   if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
-  // Every dialect keeps its conversation in `messages` or `input`, and its tools in `tools`: the
-  // rest is small, and goes to the proxy's thread without the cost of copying a tree of schemas.
-  const { messages: _messages, input: _input, tools: _tools, ...client } = body;
+  // What an answer echoes of the request that recovery changes: only the tool choice (the last
+  // round sets it to none). The rest of the body stays here: an agent's instructions and
+  // schemas would be copied to the proxy's thread on every request for nothing.
+  const client: JsonObject = 'tool_choice' in body ? { tool_choice: body.tool_choice! } : {};
   const scope = result.recoverable;
   // Recovery appends messages: it has the conversation's room, less what the view takes.
   const window = {

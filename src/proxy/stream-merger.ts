@@ -16,7 +16,7 @@ export interface SseMessage {
 export interface StreamMergerOptions {
   /** Whether a tool is the proxy's own: its calls never reach the client. */
   isInternal(name: string): boolean;
-  /** The client's body without its conversation and tools: the tool choice it sent. */
+  /** What an answer echoes of the client's request that recovery changes: the tool choice it sent. */
   client: JsonObject;
 }
 
