@@ -130,6 +130,51 @@ async function untilHealth(
   return body;
 }
 
+/**
+ * A store outage under load: four conversations go on while the store stops (a new request then
+ * goes through the lane) and comes back; every answer is served in time and inside the window,
+ * some through the lane, governance resumes by itself, /healthz says so, and every sidecar record
+ * written before the outage is still there.
+ */
+async function outageUnderLoad(
+  fixtureNow: FaultProxy,
+  outage: { label: string; storeKind: string; stop(): Promise<void>; restart(): Promise<void> },
+): Promise<void> {
+  const sessions = Array.from({ length: 4 }, (_, index) => `${outage.label}-${index}`);
+  for (const response of await conversationsUnderLoad(fixtureNow, sessions, 8, 10)) expectServed(response);
+  const before = await sidecarOf(fixtureNow, sessions);
+  expect(before.size).toBeGreaterThan(0);
+
+  let restarted = false;
+  const during = conversationsUnderLoad(fixtureNow, sessions, 11, 12, () => !restarted);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await outage.stop();
+  expect(await untilHealth(fixtureNow, 'degraded')).toMatchObject({
+    status: 'degraded',
+    storeKind: outage.storeKind,
+  });
+  const whileDown = await fixtureNow.turn({
+    apiKey: 'sk-down',
+    session: `${outage.label}-while-down`,
+    turns: 9,
+  });
+  expectServed(whileDown);
+  expect(whileDown.headers.get('x-selfgc-governance')).toBe('fail-open');
+  await outage.restart();
+  restarted = true;
+  const answered = await during;
+  for (const response of answered) expectServed(response);
+  expect(answered.some(throughLane)).toBe(true);
+
+  const resumed = await untilGoverned(fixtureNow, `${outage.label}-after`);
+  expectServed(resumed);
+  expect(throughLane(resumed)).toBe(false);
+  expect(await untilHealth(fixtureNow, 'ok')).toMatchObject({ status: 'ok', breaker: 'closed' });
+  const after = await sidecarOf(fixtureNow, sessions);
+  for (const [key, record] of before) expect(after.get(key)).toEqual(record);
+  expect(unhandled()).toEqual([]);
+}
+
 /** What drivers print when an 'error' event has no listener, from this thread or a worker's. */
 let printed: string[] = [];
 beforeEach(() => {
@@ -243,35 +288,12 @@ describeWithService(
         storeTimeoutMs: STORE_TIMEOUT_MS,
         guard: { openMs: 200 },
       });
-      const sessions = Array.from({ length: 4 }, (_, index) => `killed-${index}`);
-      for (const response of await conversationsUnderLoad(fixture, sessions, 8, 10)) expectServed(response);
-      const before = await sidecarOf(fixture, sessions);
-      expect(before.size).toBeGreaterThan(0);
-
-      // The server dies while the conversations go on, and comes back while they still do.
-      let restarted = false;
-      const during = conversationsUnderLoad(fixture, sessions, 11, 12, () => !restarted);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      await redis.kill();
-      expect(await untilHealth(fixture, 'degraded')).toMatchObject({
-        status: 'degraded',
+      await outageUnderLoad(fixture, {
+        label: 'killed',
         storeKind: 'redis',
+        stop: () => redis!.kill(),
+        restart: () => redis!.restart(),
       });
-      const whileDown = await fixture.turn({ apiKey: 'sk-r', session: 'while-gone', turns: 9 });
-      expectServed(whileDown);
-      expect(whileDown.headers.get('x-selfgc-governance')).toBe('fail-open');
-      await redis.restart();
-      restarted = true;
-      const answered = await during;
-      for (const response of answered) expectServed(response);
-      expect(answered.some(throughLane)).toBe(true);
-
-      const resumed = await untilGoverned(fixture, 'restart-after');
-      expectServed(resumed);
-      expect(throughLane(resumed)).toBe(false);
-      expect(await untilHealth(fixture, 'ok')).toMatchObject({ status: 'ok', breaker: 'closed' });
-      const after = await sidecarOf(fixture, sessions);
-      for (const [key, record] of before) expect(after.get(key)).toEqual(record);
       expect(unhandled()).toEqual([]);
     });
   },
@@ -405,34 +427,12 @@ describeWithService(
           storeTimeoutMs: 1_000,
           guard: { openMs: 200 },
         });
-        const sessions = Array.from({ length: 4 }, (_, index) => `stopped-${threads}-${index}`);
-        for (const response of await conversationsUnderLoad(fixture, sessions, 8, 10)) expectServed(response);
-        const before = await sidecarOf(fixture, sessions);
-        expect(before.size).toBeGreaterThan(0);
-
-        // The server stops while the conversations go on, and comes back while they still do.
-        let restarted = false;
-        const during = conversationsUnderLoad(fixture, sessions, 11, 12, () => !restarted);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        await postgres.stop();
-        expect(await untilHealth(fixture, 'degraded')).toMatchObject({
-          status: 'degraded',
+        await outageUnderLoad(fixture, {
+          label: `stopped-${threads}`,
           storeKind: 'postgres',
+          stop: () => postgres!.stop(),
+          restart: () => postgres!.restart(),
         });
-        const whileDown = await fixture.turn({ apiKey: 'sk-down', session: 'while-down', turns: 9 });
-        expectServed(whileDown);
-        expect(whileDown.headers.get('x-selfgc-governance')).toBe('fail-open');
-        await postgres.restart();
-        restarted = true;
-        const answered = await during;
-        for (const response of answered) expectServed(response);
-        expect(answered.some(throughLane)).toBe(true);
-
-        const resumed = await untilGoverned(fixture, `after-restart-${threads}`);
-        expect(throughLane(resumed)).toBe(false);
-        expect(await untilHealth(fixture, 'ok')).toMatchObject({ status: 'ok' });
-        const after = await sidecarOf(fixture, sessions);
-        for (const [key, record] of before) expect(after.get(key)).toEqual(record);
         expect(unhandled()).toEqual([]);
       },
     );
