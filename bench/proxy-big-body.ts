@@ -4,7 +4,7 @@
  * again each time it is answered. The small requests' p99 beside the big body, against their p99
  * alone in the same run, shows whether one huge request stalls everyone else.
  */
-import { authHeaders, conversationBody } from '../src/proxy/testing/agent-conversation.js';
+import { authHeaders, conversationBody, hugeChatBody } from '../src/proxy/testing/agent-conversation.js';
 import { type LatencySummary, summarize } from './proxy-load-stats.js';
 
 /** Marks a request the scripted upstream answers at once (no model time). */
@@ -46,12 +46,6 @@ async function post(proxyUrl: string, body: string, apiKey: string, session: str
   };
 }
 
-/** A chat conversation of about `megabytes` MB (a read of 150 lines is about 9.85 KB in it). */
-function bigBody(megabytes: number): string {
-  const turns = Math.ceil((megabytes * 1e6) / 9_850);
-  return JSON.stringify(conversationBody('chat', { turns, lines: 150, marker: 'big-body' }));
-}
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function smallSessions(options: BigBodyOptions, label: string) {
@@ -77,7 +71,7 @@ async function smallSessions(options: BigBodyOptions, label: string) {
 
 export async function runBigBodyPhase(options: BigBodyOptions): Promise<BigBodyResult> {
   const alone = await smallSessions(options, 'alone');
-  const body = bigBody(options.megabytes);
+  const body = hugeChatBody(options.megabytes, 'big-body');
   const big: BigBodyResult['big'] = [];
   let done = false;
   let sent = 0;

@@ -13,7 +13,7 @@ import { createMemoryStore } from '../stores/memory-store.js';
 import { createSqliteStore } from '../stores/sqlite-store.js';
 import { startScriptedUpstream } from '../testing/scripted-upstream.js';
 import { hashApiKey } from './session-identity.js';
-import { authHeaders, conversationBody } from './testing/agent-conversation.js';
+import { authHeaders, conversationBody, hugeChatBody } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { spawnProxyChild } from './testing/spawn-proxy-child.js';
@@ -29,11 +29,8 @@ afterEach(async () => {
   fixture = undefined;
 });
 
-/** A conversation body of about `megabytes` MB (a read of 150 lines is about 9.85 KB in it). */
-function bigBody(megabytes: number): string {
-  const turns = Math.ceil((megabytes * 1e6) / 9_850);
-  return JSON.stringify(conversationBody('chat', { turns, lines: 150, marker: 'big' }));
-}
+/** A conversation body of about `megabytes` MB. */
+const bigBody = (megabytes: number) => hugeChatBody(megabytes, 'big');
 
 interface Timed {
   response: Response;

@@ -119,6 +119,15 @@ export function conversationBody(
   }
 }
 
+/**
+ * A chat request body of about `megabytes` MB, its reads 150 lines each (about 9.85 KB apiece in
+ * the JSON), its files marked with `marker`: the huge body of the fairness tests and benchmark.
+ */
+export function hugeChatBody(megabytes: number, marker: string): string {
+  const turns = Math.ceil((megabytes * 1e6) / 9_850);
+  return JSON.stringify(conversationBody('chat', { turns, lines: 150, marker }));
+}
+
 export const ROUTE_PATHS: Record<WireRoute, string> = {
   chat: '/v1/chat/completions',
   responses: '/v1/responses',
