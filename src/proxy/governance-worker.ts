@@ -27,7 +27,9 @@ import { prepareUpstream } from './prepare-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createMetricsRecorder } from './proxy-metrics.js';
+import { type BodyChunks, joinChunks } from './read-body-bytes.js';
 import { responsesDialect } from './responses-dialect.js';
+import { LANE_NICENESS, lowerThreadPriority } from './thread-priority.js';
 import { createTranscriptCache } from './transcript-cache.js';
 import type { WireDialect } from './wire-dialect.js';
 
@@ -72,10 +74,16 @@ function countersOf(
   return (provider) => counters[provider];
 }
 
+function chunksOf(chunks: Uint8Array[]): BodyChunks {
+  return { chunks, byteLength: chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0) };
+}
+
 /** Sessions whose latest request's transcript a worker keeps for the agent's plans. */
 const AGENT_PLAN_SESSIONS = 256;
 
 async function runWorker(port: NonNullable<typeof parentPort>, options: GovernanceWorkerData) {
+  // The lane takes the largest bodies: its work yields the CPU to the proxy's thread and governance.
+  if (options.role === 'lane') lowerThreadPriority(LANE_NICENESS);
   const tokenCounter = countersOf(options);
   const { store, pool } = await openGovernance(options, tokenCounter);
   const windowFor = (model: string, requestHeaders: Headers) =>
@@ -141,6 +149,8 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
     try {
       const dialect = DIALECTS[message.route];
       if (dialect === undefined) throw new Error(`no governed route ${message.route}`);
+      // A body too big to govern arrives in its chunks: joined here, off the proxy's thread.
+      const bytes = message.bytes ?? joinChunks(chunksOf(message.chunks ?? []));
       const prepared = await prepareUpstream({
         settings: {
           failOpen: message.failOpen,
@@ -155,7 +165,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
           reserveOutput: options.reserveOutput,
         },
         dialect,
-        bytes: message.bytes,
+        bytes,
         requestHeaders: new Headers(message.requestHeaders),
         keyHash: message.keyHash,
         trace: { arm: message.arm, entry },
@@ -173,7 +183,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
       // A governed body goes back moved, not copied. The client's own bytes (a body governance
       // left as it came) stay here for the transcript cache's next request: the proxy's thread
       // uses the copy it kept, or, if it kept none, gets a copy.
-      const asCame = value.body === message.bytes;
+      const asCame = value.body === bytes;
       const { body, ...rest } = value;
       const answer = asCame && message.bodyKept === true ? rest : value;
       reply({ id: message.id, ok: true, value: answer, ...side() }, asCame ? [] : transferOf(body));

@@ -6,9 +6,11 @@ import { SelfGcError } from '../core/errors.js';
 import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
 import { defaultEntryModel } from '../core/valuator/entry-model.js';
 import { startScriptedUpstream } from '../testing/scripted-upstream.js';
+import { chatDialect } from './chat-dialect.js';
 import { createProxy } from './create-proxy.js';
 import { createGovernanceWorkers, type GovernanceWorkerData, transferOf } from './governance-workers.js';
 import type { ProxyLogEntry } from './proxy-log.js';
+import { createProxyMetrics } from './proxy-metrics.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
@@ -330,6 +332,51 @@ describe('governance in worker threads', () => {
       await governance.close();
       await upstream.close();
       rmSync(directory, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a body too big to govern', () => {
+  it('moves to the lane worker in its chunks, unjoined: the proxy’s thread copies nothing of it', async () => {
+    const governance = createGovernanceWorkers({
+      storeUrl: 'memory:',
+      window: 2000,
+      reserveOutput: 256,
+      threads: 1,
+    });
+    try {
+      await governance.ready();
+      const text = JSON.stringify(conversationBody('chat', { turns: 30 }));
+      const bytes = new TextEncoder().encode(text);
+      // Chunks as a socket delivers them: each its own buffer.
+      const chunks = Array.from({ length: Math.ceil(bytes.byteLength / 4096) }, (_, index) =>
+        bytes.slice(index * 4096, (index + 1) * 4096),
+      );
+      const headers = new Headers();
+      const prepared = await governance.prepare(
+        {
+          dialect: chatDialect,
+          body: { chunks, byteLength: bytes.byteLength },
+          requestHeaders: new Headers(),
+          keyHash: 'k',
+          trace: { arm: 'governed', entry: {} as ProxyLogEntry },
+          headers,
+          signal: new AbortController().signal,
+          lane: 'over-size',
+          failOpen: true,
+          recovery: false,
+          agentTools: false,
+        },
+        createProxyMetrics(),
+      );
+      // Moved, not copied: the buffers are gone from this thread.
+      expect(chunks.every((chunk) => chunk.buffer.byteLength === 0)).toBe(true);
+      expect(headers.get('x-selfgc-governance')).toBe('over-budget');
+      const sent = JSON.parse(new TextDecoder().decode(prepared.body)) as { messages: unknown[] };
+      expect(sent.messages.length).toBeGreaterThan(0);
+      expect(prepared.body.byteLength).toBeLessThan(bytes.byteLength);
+    } finally {
+      await governance.close();
     }
   });
 });

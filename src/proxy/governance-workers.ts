@@ -26,6 +26,7 @@ import {
 } from './prepare-upstream.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { type MetricOperation, type ProxyMetrics, replayMetrics } from './proxy-metrics.js';
+import { type BodyChunks, joinChunks, movableChunks, ownsItsBuffer } from './read-body-bytes.js';
 import { SESSION_HEADER } from './session-identity.js';
 import type { LaneReason } from './stateless-lane.js';
 import type { RecoveryGovernor } from './transparent-recovery.js';
@@ -70,8 +71,10 @@ export function defaultGovernanceThreads(cores = availableParallelism()): number
 }
 
 /** What the proxy's thread hands over for one request: `prepareUpstream`'s input, settings by value. */
-export type GovernanceInput = Omit<PrepareInput, 'settings' | 'transcripts'> &
+export type GovernanceInput = Omit<PrepareInput, 'settings' | 'transcripts' | 'bytes'> &
   Pick<PrepareInput['settings'], 'failOpen' | 'recovery' | 'agentTools'> & {
+    /** The client's body: whole, or still in its chunks for the lane worker to join (`over-size`). */
+    body: Uint8Array | BodyChunks;
     /** Governance that has not answered this long after the request arrived gives way to the lane. */
     timeBudgetMs?: number | undefined;
   };
@@ -89,8 +92,10 @@ export type WorkerRequest =
       type: 'prepare';
       id: number;
       route: string;
-      /** The client's body, moved to the worker (transferred, not copied). */
-      bytes: Uint8Array;
+      /** The client's body, moved to the worker (transferred, not copied)... */
+      bytes?: Uint8Array;
+      /** ...or its chunks, moved too, for the worker to join (a body too big to govern). */
+      chunks?: Uint8Array[];
       /** Only the headers governance reads (`GOVERNANCE_HEADERS`): the key arrives hashed. */
       requestHeaders: Array<[string, string]>;
       keyHash: string;
@@ -127,10 +132,7 @@ export type WorkerReply = (
  * that a view into memory shared with anything else (Node's buffer pool) is copied, never taken.
  */
 export function transferOf(bytes: Uint8Array): ArrayBuffer[] {
-  const { buffer } = bytes;
-  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength
-    ? [buffer]
-    : [];
+  return ownsItsBuffer(bytes) ? [bytes.buffer as ArrayBuffer] : [];
 }
 
 function resultOf(reply: WorkerReply): unknown {
@@ -167,11 +169,11 @@ function recoveryGovernor(thread: WorkerThread, scope: RecoveryScope, agentTools
   };
 }
 
-/** Ask `thread` to prepare the request with `bytes` (moved to it), telling it to abort if the request does. */
+/** Ask `thread` to prepare the request with `body` (moved to it), telling it to abort if the request does. */
 async function prepareOn(
   thread: WorkerThread,
   input: GovernanceInput,
-  bytes: Uint8Array,
+  body: Uint8Array | BodyChunks,
   lane: LaneReason | undefined,
   kept?: Uint8Array,
 ): Promise<WorkerReply> {
@@ -180,29 +182,35 @@ async function prepareOn(
     const value = input.requestHeaders.get(name);
     if (value !== null) requestHeaders.push([name, value]);
   }
+  const movable = body instanceof Uint8Array ? undefined : movableChunks(body);
   let requestId = 0;
   const onAbort = () => {
     if (requestId !== 0) thread.post({ type: 'abort', id: requestId });
   };
   input.signal.addEventListener('abort', onAbort, { once: true });
   try {
-    return await thread.call((id) => {
-      requestId = id;
-      return {
-        type: 'prepare',
-        id,
-        route: input.dialect.route,
-        bytes,
-        requestHeaders,
-        keyHash: input.keyHash,
-        arm: input.trace.arm,
-        failOpen: input.failOpen,
-        recovery: input.recovery,
-        agentTools: input.agentTools === true,
-        ...(lane === undefined ? {} : { lane }),
-        ...(kept === undefined ? {} : { bodyKept: true as const }),
-      };
-    }, transferOf(bytes));
+    return await thread.call(
+      (id) => {
+        requestId = id;
+        return {
+          type: 'prepare',
+          id,
+          route: input.dialect.route,
+          ...(body instanceof Uint8Array ? { bytes: body } : { chunks: movable!.chunks }),
+          requestHeaders,
+          keyHash: input.keyHash,
+          arm: input.trace.arm,
+          failOpen: input.failOpen,
+          recovery: input.recovery,
+          agentTools: input.agentTools === true,
+          ...(lane === undefined ? {} : { lane }),
+          ...(kept === undefined ? {} : { bodyKept: true as const }),
+        };
+      },
+      body instanceof Uint8Array
+        ? transferOf(body)
+        : movable!.chunks.map((chunk) => chunk.buffer as ArrayBuffer),
+    );
   } finally {
     input.signal.removeEventListener('abort', onAbort);
   }
@@ -249,14 +257,14 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
   async function throughLane(
     input: GovernanceInput,
     metrics: ProxyMetrics,
-    bytes: Uint8Array,
+    body: Uint8Array | BodyChunks,
     reason: LaneReason,
   ): Promise<PreparedRequest> {
     const outcome = await lane.schedule({
       tenant: input.keyHash,
       affinity: input.keyHash,
       signal: input.signal,
-      run: async (thread) => ({ thread, reply: await prepareOn(thread, input, bytes, reason) }),
+      run: async (thread) => ({ thread, reply: await prepareOn(thread, input, body, reason) }),
     });
     if (!('value' in outcome)) throw new SelfGcError('internal', 'lane worker gave no answer');
     const { thread, reply } = outcome.value;
@@ -268,10 +276,11 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
       await Promise.all([...governance.threads(), ...lane.threads()].map((thread) => thread.ready));
     },
     async prepare(input, metrics) {
-      if (input.lane !== undefined) return throughLane(input, metrics, input.bytes, input.lane);
+      if (input.lane !== undefined) return throughLane(input, metrics, input.body, input.lane);
+      const bytes = input.body instanceof Uint8Array ? input.body : joinChunks(input.body);
       const session = input.requestHeaders.get(SESSION_HEADER) ?? clientSessionHint(input.requestHeaders);
       // The worker gets the body; this copy stays for the lane, should governance not answer.
-      const kept = input.bytes.slice();
+      const kept = bytes.slice();
       const outcome = await governance.schedule({
         tenant: input.keyHash,
         affinity: `${input.keyHash}\0${session}`,
@@ -279,7 +288,7 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
         signal: input.signal,
         run: async (thread) => ({
           thread,
-          reply: await prepareOn(thread, input, input.bytes, undefined, kept),
+          reply: await prepareOn(thread, input, bytes, undefined, kept),
         }),
       });
       if (!('value' in outcome)) return throughLane(input, metrics, kept, 'over-time');

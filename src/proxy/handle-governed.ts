@@ -15,7 +15,7 @@ import { prepareUpstream } from './prepare-upstream.js';
 import { REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
-import { decodeBodyText } from './read-body-bytes.js';
+import { decodeBodyText, joinChunks } from './read-body-bytes.js';
 import { createRequestTrace, type RequestTrace } from './request-trace.js';
 import { namespaceOf } from './session-identity.js';
 import type { StreamMerger } from './stream-merger.js';
@@ -58,32 +58,33 @@ export async function handleGoverned(
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const exchange: Exchange = { settings, dialect, request, trace, headers };
   try {
-    const bytes = await request.bytes(settings.bodyLimitBytes);
+    const body = await request.chunks(settings.bodyLimitBytes);
+    // A body over governance's budget never waits for it: the stateless lane takes it.
+    const lane =
+      settings.governs && body.byteLength > settings.governanceMaxBytes ? ('over-size' as const) : undefined;
     const input = {
       dialect,
-      bytes,
       requestHeaders: request.headers,
       keyHash,
       trace,
       headers,
       signal: request.signal,
-      // A body over governance's budget never waits for it: the stateless lane takes it.
-      lane:
-        settings.governs && bytes.byteLength > settings.governanceMaxBytes
-          ? ('over-size' as const)
-          : undefined,
+      lane,
     };
     const prepareStarted = settings.now();
     const prepared =
       settings.governance === undefined
         ? await prepareUpstream({
             ...input,
+            bytes: joinChunks(body),
             settings: { ...settings, recovery: recoveryAllowed },
             transcripts: settings.transcripts,
           })
         : await settings.governance.prepare(
             {
               ...input,
+              // The lane worker joins a body too big to govern; every other one is joined here.
+              body: lane === 'over-size' ? body : joinChunks(body),
               failOpen: settings.failOpen,
               recovery: recoveryAllowed,
               agentTools: settings.agentTools,

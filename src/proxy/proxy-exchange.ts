@@ -4,7 +4,7 @@
  * types; `serveProxy` builds these straight from node:http, which spares each request the web
  * objects and streams (a large share of the proxy's CPU time per request otherwise).
  */
-import { readBodyBytes } from './read-body-bytes.js';
+import { type BodyChunks, readBodyChunks } from './read-body-bytes.js';
 
 export interface ProxyRequest {
   method: string;
@@ -19,8 +19,8 @@ export interface ProxyRequest {
   remoteAddress?: string;
   /** The body as a stream (for routes that pass it on), or null when there is none. */
   body(): ReadableStream<Uint8Array> | null;
-  /** The whole body; refused with `payload-too-large` past `limitBytes`. */
-  bytes(limitBytes: number): Promise<Uint8Array>;
+  /** The whole body, in the chunks it came in; refused with `payload-too-large` past `limitBytes`. */
+  chunks(limitBytes: number): Promise<BodyChunks>;
 }
 
 export interface ProxyAnswer {
@@ -39,7 +39,7 @@ export function requestFromWeb(request: Request): ProxyRequest {
     headers: request.headers,
     signal: request.signal,
     body: () => request.body,
-    bytes: (limitBytes) => readBodyBytes(request, limitBytes),
+    chunks: (limitBytes) => readBodyChunks(request, limitBytes),
   };
 }
 

@@ -9,7 +9,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { SelfGcProxy } from './create-proxy.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
-import { readIncomingBytes } from './read-body-bytes.js';
+import { readIncomingChunks } from './read-body-bytes.js';
 
 export interface ServeOptions {
   /** 0 picks a free port. */
@@ -94,7 +94,7 @@ function toProxyRequest(req: IncomingMessage, base: string, signal: AbortSignal)
     signal,
     ...(req.socket.remoteAddress === undefined ? {} : { remoteAddress: req.socket.remoteAddress }),
     body: () => (method === 'GET' || method === 'HEAD' ? null : bodyStream(req)),
-    bytes: (limitBytes) => readIncomingBytes(req, limitBytes),
+    chunks: (limitBytes) => readIncomingChunks(req, limitBytes),
   };
 }
 
