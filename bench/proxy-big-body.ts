@@ -31,7 +31,7 @@ export interface BigBodyResult {
   failures: number;
 }
 
-async function post(proxyUrl: string, body: string, apiKey: string, session: string) {
+async function post(proxyUrl: string, body: string | Uint8Array, apiKey: string, session: string) {
   const started = performance.now();
   const response = await fetch(`${proxyUrl}/v1/chat/completions`, {
     method: 'POST',
@@ -71,14 +71,15 @@ async function smallSessions(options: BigBodyOptions, label: string) {
 
 export async function runBigBodyPhase(options: BigBodyOptions): Promise<BigBodyResult> {
   const alone = await smallSessions(options, 'alone');
-  const body = hugeChatBody(options.megabytes, 'big-body');
+  // Encoded once: this process also sends the small sessions, and must not stall them encoding it.
+  const body = new TextEncoder().encode(hugeChatBody(options.megabytes, 'big-body'));
   const big: BigBodyResult['big'] = [];
   let done = false;
   let sent = 0;
   const bigLoop = (async () => {
     while (!done && sent < (options.maxBigBodies ?? 50)) {
       sent += 1;
-      big.push({ ...(await post(options.proxyUrl, body, 'sk-big-body', 'big-body')), bytes: body.length });
+      big.push({ ...(await post(options.proxyUrl, body, 'sk-big-body', 'big-body')), bytes: body.byteLength });
     }
   })();
   // The small sessions start once the big body is on its way.
