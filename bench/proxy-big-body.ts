@@ -79,7 +79,10 @@ export async function runBigBodyPhase(options: BigBodyOptions): Promise<BigBodyR
   const bigLoop = (async () => {
     while (!done && sent < (options.maxBigBodies ?? 50)) {
       sent += 1;
-      big.push({ ...(await post(options.proxyUrl, body, 'sk-big-body', 'big-body')), bytes: body.byteLength });
+      big.push({
+        ...(await post(options.proxyUrl, body, 'sk-big-body', 'big-body')),
+        bytes: body.byteLength,
+      });
     }
   })();
   // The small sessions start once the big body is on its way.
