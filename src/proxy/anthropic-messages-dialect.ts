@@ -6,8 +6,10 @@
 
 import {
   type AnthropicMessagesPrompt,
+  countBreakpoints,
   fromAnthropicMessages,
   limitCacheBreakpoints,
+  MAX_CACHE_BREAKPOINTS,
   toAnthropicMessages,
 } from '../adapters/index.js';
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
@@ -59,6 +61,15 @@ export const anthropicMessagesDialect: WireDialect = {
     const written = toAnthropicMessages([...view]);
     const { system, messages } = limitCacheBreakpoints(body, written);
     return replaceFields(body, { system, messages });
+  },
+  sendsAsCame(body) {
+    const topLevel = isJsonObject(body.cache_control) ? 1 : 0;
+    const breakpoints =
+      countBreakpoints(body.tools) +
+      countBreakpoints(body.system) +
+      countBreakpoints(body.messages) +
+      topLevel;
+    return breakpoints <= MAX_CACHE_BREAKPOINTS;
   },
   promptBesideTranscript(body) {
     // `system` is part of the transcript; a thinking budget is part of `max_tokens`.

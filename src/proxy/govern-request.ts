@@ -28,7 +28,10 @@ export const TOKENS_BOUND_HEADER = 'x-selfgc-tokens-bound';
 export const RESERVE_OVER_WINDOW = 'reserve-over-window';
 
 export interface GovernedBody {
-  /** The body to send, or undefined to send the client's bytes unchanged. */
+  /**
+   * The body to send, or undefined to send the client's bytes unchanged (the input's `body`
+   * itself, when governance left the transcript as it came, is sent as those bytes too).
+   */
   body: JsonObject | undefined;
   /** The governor and its answer, when governance ran. */
   governor?: Governor;
@@ -187,11 +190,18 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   const view = input.recoveryRoute ? result.view : withoutRecoveryRoute(result.view);
   // The ledger goes last: the prefix before it is the one the provider cached.
   const sent = result.ledgerMessage ? [...view, result.ledgerMessage] : view;
+  // A view that is the transcript as read leaves the body as it came: it is not written again.
+  const asCame = isTheTranscript(sent, input.transcript) && dialect.sendsAsCame?.(input.body) !== false;
   return {
-    body: dialect.writeTranscript(input.body, sent),
+    body: asCame ? input.body : dialect.writeTranscript(input.body, sent),
     governor,
     result: { ...result, view },
     conversationRoom,
     ...(result.settle === undefined ? {} : { settle: result.settle }),
   };
+}
+
+/** Whether `view` holds the transcript's own messages, all of them and only them, in order. */
+function isTheTranscript(view: readonly Message[], transcript: readonly Message[]): boolean {
+  return view.length === transcript.length && view.every((message, index) => message === transcript[index]);
 }

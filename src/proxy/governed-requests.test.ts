@@ -158,6 +158,54 @@ describe('governed routes', () => {
     expect(b.headers.get('x-selfgc-commit')).toBeNull();
     expect(JSON.stringify(fixture.upstream.requests[1]?.body)).not.toContain('expand(');
   });
+
+  // Bytes no writer of ours produces (indentation, a member order of the client's own, an
+  // escaped slash): only the client's body itself carries them upstream.
+  const clientBytes = (route: WireRoute, turns: number) => {
+    const { model, ...rest } = conversationBody(route, { turns });
+    return JSON.stringify({ ...rest, model }, null, 2).replace('"role"', '"r\\u006fle"');
+  };
+
+  it.each([
+    ['chat', undefined],
+    ['responses', undefined],
+    ['messages', undefined],
+    ['chat', 1],
+    ['messages', 1],
+  ] as const)(
+    "%s (workers: %s): a view governance leaves as it came goes upstream as the client's own bytes",
+    async (route, workers) => {
+      fixture = await startProxyFixture({ script: answer, window: 200_000, ...(workers ? { workers } : {}) });
+      for (const turns of [1, 2, 3]) {
+        const raw = clientBytes(route, turns);
+        const response = await fixture.post(route, raw);
+        expect(response.status).toBe(200);
+        expect(response.headers.get('x-selfgc-commit')).toBeNull();
+        expect(fixture.upstream.requests.at(-1)?.rawBody).toBe(raw);
+      }
+    },
+  );
+
+  it('messages: a client body with more than four breakpoints is written with four, even when nothing is governed', async () => {
+    fixture = await startProxyFixture({ script: answer, window: 200_000 });
+    const body = conversationBody('messages', { turns: 3 }) as { messages: Array<Record<string, unknown>> };
+    const marked = { type: 'text', text: 'Go on.', cache_control: { type: 'ephemeral' } };
+    const messages = body.messages.map((message) =>
+      message.role === 'user' && typeof message.content === 'string'
+        ? { ...message, content: [{ ...marked, text: message.content }] }
+        : message,
+    );
+    const breakpoints = (value: unknown) => JSON.stringify(value).split('"cache_control"').length - 1;
+    const sent = {
+      ...body,
+      messages: [...messages, { role: 'user', content: [marked, marked, marked, marked] }],
+    };
+    expect(breakpoints(sent)).toBeGreaterThan(4);
+    const response = await fixture.post('messages', sent);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-commit')).toBeNull();
+    expect(breakpoints(fixture.upstream.requests[0]?.body)).toBe(4);
+  });
 });
 
 describe('A/B split', () => {

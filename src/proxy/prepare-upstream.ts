@@ -185,7 +185,11 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const settle = governed.settle === undefined ? {} : { settle: governed.settle };
   const recover = recoveryRoute && result !== undefined && (agentTools || hasRecoveryPointers(result.view));
   const render = (out: JsonObject) =>
-    reading === undefined ? encodeBodyText(JSON.stringify(out)) : reading.render(out);
+    out === body
+      ? input.bytes
+      : reading === undefined
+        ? encodeBodyText(JSON.stringify(out))
+        : reading.render(out);
   if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
   // What an answer echoes of the request that recovery changes: only the tool choice (the last
   // round sets it to none). The rest of the body stays here: an agent's instructions and

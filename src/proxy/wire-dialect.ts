@@ -65,6 +65,12 @@ export interface WireDialect {
   readElements(body: JsonObject, resume?: ReadResume): ElementReading;
   /** The body with its transcript replaced by `view`, every other field as it came. */
   writeTranscript(body: JsonObject, view: readonly Message[]): JsonObject;
+  /**
+   * Whether the client's body may go upstream as it came when the view is its transcript
+   * unchanged (default yes); no, when writing it would still change it (Anthropic: more
+   * breakpoints than the API's four).
+   */
+  sendsAsCame?(body: JsonObject): boolean;
   /** Text of the request outside the transcript that identifies a conversation (instructions). */
   identitySeed?(body: JsonObject): string;
   /**
