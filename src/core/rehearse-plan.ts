@@ -56,7 +56,7 @@ export interface RehearseOptions {
   spanAnchors?: number;
   /**
    * And the most tokens such an index may take as counted, its header and pointer aside (default:
-   * no cap; the governor sets a fifth of the window).
+   * no cap; the governor sets a share of the window, `GOVERNOR.spanIndexShare`).
    */
   spanAnchorTokens?: number;
   /**

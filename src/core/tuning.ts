@@ -15,8 +15,8 @@ export const GOVERNOR = {
   minBatch: 0.05,
   /** The least room a view is given when tools and the output reserve take nearly all the window. */
   minViewTokens: 1_024,
-  /** A span fold's index takes at most this share of the window, so several indexes fit beside the recent work. */
-  spanIndexShare: 1 / 5,
+  /** A span fold's index takes at most this share of the window: room for the names a long stretch of work used, the recent steps beside it. */
+  spanIndexShare: 1 / 3,
   /** And never less than this many tokens: below it an index cannot name the files it covers. */
   spanIndexMinTokens: 200,
   /** Calls a commit saves on at least and at most: a session is assumed half done. */

@@ -10,6 +10,7 @@ import { longSession, moduleSource } from '../testing/long-session.js';
 import { assistantMessage, systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter, MESSAGE_OVERHEAD_TOKENS } from '../tokens.js';
 import type { Message } from '../transcript.js';
+import { GOVERNOR } from '../tuning.js';
 import { createGovernor } from './create-governor.js';
 import type { GovernorOptions } from './governor-types.js';
 
@@ -162,7 +163,7 @@ describe('createGovernor: pressure', () => {
     expect(await gc.expand('s', 'function:read_file:11')).toBe(huge);
   });
 
-  it('shares a fifth of the window among the indexes of folded work when pinned requests keep them all', async () => {
+  it('shares its bound on one index among the indexes of folded work when pinned requests keep them all', async () => {
     // Six requests that state a rule (pinned: they stay, and so do the indexes of their work).
     const messages: Message[] = [userMessage('Review every handler module under src/handlers.')];
     for (let batch = 0; batch < 6; batch += 1) {
@@ -187,8 +188,9 @@ describe('createGovernor: pressure', () => {
     const folds =
       result.commit?.operations.filter((entry) => entry.objectId.startsWith('conversation:')) ?? [];
     expect(folds).toHaveLength(6);
-    // Each index takes a sixth of the fifth of the window (with its header and pointer).
-    for (const fold of folds) expect(fold.tokensAfter).toBeLessThanOrEqual(window / 5 / 6 + 60);
+    // Each index takes a sixth of what bounds one (with its header and pointer).
+    const share = (window * GOVERNOR.spanIndexShare) / 6;
+    for (const fold of folds) expect(fold.tokensAfter).toBeLessThanOrEqual(share + 60);
   });
 
   it('shrinks the indexes of earlier folded work before it prunes a request with its index', async () => {
