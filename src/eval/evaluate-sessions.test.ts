@@ -83,7 +83,7 @@ describe('evaluateSessions', () => {
     const result = await evaluateSessions(sessions, {
       ...options,
       strategies: ['selfgc', 'selfgc-paper'],
-      window: 1500,
+      window: 1800,
     });
     expect(new Set(result.cuts.map((outcome) => outcome.strategy))).toEqual(new Set(['selfgc']));
     const governed = (name: string) => result.calls.filter((call) => call.strategy === name);
