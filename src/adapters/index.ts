@@ -49,6 +49,7 @@ export {
   type LimitedBreakpoints,
   limitCacheBreakpoints,
   MAX_CACHE_BREAKPOINTS,
+  requestBreakpoints,
 } from './anthropic/limit-cache-breakpoints.js';
 export { normalizeTranscript } from './normalize-transcript.js';
 export { fromOpenAIChat } from './openai-chat/convert-from-openai-chat.js';

@@ -6,10 +6,10 @@
 
 import {
   type AnthropicMessagesPrompt,
-  countBreakpoints,
   fromAnthropicMessages,
   limitCacheBreakpoints,
   MAX_CACHE_BREAKPOINTS,
+  requestBreakpoints,
   toAnthropicMessages,
 } from '../adapters/index.js';
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
@@ -63,13 +63,7 @@ export const anthropicMessagesDialect: WireDialect = {
     return replaceFields(body, { system, messages });
   },
   sendsAsCame(body) {
-    const topLevel = isJsonObject(body.cache_control) ? 1 : 0;
-    const breakpoints =
-      countBreakpoints(body.tools) +
-      countBreakpoints(body.system) +
-      countBreakpoints(body.messages) +
-      topLevel;
-    return breakpoints <= MAX_CACHE_BREAKPOINTS;
+    return requestBreakpoints(body) <= MAX_CACHE_BREAKPOINTS;
   },
   promptBesideTranscript(body) {
     // `system` is part of the transcript; a thinking budget is part of `max_tokens`.

@@ -56,7 +56,7 @@ export function limitCacheBreakpoints(
   // Tool definitions are most of a body's objects: walked once.
   const tools = countBreakpoints(client.tools);
   const outside = tools + countBreakpoints(governed.system) + topLevel;
-  const clientTotal = tools + countBreakpoints(client.system) + countBreakpoints(clientMessages) + topLevel;
+  const clientTotal = requestBreakpoints(client);
   const allowed = Math.max(0, Math.min(clientTotal, MAX_CACHE_BREAKPOINTS) - outside);
   if (countBreakpoints(clientMessages) === 0 && countBreakpoints(governed.messages) === 0)
     return { system: governed.system, messages: governed.messages, moved: 0, removed: 0 };
@@ -92,6 +92,14 @@ export function limitCacheBreakpoints(
  * and messages as the same objects request after request (they are never changed), so each is
  * walked once.
  */
+/** The breakpoints a request body carries in all: in `tools`, `system` and `messages`, and at the top level. */
+export function requestBreakpoints(body: CacheBreakpointBody): number {
+  const topLevel = isBreakpoint(body.cache_control) ? 1 : 0;
+  return (
+    countBreakpoints(body.tools) + countBreakpoints(body.system) + countBreakpoints(body.messages) + topLevel
+  );
+}
+
 const counted = new WeakMap<object, number>();
 
 /** Breakpoints anywhere inside a value: objects with a non-null `cache_control` object. */
