@@ -146,17 +146,21 @@ export function spanFoldParts(
 }
 
 /**
- * The entries of the index of folded messages: first the anchors, then the short lines of code,
- * then the call expressions; within each, a round at a time over the messages, latest first (the
- * best of every message, then the second best, ...), so that one long listing does not fill the
- * index alone and, when it is full, the more recent messages are the better served (later steps
- * quote recent work far more often than old work). Lines keep the code an agent quotes when it
- * edits what it read.
+ * The entries of the index of folded messages: first the anchors of the agent's own messages,
+ * then those of all, then the short lines of code, then the call expressions; within each, a
+ * round at a time over the messages, latest first (the best of every message, then the second
+ * best, ...), so that one long listing does not fill the index alone and, when it is full, the
+ * more recent messages are the better served (later steps quote recent work far more often than
+ * old work). The agent names in its own messages, in few words, what it works on and means to
+ * come back to. Lines keep the code an agent quotes when it edits what it read.
  */
 function* interleavedEntries(messages: readonly Message[]): Generator<Anchor> {
   // Lazily: an index is usually full long before the last round (repeats are skipped where the
   // entries are taken).
-  const entries = [...messages].reverse().map(messageEntries);
+  const latestFirst = [...messages].reverse();
+  const entries = latestFirst.map(messageEntries);
+  const agents = latestFirst.filter((message) => message.role === 'assistant').map(messageEntries);
+  yield* roundRobin(agents.map((entry) => entry.anchors));
   yield* roundRobin(entries.map((entry) => entry.anchors));
   yield* roundRobin(entries.map((entry) => entry.lines));
   yield* roundRobin(entries.map((entry) => entry.calls));
