@@ -87,11 +87,6 @@ export function limitCacheBreakpoints(
   return { system: governed.system, messages, moved, removed };
 }
 
-/**
- * Breakpoints inside each object counted so far. A proxy reads a conversation's tool definitions
- * and messages as the same objects request after request (they are never changed), so each is
- * walked once.
- */
 /** The breakpoints a request body carries in all: in `tools`, `system` and `messages`, and at the top level. */
 export function requestBreakpoints(body: CacheBreakpointBody): number {
   const topLevel = isBreakpoint(body.cache_control) ? 1 : 0;
@@ -100,6 +95,11 @@ export function requestBreakpoints(body: CacheBreakpointBody): number {
   );
 }
 
+/**
+ * Breakpoints inside each object counted so far. A proxy reads a conversation's tool definitions
+ * and messages as the same objects request after request (they are never changed), so each is
+ * walked once.
+ */
 const counted = new WeakMap<object, number>();
 
 /** Breakpoints anywhere inside a value: objects with a non-null `cache_control` object. */
