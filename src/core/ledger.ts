@@ -21,7 +21,7 @@ export function isToolOutput(object: Pick<LedgerObject, 'kind'>): boolean {
 }
 
 /** Instruction files agents read: rules for the whole project, and skills. */
-export const RULES_FILE =
+const RULES_FILE =
   /(^|[/\\\s"'])(AGENTS\.md|CLAUDE\.md|GEMINI\.md|\.cursorrules|\.cursor\/rules\/[\w.-]+|\.windsurfrules|CONVENTIONS\.md|copilot-instructions\.md)\b/;
 /**
  * The pin reason of a rules file's read. Only the latest read of a file keeps it: an earlier one
@@ -31,10 +31,29 @@ export const RULES_FILE_PIN = 'rules file';
 const SKILL_FILE = /(^|[/\\\s"'])SKILL\.md\b/;
 /** Tools whose output is a skill the agent loaded (Claude Code's `Skill`). */
 const SKILL_TOOLS = new Set(['Skill', 'skill', 'load_skill']);
+/** Longer argument values are what a call writes or runs at length, not a file it names. */
+const NAMING_VALUE_CHARS = 500;
+
+/**
+ * Whether a call names a file matching `file` in an argument of its own: a path, or a one-line
+ * command (`cat AGENTS.md`). Text the call writes (a file's new content, a patch, a script) may
+ * mention such a file without reading it, and does not count.
+ */
+function namesFile(callArguments: string, file: RegExp): boolean {
+  if (!file.test(callArguments)) return false;
+  return argumentValues(callArguments).some(
+    (value) => value.length <= NAMING_VALUE_CHARS && !value.includes('\n') && file.test(value),
+  );
+}
+
+/** Whether a call reads a rules file (its arguments name one: a path or a one-line command). */
+export function readsRulesFile(callArguments: string): boolean {
+  return namesFile(callArguments, RULES_FILE);
+}
 
 /** Whether a tool call loads instructions: a skill, or a rules file read. */
 function loadsInstructions(toolName: string, callArguments: string): boolean {
-  return SKILL_TOOLS.has(toolName) || RULES_FILE.test(callArguments) || SKILL_FILE.test(callArguments);
+  return SKILL_TOOLS.has(toolName) || readsRulesFile(callArguments) || namesFile(callArguments, SKILL_FILE);
 }
 
 /** One addressable unit of the transcript. */
@@ -422,11 +441,16 @@ function referenceText(part: Part): string {
  * "file_path" are shape, not anchors.
  */
 export function argumentValuesText(argumentsText: string): string {
+  return argumentValues(argumentsText).join('\n');
+}
+
+/** The values of a call's arguments, nested ones too; arguments that are not JSON are one value. */
+function argumentValues(argumentsText: string): string[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(argumentsText);
   } catch {
-    return argumentsText;
+    return [argumentsText];
   }
   const values: string[] = [];
   const walk = (value: unknown) => {
@@ -436,7 +460,7 @@ export function argumentValuesText(argumentsText: string): string {
     else if (value && typeof value === 'object') Object.values(value).forEach(walk);
   };
   walk(parsed);
-  return values.join('\n');
+  return values;
 }
 
 function payloadText(parts: readonly Part[]): string {

@@ -86,6 +86,44 @@ describe('createPinRule', () => {
     );
   });
 
+  it('pins a read of a rules file, not a call whose written text merely mentions one', () => {
+    const longScript = `echo start; ${'x'.repeat(600)}; cat AGENTS.md`;
+    const messages = [
+      goal,
+      ...toolRound(
+        'c1',
+        'Write',
+        {
+          file_path: '/repo/src/report.tsx',
+          content: 'export const title = "Checks AGENTS.md";\nexport {};',
+        },
+        'The file /repo/src/report.tsx has been updated.',
+      ),
+      ...toolRound(
+        'c2',
+        'Edit',
+        { file_path: 'src/a.ts', old_string: 'a', new_string: 'see\nCLAUDE.md' },
+        'ok',
+      ),
+      ...toolRound('c3', 'bash', { command: longScript }, 'done'),
+      ...toolRound('c4', 'bash', { command: 'sed -n 1,80p docs/CLAUDE.md' }, 'Use tabs.'),
+      ...toolRound('c5', 'Write', { file_path: '/repo/AGENTS.md', content: 'Run the tests.\nAlways.' }, 'ok'),
+    ];
+    const pins = pinsOf(messages);
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    expect(ledger.objects.filter((object) => object.kind === 'skill').map((object) => object.id)).toEqual([
+      'skill:bash:4',
+      'skill:Write:5',
+    ]);
+    expect(pins).toEqual(
+      expect.arrayContaining([
+        ['skill:bash:4', 'rules file'],
+        ['skill:Write:5', 'rules file'],
+      ]),
+    );
+    expect(pins.filter(([, reason]) => reason === 'rules file')).toHaveLength(2);
+  });
+
   it('keeps the pin on the latest read of a rules file only: an earlier read of it is superseded', () => {
     const messages = [
       goal,

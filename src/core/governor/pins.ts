@@ -2,7 +2,7 @@
  * Pins: objects no operation may touch. Decided at indexing time from the options and from
  * what the transcript shows (rules files read, constraints the user stated).
  */
-import { defaultPin, isToolOutput, type LedgerObject, RULES_FILE, RULES_FILE_PIN } from '../ledger.js';
+import { defaultPin, isToolOutput, type LedgerObject, RULES_FILE_PIN, readsRulesFile } from '../ledger.js';
 import { type Message, messageText } from '../transcript.js';
 import type { PinOptions } from './governor-types.js';
 
@@ -36,7 +36,7 @@ export function createPinRule(options: PinOptions = {}) {
     if (isToolOutput(object)) {
       if (object.toolName && tools.has(object.toolName)) return `protected tool ${object.toolName}`;
       const call = object.callArguments ?? '';
-      if (rulesFiles && RULES_FILE.test(call)) return RULES_FILE_PIN;
+      if (rulesFiles && readsRulesFile(call)) return RULES_FILE_PIN;
       if (paths.some((pattern) => pattern.test(call))) return 'pinned path';
     }
     if (object.kind === 'conversation' && userConstraints) {
