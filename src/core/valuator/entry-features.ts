@@ -4,10 +4,11 @@
  * `entry-model.ts` turns them into a future-use score.
  */
 import { type Anchor, anchorWeight } from '../anchors.js';
-import { entriesOf } from '../index-entries.js';
+import { entriesOf, messageEntries } from '../index-entries.js';
 import type { Ledger } from '../ledger.js';
 import { messageReferenceText } from '../ledger.js';
 import { recentStepsStart } from '../ledger-measures.js';
+import type { Message } from '../transcript.js';
 
 /** Feature names, in the order `entryFeatures` returns them (and a model stores its weights). */
 export const ENTRY_FEATURES = [
@@ -33,6 +34,10 @@ export const ENTRY_FEATURES = [
   'latestOverlap',
   /** The extractor's kind weight, as fold summaries rank anchors without a model. */
   'kindWeight',
+  /** log(1 + the entry's place among its message's anchors, best first): a message's best names are its few first. */
+  'rankInMessage',
+  /** log(1 + anchors its message holds): one name among a listing's hundreds says less. */
+  'messageAnchors',
 ] as const;
 
 export type EntryFeatureName = (typeof ENTRY_FEATURES)[number];
@@ -107,6 +112,20 @@ function latestWords(ledger: Ledger, stats: LedgerStats): Set<string> {
   return words;
 }
 
+const ranksByMessage = new WeakMap<Message, Map<string, number>>();
+
+/** Each anchor of a message by its place in the message's ranked anchors (the first place kept). */
+function anchorRanks(message: Message): Map<string, number> {
+  let ranks = ranksByMessage.get(message);
+  if (!ranks) {
+    ranks = new Map();
+    for (const [rank, entry] of messageEntries(message).anchors.entries())
+      if (!ranks.has(entry.value)) ranks.set(entry.value, rank);
+    ranksByMessage.set(message, ranks);
+  }
+  return ranks;
+}
+
 /** Computes the features of entries against one ledger as it stands now. */
 export interface EntryFeaturizer {
   features(entry: Anchor, holder: number): number[];
@@ -134,6 +153,7 @@ export function entryFeaturizer(ledger: Ledger): EntryFeaturizer {
       const seen = stats.byValue.get(entry.value);
       const holderMessage = ledger.messages[holder];
       const words = entry.value.match(WORDS) ?? [];
+      const ranks = holderMessage === undefined ? undefined : anchorRanks(holderMessage);
       let near = 0;
       for (const word of words) if (latest.has(word.toLowerCase())) near += 1;
       return [
@@ -148,6 +168,8 @@ export function entryFeaturizer(ledger: Ledger): EntryFeaturizer {
         Math.log1p(entry.value.length),
         words.length === 0 ? 0 : near / words.length,
         anchorWeight(entry),
+        Math.log1p(ranks?.get(entry.value) ?? ranks?.size ?? 0),
+        Math.log1p(ranks?.size ?? 0),
       ];
     },
   };

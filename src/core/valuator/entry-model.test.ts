@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../errors.js';
+import { messageEntries } from '../index-entries.js';
 import { indexTranscript } from '../ledger.js';
 import { renderSpanFold } from '../render-replacement.js';
 import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
@@ -51,6 +52,25 @@ describe('entry models', () => {
     expect(score({ kind: 'identifier', value: 'handler_1' }, 2)).toBeGreaterThan(0);
     expect(featurizer.features({ kind: 'identifier', value: 'handler_1' }, 2)).toHaveLength(
       ENTRY_FEATURES.length,
+    );
+  });
+
+  it("an entry's place among its message's anchors and their number are features", () => {
+    const ledger = session();
+    const featurizer = entryFeaturizer(ledger);
+    const column = (name: string) => ENTRY_FEATURES.indexOf(name as (typeof ENTRY_FEATURES)[number]);
+    const holder = 2;
+    const [first, second] = messageEntries(ledger.messages[holder]!).anchors;
+    const rank = column('rankInMessage');
+    const count = column('messageAnchors');
+    expect(featurizer.features(first!, holder)[rank]).toBe(0);
+    expect(featurizer.features(second!, holder)[rank]).toBeCloseTo(Math.log1p(1));
+    expect(featurizer.features(first!, holder)[count]).toBeCloseTo(
+      Math.log1p(messageEntries(ledger.messages[holder]!).anchors.length),
+    );
+    // An entry the message does not hold ranks after all of its own.
+    expect(featurizer.features({ kind: 'identifier', value: 'elsewhere' }, holder)[rank]).toBe(
+      featurizer.features(first!, holder)[count],
     );
   });
 
