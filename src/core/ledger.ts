@@ -31,29 +31,34 @@ export const RULES_FILE_PIN = 'rules file';
 const SKILL_FILE = /(^|[/\\\s"'])SKILL\.md\b/;
 /** Tools whose output is a skill the agent loaded (Claude Code's `Skill`). */
 const SKILL_TOOLS = new Set(['Skill', 'skill', 'load_skill']);
-/** Longer argument values are what a call writes or runs at length, not a file it names. */
+/** Longer argument values are what a call writes or runs at length, not a file it reads. */
 const NAMING_VALUE_CHARS = 500;
+/** Commands that print a file: one of them naming a rules file reads it. */
+const READER = /^(?:cat|head|tail|sed|nl|less|more|bat|batcat|type|Get-Content)\b/;
 
 /**
- * Whether a call names a file matching `file` in an argument of its own: a path, or a one-line
- * command (`cat AGENTS.md`). Text the call writes (a file's new content, a patch, a script) may
- * mention such a file without reading it, and does not count.
+ * Whether a call reads a file matching `file`: an argument of its own is the file's path, or a
+ * one-line command of which one part prints it (`sed -n 1,80p AGENTS.md`). A file the call only
+ * mentions — in text it writes, a search over it, a diff of it, a task's description — does not
+ * count.
  */
-function namesFile(callArguments: string, file: RegExp): boolean {
+function readsFile(callArguments: string, file: RegExp): boolean {
   if (!file.test(callArguments)) return false;
-  return argumentValues(callArguments).some(
-    (value) => value.length <= NAMING_VALUE_CHARS && !value.includes('\n') && file.test(value),
-  );
+  return argumentValues(callArguments).some((value) => {
+    if (value.length > NAMING_VALUE_CHARS || value.includes('\n') || !file.test(value)) return false;
+    if (!/\s/.test(value.trim())) return true;
+    return value.split(/&&|\|\||;|\|/).some((part) => READER.test(part.trim()) && file.test(part));
+  });
 }
 
-/** Whether a call reads a rules file (its arguments name one: a path or a one-line command). */
+/** Whether a call reads a rules file (see `readsFile`). */
 export function readsRulesFile(callArguments: string): boolean {
-  return namesFile(callArguments, RULES_FILE);
+  return readsFile(callArguments, RULES_FILE);
 }
 
 /** Whether a tool call loads instructions: a skill, or a rules file read. */
 function loadsInstructions(toolName: string, callArguments: string): boolean {
-  return SKILL_TOOLS.has(toolName) || readsRulesFile(callArguments) || namesFile(callArguments, SKILL_FILE);
+  return SKILL_TOOLS.has(toolName) || readsRulesFile(callArguments) || readsFile(callArguments, SKILL_FILE);
 }
 
 /** One addressable unit of the transcript. */

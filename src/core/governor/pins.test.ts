@@ -86,7 +86,7 @@ describe('createPinRule', () => {
     );
   });
 
-  it('pins a read of a rules file, not a call whose written text merely mentions one', () => {
+  it('pins a read of a rules file, not a call that merely mentions one (text it writes, a search, a diff)', () => {
     const longScript = `echo start; ${'x'.repeat(600)}; cat AGENTS.md`;
     const messages = [
       goal,
@@ -108,20 +108,18 @@ describe('createPinRule', () => {
       ...toolRound('c3', 'bash', { command: longScript }, 'done'),
       ...toolRound('c4', 'bash', { command: 'sed -n 1,80p docs/CLAUDE.md' }, 'Use tabs.'),
       ...toolRound('c5', 'Write', { file_path: '/repo/AGENTS.md', content: 'Run the tests.\nAlways.' }, 'ok'),
+      ...toolRound('c6', 'bash', { command: 'rg -n "flaky" AGENTS.md docs README.md' }, 'AGENTS.md:3: flaky'),
+      ...toolRound('c7', 'bash', { command: 'git diff -- AGENTS.md' }, '+Run the tests.'),
+      ...toolRound('c8', 'TaskCreate', { subject: 'Update CLAUDE.md docs' }, 'Task 1 created'),
+      ...toolRound('c9', 'bash', { command: 'test -f CLAUDE.md && cat CLAUDE.md || true' }, 'Use tabs.'),
     ];
     const pins = pinsOf(messages);
     const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
-    expect(ledger.objects.filter((object) => object.kind === 'skill').map((object) => object.id)).toEqual([
-      'skill:bash:4',
-      'skill:Write:5',
-    ]);
-    expect(pins).toEqual(
-      expect.arrayContaining([
-        ['skill:bash:4', 'rules file'],
-        ['skill:Write:5', 'rules file'],
-      ]),
+    const read = ['skill:bash:4', 'skill:Write:5', 'skill:bash:9'];
+    expect(ledger.objects.filter((object) => object.kind === 'skill').map((object) => object.id)).toEqual(
+      read,
     );
-    expect(pins.filter(([, reason]) => reason === 'rules file')).toHaveLength(2);
+    expect(pins.filter(([, reason]) => reason === 'rules file').map(([id]) => id)).toEqual(read);
   });
 
   it('keeps the pin on the latest read of a rules file only: an earlier read of it is superseded', () => {
