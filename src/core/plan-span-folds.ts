@@ -79,6 +79,6 @@ export function planSpanFolds(
 export function spanIndexTokens(folded: number, entryChars: number): number {
   return (
     EMBEDDED_PLANNER.foldFrameTokens +
-    Math.ceil(Math.min(entryChars, FOLD_INDEX.spanCharsPerAnchor * autoAnchorBudget(folded)) / 4)
+    Math.ceil(Math.min(entryChars, FOLD_INDEX.charsPerAnchor * autoAnchorBudget(folded)) / 4)
   );
 }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { createPinRule } from './governor/pins.js';
 import { countMessageTokens, indexTranscript, type Ledger, type LedgerOptions } from './ledger.js';
 import type { OperationKind, Plan, PlannedOperation, ViewState } from './operations.js';
@@ -51,6 +52,31 @@ function viewResult(ledger: Ledger, state: ViewState, source: number): ToolResul
 function contentOf(part: ToolResultPart): string {
   return typeof part.content === 'string' ? part.content : JSON.stringify(part.content);
 }
+
+describe('folds of outputs', () => {
+  it('a listing of long names folds to at most half of itself: its index is bounded in tokens too', () => {
+    const listing = Array.from(
+      { length: 300 },
+      (_, index) => `packages/core-${index}/src/evaluation/providers/pi-provider-aliases-${index}.ts`,
+    ).join('\n');
+    const messages = [
+      userMessage('find the provider files'),
+      ...toolRound('c1', 'bash', { command: 'rg --files packages' }, listing),
+      assistantMessage('Found them.'),
+      userMessage('now fix the first one'),
+    ];
+    const ledger = indexTranscript(messages, { tokenCounter: createTokenCounter('o200k_base') });
+    const output = ledger.objects.find((object) => object.toolName === 'bash')!;
+    const rehearsal = rehearse(ledger, [operation(output.id, 'fold')]);
+    expect(rehearsal.accepted.map((entry) => entry.operation.objectId)).toEqual([output.id]);
+    const fold = rehearsal.accepted[0]!;
+    const foldTokens = ledger.options.tokenCounter.count(rehearsal.stateAfter[output.id]!.replacement);
+    expect(foldTokens).toBeLessThanOrEqual(output.tokens / 2 + 60);
+    expect(fold.tokensAfter).toBeLessThan(fold.tokensBefore);
+    // Still an index: it names files of the listing.
+    expect(rehearsal.stateAfter[output.id]!.replacement).toMatch(/pi-provider-aliases-\d+\.ts/);
+  });
+});
 
 describe('latestTurnStart', () => {
   it('is the last assistant message, or the last user request when nothing answered it', () => {

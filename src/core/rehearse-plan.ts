@@ -19,11 +19,11 @@ import { type ProjectOptions, projectView } from './project-view.js';
 import {
   conversationFoldParts,
   type FoldParts,
+  foldParts,
   isMaskable,
   joinFoldParts,
   type MaskOptions,
   objectText,
-  renderFold,
   renderMask,
   renderTombstone,
   shortenIndex,
@@ -197,13 +197,18 @@ function judgeOperation(
               }),
               options.spanAnchorTokens,
             ).replacement
-          : renderFold(ledger, object, {
-              ...summary,
-              maxAnchors: auto ? autoAnchorBudget(object.tokens) : (options.foldAnchors as number),
-              // A folded conversation takes its own messages with it: only outputs may omit what
-              // was said.
-              ...(auto ? { omitAnchors: ledger.spokenAnchors } : {}),
-            });
+          : foldWithinBound(
+              ledger,
+              foldParts(ledger, object, {
+                ...summary,
+                maxAnchors: auto ? autoAnchorBudget(object.tokens) : (options.foldAnchors as number),
+                // A folded conversation takes its own messages with it: only outputs may omit what
+                // was said.
+                ...(auto ? { omitAnchors: ledger.spokenAnchors } : {}),
+              }),
+              // Long names (a listing of paths) must not make the index as big as the output.
+              auto ? outputIndexTokens(object.tokens) : undefined,
+            ).replacement;
       return accept({ operation: 'fold', replacement, commitId });
     }
     case 'mask': {
@@ -299,9 +304,14 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
     // About four characters a token.
     maxAnchorChars: Math.min(
       4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
-      FOLD_INDEX.spanCharsPerAnchor * budget,
+      FOLD_INDEX.charsPerAnchor * budget,
     ),
   };
+}
+
+/** The tokens an output's automatic index may take: its anchor budget at about six tokens each. */
+function outputIndexTokens(tokens: number): number {
+  return Math.ceil((FOLD_INDEX.charsPerAnchor * autoAnchorBudget(tokens)) / 4);
 }
 
 /** The entry scorer of the valuator's model, for the ledger as it stands. */

@@ -340,34 +340,37 @@ function createShownTexts() {
 
 /** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */
 export function renderFold(ledger: Ledger, object: LedgerObject, options: FoldOptions = {}): string {
-  if (isToolOutput(object)) {
-    const head = describeCall(object);
-    const status = object.isError ? 'error' : 'ok';
-    const entries = outputEntries(ledger, object);
-    const score = options.scoreEntry;
-    const anchors = score
-      ? chooseAnchors(
-          [
-            ...byScore(
-              object.anchors.map((entry) => ({ entry, holder: object.messageIndex })),
-              score,
-            ),
-            ...entries.filter((entry) => entry.kind === 'call'),
-          ],
-          options,
-          head,
-        )
-      : keyAnchorsOf(entries, options, head);
-    return joinFoldParts({
-      head: [
-        `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
-        ...(options.summary ? [oneLine(options.summary, 400)] : []),
-      ],
-      anchors,
-      tail: [`(exact output kept; expand("${object.id}") recovers it)`],
-    });
-  }
-  return joinFoldParts(conversationFoldParts(ledger, object, options));
+  return joinFoldParts(foldParts(ledger, object, options));
+}
+
+/** `renderFold` in its parts. */
+export function foldParts(ledger: Ledger, object: LedgerObject, options: FoldOptions = {}): FoldParts {
+  if (!isToolOutput(object)) return conversationFoldParts(ledger, object, options);
+  const head = describeCall(object);
+  const status = object.isError ? 'error' : 'ok';
+  const entries = outputEntries(ledger, object);
+  const score = options.scoreEntry;
+  const anchors = score
+    ? chooseAnchors(
+        [
+          ...byScore(
+            object.anchors.map((entry) => ({ entry, holder: object.messageIndex })),
+            score,
+          ),
+          ...entries.filter((entry) => entry.kind === 'call'),
+        ],
+        options,
+        head,
+      )
+    : keyAnchorsOf(entries, options, head);
+  return {
+    head: [
+      `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
+      ...(options.summary ? [oneLine(options.summary, 400)] : []),
+    ],
+    anchors,
+    tail: [`(exact output kept; expand("${object.id}") recovers it)`],
+  };
 }
 
 /** The fold summary of a whole conversation, in its parts. */

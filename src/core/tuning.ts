@@ -73,8 +73,11 @@ export const FOLD_INDEX = {
   tokensPerAnchor: 12,
   /** And at least this many anchors: a small output's few names are what it is recalled by. */
   minAnchors: 8,
-  /** A span fold's index takes at most this many characters an anchor of its budget (about six tokens). */
-  spanCharsPerAnchor: 24,
+  /**
+   * A fold's index takes at most this many characters an anchor of its budget (about six tokens):
+   * long names (a listing of paths) must not make the index as big as what it stands for.
+   */
+  charsPerAnchor: 24,
   /** What an index cut to its bound keeps of it: a margin for text of uneven density. */
   cutShare: 0.9,
 } as const;
