@@ -175,7 +175,7 @@ async function prepareOn(
   input: GovernanceInput,
   body: Uint8Array | BodyChunks,
   lane: LaneReason | undefined,
-  kept?: Uint8Array,
+  kept?: Uint8Array | BodyChunks,
 ): Promise<WorkerReply> {
   const requestHeaders: Array<[string, string]> = [];
   for (const name of GOVERNANCE_HEADERS) {
@@ -217,21 +217,31 @@ async function prepareOn(
 }
 
 /**
+ * What stays on the proxy's thread of a body whose joined bytes move to a worker: the chunks
+ * when the bytes are a copy of them (moving the bytes leaves them whole), else a copy.
+ */
+function keptBody(body: Uint8Array | BodyChunks, bytes: Uint8Array): Uint8Array | BodyChunks {
+  const joinedFromChunks =
+    !(body instanceof Uint8Array) && body.chunks.every((chunk) => chunk.buffer !== bytes.buffer);
+  return joinedFromChunks ? body : bytes.slice();
+}
+
+/**
  * A reply's log fields, headers and metrics onto the request, then its result; a result without
- * a body (the client's body as it came) gets the copy `kept` on this thread.
+ * a body (the client's body as it came) gets the body `kept` on this thread.
  */
 function applyReply(
   reply: WorkerReply,
   input: GovernanceInput,
   metrics: ProxyMetrics,
   thread: WorkerThread,
-  kept?: Uint8Array,
+  kept?: Uint8Array | BodyChunks,
 ): PreparedRequest {
   Object.assign(input.trace.entry, reply.entry);
   for (const [name, value] of reply.headers ?? []) input.headers.set(name, value);
   replayMetrics(metrics, reply.metrics ?? []);
   const answered = resultOf(reply) as Omit<PreparedUpstream, 'body'> & { body?: Uint8Array };
-  const body = answered.body ?? kept;
+  const body = answered.body ?? (kept === undefined || kept instanceof Uint8Array ? kept : joinChunks(kept));
   if (body === undefined) throw new SelfGcError('internal', 'governance sent back no body');
   const prepared: PreparedUpstream = { ...answered, body };
   return prepared.recovery === undefined
@@ -279,8 +289,9 @@ export function createGovernanceWorkers(options: GovernanceWorkersOptions): Gove
       if (input.lane !== undefined) return throughLane(input, metrics, input.body, input.lane);
       const bytes = input.body instanceof Uint8Array ? input.body : joinChunks(input.body);
       const session = input.requestHeaders.get(SESSION_HEADER) ?? clientSessionHint(input.requestHeaders);
-      // The worker gets the body; this copy stays for the lane, should governance not answer.
-      const kept = bytes.slice();
+      // The worker gets the body; the client's bytes stay here for the lane, should governance
+      // not answer: the chunks it was joined from, or a copy when it was not (they are one).
+      const kept = keptBody(input.body, bytes);
       const outcome = await governance.schedule({
         tenant: input.keyHash,
         affinity: `${input.keyHash}\0${session}`,
