@@ -70,6 +70,8 @@ export interface UpstreamAnswer {
   readonly body: ReadableStream<Uint8Array> | null;
   /** The whole body as UTF-8 text. */
   text(): Promise<string>;
+  /** The whole body's bytes (a content coding decoded). */
+  bytes(): Promise<Uint8Array>;
 }
 
 /** Sends one request upstream; rejects when no answer arrives (network failure, abort). */
@@ -95,6 +97,7 @@ export function fetchTransport(fetchImpl: typeof fetch): UpstreamTransport {
         return response.body;
       },
       text: () => response.text(),
+      bytes: async () => new Uint8Array(await response.arrayBuffer()),
     };
   };
 }
@@ -112,6 +115,8 @@ export interface UpstreamCall {
   settle(): void;
   /** Read the whole answer as text within the timeout, then settle. */
   text(): Promise<string>;
+  /** Read the whole answer's bytes within the timeout, then settle. */
+  bytes(): Promise<Uint8Array>;
 }
 
 function timeoutError(timeoutMs: number, cause?: unknown): UpstreamError {
@@ -155,18 +160,20 @@ export async function callUpstream(request: UpstreamRequest): Promise<UpstreamCa
     request.signal.removeEventListener('abort', clientLeft);
     throw wrap(error);
   }
+  const readWhole = async <T>(read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      throw wrap(error);
+    } finally {
+      settle();
+      request.signal.removeEventListener('abort', clientLeft);
+    }
+  };
   return {
     answer,
     settle,
-    async text() {
-      try {
-        return await answer.text();
-      } catch (error) {
-        throw wrap(error);
-      } finally {
-        settle();
-        request.signal.removeEventListener('abort', clientLeft);
-      }
-    },
+    text: () => readWhole(() => answer.text()),
+    bytes: () => readWhole(() => answer.bytes()),
   };
 }

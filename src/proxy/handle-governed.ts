@@ -11,6 +11,7 @@ import {
   type UpstreamCall,
   upstreamRequestHeaders,
 } from './call-upstream.js';
+import { usageHolderOf } from './json-layout.js';
 import { prepareUpstream } from './prepare-upstream.js';
 import { REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
@@ -83,8 +84,8 @@ export async function handleGoverned(
         : await settings.governance.prepare(
             {
               ...input,
-              // The lane worker joins a body too big to govern; every other one is joined here.
-              body: lane === 'over-size' ? body : joinChunks(body),
+              // Joined there (the lane worker joins a body too big to govern).
+              body,
               failOpen: settings.failOpen,
               recovery: recoveryAllowed,
               agentTools: settings.agentTools,
@@ -121,7 +122,7 @@ export async function handleGoverned(
       sendBuffered(exchange, JSON.stringify(next)),
     );
     noteRecoveredTokens(exchange, recovery, recovered.window.viewTokens);
-    return answerBuffered(exchange, answer);
+    return answerBuffered(exchange, { ...answer, body: answer.text });
   } catch (error) {
     return trace.fail(error, dialect.provider, headers);
   }
@@ -203,14 +204,32 @@ function answerHeaders(exchange: Exchange, upstream: Headers): Headers {
 /** Statuses whose responses cannot carry a body. */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-function answerBuffered(exchange: Exchange, answer: BufferedAnswer): ProxyAnswer {
+function answerBuffered(
+  exchange: Exchange,
+  answer: Pick<BufferedAnswer, 'status' | 'headers'> & { body: string | Uint8Array },
+): ProxyAnswer {
   exchange.trace.respond(answer.status);
   exchange.trace.end();
   return {
     status: answer.status,
     headers: answerHeaders(exchange, answer.headers),
-    body: NULL_BODY_STATUSES.has(answer.status) ? null : answer.text,
+    body: NULL_BODY_STATUSES.has(answer.status) ? null : answer.body,
   };
+}
+
+/**
+ * Read a whole answer that goes to the client as it came: its bytes are passed on, and only its
+ * `usage` field is parsed (an answer may echo the request's instructions and tools).
+ */
+async function readPassedOn(
+  exchange: Exchange,
+  { call, started }: { call: UpstreamCall; started: number },
+): Promise<Pick<BufferedAnswer, 'status' | 'headers'> & { body: Uint8Array }> {
+  const body = await call.bytes().finally(() => {
+    exchange.trace.addUpstreamTime(exchange.settings.now() - started);
+  });
+  if (call.answer.ok) exchange.trace.addUsage(exchange.dialect.usageOf(usageHolderOf(body)));
+  return { status: call.answer.status, headers: call.answer.headers, body };
 }
 
 /** The body of an answer that is an event stream, or null. */
@@ -255,7 +274,7 @@ async function forward(exchange: Exchange, body: Uint8Array): Promise<ProxyAnswe
   const sent = await send(exchange, body);
   const { answer } = sent.call;
   const source = eventStreamOf(sent.call);
-  if (source === null) return answerBuffered(exchange, await readAnswer(exchange, sent));
+  if (source === null) return answerBuffered(exchange, await readPassedOn(exchange, sent));
   sent.call.settle();
   const { dialect, settings, trace } = exchange;
   trace.addUpstreamTime(settings.now() - sent.started);

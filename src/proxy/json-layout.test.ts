@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type ByteSpan, layoutJsonObject } from './json-layout.js';
+import { type ByteSpan, layoutJsonObject, usageHolderOf } from './json-layout.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -121,5 +121,27 @@ describe('layoutJsonObject', () => {
       until: { field: 'messages', elements: 2 },
     });
     expect(short).toBeUndefined();
+  });
+});
+
+describe('usageHolderOf', () => {
+  const bytes = bytesOf;
+
+  it('parses the top-level usage field alone, the last when it repeats, as JSON.parse reads it', () => {
+    const answer = {
+      tools: [{ name: 'log', parameters: { properties: { usage: { type: 'string' } } } }],
+      output: [{ content: 'the "usage": {"input_tokens": 1} of it' }],
+      usage: { input_tokens: 12, output_tokens: 3 },
+    };
+    expect(usageHolderOf(bytes(JSON.stringify(answer)))).toEqual({ usage: answer.usage });
+    const repeated = '{"usage":{"input_tokens":1},"id":"x","usage":{"input_tokens":2}}';
+    expect(usageHolderOf(bytes(repeated))).toEqual({ usage: JSON.parse(repeated).usage });
+  });
+
+  it('gives nothing for an answer without usage, an array, or bytes that are not JSON', () => {
+    expect(usageHolderOf(bytes('{"id":"x","nested":{"usage":{"input_tokens":5}}}'))).toBeUndefined();
+    expect(usageHolderOf(bytes('[{"usage":{"input_tokens":5}}]'))).toBeUndefined();
+    expect(usageHolderOf(bytes('upstream says no'))).toBeUndefined();
+    expect(usageHolderOf(bytes('{"usage":{"input_tokens":}'))).toBeUndefined();
   });
 });

@@ -379,3 +379,20 @@ export function layoutJsonObject(bytes: Uint8Array, options: LayoutOptions = {})
     throw error;
   }
 }
+
+const valueDecoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A JSON object's `usage` field alone (the last, as `JSON.parse` reads it), as `{ usage }`, without parsing the rest (an answer that
+ * echoes a request's instructions and tool schemas is mostly those); undefined when the bytes
+ * are not an object's outline or the field is not JSON.
+ */
+export function usageHolderOf(bytes: Uint8Array): { usage: unknown } | undefined {
+  const field = layoutJsonObject(bytes)?.findLast((candidate) => candidate.key === 'usage');
+  if (field === undefined) return undefined;
+  try {
+    return { usage: JSON.parse(valueDecoder.decode(bytes.subarray(field.start, field.end))) as unknown };
+  } catch {
+    return undefined;
+  }
+}

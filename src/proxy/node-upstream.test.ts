@@ -101,6 +101,16 @@ describe.each(TRANSPORTS)('%s transport', (_name, transport) => {
     expect(seen[0]?.headers['accept-encoding']).toMatch(/gzip/);
   });
 
+  it('reads the answer as the bytes it came in, even bytes that are not UTF-8', async () => {
+    const sent = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('é"}')]);
+    const { url } = await serve((res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/json' });
+      res.end(gzipSync(sent));
+    });
+    const answer = await transport(request(url));
+    expect(Buffer.from(await answer.bytes()).equals(sent)).toBe(true);
+  });
+
   it('streams a body it is given as a stream, chunked, and the answer as a stream', async () => {
     const { url, seen } = await serve((res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });

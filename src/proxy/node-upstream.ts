@@ -44,17 +44,19 @@ function decodersFor(contentEncoding: string | undefined): Transform[] {
   return decoders;
 }
 
-function readAll(source: Readable): Promise<string> {
+function readAll(source: Readable): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     source.on('data', (chunk: Buffer) => chunks.push(chunk));
     finished(source, (error) => {
       if (error) reject(error);
-      // Like `Response.text()`: UTF-8, invalid bytes replaced, a byte order mark dropped.
-      else resolve(new TextDecoder().decode(Buffer.concat(chunks)));
+      else resolve(Buffer.concat(chunks));
     });
   });
 }
+
+/** Like `Response.text()`: UTF-8, invalid bytes replaced, a byte order mark dropped. */
+const textDecoder = new TextDecoder();
 
 /** A node stream as a web stream: paused while the reader is behind, destroyed when it cancels. */
 function webStreamOf(source: Readable): ReadableStream<Uint8Array> {
@@ -100,6 +102,11 @@ function answerOf(incoming: IncomingMessage, method: string): UpstreamAnswer {
     incoming.on('error', () => undefined);
   }
   let stream: ReadableStream<Uint8Array> | null | undefined;
+  // An answer without a body is read to its end all the same, which frees the connection.
+  const bytes = async () => {
+    const all = await readAll(empty ? incoming : body);
+    return empty ? new Uint8Array(0) : all;
+  };
   return {
     status,
     ok: status >= 200 && status < 300,
@@ -115,7 +122,8 @@ function answerOf(incoming: IncomingMessage, method: string): UpstreamAnswer {
       }
       return stream;
     },
-    text: () => (empty ? readAll(incoming).then(() => '') : readAll(body)),
+    text: async () => textDecoder.decode(await bytes()),
+    bytes,
   };
 }
 

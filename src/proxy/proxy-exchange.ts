@@ -26,8 +26,8 @@ export interface ProxyRequest {
 export interface ProxyAnswer {
   status: number;
   headers: Headers;
-  /** Text is sent whole (with its length); a stream chunk by chunk. */
-  body: string | ReadableStream<Uint8Array> | null;
+  /** Text and bytes are sent whole (with their length); a stream chunk by chunk. */
+  body: string | Uint8Array | ReadableStream<Uint8Array> | null;
 }
 
 export function requestFromWeb(request: Request): ProxyRequest {

@@ -111,9 +111,9 @@ function plainHeaders(headers: Headers): Record<string, string | string[]> {
 async function writeAnswer(answer: ProxyAnswer, res: ServerResponse, signal: AbortSignal): Promise<void> {
   const headers = plainHeaders(answer.headers);
   const { body } = answer;
-  if (typeof body === 'string') {
+  if (typeof body === 'string' || body instanceof Uint8Array) {
     // Whole answers go out in one write, with their length.
-    const bytes = Buffer.from(body, 'utf8');
+    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     headers['content-length'] = String(bytes.byteLength);
     res.writeHead(answer.status, headers);
     return void res.end(bytes);
