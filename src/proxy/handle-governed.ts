@@ -29,7 +29,7 @@ import {
   type Recovery,
   recoverTransparently,
 } from './transparent-recovery.js';
-import type { JsonObject, TokenUsage, WireDialect } from './wire-dialect.js';
+import { eventUsage, type JsonObject, type TokenUsage, type WireDialect } from './wire-dialect.js';
 
 interface Exchange {
   settings: ProxySettings;
@@ -283,8 +283,7 @@ async function forward(exchange: Exchange, body: Uint8Array): Promise<ProxyAnswe
     source,
     (data) => {
       // Only events that carry usage are parsed; the rest go by untouched and unread.
-      if (data.startsWith('{') && data.includes('"usage"'))
-        Object.assign(usage, dialect.usageOf(JSON.parse(data)));
+      Object.assign(usage, eventUsage(dialect, data));
     },
     (outcome) => {
       if (answer.ok) trace.addUsage(usage);

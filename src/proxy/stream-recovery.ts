@@ -9,7 +9,13 @@ import type { UpstreamAnswer } from './call-upstream.js';
 import { encodeSse, type SseMessage, type StreamMerger } from './stream-merger.js';
 import { createSseReader, type StreamOutcome } from './tap-event-stream.js';
 import type { Recovery } from './transparent-recovery.js';
-import { isJsonObject, type JsonObject, type TokenUsage, type WireDialect } from './wire-dialect.js';
+import {
+  eventUsage,
+  isJsonObject,
+  type JsonObject,
+  type TokenUsage,
+  type WireDialect,
+} from './wire-dialect.js';
 
 export interface StreamRecoveryOptions {
   dialect: WireDialect;
@@ -65,13 +71,7 @@ export function streamRecovery(options: StreamRecoveryOptions): ReadableStream<U
     const usage: Partial<TokenUsage> = {};
     const sse = createSseReader((data, event) => {
       events.push(event === undefined ? { data } : { event, data });
-      if (data.startsWith('{') && data.includes('"usage"')) {
-        try {
-          Object.assign(usage, dialect.usageOf(JSON.parse(data)));
-        } catch {
-          // Usage is for the log; an unreadable event is the merger's to judge.
-        }
-      }
+      Object.assign(usage, eventUsage(dialect, data));
     });
     try {
       for (;;) {

@@ -116,6 +116,26 @@ export interface WireDialect {
 }
 
 /** The body's `model`, which every governed route requires. */
+/**
+ * What a server-sent event's data reports of usage, parsed only when it holds a usage object:
+ * the opening events of a Responses stream carry the whole response (the request's instructions
+ * and tools echoed) with `"usage": null`, and are passed by unread.
+ */
+export function eventUsage(
+  dialect: Pick<WireDialect, 'usageOf'>,
+  data: string,
+): Partial<TokenUsage> | undefined {
+  if (!data.startsWith('{') || !USAGE_OBJECT.test(data)) return undefined;
+  try {
+    return dialect.usageOf(JSON.parse(data));
+  } catch {
+    // Usage is for the log; an unreadable event is the client's to judge.
+    return undefined;
+  }
+}
+
+const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+
 export function requireModel(body: JsonObject): string {
   if (typeof body.model !== 'string' || body.model === '') {
     throw new BadInputError('model: expected a non-empty string');
