@@ -18,6 +18,7 @@ import {
 import { type ProjectOptions, projectView } from './project-view.js';
 import {
   conversationFoldParts,
+  createShownTexts,
   type FoldParts,
   foldParts,
   isMaskable,
@@ -26,6 +27,7 @@ import {
   objectText,
   renderMask,
   renderTombstone,
+  type ShownTexts,
   shortenIndex,
   spanFoldParts,
 } from './render-replacement.js';
@@ -186,6 +188,7 @@ function judgeOperation(
       const summary = {
         ...(operation.summary ? { summary: operation.summary } : {}),
         ...scoring(ledger, options),
+        shownElsewhere: shownElsewhere(ledger, state, object),
       };
       const replacement =
         object.kind === 'conversation'
@@ -270,6 +273,7 @@ function judgeSpanFold(
       ...(operation.summary ? { summary: operation.summary } : {}),
       ...messagesIndexBudget(before, options),
       ...scoring(ledger, options),
+      shownElsewhere: shownElsewhere(ledger, state, object),
     }),
     options.spanAnchorTokens,
   );
@@ -315,6 +319,58 @@ function outputIndexTokens(tokens: number): number {
 }
 
 /** The entry scorer of the valuator's model, for the ledger as it stands. */
+/** The pinned objects' texts of each ledger, indexed as it grows (objects are only appended). */
+const pinnedTexts = new WeakMap<Ledger, { seen: number; shown: ShownTexts }>();
+
+function pinnedShown(ledger: Ledger): ShownTexts {
+  let entry = pinnedTexts.get(ledger);
+  if (entry === undefined) {
+    entry = { seen: 0, shown: createShownTexts() };
+    pinnedTexts.set(ledger, entry);
+  }
+  for (; entry.seen < ledger.objects.length; entry.seen += 1) {
+    const object = ledger.objects[entry.seen]!;
+    if (object.pinned) entry.shown.add(objectText(ledger, object));
+  }
+  return entry.shown;
+}
+
+/** The indexes of a state's folds that are in its view, each at where its object starts. */
+const foldIndexes = new WeakMap<ViewState, ShownTexts>();
+
+function foldIndexesOf(ledger: Ledger, state: ViewState): ShownTexts {
+  let shown = foldIndexes.get(state);
+  if (shown !== undefined) return shown;
+  shown = createShownTexts();
+  for (const [id, current] of Object.entries(state)) {
+    const object = ledger.get(id);
+    if (current.operation !== 'fold' || object === undefined) continue;
+    // An output inside a folded span of its request is out of the view, and its index with it.
+    const conversation =
+      object.kind === 'conversation' ? undefined : ledger.conversationAt(object.messageIndex);
+    const around = conversation && state[conversation.id];
+    if (around !== undefined && object.messageIndex < (around.spanEnd ?? conversation!.span.end)) continue;
+    shown.add(current.replacement, object.span.start);
+  }
+  foldIndexes.set(state, shown);
+  return shown;
+}
+
+/**
+ * What a new fold index of `object` need not repeat: what stays in every view (the pinned
+ * objects) and the indexes of the folds before it. Never a later fold's: two indexes that each
+ * left a name to the other would both lose it.
+ */
+function shownElsewhere(
+  ledger: Ledger,
+  state: ViewState,
+  object: LedgerObject,
+): Pick<ShownTexts, 'contains'> {
+  const pinned = pinnedShown(ledger);
+  const folds = foldIndexesOf(ledger, state);
+  return { contains: (value) => pinned.contains(value) || folds.contains(value, object.span.start) };
+}
+
 function scoring(ledger: Ledger, options: RehearseOptions): { scoreEntry?: EntryScorer } {
   return options.entryModel ? { scoreEntry: entryScorer(options.entryModel, ledger) } : {};
 }

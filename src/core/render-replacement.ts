@@ -264,6 +264,11 @@ export interface FoldOptions {
   /** Anchors visible elsewhere anyway (what the user or agent wrote): not repeated. */
   omitAnchors?: ReadonlySet<string>;
   /**
+   * Texts that stay in the view whatever happens to this fold (pinned instructions, the indexes
+   * of older folds): an anchor one of them shows is not repeated, as within one index.
+   */
+  shownElsewhere?: Pick<ShownTexts, 'contains'>;
+  /**
    * The valuator's future-use score of an anchor held by message `holder`: the index lists its
    * anchors by it, highest first, instead of by the extractor's ranking (lines and calls follow).
    */
@@ -291,6 +296,7 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
   let chars = 0;
   const take = (value: string) => {
     if (chars + value.length + 2 > maxChars || shown.contains(value)) return;
+    if (options.shownElsewhere?.contains(value)) return;
     chosen.push(value);
     shown.add(value);
     chars += value.length + 2;
@@ -313,27 +319,40 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
 const WORD = /[A-Za-z0-9_]+/g;
 
 /**
+ * Texts an index need not repeat from: whether a value is visible inside one of them (of those
+ * added at a position before `before`, when given).
+ */
+export interface ShownTexts {
+  add(textValue: string, position?: number): void;
+  contains(value: string, before?: number): boolean;
+}
+
+/**
  * Texts shown so far, to tell whether a value is visible inside one of them. A value is looked
  * for only in the texts that hold its longest word as a whole word, so a name inside a longer
  * name (`handler_1` in `handler_1_0`) counts as not shown; a value without a word never is.
  * Linear in what is added and looked up, where searching one joined text was quadratic.
  */
-function createShownTexts() {
+export function createShownTexts(): ShownTexts {
   const texts: string[] = [];
+  const positions: number[] = [];
   const byWord = new Map<string, number[]>();
   return {
-    add(textValue: string) {
+    add(textValue, position = Number.NEGATIVE_INFINITY) {
       const index = texts.push(textValue) - 1;
+      positions.push(position);
       for (const word of new Set(textValue.match(WORD))) {
         const holders = byWord.get(word);
         if (holders) holders.push(index);
         else byWord.set(word, [index]);
       }
     },
-    contains(value: string): boolean {
+    contains(value, before = Number.POSITIVE_INFINITY) {
       let longest = '';
       for (const word of value.match(WORD) ?? []) if (word.length > longest.length) longest = word;
-      return (byWord.get(longest) ?? []).some((index) => texts[index]!.includes(value));
+      return (byWord.get(longest) ?? []).some(
+        (index) => positions[index]! < before && texts[index]!.includes(value),
+      );
     },
   };
 }

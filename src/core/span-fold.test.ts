@@ -8,6 +8,7 @@ import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
 import { emptySessionState, payloadKey } from './session-state.js';
 import { longSession } from './testing/long-session.js';
+import { longOutput, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 
 function ledgerOf(rounds = 12): Ledger {
@@ -165,5 +166,60 @@ describe('span folds: the work after a request', () => {
     expect(projectView(ledger, expanded.stateAfter).items.map((item) => item.message)).toEqual(
       ledger.messages,
     );
+  });
+});
+
+describe('span fold indexes list what the view does not show elsewhere', () => {
+  const listed = (replacement: string | undefined) =>
+    (replacement ?? '').split('\n').find((line) => line.startsWith('anchors: ')) ?? '';
+
+  function twoRequests(): Ledger {
+    const round = (id: string, text: string) =>
+      toolRound(id, 'read_file', { path: text.split(' ')[0] }, `${text}\n${longOutput(id, 30)}`);
+    return indexTranscript(
+      [
+        systemMessage('You are a coding agent. Settings live in config/agent_settings.yaml.'),
+        userMessage('Fix the parser.'),
+        ...round('c1', 'src/alpha_module.py reads config/agent_settings.yaml'),
+        ...round('c2', 'src/beta_module.py calls alpha_parse'),
+        userMessage('Now the renderer.'),
+        ...round('c3', 'src/alpha_module.py again, and src/gamma_module.py'),
+        ...round('c4', 'src/delta_module.py renders'),
+        userMessage('And the tests.'),
+        ...round('c5', 'tests/test_render.py'),
+      ],
+      { tokenCounter: approximateTokenCounter },
+    );
+  }
+
+  it('leaves out what the pinned instructions show, and what an older fold lists', () => {
+    const ledger = twoRequests();
+    const first = rehearsePlan(ledger, {}, { planner: 'test', operations: [spanFold(6)] });
+    const older = listed(first.stateAfter['conversation:user:1']?.replacement);
+    expect(older).toContain('src/alpha_module.py');
+    expect(older).not.toContain('config/agent_settings.yaml');
+    const second = rehearsePlan(ledger, first.stateAfter, {
+      planner: 'test',
+      operations: [spanFold(11, 'conversation:user:2')],
+    });
+    const newer = listed(second.stateAfter['conversation:user:2']?.replacement);
+    expect(newer).toContain('src/gamma_module.py');
+    expect(newer).not.toContain('src/alpha_module.py');
+    // Every name stays in the view, once.
+    const view = projectView(ledger, second.stateAfter).items.map((item) => JSON.stringify(item.message));
+    expect(view.some((text) => text.includes('src/alpha_module.py'))).toBe(true);
+    expect(view.some((text) => text.includes('config/agent_settings.yaml'))).toBe(true);
+  });
+
+  it('never leaves a name to a later fold, whose index may go first', () => {
+    const ledger = twoRequests();
+    const later = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [spanFold(11, 'conversation:user:2')] },
+    );
+    expect(listed(later.stateAfter['conversation:user:2']?.replacement)).toContain('src/alpha_module.py');
+    const earlier = rehearsePlan(ledger, later.stateAfter, { planner: 'test', operations: [spanFold(6)] });
+    expect(listed(earlier.stateAfter['conversation:user:1']?.replacement)).toContain('src/alpha_module.py');
   });
 });
