@@ -318,7 +318,6 @@ function outputIndexTokens(tokens: number): number {
   return Math.ceil((FOLD_INDEX.charsPerAnchor * autoAnchorBudget(tokens)) / 4);
 }
 
-/** The entry scorer of the valuator's model, for the ledger as it stands. */
 /** The pinned objects' texts of each ledger, indexed as it grows (objects are only appended). */
 const pinnedTexts = new WeakMap<Ledger, { seen: number; shown: ShownTexts }>();
 
@@ -371,6 +370,7 @@ function shownElsewhere(
   return { contains: (value) => pinned.contains(value) || folds.contains(value, object.span.start) };
 }
 
+/** The entry scorer of the valuator's model, for the ledger as it stands. */
 function scoring(ledger: Ledger, options: RehearseOptions): { scoreEntry?: EntryScorer } {
   return options.entryModel ? { scoreEntry: entryScorer(options.entryModel, ledger) } : {};
 }

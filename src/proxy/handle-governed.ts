@@ -204,10 +204,10 @@ function answerHeaders(exchange: Exchange, upstream: Headers): Headers {
 /** Statuses whose responses cannot carry a body. */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
-function answerBuffered(
-  exchange: Exchange,
-  answer: Pick<BufferedAnswer, 'status' | 'headers'> & { body: string | Uint8Array },
-): ProxyAnswer {
+/** A whole answer as the client gets it. */
+type WholeAnswer<Body> = Pick<BufferedAnswer, 'status' | 'headers'> & { body: Body };
+
+function answerBuffered(exchange: Exchange, answer: WholeAnswer<string | Uint8Array>): ProxyAnswer {
   exchange.trace.respond(answer.status);
   exchange.trace.end();
   return {
@@ -224,7 +224,7 @@ function answerBuffered(
 async function readPassedOn(
   exchange: Exchange,
   { call, started }: { call: UpstreamCall; started: number },
-): Promise<Pick<BufferedAnswer, 'status' | 'headers'> & { body: Uint8Array }> {
+): Promise<WholeAnswer<Uint8Array>> {
   const body = await call.bytes().finally(() => {
     exchange.trace.addUpstreamTime(exchange.settings.now() - started);
   });
