@@ -111,6 +111,17 @@ function projectSystemMessage(
 }
 
 /** Project the view of the ledger under the given committed states. */
+/**
+ * Whether an object lies inside the folded or pruned span of its conversation, so that it (and
+ * any replacement of its own) is out of the view.
+ */
+export function coveredByConversation(ledger: Ledger, state: ViewState, object: LedgerObject): boolean {
+  if (object.kind === 'conversation') return false;
+  const conversation = ledger.conversationAt(object.messageIndex);
+  const around = conversation ? state[conversation.id] : undefined;
+  return around !== undefined && object.messageIndex < (around.spanEnd ?? conversation!.span.end);
+}
+
 export function projectView(ledger: Ledger, state: ViewState, options: ProjectOptions = {}): View {
   const end = Math.min(options.end ?? ledger.messages.length, ledger.messages.length);
   const showIds = options.showIds === true;

@@ -15,7 +15,7 @@ import {
   type RejectionReason,
   type ViewState,
 } from './operations.js';
-import { type ProjectOptions, projectView } from './project-view.js';
+import { coveredByConversation, type ProjectOptions, projectView } from './project-view.js';
 import {
   conversationFoldParts,
   createShownTexts,
@@ -343,12 +343,9 @@ function foldIndexesOf(ledger: Ledger, state: ViewState): ShownTexts {
   shown = createShownTexts();
   for (const [id, current] of Object.entries(state)) {
     const object = ledger.get(id);
-    if (current.operation !== 'fold' || object === undefined) continue;
     // An output inside a folded span of its request is out of the view, and its index with it.
-    const conversation =
-      object.kind === 'conversation' ? undefined : ledger.conversationAt(object.messageIndex);
-    const around = conversation && state[conversation.id];
-    if (around !== undefined && object.messageIndex < (around.spanEnd ?? conversation!.span.end)) continue;
+    if (current.operation !== 'fold' || object === undefined || coveredByConversation(ledger, state, object))
+      continue;
     shown.add(current.replacement, object.span.start);
   }
   foldIndexes.set(state, shown);

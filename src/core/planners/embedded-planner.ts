@@ -12,6 +12,7 @@ import { assistantStepsAfter, recentStepsStart } from '../ledger-measures.js';
 import { liveTokens } from '../object-kinds.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { planSpanFolds, spanIndexTokens } from '../plan-span-folds.js';
+import { coveredByConversation } from '../project-view.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
 import { isMaskable, objectText } from '../render-replacement.js';
 import { EMBEDDED_PLANNER } from '../tuning.js';
@@ -195,12 +196,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const minFoldShare = options.minFoldShare ?? EMBEDDED_PLANNER.minFoldShare;
   const { ledger, state } = input;
   // Outputs inside a committed fold of their conversation are out of the view already.
-  const hidden = (object: LedgerObject) => {
-    const conversation =
-      object.kind !== 'conversation' ? ledger.conversationAt(object.messageIndex) : undefined;
-    const entry = conversation ? state[conversation.id] : undefined;
-    return entry !== undefined && object.messageIndex < (entry.spanEnd ?? conversation!.span.end);
-  };
+  const hidden = (object: LedgerObject) => coveredByConversation(ledger, state, object);
   const hints = options.hints ?? new Map<string, ObjectHint>();
   // A retained object stays out of the planner's own folds and prunes.
   const evidence = collectEvidence(ledger, input.protectFrom).filter(
