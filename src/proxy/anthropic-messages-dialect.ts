@@ -5,6 +5,7 @@
  */
 
 import {
+  type AnthropicMessage,
   type AnthropicMessagesPrompt,
   fromAnthropicMessages,
   limitCacheBreakpoints,
@@ -57,8 +58,12 @@ export const anthropicMessagesDialect: WireDialect = {
   readElements(body, resume) {
     return fromAnthropicMessages(body as unknown as AnthropicMessagesPrompt, resume);
   },
-  writeTranscript(body, view) {
-    const written = toAnthropicMessages([...view]);
+  writeTranscript(body, view, read) {
+    const elements = body.messages as AnthropicMessage[];
+    const written = toAnthropicMessages(
+      [...view],
+      read === undefined ? undefined : { elements, reading: read },
+    );
     const { system, messages } = limitCacheBreakpoints(body, written);
     return replaceFields(body, { system, messages });
   },

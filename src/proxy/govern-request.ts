@@ -4,6 +4,8 @@
  * instructions, the output reserve) and put it in the body, or, when that fails, serve the
  * request ungoverned (fail open) or refuse it.
  */
+
+import type { ElementReading } from '../adapters/read-resume.js';
 import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
@@ -50,6 +52,8 @@ export interface GovernInput {
   body: JsonObject;
   model: string;
   transcript: Message[];
+  /** How the body's conversation was read into `transcript` (see `WireDialect.writeTranscript`). */
+  read?: ElementReading;
   identity: SessionIdentity;
   trace: Pick<RequestTrace, 'arm' | 'entry'>;
   /** The client's request headers (the window may depend on them). */
@@ -193,7 +197,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   // A view that is the transcript as read leaves the body as it came: it is not written again.
   const asCame = isTheTranscript(sent, input.transcript) && dialect.sendsAsCame?.(input.body) !== false;
   return {
-    body: asCame ? input.body : dialect.writeTranscript(input.body, sent),
+    body: asCame ? input.body : dialect.writeTranscript(input.body, sent, input.read),
     governor,
     result: { ...result, view },
     conversationRoom,

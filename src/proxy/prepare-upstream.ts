@@ -146,7 +146,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   trace.entry.stream = body.stream === true;
   const read = readOrPassThrough(input, body, reading);
   if (read === undefined) return { body: input.bytes };
-  const { messages: transcript, bound } = read;
+  const { messages: transcript, ends, bound } = read;
   checkArgumentDepth(transcript, bound?.reused);
   bound?.keep();
   const identity = deriveSessionIdentity({
@@ -168,6 +168,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     body,
     model,
     transcript,
+    read: { messages: transcript, ends },
     identity,
     trace,
     requestHeaders: input.requestHeaders,
@@ -231,11 +232,11 @@ function readOrPassThrough(
   input: PrepareInput,
   body: JsonObject,
   reading: BodyReading | undefined,
-): { messages: Message[]; bound?: BoundTranscript } | undefined {
+): { messages: Message[]; ends: number[]; bound?: BoundTranscript } | undefined {
   try {
-    if (reading === undefined) return { messages: input.dialect.readTranscript(body) };
+    if (reading === undefined) return input.dialect.readElements(body);
     const bound = reading.transcript();
-    return { messages: bound.messages, bound };
+    return { messages: bound.messages, ends: bound.ends, bound };
   } catch (error) {
     if (!(error instanceof BadInputError)) throw error;
     const { settings, trace, headers } = input;

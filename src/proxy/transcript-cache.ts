@@ -55,6 +55,8 @@ export interface ReadInput {
 /** A body's canonical transcript, bound to what the cache knew: reused messages and the content chain. */
 export interface BoundTranscript {
   messages: Message[];
+  /** Where each conversation element's messages end in `messages` (`ElementReading.ends`). */
+  ends: number[];
   /** `transcriptChain(messages)`. */
   chain: string[];
   /** Leading messages taken over from the kept transcript. */
@@ -366,6 +368,7 @@ export function createTranscriptCache(options: TranscriptCacheOptions = {}): Tra
           };
           return {
             ...bound,
+            ends: reading.ends,
             keep: () => keep(next, continues(kept, conversation, reusedElements) ? kept : undefined),
           };
         },

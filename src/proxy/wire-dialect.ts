@@ -63,8 +63,12 @@ export interface WireDialect {
    * it is known (the transcript cache).
    */
   readElements(body: JsonObject, resume?: ReadResume): ElementReading;
-  /** The body with its transcript replaced by `view`, every other field as it came. */
-  writeTranscript(body: JsonObject, view: readonly Message[]): JsonObject;
+  /**
+   * The body with its transcript replaced by `view`, every other field as it came. `read`: how
+   * the body's own conversation was read (`readElements`), so that an element whose messages the
+   * view holds whole may be written as the client's element itself.
+   */
+  writeTranscript(body: JsonObject, view: readonly Message[], read?: ElementReading): JsonObject;
   /**
    * Whether the client's body may go upstream as it came when the view is its transcript
    * unchanged (default yes); no, when writing it would still change it (Anthropic: more

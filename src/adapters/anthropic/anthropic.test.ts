@@ -59,6 +59,62 @@ describe('anthropic round trip on fixtures', () => {
   });
 });
 
+describe('toAnthropicMessages with the wire messages the transcript was read from', () => {
+  const fixtures = ['thinking-tools-cache.json', 'string-content.json', 'server-tools-documents.json'];
+  const read = (name: string) => {
+    const prompt = fixture(name);
+    return { prompt, reading: fromAnthropicMessages(prompt) };
+  };
+  const changed = (message: Message): Message => ({
+    ...message,
+    parts: [{ type: 'text', text: `[folded: ${message.parts.length} parts]` }],
+  });
+  const turnless = (): Message => ({ role: 'user', parts: [{ type: 'text', text: 'a note of no turn' }] });
+
+  it('writes each wire message whose messages stand whole as the client element itself', () => {
+    for (const name of fixtures) {
+      const { prompt, reading } = read(name);
+      const written = toAnthropicMessages(reading.messages, { elements: prompt.messages, reading });
+      expect(written.messages.length).toBe(prompt.messages.length);
+      for (const [index, element] of written.messages.entries()) expect(element).toBe(prompt.messages[index]);
+    }
+  });
+
+  it('writes any view as the same JSON as without them (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...fixtures),
+        fc.array(fc.constantFrom('keep', 'drop', 'change', 'note-before'), { minLength: 12, maxLength: 12 }),
+        (name, edits) => {
+          const { prompt, reading } = read(name);
+          const view = reading.messages.flatMap((message, index) => {
+            const edit = edits[index % edits.length];
+            if (edit === 'drop') return [];
+            if (edit === 'change') return [changed(message)];
+            if (edit === 'note-before' && message.role !== 'system') return [turnless(), message];
+            return [message];
+          });
+          const plain = toAnthropicMessages([...view]);
+          const withSource = toAnthropicMessages([...view], { elements: prompt.messages, reading });
+          expect(JSON.stringify(withSource.messages)).toBe(JSON.stringify(plain.messages));
+          expect(withSource.system).toStrictEqual(plain.system);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('does not take a wire message whose messages another user message would merge with', () => {
+    const { prompt, reading } = read('thinking-tools-cache.json');
+    // A user message of no turn right before a tool-result turn joins it on the wire.
+    const at = reading.messages.findIndex((message) => message.role === 'tool');
+    const view = [...reading.messages.slice(0, at), turnless(), ...reading.messages.slice(at)];
+    const written = toAnthropicMessages(view, { elements: prompt.messages, reading });
+    expect(written.messages).toStrictEqual(toAnthropicMessages(view).messages);
+    expect(written.messages.some((element) => prompt.messages.includes(element))).toBe(true);
+  });
+});
+
 describe('toAnthropicMessages for transcripts from elsewhere', () => {
   const fromChat: Message[] = [
     { role: 'system', parts: [{ type: 'text', text: 'Be terse.' }] },

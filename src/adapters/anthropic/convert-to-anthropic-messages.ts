@@ -13,6 +13,7 @@ import { parseDataUri } from '../data-uri.js';
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, readSlice, withExtras } from '../provider-data.js';
+import type { ElementReading } from '../read-resume.js';
 import type {
   AnthropicAssistantBlock,
   AnthropicImageBlock,
@@ -44,8 +45,16 @@ type Group = { blocks: AnthropicUserBlock[]; members: Message[]; turn: unknown }
  * (including another provider's opaque part, sent as its text) and `system-in-conversation` (a
  * later system message from elsewhere is sent as user text: only some models take system
  * messages mid-conversation).
+ *
+ * `source`: the wire messages the transcript was read from and their reading. A wire message
+ * whose canonical messages stand in `messages` whole, in order and as the same objects, is
+ * written as that wire message itself, where the rules above would write it alone: the same JSON,
+ * without building it again (a proxy then finds it unchanged by identity).
  */
-export function toAnthropicMessages(messages: Message[]): {
+export function toAnthropicMessages(
+  messages: Message[],
+  source?: WireSource,
+): {
   system?: AnthropicSystem;
   messages: AnthropicMessage[];
   warnings: Warning[];
@@ -61,32 +70,93 @@ export function toAnthropicMessages(messages: Message[]): {
     if (group) out.push({ role: 'user', content: userContent(group) });
     group = undefined;
   };
-  messages.slice(systemCount).forEach((message, offset) => {
-    const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex: systemCount + offset });
+  const asRead = source === undefined ? undefined : wireMessagesAsRead(source);
+  for (let index = systemCount; index < messages.length; index += 1) {
+    const message = messages[index]!;
+    const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex: index });
+    const whole = asRead?.(messages, index, group?.turn ?? (group === undefined ? NO_GROUP : undefined));
+    if (whole !== undefined) {
+      flush();
+      if (message.role === 'system') placed.set(out.length, index);
+      out.push(whole.element);
+      index += whole.length - 1;
+      continue;
+    }
     if (message.role === 'assistant') {
       flush();
       out.push({ role: 'assistant', content: assistantContent(message, emit) });
-      return;
+      continue;
     }
     if (message.role === 'system' && isWireSystem(message)) {
       flush();
-      placed.set(out.length, systemCount + offset);
+      placed.set(out.length, index);
       out.push(systemMessage(message, emit));
-      return;
+      continue;
     }
     if (message.role === 'system')
       emit({ code: 'system-in-conversation', message: 'a later system message is sent as user text' });
-    const turn = readSlice(message, NAMESPACE).turn;
+    const turn = turnOf(message);
     if (group && group.turn !== undefined && turn !== undefined && group.turn !== turn) flush();
     group ??= { blocks: [], members: [], turn };
     group.turn ??= turn;
     group.members.push(message);
     group.blocks.push(...message.parts.map((part) => userBlock(part, emit)));
-  });
+  }
   flush();
   placeSystemMessages(out, placed, warnings);
   const system = systemCount > 0 ? systemContent(messages.slice(0, systemCount), warnings) : undefined;
   return { ...(system !== undefined ? { system } : {}), messages: out, warnings };
+}
+
+/** The wire messages a transcript was read from, and the reading (see `toAnthropicMessages`). */
+export interface WireSource {
+  elements: readonly AnthropicMessage[];
+  reading: Readonly<ElementReading>;
+}
+
+/** The turn a message remembers: the index of the wire message it was read from. */
+function turnOf(message: Message): unknown {
+  return readSlice(message, NAMESPACE).turn;
+}
+
+/** No user group is open (as against an open group of no known turn). */
+const NO_GROUP = Symbol('no group');
+
+/**
+ * A reader of `source`: given the messages being written, an index and the turn of the user group
+ * open before it, the wire message read as the canonical messages from that index on, when they
+ * stand there whole and the writer would write them as one wire message of their own: a user
+ * message is not merged with an open group or with a user message after it that knows no turn.
+ */
+function wireMessagesAsRead(source: WireSource) {
+  const { elements, reading } = source;
+  const { messages: read, ends } = reading;
+  const startOf = new Map<Message, number>();
+  for (let wire = 0; wire < elements.length && wire + 1 < ends.length; wire += 1) {
+    if (ends[wire + 1]! > ends[wire]!) startOf.set(read[ends[wire]!]!, wire);
+  }
+  return (
+    messages: readonly Message[],
+    index: number,
+    openTurn: unknown,
+  ): { element: AnthropicMessage; length: number } | undefined => {
+    const wire = startOf.get(messages[index]!);
+    if (wire === undefined) return undefined;
+    const [start, end] = [ends[wire]!, ends[wire + 1]!];
+    for (let at = start; at < end; at += 1) if (messages[index + at - start] !== read[at]) return undefined;
+    const element = elements[wire]!;
+    if (element.role === 'user') {
+      const turn = turnOf(read[start]!);
+      if (turn === undefined) return undefined;
+      if (openTurn !== NO_GROUP && (openTurn === undefined || openTurn === turn)) return undefined;
+      const next = messages[index + end - start];
+      if (next !== undefined && next.role !== 'assistant' && !isWireSystem(next)) {
+        const nextTurn = turnOf(next);
+        if (nextTurn === undefined || nextTurn === turn) return undefined;
+      }
+    }
+    return { element, length: end - start };
+  };
 }
 
 /**

@@ -62,7 +62,7 @@ export function limitCacheBreakpoints(
     return { system: governed.system, messages: governed.messages, moved: 0, removed: 0 };
 
   const units = unitsOf(governed.messages);
-  const { targets, moved } = placeClientBreakpoints(unitsOf(clientMessages), units);
+  const { targets, moved } = placeClientBreakpoints(clientMessages, unitsOf(clientMessages), units);
   let messages = governed.messages;
   let removed = 0;
   // Take off what the client did not place, then give each target the client's breakpoint.
@@ -125,9 +125,12 @@ function collectHolders(value: unknown, path: Path, out: Path[]): void {
   walkHolders(value, [...path], out);
 }
 
-/** Depth first over objects and arrays (strings are not entered); `path` is a stack, copied per holder. */
+/**
+ * Depth first over objects and arrays (strings are not entered); `path` is a stack, copied per
+ * holder. An object already counted without breakpoints is not entered.
+ */
 function walkHolders(value: unknown, path: Array<string | number>, out: Path[]): void {
-  if (typeof value !== 'object' || value === null) return;
+  if (typeof value !== 'object' || value === null || counted.get(value) === 0) return;
   if (Array.isArray(value)) {
     for (let index = 0; index < value.length; index += 1) {
       const inner: unknown = value[index];
@@ -214,11 +217,17 @@ function dropBreakpoints(key: string, value: unknown): unknown {
  * after it (the block that took its place); none when nothing took it.
  */
 function placeClientBreakpoints(
+  clientMessages: readonly unknown[],
   clientUnits: readonly Unit[],
   units: readonly Unit[],
 ): { targets: Map<number, unknown>; moved: number } {
   const targets = new Map<number, unknown>();
-  const marks = clientUnits.map((unit) => ownBreakpoint(unit.path, unit.value));
+  // Only a message that holds breakpoints is searched for them (counted once per message object).
+  const marks = clientUnits.map((unit) =>
+    countBreakpoints(clientMessages[unit.path[0] as number]) > 0
+      ? ownBreakpoint(unit.path, unit.value)
+      : undefined,
+  );
   if (marks.every((mark) => mark === undefined)) return { targets, moved: 0 };
   const positions = new Map<string, Map<string, number[]>>();
   units.forEach((unit, position) => {
