@@ -12,12 +12,18 @@ import { expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
 import type { Message, Part, Warning } from '../core/transcript.js';
 import { normalizeTranscript } from './normalize-transcript.js';
+import type { ElementReading } from './read-resume.js';
 import { type TranscriptArbitraryOptions, transcriptArbitrary } from './transcript-arbitrary.js';
 
 export interface AdapterUnderTest {
   name: string;
   to(messages: Message[]): { wire: unknown; warnings: Warning[] };
-  from(wire: unknown): { messages: Message[]; warnings: Warning[] };
+  from(wire: unknown): { messages: Message[]; warnings: Warning[]; ends?: number[] };
+  /**
+   * `to` given the wire form the transcript was read from and the reading (`WireSource`): the
+   * wire form of a view of that transcript, the client's own messages where they stand whole.
+   */
+  toFrom?(view: Message[], wire: unknown, reading: ElementReading): unknown;
   /** The transcripts this adapter carries in full. */
   carries: TranscriptArbitraryOptions;
   /** Part details this adapter cannot carry even then (compared without them). */
@@ -111,6 +117,74 @@ export function describeAdapterContract(adapter: AdapterUnderTest): void {
         before.forEach((message, index) => {
           if (JSON.stringify(message) !== JSON.stringify(after[index])) expect(warned).toContain(index);
         });
+      }),
+      RUNS,
+    );
+  });
+}
+
+/** A view of a read transcript as governance makes one: messages dropped, changed, or new beside them. */
+const viewEdits = fc.array(fc.constantFrom('keep', 'keep', 'drop', 'change', 'note-before'), {
+  minLength: 1,
+  maxLength: 16,
+});
+
+function editedView(messages: readonly Message[], edits: readonly string[]): Message[] {
+  return messages.flatMap((message, index) => {
+    const edit = edits[index % edits.length];
+    if (edit === 'drop') return [];
+    if (edit === 'change')
+      return [
+        { ...message, parts: [{ type: 'text' as const, text: `[folded: ${message.parts.length} parts]` }] },
+      ];
+    if (edit === 'note-before' && message.role !== 'system')
+      return [
+        { role: 'user' as const, parts: [{ type: 'text' as const, text: 'a note read from nowhere' }] },
+        message,
+      ];
+    return [message];
+  });
+}
+
+/**
+ * Writing with the wire form a transcript was read from (`toFrom`): an unedited view is the
+ * client's wire messages themselves, and any view is written as the same JSON as without them.
+ */
+export function describeWritingFromSource(
+  adapter: AdapterUnderTest,
+  wireMessages: (wire: unknown) => unknown[],
+): void {
+  const toFrom = adapter.toFrom!;
+  const readOf = (wire: unknown): ElementReading => {
+    const { messages, ends } = adapter.from(wire);
+    return { messages, ends: ends ?? [] };
+  };
+
+  it(`${adapter.name}: an unedited view is written as the client's own wire messages`, () => {
+    fc.assert(
+      fc.property(transcriptArbitrary(adapter.carries), (transcript) => {
+        const wire = adapter.to(transcript).wire;
+        const reading = readOf(wire);
+        const again = wireMessages(toFrom([...reading.messages], wire, reading));
+        const own = wireMessages(wire);
+        expect(again.length).toBe(own.length);
+        again.forEach((element, index) => {
+          expect(element).toBe(own[index]);
+        });
+      }),
+      RUNS,
+    );
+  });
+
+  it(`${adapter.name}: any view is written as the same JSON with the source as without`, () => {
+    fc.assert(
+      fc.property(transcriptArbitrary(adapter.carries), viewEdits, (transcript, edits) => {
+        const wire = adapter.to(transcript).wire;
+        const reading = readOf(wire);
+        const view = editedView(reading.messages, edits);
+        expect(JSON.stringify(toFrom([...view], wire, reading))).toBe(
+          JSON.stringify(adapter.to([...view]).wire),
+        );
       }),
       RUNS,
     );

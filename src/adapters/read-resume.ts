@@ -38,3 +38,47 @@ export function toolNamesOf(messages: readonly Message[]): Map<string, string> {
   }
   return names;
 }
+
+/**
+ * The wire messages a transcript was read from, with the reading: a writer may send back as it
+ * came each one whose canonical messages its view holds whole.
+ */
+export interface WireSource<E> {
+  elements: readonly E[];
+  reading: Readonly<ElementReading>;
+}
+
+/** Wire messages a view holds whole: the client's own, and how many canonical messages they were read as. */
+export interface WholeElements<E> {
+  elements: readonly E[];
+  length: number;
+}
+
+/**
+ * A lookup of `source`: the wire messages read as the canonical messages from `index` of
+ * `messages` on, when those stand there whole (the same objects, in order). A wire message read
+ * as no message of its own (a Responses item that joins the assistant message before it) goes
+ * with the wire message before it.
+ */
+export function wholeElementsOf<E>(
+  source: WireSource<E>,
+): (messages: readonly Message[], index: number) => WholeElements<E> | undefined {
+  const { elements, reading } = source;
+  const { messages: read, ends } = reading;
+  const groups = new Map<Message, { from: number; to: number; start: number; end: number }>();
+  let group: { from: number; to: number; start: number; end: number } | undefined;
+  for (let wire = 0; wire < elements.length && wire + 1 < ends.length; wire += 1) {
+    const [start, end] = [ends[wire]!, ends[wire + 1]!];
+    if (end > start) {
+      group = { from: wire, to: wire + 1, start, end };
+      groups.set(read[start]!, group);
+    } else if (group !== undefined) group.to = wire + 1;
+  }
+  return (messages, index) => {
+    const found = groups.get(messages[index]!);
+    if (found === undefined) return undefined;
+    for (let at = found.start; at < found.end; at += 1)
+      if (messages[index + at - found.start] !== read[at]) return undefined;
+    return { elements: elements.slice(found.from, found.to), length: found.end - found.start };
+  };
+}

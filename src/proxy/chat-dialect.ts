@@ -37,8 +37,10 @@ export const chatDialect: WireDialect = {
   readElements(body, resume) {
     return fromOpenAIChat(requireArray(body, 'messages') as OpenAIChatMessage[], resume);
   },
-  writeTranscript(body, view) {
-    return replaceFields(body, { messages: toOpenAIChat([...view]).messages });
+  writeTranscript(body, view, read) {
+    const elements = body.messages as OpenAIChatMessage[];
+    const source = read === undefined ? undefined : { elements, reading: read };
+    return replaceFields(body, { messages: toOpenAIChat([...view], source).messages });
   },
   promptBesideTranscript(body) {
     return fieldTexts(body.tools, body.functions, body.response_format);

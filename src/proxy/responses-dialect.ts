@@ -45,10 +45,12 @@ export const responsesDialect: WireDialect = {
   readElements(body, resume) {
     return fromOpenAIResponses(inputItems(body) as ResponseInputItem[], resume);
   },
-  writeTranscript(body, view) {
+  writeTranscript(body, view, read) {
     // A single string input is one user message, which governance never changes.
     if (typeof body.input === 'string') return body;
-    return replaceFields(body, { input: toOpenAIResponses([...view]).messages });
+    const elements = inputItems(body) as ResponseInputItem[];
+    const source = read === undefined ? undefined : { elements, reading: read };
+    return replaceFields(body, { input: toOpenAIResponses([...view], source).messages });
   },
   identitySeed(body) {
     return typeof body.instructions === 'string' ? body.instructions : '';

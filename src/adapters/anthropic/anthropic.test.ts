@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Message, OpaquePart } from '../../core/transcript.js';
-import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
+import {
+  type AdapterUnderTest,
+  describeAdapterContract,
+  describeWritingFromSource,
+  expectBadInputAt,
+  readFixture,
+} from '../adapter-contract.case.js';
 import type { AnthropicMessagesPrompt } from './anthropic-api.js';
 import { fromAnthropicMessages } from './convert-from-anthropic-messages.js';
 import { toAnthropicMessages } from './convert-to-anthropic-messages.js';
@@ -60,49 +66,11 @@ describe('anthropic round trip on fixtures', () => {
 });
 
 describe('toAnthropicMessages with the wire messages the transcript was read from', () => {
-  const fixtures = ['thinking-tools-cache.json', 'string-content.json', 'server-tools-documents.json'];
   const read = (name: string) => {
     const prompt = fixture(name);
     return { prompt, reading: fromAnthropicMessages(prompt) };
   };
-  const changed = (message: Message): Message => ({
-    ...message,
-    parts: [{ type: 'text', text: `[folded: ${message.parts.length} parts]` }],
-  });
   const turnless = (): Message => ({ role: 'user', parts: [{ type: 'text', text: 'a note of no turn' }] });
-
-  it('writes each wire message whose messages stand whole as the client element itself', () => {
-    for (const name of fixtures) {
-      const { prompt, reading } = read(name);
-      const written = toAnthropicMessages(reading.messages, { elements: prompt.messages, reading });
-      expect(written.messages.length).toBe(prompt.messages.length);
-      for (const [index, element] of written.messages.entries()) expect(element).toBe(prompt.messages[index]);
-    }
-  });
-
-  it('writes any view as the same JSON as without them (property)', () => {
-    fc.assert(
-      fc.property(
-        fc.constantFrom(...fixtures),
-        fc.array(fc.constantFrom('keep', 'drop', 'change', 'note-before'), { minLength: 12, maxLength: 12 }),
-        (name, edits) => {
-          const { prompt, reading } = read(name);
-          const view = reading.messages.flatMap((message, index) => {
-            const edit = edits[index % edits.length];
-            if (edit === 'drop') return [];
-            if (edit === 'change') return [changed(message)];
-            if (edit === 'note-before' && message.role !== 'system') return [turnless(), message];
-            return [message];
-          });
-          const plain = toAnthropicMessages([...view]);
-          const withSource = toAnthropicMessages([...view], { elements: prompt.messages, reading });
-          expect(JSON.stringify(withSource.messages)).toBe(JSON.stringify(plain.messages));
-          expect(withSource.system).toStrictEqual(plain.system);
-        },
-      ),
-      { numRuns: 300 },
-    );
-  });
 
   it('does not take a wire message whose messages another user message would merge with', () => {
     const { prompt, reading } = read('thinking-tools-cache.json');
@@ -291,13 +259,22 @@ const anthropicOpaque = {
   ),
 };
 
-describeAdapterContract({
+const anthropicAdapter: AdapterUnderTest = {
   name: 'anthropic',
   to: (messages) => {
     const { warnings, ...wire } = toAnthropicMessages(messages);
     return { wire, warnings };
   },
   from: (wire) => fromAnthropicMessages(wire as AnthropicMessagesPrompt),
+  toFrom: (view, wire, reading) => {
+    const { warnings: _warnings, ...written } = toAnthropicMessages(view, {
+      elements: (wire as AnthropicMessagesPrompt).messages,
+      reading,
+    });
+    return written;
+  },
   carries: { reasoning: ['signed', 'redacted'], toolResultImages: true, opaque: anthropicOpaque },
   argumentsAsJson: true,
-});
+};
+describeAdapterContract(anthropicAdapter);
+describeWritingFromSource(anthropicAdapter, (wire) => (wire as AnthropicMessagesPrompt).messages);

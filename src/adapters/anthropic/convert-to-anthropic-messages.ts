@@ -13,7 +13,7 @@ import { parseDataUri } from '../data-uri.js';
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, readSlice, withExtras } from '../provider-data.js';
-import type { ElementReading } from '../read-resume.js';
+import { type WholeElements, type WireSource, wholeElementsOf } from '../read-resume.js';
 import type {
   AnthropicAssistantBlock,
   AnthropicImageBlock,
@@ -46,14 +46,14 @@ type Group = { blocks: AnthropicUserBlock[]; members: Message[]; turn: unknown }
  * later system message from elsewhere is sent as user text: only some models take system
  * messages mid-conversation).
  *
- * `source`: the wire messages the transcript was read from and their reading. A wire message
- * whose canonical messages stand in `messages` whole, in order and as the same objects, is
- * written as that wire message itself, where the rules above would write it alone: the same JSON,
- * without building it again (a proxy then finds it unchanged by identity).
+ * `source`: the wire messages the transcript was read from, with the reading. Each one whose
+ * messages stand in `messages` whole (`wholeElementsOf`) is written as the client's message
+ * itself where the rules above would write it alone: the same JSON, not built again (a proxy
+ * then finds it unchanged by identity).
  */
 export function toAnthropicMessages(
   messages: Message[],
-  source?: WireSource,
+  source?: WireSource<AnthropicMessage>,
 ): {
   system?: AnthropicSystem;
   messages: AnthropicMessage[];
@@ -70,15 +70,16 @@ export function toAnthropicMessages(
     if (group) out.push({ role: 'user', content: userContent(group) });
     group = undefined;
   };
-  const asRead = source === undefined ? undefined : wireMessagesAsRead(source);
+  const wholeAt = source === undefined ? undefined : wholeElementsOf(source);
   for (let index = systemCount; index < messages.length; index += 1) {
     const message = messages[index]!;
     const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex: index });
-    const whole = asRead?.(messages, index, group?.turn ?? (group === undefined ? NO_GROUP : undefined));
-    if (whole !== undefined) {
+    const whole = wholeAt?.(messages, index);
+    const openTurn = group === undefined ? NO_GROUP : group.turn;
+    if (whole !== undefined && writtenAlone(whole, messages, index, openTurn)) {
       flush();
       if (message.role === 'system') placed.set(out.length, index);
-      out.push(whole.element);
+      out.push(...whole.elements);
       index += whole.length - 1;
       continue;
     }
@@ -108,12 +109,6 @@ export function toAnthropicMessages(
   return { ...(system !== undefined ? { system } : {}), messages: out, warnings };
 }
 
-/** The wire messages a transcript was read from, and the reading (see `toAnthropicMessages`). */
-export interface WireSource {
-  elements: readonly AnthropicMessage[];
-  reading: Readonly<ElementReading>;
-}
-
 /** The turn a message remembers: the index of the wire message it was read from. */
 function turnOf(message: Message): unknown {
   return readSlice(message, NAMESPACE).turn;
@@ -123,40 +118,24 @@ function turnOf(message: Message): unknown {
 const NO_GROUP = Symbol('no group');
 
 /**
- * A reader of `source`: given the messages being written, an index and the turn of the user group
- * open before it, the wire message read as the canonical messages from that index on, when they
- * stand there whole and the writer would write them as one wire message of their own: a user
- * message is not merged with an open group or with a user message after it that knows no turn.
+ * Whether wire messages a view holds whole are what the writer would write for their messages
+ * alone: a user message is not, when it would merge with the user group open before it or with a
+ * user message after it that knows no turn.
  */
-function wireMessagesAsRead(source: WireSource) {
-  const { elements, reading } = source;
-  const { messages: read, ends } = reading;
-  const startOf = new Map<Message, number>();
-  for (let wire = 0; wire < elements.length && wire + 1 < ends.length; wire += 1) {
-    if (ends[wire + 1]! > ends[wire]!) startOf.set(read[ends[wire]!]!, wire);
-  }
-  return (
-    messages: readonly Message[],
-    index: number,
-    openTurn: unknown,
-  ): { element: AnthropicMessage; length: number } | undefined => {
-    const wire = startOf.get(messages[index]!);
-    if (wire === undefined) return undefined;
-    const [start, end] = [ends[wire]!, ends[wire + 1]!];
-    for (let at = start; at < end; at += 1) if (messages[index + at - start] !== read[at]) return undefined;
-    const element = elements[wire]!;
-    if (element.role === 'user') {
-      const turn = turnOf(read[start]!);
-      if (turn === undefined) return undefined;
-      if (openTurn !== NO_GROUP && (openTurn === undefined || openTurn === turn)) return undefined;
-      const next = messages[index + end - start];
-      if (next !== undefined && next.role !== 'assistant' && !isWireSystem(next)) {
-        const nextTurn = turnOf(next);
-        if (nextTurn === undefined || nextTurn === turn) return undefined;
-      }
-    }
-    return { element, length: end - start };
-  };
+function writtenAlone(
+  whole: WholeElements<AnthropicMessage>,
+  messages: readonly Message[],
+  index: number,
+  openTurn: unknown,
+): boolean {
+  if (whole.elements[0]?.role !== 'user') return true;
+  const turn = turnOf(messages[index]!);
+  if (turn === undefined) return false;
+  if (openTurn !== NO_GROUP && (openTurn === undefined || openTurn === turn)) return false;
+  const next = messages[index + whole.length];
+  if (next === undefined || next.role === 'assistant' || isWireSystem(next)) return true;
+  const nextTurn = turnOf(next);
+  return nextTurn !== undefined && nextTurn !== turn;
 }
 
 /**

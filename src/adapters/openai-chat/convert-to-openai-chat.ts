@@ -10,6 +10,7 @@ import type {
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { readSlice, withExtras } from '../provider-data.js';
+import { type WireSource, wholeElementsOf } from '../read-resume.js';
 import {
   type ContentPart,
   contentParts,
@@ -36,16 +37,31 @@ import type {
  * `tool-error-flag-dropped` (chat tool messages have no error flag), `unsupported-part` (an
  * image or other part a role cannot hold, or another provider's opaque part, becomes a text
  * placeholder). An opaque user content part this adapter read goes back as it came.
+ *
+ * `source`: the wire messages the transcript was read from, with the reading; each one whose
+ * messages stand in `messages` whole (`wholeElementsOf`) is written as the client's message
+ * itself, without building it again.
  */
-export function toOpenAIChat(messages: Message[]): { messages: OpenAIChatMessage[]; warnings: Warning[] } {
+export function toOpenAIChat(
+  messages: Message[],
+  source?: WireSource<OpenAIChatMessage>,
+): { messages: OpenAIChatMessage[]; warnings: Warning[] } {
   const out: OpenAIChatMessage[] = [];
   const warnings: Warning[] = [];
-  messages.forEach((message, messageIndex) => {
+  const wholeAt = source === undefined ? undefined : wholeElementsOf(source);
+  for (let messageIndex = 0; messageIndex < messages.length; messageIndex += 1) {
+    const whole = wholeAt?.(messages, messageIndex);
+    if (whole !== undefined) {
+      out.push(...whole.elements);
+      messageIndex += whole.length - 1;
+      continue;
+    }
+    const message = messages[messageIndex]!;
     const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex });
     if (message.role === 'assistant') out.push(convertAssistant(message, emit));
     else if (message.role === 'tool') out.push(...convertTool(message, emit));
     else out.push(convertSystemOrUser(message, emit));
-  });
+  }
   return { messages: out, warnings };
 }
 

@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Message, OpaquePart } from '../../core/transcript.js';
-import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
+import {
+  type AdapterUnderTest,
+  describeAdapterContract,
+  describeWritingFromSource,
+  expectBadInputAt,
+  readFixture,
+} from '../adapter-contract.case.js';
 import { fromOpenAIChat } from './convert-from-openai-chat.js';
 import { toOpenAIChat } from './convert-to-openai-chat.js';
 import type { OpenAIChatMessage } from './openai-chat-api.js';
@@ -203,13 +209,17 @@ const chatOpaque = {
     }),
 };
 
-describeAdapterContract({
+const chatAdapter: AdapterUnderTest = {
   name: 'openai-chat',
   to: (messages) => {
     const { messages: wire, warnings } = toOpenAIChat(messages);
     return { wire, warnings };
   },
   from: (wire) => fromOpenAIChat(wire as OpenAIChatMessage[]),
+  toFrom: (view, wire, reading) =>
+    toOpenAIChat(view, { elements: wire as OpenAIChatMessage[], reading }).messages,
   carries: { reasoning: ['plain'], opaque: chatOpaque },
   ignores: { isError: 'always' },
-});
+};
+describeAdapterContract(chatAdapter);
+describeWritingFromSource(chatAdapter, (wire) => wire as OpenAIChatMessage[]);

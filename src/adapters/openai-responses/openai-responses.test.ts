@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Message, messageText, type OpaquePart } from '../../core/transcript.js';
-import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
+import {
+  type AdapterUnderTest,
+  describeAdapterContract,
+  describeWritingFromSource,
+  expectBadInputAt,
+  readFixture,
+} from '../adapter-contract.case.js';
 import { toAnthropicMessages } from '../anthropic/convert-to-anthropic-messages.js';
 import { fromOpenAIResponses } from './convert-from-openai-responses.js';
 import { toOpenAIResponses } from './convert-to-openai-responses.js';
@@ -262,17 +268,21 @@ const responsesOpaque = {
   ),
 };
 
-describeAdapterContract({
+const responsesAdapter: AdapterUnderTest = {
   name: 'openai-responses',
   to: (messages) => {
     const { messages: wire, warnings } = toOpenAIResponses(messages);
     return { wire, warnings };
   },
   from: (wire) => fromOpenAIResponses(wire as ResponseInputItem[]),
+  toFrom: (view, wire, reading) =>
+    toOpenAIResponses(view, { elements: wire as ResponseInputItem[], reading }).messages,
   carries: {
     reasoning: ['plain', 'encrypted', 'redacted'],
     toolResultImages: true,
     opaque: responsesOpaque,
   },
   ignores: { isError: 'always' },
-});
+};
+describeAdapterContract(responsesAdapter);
+describeWritingFromSource(responsesAdapter, (wire) => wire as ResponseInputItem[]);
