@@ -1,20 +1,22 @@
 /**
- * `--model FILE|default`: a valuator model for the governor, as `selfgc train` writes it.
+ * `--model FILE|default|none`: the valuator model for the governor, as `selfgc train` writes it.
  */
 import { readFileSync } from 'node:fs';
 import { BadInputError } from '../core/errors.js';
 import { defaultEntryModel, type EntryModel, parseEntryModel } from '../core/valuator/entry-model.js';
 
-export const MODEL_FLAG_HELP = `  --model FILE|default   a valuator model for what fold indexes keep, as \`selfgc train\` writes
-                         it; default: the one fitted on the project's recorded sessions
-                         (without --model: fold indexes list entries by kind)`;
+export const MODEL_FLAG_HELP = `  --model FILE|default|none
+                         the valuator model that orders what fold indexes keep, as
+                         \`selfgc train\` writes it; default: the one shipped, fitted on the
+                         project's recorded sessions; none: entries by kind`;
 
-/** The model a `--model` value names; undefined without one. */
-export function readModelFlag(value: unknown): EntryModel | undefined {
+/** The model a `--model` value names, or `none`; undefined without one (the shipped model). */
+export function readModelFlag(value: unknown): EntryModel | 'none' | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value.length === 0)
-    throw new BadInputError('--model needs a FILE or default');
+    throw new BadInputError('--model needs a FILE, default or none');
   if (value === 'default') return defaultEntryModel();
+  if (value === 'none') return 'none';
   let text: string;
   try {
     text = readFileSync(value, 'utf8');

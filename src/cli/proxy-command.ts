@@ -129,7 +129,7 @@ export interface ProxyCommandOptions {
   /** Time governance may take per request, in ms; then the stateless lane takes it. */
   governanceTimeBudgetMs?: number;
   /** A valuator model for what fold indexes keep (`--model`). */
-  entryModel?: EntryModel;
+  entryModel?: EntryModel | 'none';
 }
 
 /** One JSON line on stderr when the store's breaker opens or closes (never the store's address). */

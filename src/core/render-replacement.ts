@@ -153,22 +153,28 @@ export function spanFoldParts(
  * more recent messages are the better served (later steps quote recent work far more often than
  * old work). The agent names in its own messages, in few words, what it works on and means to
  * come back to. Lines keep the code an agent quotes when it edits what it read.
+ *
+ * `anchorsOf`: a message's anchors, best first (by default by kind, as the extractor ranks them).
  */
-function* interleavedEntries(messages: readonly Message[]): Generator<Anchor> {
+function* interleavedEntries(
+  messages: readonly Message[],
+  anchorsOf: (message: Message, offset: number) => readonly Anchor[] = (message) =>
+    messageEntries(message).anchors,
+): Generator<Anchor> {
   // Lazily: an index is usually full long before the last round (repeats are skipped where the
   // entries are taken).
-  const latestFirst = [...messages].reverse();
-  const entries = latestFirst.map(messageEntries);
-  const agents = latestFirst.filter((message) => message.role === 'assistant').map(messageEntries);
-  yield* roundRobin(agents.map((entry) => entry.anchors));
-  yield* roundRobin(entries.map((entry) => entry.anchors));
+  const latestFirst = messages.map((message, offset) => ({ message, offset })).reverse();
+  const anchors = latestFirst.map(({ message, offset }) => anchorsOf(message, offset));
+  yield* roundRobin(anchors.filter((_, order) => latestFirst[order]!.message.role === 'assistant'));
+  yield* roundRobin(anchors);
+  const entries = latestFirst.map(({ message }) => messageEntries(message));
   yield* roundRobin(entries.map((entry) => entry.lines));
   yield* roundRobin(entries.map((entry) => entry.calls));
 }
 
 /**
- * The entries of the index of `messages` (the first at `start`): with a scorer, the anchors of
- * all of them by the valuator's score, then the lines and calls as without one.
+ * The entries of the index of `messages` (the first at `start`): with a scorer, each message's
+ * anchors by the valuator's score instead of by kind, in the same rounds over the messages.
  */
 function messagesEntries(
   messages: readonly Message[],
@@ -177,18 +183,12 @@ function messagesEntries(
 ): Iterable<Anchor> {
   const score = options.scoreEntry;
   if (!score) return interleavedEntries(messages);
-  const anchors = byScore(
-    messages.flatMap((message, offset) =>
+  return interleavedEntries(messages, (message, offset) =>
+    byScore(
       messageEntries(message).anchors.map((entry) => ({ entry, holder: start + offset })),
+      score,
     ),
-    score,
   );
-  const entries = [...messages].reverse().map(messageEntries);
-  return [
-    ...anchors,
-    ...roundRobin(entries.map((entry) => entry.lines)),
-    ...roundRobin(entries.map((entry) => entry.calls)),
-  ];
 }
 
 /**

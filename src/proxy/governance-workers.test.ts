@@ -60,22 +60,22 @@ describe('governance in worker threads', () => {
   );
 
   it('folds with the valuator model it was given', async () => {
-    // A model that ranks only by age, the oldest entry first: without one, an index lists the
-    // latest messages' entries first.
+    // A model that ranks each message's entries against their kind, the least telling first:
+    // without one (`none`), an index lists them by kind.
     const base = defaultEntryModel();
-    const oldestFirst = {
+    const againstKind = {
       ...base,
-      weights: base.features.map((name) => (name === 'age' ? 5 : 0)),
+      weights: base.features.map((name) => (name === 'kindWeight' ? -5 : 0)),
       bias: 0,
     };
     const forwarded: string[] = [];
-    for (const entryModel of [undefined, oldestFirst]) {
+    for (const entryModel of ['none' as const, againstKind]) {
       fixture = await startProxyFixture({
         workers: 1,
         // Room for the indexes to hold entries, whose order the model sets.
         window: 4000,
         script: () => ({ text: 'Reading on.' }),
-        ...(entryModel ? { entryModel } : {}),
+        entryModel,
       });
       const response = await fixture.post('chat', conversationBody('chat', { turns: 8 }));
       expect(response.headers.get('x-selfgc-commit')).toMatch(/^c1-/);

@@ -51,8 +51,8 @@ export interface GovernanceWorkerOptions {
   tokenizer?: 'per-provider';
   /** Retention the workers' store applies as it writes (Redis TTLs; see `StoreUrlOptions`). */
   retainMs?: number;
-  /** A valuator model for what fold indexes keep (see `GovernorOptions.entryModel`). */
-  entryModel?: EntryModel;
+  /** The valuator model for what fold indexes keep (see `GovernorOptions.entryModel`). */
+  entryModel?: EntryModel | 'none';
 }
 
 export interface GovernanceWorkersOptions extends GovernanceWorkerOptions {

@@ -18,6 +18,7 @@ import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
+import { defaultEntryModel } from '../valuator/entry-model.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
 import { commitsNow } from './commit-policy.js';
 import { type CallLimits, deepen, reduceWithFallback } from './deep-reduction.js';
@@ -129,9 +130,7 @@ export function createGovernor(options: GovernorOptions): Governor {
   const targetShare = options.triggers?.target ?? GOVERNOR.target;
   const project = { showIds: options.showIds === true };
   const entryModel =
-    options.entryModel === undefined || options.entryModel === 'none'
-      ? {}
-      : { entryModel: options.entryModel };
+    options.entryModel === 'none' ? {} : { entryModel: options.entryModel ?? defaultEntryModel() };
   const limitsFor = (reservedTokens = 0): CallLimits => {
     const window = Math.max(
       Math.min(GOVERNOR.minViewTokens, options.window),

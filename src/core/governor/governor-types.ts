@@ -71,9 +71,10 @@ export interface GovernorOptions {
   /** Show ids as light metadata in the view (needed when the agent has GC tools). Default false. */
   showIds?: boolean;
   /**
-   * A valuator model (`selfgc train` fits one; `defaultEntryModel()` is the one fitted on the
-   * recorded sessions the project evaluates on): fold indexes then list each message's entries by
-   * its future-use score. Default `'none'`: entries by the extractor's kind.
+   * The valuator model: fold indexes list each message's entries by its future-use score
+   * (`selfgc train` fits one on a user's own sessions). Default `defaultEntryModel()`, the one
+   * fitted on the recorded sessions the project evaluates on; `'none'`: entries by the
+   * extractor's kind.
    */
   entryModel?: EntryModel | 'none';
   /** Injected clock. */

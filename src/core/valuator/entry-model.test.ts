@@ -74,21 +74,30 @@ describe('entry models', () => {
     );
   });
 
-  it('a fold index lists its anchors by the score it is given, within its budget', () => {
+  it("a fold index lists each message's anchors by the score it is given, latest messages first", () => {
     const ledger = session();
     const conversation = ledger.get('conversation:user:1')!;
-    // Prefer the oldest module's names: the index must start with them.
-    const oldestFirst = (entry: { value: string }) => (entry.value.includes('_1') ? 1 : 0.1);
-    const folded = renderSpanFold(ledger, conversation, 10, { scoreEntry: oldestFirst, maxAnchors: 3 });
     const listed = (text: string) =>
       text
         .split('\n')
         .find((line) => line.startsWith('anchors: '))!
         .slice('anchors: '.length)
         .split(', ');
-    expect(listed(folded).slice(0, 2).sort()).toEqual(['handler_1', 'src/module_1.py']);
-    expect(listed(folded)).toHaveLength(3);
-    // Without a score the latest work comes first, and the oldest module's names are left out.
-    expect(listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 3 }))).not.toContain('handler_1');
+    // By kind, an output's name comes before its number; a score that prefers numbers turns that.
+    const byKind = listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 40 }));
+    const numbersFirst = (entry: { value: string }) => (/^\d+$/.test(entry.value) ? 1 : 0.1);
+    const scored = listed(
+      renderSpanFold(ledger, conversation, 10, { scoreEntry: numbersFirst, maxAnchors: 40 }),
+    );
+    expect(byKind.indexOf('handler_4')).toBeLessThan(byKind.indexOf('1004'));
+    expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('handler_4'));
+    // The rounds over the messages stay latest first: a score does not pull old work ahead.
+    expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('1001'));
+    const oldestFirst = (entry: { value: string }) => (entry.value.includes('_1') ? 1 : 0.1);
+    const budgeted = listed(
+      renderSpanFold(ledger, conversation, 10, { scoreEntry: oldestFirst, maxAnchors: 3 }),
+    );
+    expect(budgeted).toHaveLength(3);
+    expect(budgeted).not.toContain('handler_1');
   });
 });

@@ -18,7 +18,7 @@ import {
 } from '../../core/rehearse-plan.js';
 import { objectText } from '../../core/render-replacement.js';
 import { CUT_MODE } from '../../core/tuning.js';
-import type { EntryModel } from '../../core/valuator/entry-model.js';
+import { defaultEntryModel, type EntryModel } from '../../core/valuator/entry-model.js';
 import { continuationAnchors } from '../judges/anchor-judge.js';
 import type { StrategyInput, StrategyOutput, SyncStrategy } from './strategy.js';
 
@@ -60,7 +60,7 @@ export function cutPlannerInput(input: StrategyInput): PlannerInput {
 export function cutRehearseOptions(
   input: StrategyInput,
   foldAnchors: RehearseOptions['foldAnchors'] = 'auto',
-  entryModel: EntryModel | 'none' = 'none',
+  entryModel: EntryModel | 'none' = defaultEntryModel(),
 ): RehearseOptions {
   return {
     foldAnchors,
@@ -73,7 +73,7 @@ export function cutRehearseOptions(
 
 export interface SelfGcStrategyOptions extends EmbeddedPlannerOptions {
   foldAnchors?: RehearseOptions['foldAnchors'];
-  /** A valuator model for fold indexes (default none). */
+  /** The valuator model for fold indexes (default the shipped one, as the governor's). */
   entryModel?: EntryModel | 'none';
 }
 

@@ -46,7 +46,7 @@ export interface ProxyFixtureOptions extends Omit<ScriptedUpstreamOptions, 'scri
   tokenizer?: 'per-provider';
   proxy?: Partial<ProxyOptions>;
   /** A valuator model for what fold indexes keep, in the workers or the in-process governor. */
-  entryModel?: EntryModel;
+  entryModel?: EntryModel | 'none';
 }
 
 export interface ProxyFixture {
