@@ -82,3 +82,25 @@ export function wholeElementsOf<E>(
     return { elements: elements.slice(found.from, found.to), length: found.end - found.start };
   };
 }
+
+/**
+ * A view written as wire messages one canonical message at a time by `write`, except where a
+ * `source` holds the messages whole: there the client's own wire messages.
+ */
+export function writeEachMessage<E>(
+  messages: readonly Message[],
+  source: WireSource<E> | undefined,
+  write: (message: Message, index: number) => readonly E[],
+): E[] {
+  const out: E[] = [];
+  const wholeAt = source === undefined ? undefined : wholeElementsOf(source);
+  for (let index = 0; index < messages.length; index += 1) {
+    const whole = wholeAt?.(messages, index);
+    if (whole === undefined) out.push(...write(messages[index]!, index));
+    else {
+      out.push(...whole.elements);
+      index += whole.length - 1;
+    }
+  }
+  return out;
+}

@@ -10,7 +10,7 @@ import type {
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { readSlice, withExtras } from '../provider-data.js';
-import { type WireSource, wholeElementsOf } from '../read-resume.js';
+import { type WireSource, writeEachMessage } from '../read-resume.js';
 import {
   type ContentPart,
   contentParts,
@@ -46,22 +46,13 @@ export function toOpenAIChat(
   messages: Message[],
   source?: WireSource<OpenAIChatMessage>,
 ): { messages: OpenAIChatMessage[]; warnings: Warning[] } {
-  const out: OpenAIChatMessage[] = [];
   const warnings: Warning[] = [];
-  const wholeAt = source === undefined ? undefined : wholeElementsOf(source);
-  for (let messageIndex = 0; messageIndex < messages.length; messageIndex += 1) {
-    const whole = wholeAt?.(messages, messageIndex);
-    if (whole !== undefined) {
-      out.push(...whole.elements);
-      messageIndex += whole.length - 1;
-      continue;
-    }
-    const message = messages[messageIndex]!;
+  const out = writeEachMessage(messages, source, (message, messageIndex): OpenAIChatMessage[] => {
     const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex });
-    if (message.role === 'assistant') out.push(convertAssistant(message, emit));
-    else if (message.role === 'tool') out.push(...convertTool(message, emit));
-    else out.push(convertSystemOrUser(message, emit));
-  }
+    if (message.role === 'assistant') return [convertAssistant(message, emit)];
+    if (message.role === 'tool') return convertTool(message, emit);
+    return [convertSystemOrUser(message, emit)];
+  });
   return { messages: out, warnings };
 }
 

@@ -13,7 +13,7 @@ import type {
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
-import { type WireSource, wholeElementsOf } from '../read-resume.js';
+import { type WireSource, writeEachMessage } from '../read-resume.js';
 import type {
   ResponseCustomToolCallItem,
   ResponseFunctionCallItem,
@@ -53,33 +53,19 @@ export function toOpenAIResponses(
   messages: ResponseInputItem[];
   warnings: Warning[];
 } {
-  const items: ResponseInputItem[] = [];
   const warnings: Warning[] = [];
-  const wholeAt = source === undefined ? undefined : wholeElementsOf(source);
-  for (let messageIndex = 0; messageIndex < messages.length; messageIndex += 1) {
-    const whole = wholeAt?.(messages, messageIndex);
-    if (whole !== undefined) {
-      items.push(...whole.elements);
-      messageIndex += whole.length - 1;
-      continue;
-    }
-    const message = messages[messageIndex]!;
+  const items = writeEachMessage(messages, source, (message, messageIndex): ResponseInputItem[] => {
     const emit: Emit = (warning) => warnings.push({ ...warning, messageIndex });
-    if (message.role === 'assistant') items.push(...assistantItems(message, emit));
-    else if (message.role === 'tool') items.push(...toolItems(message, emit));
-    else {
-      // An item kept whole that stood as a message of its own (the developer's `additional_tools`).
-      const kept = message.parts.length === 1 ? opaqueItem(message.parts[0]!) : undefined;
-      if (kept) {
-        items.push(kept);
-        continue;
-      }
-      const parts = message.parts.map((part) => contentOf(part, emit));
-      const hints = readSlice(message, NAMESPACE);
-      const role = message.role === 'system' && hints.role === 'developer' ? 'developer' : message.role;
-      items.push(messageItem(role, message.role, parts, hints));
-    }
-  }
+    if (message.role === 'assistant') return assistantItems(message, emit);
+    if (message.role === 'tool') return toolItems(message, emit);
+    // An item kept whole that stood as a message of its own (the developer's `additional_tools`).
+    const whole = message.parts.length === 1 ? opaqueItem(message.parts[0]!) : undefined;
+    if (whole) return [whole];
+    const parts = message.parts.map((part) => contentOf(part, emit));
+    const hints = readSlice(message, NAMESPACE);
+    const role = message.role === 'system' && hints.role === 'developer' ? 'developer' : message.role;
+    return [messageItem(role, message.role, parts, hints)];
+  });
   return { messages: items, warnings };
 }
 
