@@ -183,13 +183,35 @@ function messagesEntries(
 ): Iterable<Anchor> {
   const score = options.scoreEntry;
   if (!score) return interleavedEntries(messages);
-  return interleavedEntries(messages, (message, offset) =>
-    byScore(
-      messageEntries(message).anchors.map((entry) => ({ entry, holder: start + offset })),
-      score,
-    ),
-  );
+  let sorted = anchorsByScorer.get(score);
+  if (sorted === undefined) {
+    sorted = new WeakMap();
+    anchorsByScorer.set(score, sorted);
+  }
+  const known = sorted;
+  return interleavedEntries(messages, (message, offset) => {
+    let anchors = known.get(message);
+    if (anchors === undefined) {
+      const holder = start + offset;
+      // A message's anchors are distinct values; the sort is stable: equal scores keep their kind order.
+      anchors = messageEntries(message)
+        .anchors.map((entry) => ({ entry, score: score(entry, holder) }))
+        .sort((a, b) => b.score - a.score)
+        .map((scored) => scored.entry);
+      known.set(message, anchors);
+    }
+    return anchors;
+  });
 }
+
+/**
+ * Each message's anchors in a scorer's order, kept while the scorer lives: one governance call
+ * renders the same spans again and again as a plan deepens.
+ */
+const anchorsByScorer = new WeakMap<
+  NonNullable<FoldOptions['scoreEntry']>,
+  WeakMap<Message, readonly Anchor[]>
+>();
 
 /**
  * Entries by the valuator's score, highest first; among equal scores the later message first,

@@ -65,8 +65,17 @@ export function defaultEntryModel(): EntryModel {
 /** Scores entries of the ledger as it stands now: P(used within the next steps). */
 export type EntryScorer = (entry: Anchor, holder: number) => number;
 
+/** The latest scorer of each ledger: one governance call rehearses many folds on the same ledger. */
+const scorers = new WeakMap<Ledger, { model: EntryModel; length: number; score: EntryScorer }>();
+
+/** The same scorer while the ledger holds the same messages, so that what is kept by scorer is reused. */
 export function entryScorer(model: EntryModel, ledger: Ledger): EntryScorer {
+  const length = ledger.messages.length;
+  const known = scorers.get(ledger);
+  if (known?.model === model && known.length === length) return known.score;
   const featurizer = entryFeaturizer(ledger);
-  return (entry, holder) =>
+  const score: EntryScorer = (entry, holder) =>
     featurizer.shownElsewhere(entry) ? 0 : predictLogistic(model, featurizer.features(entry, holder));
+  scorers.set(ledger, { model, length, score });
+  return score;
 }
