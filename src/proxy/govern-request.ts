@@ -43,7 +43,10 @@ export interface GovernedBody {
    * room kept free for the pages recovery appends.
    */
   conversationRoom?: number;
-  /** Counts what governance only bounded (`ProjectResult.settle`): run it once the body is sent. */
+  /**
+   * Counts what governance only bounded and prepares the next call (`ProjectResult.settle` and
+   * `afterSend`): run it once the body is sent.
+   */
   settle?: () => void;
 }
 
@@ -201,7 +204,21 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     governor,
     result: { ...result, view },
     conversationRoom,
-    ...(result.settle === undefined ? {} : { settle: result.settle }),
+    ...afterSending(result),
+  };
+}
+
+/** `ProjectResult.settle` and `afterSend`, as one step to run once the body is sent. */
+function afterSending({ settle, afterSend }: ProjectResult): { settle?: () => void } {
+  if (settle === undefined || afterSend === undefined) {
+    const only = settle ?? afterSend;
+    return only === undefined ? {} : { settle: only };
+  }
+  return {
+    settle: () => {
+      settle();
+      afterSend();
+    },
   };
 }
 

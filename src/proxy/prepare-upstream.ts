@@ -98,7 +98,8 @@ export interface PreparedRequest extends PreparedUpstream {
   /** The governor that answers recovery from the sidecar. */
   governor?: RecoveryGovernor;
   /**
-   * Counts the messages governance only bounded (`ProjectResult.settle`), for the
+   * Counts the messages governance only bounded and prepares the next call
+   * (`ProjectResult.settle` and `afterSend`), for the
    * conversation's next request: run it once `body` is on its way.
    */
   settle?: () => void;

@@ -624,6 +624,26 @@ describe('createGovernor: counting deferred', () => {
     expect(again.viewTokens).toBe(transcriptTokens(messages));
   });
 
+  it("leaves the valuator's statistics of new messages for after the view is sent, changing no view", async () => {
+    const messages = longSession({ rounds: 30, requestEvery: 5 });
+    const window = Math.ceil(transcriptTokens(messages) / 2);
+    const prepared = governor(createMemoryStore(), window);
+    const plain = governor(createMemoryStore(), window);
+    const kindOrder = governor(createMemoryStore(), window, { entryModel: 'none' });
+    let commits = 0;
+    for (let end = 3; end <= messages.length; end += 2) {
+      const transcript = messages.slice(0, end);
+      const early = await prepared.project('s', transcript);
+      const late = await plain.project('s', transcript);
+      expect(early.afterSend).toBeTypeOf('function');
+      expect((await kindOrder.project('s', transcript)).afterSend).toBeUndefined();
+      expect(early.view).toEqual(late.view);
+      commits += early.commits.length;
+      early.afterSend?.();
+    }
+    expect(commits).toBeGreaterThan(0);
+  });
+
   it.each([
     ['without milestones', { milestones: false, minBatch: 0 }],
     ['with milestones', { minBatch: 0 }],

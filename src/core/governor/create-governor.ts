@@ -18,6 +18,7 @@ import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
 import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
+import { entryFeaturizer } from '../valuator/entry-features.js';
 import { defaultEntryModel } from '../valuator/entry-model.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
 import { commitsNow } from './commit-policy.js';
@@ -329,6 +330,7 @@ export function createGovernor(options: GovernorOptions): Governor {
         recoverable: recoverableOf(fitted.snapshot.state),
         ...(reconciled.divergence ? { divergence: reconciled.divergence } : {}),
         ...(ledger.boundedMessages > 0 ? { settle: () => ledger.settle() } : {}),
+        ...(entryModel.entryModel === undefined ? {} : { afterSend: () => entryFeaturizer(ledger) }),
         ...(ledgerMessage ? { ledgerMessage } : {}),
       };
     },

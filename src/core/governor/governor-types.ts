@@ -119,6 +119,11 @@ export interface ProjectResult {
    */
   settle?: () => void;
   /**
+   * Work for the session's next call that need not delay this one (the valuator's statistics of
+   * the messages this call appended): run it once the view is on its way.
+   */
+  afterSend?: () => void;
+  /**
    * With `ProjectCallOptions.ledgerMessage`: the context ledger of the view as returned (objects,
    * states, `budget_used_pct`), for an agent that governs itself; it goes after the view.
    */
