@@ -183,12 +183,8 @@ function messagesEntries(
 ): Iterable<Anchor> {
   const score = options.scoreEntry;
   if (!score) return interleavedEntries(messages);
-  let sorted = anchorsByScorer.get(score);
-  if (sorted === undefined) {
-    sorted = new WeakMap();
-    anchorsByScorer.set(score, sorted);
-  }
-  const known = sorted;
+  const known = anchorsByScorer.get(score) ?? new WeakMap<Message, readonly Anchor[]>();
+  anchorsByScorer.set(score, known);
   return interleavedEntries(messages, (message, offset) => {
     let anchors = known.get(message);
     if (anchors === undefined) {

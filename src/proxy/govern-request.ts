@@ -4,7 +4,6 @@
  * instructions, the output reserve) and put it in the body, or, when that fails, serve the
  * request ungoverned (fail open) or refuse it.
  */
-
 import type { ElementReading } from '../adapters/read-resume.js';
 import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
@@ -210,14 +209,11 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
 
 /** `ProjectResult.settle` and `afterSend`, as one step to run once the body is sent. */
 function afterSending({ settle, afterSend }: ProjectResult): { settle?: () => void } {
-  if (settle === undefined || afterSend === undefined) {
-    const only = settle ?? afterSend;
-    return only === undefined ? {} : { settle: only };
-  }
+  const steps = [settle, afterSend].filter((step) => step !== undefined);
+  if (steps.length === 0) return {};
   return {
     settle: () => {
-      settle();
-      afterSend();
+      for (const step of steps) step();
     },
   };
 }
