@@ -147,7 +147,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   trace.entry.stream = body.stream === true;
   const read = readOrPassThrough(input, body, reading);
   if (read === undefined) return { body: input.bytes };
-  const { messages: transcript, ends, bound } = read;
+  const { messages: transcript, bound } = read;
   checkArgumentDepth(transcript, bound?.reused);
   bound?.keep();
   const identity = deriveSessionIdentity({
@@ -169,7 +169,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     body,
     model,
     transcript,
-    read: { messages: transcript, ends },
+    read,
     identity,
     trace,
     requestHeaders: input.requestHeaders,
