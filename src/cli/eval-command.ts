@@ -61,8 +61,9 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
 ${MODEL_FLAG_HELP}
   --leave-one-family-out also replay each family (each input file is one) in session mode
                          with the valuator's model fitted on the other families, next to the
-                         shipped model (--model default): how the model holds on agents it
-                         never saw (one fit and two selfgc replays per family)
+                         shipped model (--model default) and to none: how the model holds on
+                         agents it never saw, and what it adds (one fit and three selfgc
+                         replays per family)
 
 ${LLM_FLAGS_HELP}`;
 
@@ -137,7 +138,7 @@ export function formatSummary(summary: EvalSummary): string {
   }
   if (summary.leaveOneFamilyOut?.length) {
     lines.push(
-      'leave one family out (selfgc, session mode)   held out: strict · cost   shipped model: strict · cost   difference',
+      'leave one family out (selfgc, session mode)   held out: strict · cost   shipped model: strict · cost   difference   no model: strict',
     );
     for (const row of summary.leaveOneFamilyOut) {
       const strict = (result: FamilyResult) =>
@@ -147,7 +148,7 @@ export function formatSummary(summary: EvalSummary): string {
           ? `${((row.heldOut.strictNoImpactChanged.value - row.shipped.strictNoImpactChanged.value) * 100).toFixed(1)} points`
           : '–';
       lines.push(
-        `  ${row.family.padEnd(44)} ${strict(row.heldOut).padStart(6)} · ${row.heldOut.costRelative.toFixed(3)}   ${strict(row.shipped).padStart(6)} · ${row.shipped.costRelative.toFixed(3)}${row.shippedModelSawFamily ? '' : ' (never saw it)'}   ${difference}`,
+        `  ${row.family.padEnd(44)} ${strict(row.heldOut).padStart(6)} · ${row.heldOut.costRelative.toFixed(3)}   ${strict(row.shipped).padStart(6)} · ${row.shipped.costRelative.toFixed(3)}${row.shippedModelSawFamily ? '' : ' (never saw it)'}   ${difference}   ${strict(row.withoutModel)}`,
       );
     }
   }

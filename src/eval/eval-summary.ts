@@ -189,7 +189,10 @@ export interface FamilyResult {
   strictNoImpactChanged: Rate;
 }
 
-/** One family held out (`--leave-one-family-out`): the valuator fitted without it, and the shipped one. */
+/**
+ * One family held out (`--leave-one-family-out`): the valuator fitted without it, the shipped one,
+ * and no model at all (the extractor's kind order), which shows what a model changes.
+ */
 export interface FamilyHoldOut {
   family: string;
   /** Training examples of the model fitted without this family. */
@@ -200,6 +203,8 @@ export interface FamilyHoldOut {
   heldOut: FamilyResult;
   /** The same with the shipped model. */
   shipped: FamilyResult;
+  /** The same without a model (`--model none`). */
+  withoutModel: FamilyResult;
 }
 
 export interface EvalSummary {

@@ -36,7 +36,7 @@ describe('holdOutFamilies', () => {
   ];
   const sessions = loadSessions(files);
 
-  it('replays each family with a model fitted on the others, beside the shipped one', async () => {
+  it('replays each family with a model fitted on the others, beside the shipped one and none', async () => {
     const runs: Array<{ sessions: string[]; model: unknown }> = [];
     const recording = (
       chosen: Parameters<typeof runEval>[0],
@@ -53,26 +53,31 @@ describe('holdOutFamilies', () => {
       recording,
     );
     expect(rows.map((row) => row.family)).toEqual(['review-agent', 'quote-agent']);
-    // Each family twice: with the model fitted without it, then with the shipped model.
+    // Each family three times: with the model fitted without it, with the shipped model, with none.
     expect(runs.map((run) => run.sessions)).toEqual([
       ['r1', 'r2'],
       ['r1', 'r2'],
+      ['r1', 'r2'],
+      ['q1', 'q2'],
       ['q1', 'q2'],
       ['q1', 'q2'],
     ]);
     expect(runs[1]!.model).toBe(shipped);
-    expect(runs[3]!.model).toBe(shipped);
+    expect(runs[2]!.model).toBe('none');
+    expect(runs[4]!.model).toBe(shipped);
+    expect(runs[5]!.model).toBe('none');
     // The held-out model learned from the other family alone.
     const examples = collectExamples(sessions);
     const fitted = runs[0]!.model as { trainedOn: { families: string[]; examples: number } };
     expect(fitted.trainedOn.families).toEqual(['quote-agent']);
     expect(rows[0]!.trainingExamples).toBe(examples.families.filter((name) => name === 'quote-agent').length);
-    expect((runs[2]!.model as typeof fitted).trainedOn.families).toEqual(['review-agent']);
+    expect((runs[3]!.model as typeof fitted).trainedOn.families).toEqual(['review-agent']);
     for (const row of rows) {
       expect(row.shippedModelSawFamily).toBe(false);
       expect(row.heldOut.sessions).toBe(2);
       expect(row.heldOut.calls).toBeGreaterThan(0);
       expect(row.heldOut.calls).toBe(row.shipped.calls);
+      expect(row.withoutModel.calls).toBe(row.shipped.calls);
       expect(row.heldOut.strictNoImpactChanged.total).toBeGreaterThan(0);
     }
     expect(stages.at(-1)).toBe('leave one family out 2/2: quote-agent (2 sessions)');
@@ -80,6 +85,7 @@ describe('holdOutFamilies', () => {
     const markdown = renderMarkdown({ ...sampleSummary(), leaveOneFamilyOut: rows });
     expect(markdown).toContain('## Leave one family out');
     expect(markdown).toMatch(/\| review-agent \| 2 \| .* \| no \| /);
+    expect(markdown).toContain('no model: strict no-impact [95% CI]');
   }, 120_000);
 
   it('says why it cannot run on one family', async () => {

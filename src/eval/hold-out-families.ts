@@ -1,8 +1,9 @@
 /**
  * Leave-one-family-out in the evaluation: for each family (the file its sessions came from), the
  * valuator's model is fitted on every other family, and `selfgc` replays the family's sessions
- * in session mode with that model; beside it, the same replay with the shipped model. A model
- * that holds only on the families it was fitted on shows here as a gap between the two.
+ * in session mode with that model; beside it, the same replay with the shipped model and with
+ * none. A model that holds only on the families it was fitted on shows here as a gap between the
+ * first two; what a model adds at all, as the gap to the third.
  */
 import { BadInputError } from '../core/errors.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
@@ -34,7 +35,7 @@ async function replayFamily(
   run: Run,
   family: string,
   sessions: RecordedSession[],
-  model: EntryModel,
+  model: EntryModel | 'none',
   options: HoldOutOptions,
 ): Promise<FamilyResult> {
   const summary = await run(sessions, {
@@ -91,6 +92,7 @@ export async function holdOutFamilies(
       shippedModelSawFamily: shippedFamilies.has(family),
       heldOut: await replayFamily(run, family, members, model, options),
       shipped: await replayFamily(run, family, members, options.shippedModel, options),
+      withoutModel: await replayFamily(run, family, members, 'none', options),
     });
   }
   return rows;

@@ -6,7 +6,6 @@
 import type {
   CutModeResult,
   EvalSummary,
-  FamilyHoldOut,
   FamilyResult,
   RareTokenResult,
   Rate,
@@ -326,15 +325,17 @@ function holdOutSection(summary: EvalSummary): string | undefined {
     result.strictNoImpactChanged.total > 0
       ? `${interval(result.strictNoImpactChanged)} of ${count(result.strictNoImpactChanged.total)}`
       : '–';
-  const points = (row: FamilyHoldOut) =>
-    row.heldOut.strictNoImpactChanged.total > 0
-      ? ((row.heldOut.strictNoImpactChanged.value - row.shipped.strictNoImpactChanged.value) * 100).toFixed(1)
+  const points = (from: FamilyResult, to: FamilyResult) =>
+    from.strictNoImpactChanged.total > 0 && to.strictNoImpactChanged.total > 0
+      ? ((from.strictNoImpactChanged.value - to.strictNoImpactChanged.value) * 100).toFixed(1)
       : '–';
   return `## Leave one family out
 
 \`selfgc\` in session mode on each family, with the valuator's model fitted on the other families
-(held out) and with the shipped model. The difference is in points of strict no-impact on changed
-calls; "shipped model saw it" says whether the shipped model was fitted with the family.
+(held out), with the shipped model, and without a model (\`--model none\`: each message's anchors
+in the extractor's kind order). Differences are in points of strict no-impact on changed calls:
+held out less shipped, and shipped less no model (what the model adds); "shipped model saw it" says
+whether the shipped model was fitted with the family.
 
 ${table(
   [
@@ -345,11 +346,13 @@ ${table(
     'shipped: strict no-impact [95% CI]',
     'shipped: cost vs none',
     'difference (points)',
-    'over-window (held out / shipped)',
+    'no model: strict no-impact [95% CI]',
+    'shipped less no model (points)',
+    'over-window (held out / shipped / no model)',
     'shipped model saw it',
     'training examples',
   ],
-  [false, true, true, true, true, true, true, true, false, true],
+  [false, true, true, true, true, true, true, true, true, true, false, true],
   rows.map((row) => [
     row.family,
     count(row.heldOut.sessions),
@@ -357,8 +360,10 @@ ${table(
     row.heldOut.costRelative.toFixed(3),
     strict(row.shipped),
     row.shipped.costRelative.toFixed(3),
-    points(row),
-    `${count(row.heldOut.overWindowCalls)} / ${count(row.shipped.overWindowCalls)}`,
+    points(row.heldOut, row.shipped),
+    strict(row.withoutModel),
+    points(row.shipped, row.withoutModel),
+    `${count(row.heldOut.overWindowCalls)} / ${count(row.shipped.overWindowCalls)} / ${count(row.withoutModel.overWindowCalls)}`,
     row.shippedModelSawFamily ? 'yes' : 'no',
     count(row.trainingExamples),
   ]),

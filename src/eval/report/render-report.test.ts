@@ -65,6 +65,7 @@ describe('renderReport', () => {
           shippedModelSawFamily: true,
           heldOut: row('agent-a', 8, 10),
           shipped: row('agent-a', 9, 10),
+          withoutModel: row('agent-a', 7, 10),
         },
       ],
     };
@@ -78,6 +79,8 @@ describe('renderReport', () => {
     expect(heldOut).toContain('<tr data-family="agent-a">');
     expect(heldOut).toContain('80.0%');
     expect(heldOut).toContain('90.0%');
+    expect(heldOut).toContain('70.0%');
+    expect(heldOut).toContain('<th scope="col">No model</th>');
     expect(page).not.toMatch(/NaN|undefined|Infinity/);
   });
 

@@ -102,12 +102,12 @@ function familiesSection(summary: EvalSummary): string {
     holdOut.length === 0
       ? ''
       : `<table class="results" data-table="leave-one-family-out">
-<caption>Leave one family out: selfgc with the valuator fitted without the family, and with the shipped model</caption>
-<thead><tr><th scope="col">Family</th><th scope="col">Held out</th><th scope="col">Shipped model</th><th scope="col">Shipped model saw it</th></tr></thead>
+<caption>Leave one family out: selfgc with the valuator fitted without the family, with the shipped model, and without a model</caption>
+<thead><tr><th scope="col">Family</th><th scope="col">Held out</th><th scope="col">Shipped model</th><th scope="col">No model</th><th scope="col">Shipped model saw it</th></tr></thead>
 <tbody>${holdOut
           .map(
             (row) =>
-              `<tr data-family="${escapeHtml(row.family)}"><th scope="row">${escapeHtml(row.family)}</th>${cell(row.heldOut)}${cell(row.shipped)}<td>${row.shippedModelSawFamily ? 'yes' : 'no'}</td></tr>`,
+              `<tr data-family="${escapeHtml(row.family)}"><th scope="row">${escapeHtml(row.family)}</th>${cell(row.heldOut)}${cell(row.shipped)}${cell(row.withoutModel)}<td>${row.shippedModelSawFamily ? 'yes' : 'no'}</td></tr>`,
           )
           .join('')}</tbody></table>`;
   return `<section id="families">\n<h2>By family</h2>\n${byFamily}\n${heldOut}\n</section>`;
