@@ -258,6 +258,12 @@ describe('aggregateSessions', () => {
       recoverable: true,
       rareTokens: true,
       rareTokenScore: 1,
+      missingFrom: [
+        { role: 'agent', stepsBack: 14, removedBy: 'pruned' },
+        { role: 'tool', stepsBack: 4, removedBy: 'folded' },
+        { role: 'tool', stepsBack: 3, removedBy: 'folded' },
+        { role: 'tool', stepsBack: 12, removedBy: 'masked' },
+      ],
     }),
     // Changed, but with nothing left to judge: not counted in no-impact.
     call('selfgc', 's2', 80, 60, 50, { committed: true }),
@@ -304,6 +310,17 @@ describe('aggregateSessions', () => {
     expect(selfgc?.rareTokensChanged?.noImpact).toEqual(wilson(1, 2));
     expect(selfgc?.rareTokensChanged?.meanScore).toBeCloseTo(0.8, 10);
     expect(none?.rareTokensChanged).toEqual({ noImpact: wilson(0, 0), meanScore: 0 });
+  });
+
+  it('counts where the missed anchors last stood, by role, steps back and removal', () => {
+    expect(selfgc?.missingAnchors).toEqual({
+      total: 4,
+      byRole: { agent: 1, tool: 3, user: 0, system: 0 },
+      bySteps: { latest: 1, middle: 2, old: 1 },
+      byRemoval: { pruned: 1, folded: 2, masked: 1, removed: 0 },
+    });
+    // No call of none was judged: nothing to break down.
+    expect(none?.missingAnchors).toBeUndefined();
   });
 
   it('draws a timeline per session, longest first, marking the calls that committed', () => {

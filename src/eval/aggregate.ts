@@ -18,10 +18,12 @@ import type {
   EvalParameters,
   EvalSummary,
   FamilyResult,
+  MissingAnchorSources,
   RareTokenResult,
   SessionModeResult,
 } from './eval-summary.js';
 import { EVAL_SUMMARY_VERSION } from './eval-summary.js';
+import type { MissingSource } from './judges/anchor-judge.js';
 import { wilson } from './wilson.js';
 
 /** What aggregation needs of one cut (small enough to pass between worker threads). */
@@ -69,6 +71,8 @@ export interface CallOutcome {
   plannerFallback?: boolean;
   /** For the governor: the latest-turn audit of this call's commits. */
   latestTurn?: CommitAuditOutcome;
+  /** On a judged call that failed: where each missing anchor last stood. */
+  missingFrom?: MissingSource[];
 }
 
 function groupBy<T>(values: readonly T[], key: (value: T) => string): Map<string, T[]> {
@@ -245,6 +249,24 @@ function familyResults(
   });
 }
 
+/** Where the missing anchors of these calls last stood; undefined when no call was judged. */
+export function missingAnchorSources(calls: readonly CallOutcome[]): MissingAnchorSources | undefined {
+  if (!calls.some((call) => call.strict !== undefined)) return undefined;
+  const sources: MissingAnchorSources = {
+    total: 0,
+    byRole: { agent: 0, tool: 0, user: 0, system: 0 },
+    bySteps: { latest: 0, middle: 0, old: 0 },
+    byRemoval: { pruned: 0, folded: 0, masked: 0, removed: 0 },
+  };
+  for (const source of calls.flatMap((call) => call.missingFrom ?? [])) {
+    sources.total += 1;
+    sources.byRole[source.role] += 1;
+    sources.bySteps[source.stepsBack <= 3 ? 'latest' : source.stepsBack <= 12 ? 'middle' : 'old'] += 1;
+    sources.byRemoval[source.removedBy] += 1;
+  }
+  return sources;
+}
+
 export function aggregateSessions(outcomes: readonly CallOutcome[], window: number): SessionModeResult[] {
   const byStrategy = groupBy(outcomes, (outcome) => outcome.strategy);
   const noneCalls = byStrategy.get('none') ?? [];
@@ -260,6 +282,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
     const planned = calls.filter((call) => call.plannerFallback !== undefined);
     const audited = calls.flatMap((call) => (call.latestTurn ? [call.latestTurn] : []));
     const families = familyResults(calls, noneCalls, window);
+    const missingAnchors = missingAnchorSources(calls);
     return {
       strategy,
       window,
@@ -278,6 +301,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
         ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
         : {}),
       ...(audited.length > 0 ? { latestTurnAudit: auditCommits(audited) } : {}),
+      ...(missingAnchors ? { missingAnchors } : {}),
       ...(families ? { families } : {}),
       timelines: [...sessions.entries()]
         .sort((a, b) => b[1].length - a[1].length)

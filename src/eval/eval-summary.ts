@@ -6,6 +6,7 @@
  */
 
 import type { FailureCategory, JudgeDimension } from './judge-llm.js';
+import type { HolderRole, Removal } from './judges/anchor-judge.js';
 
 export const EVAL_SUMMARY_VERSION = 1;
 
@@ -164,6 +165,8 @@ export interface SessionModeResult {
   llmPlannerFallbacks?: number;
   /** For the governor: the latest-turn audit of its commits. */
   latestTurnAudit?: LatestTurnAudit;
+  /** Where the anchors its views missed last stood (absent from summaries written before it existed). */
+  missingAnchors?: MissingAnchorSources;
   /**
    * The same by family (the input file a session came from), when the sessions came from more
    * than one: a strategy can do well on average and badly on one kind of agent.
@@ -176,6 +179,19 @@ export interface SessionModeResult {
     transcriptTokens: number[];
     commitCalls: number[];
   }>;
+}
+
+/**
+ * The anchors a strategy's views missed, one count per anchor per failing call, by where each last
+ * stood: who wrote the message that held it, how many assistant steps back, and what the strategy
+ * had done to that message. It says whether a failure is one of room or of prediction.
+ */
+export interface MissingAnchorSources {
+  total: number;
+  byRole: Record<HolderRole, number>;
+  /** Assistant steps between the holder and the call: 0–3 (the latest work), 4–12, 13 or more. */
+  bySteps: { latest: number; middle: number; old: number };
+  byRemoval: Record<Removal, number>;
 }
 
 /** One strategy's session-mode result on the sessions of one family. */

@@ -271,6 +271,9 @@ export async function evaluateSessions(
                 ? { plannerFallback: plannerFallbackOf(record.warnings) !== undefined }
                 : {}),
               ...(record.latestTurn ? { latestTurn: record.latestTurn } : {}),
+              ...(record.verdict && !record.verdict.strict
+                ? { missingFrom: record.verdict.missingFrom }
+                : {}),
             });
           }
         }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { toOpenAIChat } from '../adapters/openai-chat/convert-to-openai-chat.js';
 import { sampleSession, threeRequestSession } from '../core/testing/sample-session.js';
-import { buildSummary } from './aggregate.js';
+import { aggregateSessions, buildSummary } from './aggregate.js';
 import { type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
 import { loadSessions } from './load-sessions.js';
 import { runEval } from './run-eval.js';
@@ -85,6 +85,37 @@ describe('runEval', () => {
         commits,
         overWindowCalls,
       })),
+    );
+  });
+
+  it('carries where the missed anchors were through the worker threads, one or more per failed call', async () => {
+    const file = join(directory, 'quoting.jsonl');
+    writeFileSync(
+      file,
+      ['q1', 'q2']
+        .map((id, index) =>
+          JSON.stringify({ id, messages: toOpenAIChat(quotingSession(12 + index * 4)).messages }),
+        )
+        .join('\n'),
+    );
+    const sessions = loadSessions([file]);
+    const small: EvaluateOptions = {
+      ...options,
+      strategies: ['none', 'tool-prune'],
+      modes: ['session'],
+      window: 700,
+    };
+    const summary = await runEval(sessions, { ...small, inputs: [file], command: 'selfgc eval', workers: 2 });
+    const alone = await evaluateSessions(sessions, small);
+    const expected = aggregateSessions(alone.calls, small.window);
+    const pruned = summary.sessionMode.find((entry) => entry.strategy === 'tool-prune')!;
+    const failed = pruned.strictNoImpactChanged.total - pruned.strictNoImpactChanged.hits;
+    expect(failed).toBeGreaterThan(0);
+    expect(pruned.missingAnchors!.total).toBeGreaterThanOrEqual(failed);
+    // A baseline keeps no sidecar state: what it removed, it removed without an operation.
+    expect(pruned.missingAnchors!.byRemoval.removed).toBe(pruned.missingAnchors!.total);
+    expect(pruned.missingAnchors).toEqual(
+      expected.find((entry) => entry.strategy === 'tool-prune')!.missingAnchors,
     );
   });
 });

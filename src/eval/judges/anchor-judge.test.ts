@@ -15,7 +15,14 @@ import {
 import { approximateTokenCounter } from '../../core/tokens.js';
 import { type Message, messageText } from '../../core/transcript.js';
 import { orphanedToolResults } from '../testing/eval-fixtures.js';
-import { continuationAnchors, createAnchorLocator, judgeAnchors, neededAnchors } from './anchor-judge.js';
+import {
+  type AnchorVerdict,
+  continuationAnchors,
+  createAnchorLocator,
+  judgeAnchors,
+  type MissingSource,
+  neededAnchors,
+} from './anchor-judge.js';
 
 const CACHE_SOURCE = 'def evict_entry(key):\n    raise KeyError(key)\nMAX_ENTRIES = 4096';
 
@@ -52,6 +59,13 @@ function setup(prefix = cachePrefix()) {
 function fullView(ledger: Ledger): ViewItem[] {
   return ledger.messages.map((message, source) => ({ source, message, changed: false }));
 }
+
+/** Each missing anchor with where it last stood. */
+function sourcesOf(verdict: AnchorVerdict): Record<string, MissingSource> {
+  return Object.fromEntries(verdict.missing.map((anchor, index) => [anchor, verdict.missingFrom[index]!]));
+}
+
+const TOOL_ONE_STEP_BACK = { role: 'tool', stepsBack: 1 } as const;
 
 function rehearsed(
   ledger: Ledger,
@@ -135,6 +149,10 @@ describe('judgeAnchors', () => {
     expect(verdict.lost).toEqual(verdict.missing);
     expect(verdict.lostFromFoldOrMask).toEqual([]);
     expect(verdict).toMatchObject({ strict: false, recoverable: false });
+    // The read's output (message 3, one assistant step before the call) left without an operation.
+    expect(verdict.missingFrom).toEqual(
+      verdict.missing.map(() => ({ ...TOOL_ONE_STEP_BACK, removedBy: 'removed' })),
+    );
   });
 
   it('sees anchors inside the text of changed items, wherever they stand', () => {
@@ -171,6 +189,7 @@ describe('judgeAnchors', () => {
     const verdict = judgeAnchors({ ledger, prefixTexts, items, state, continuation: CONTINUATION });
     expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096']));
     expect(verdict).toMatchObject({ lost: [], lostFromFoldOrMask: [], strict: false, recoverable: true });
+    expect(sourcesOf(verdict).MAX_ENTRIES).toEqual({ ...TOOL_ONE_STEP_BACK, removedBy: 'folded' });
   });
 
   it('counts anchors of the work a span fold removed as recoverable through its keyed pointer', () => {
@@ -203,6 +222,11 @@ describe('judgeAnchors', () => {
     });
     expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096', 'src/cache.py']));
     expect(verdict).toMatchObject({ lost: [], strict: false, recoverable: true });
+    // The output and the agent's call that named the path both went into the request's span fold.
+    expect(sourcesOf(verdict)).toMatchObject({
+      evict_entry: { ...TOOL_ONE_STEP_BACK, removedBy: 'folded' },
+      'src/cache.py': { role: 'agent', stepsBack: 1, removedBy: 'folded' },
+    });
   });
 
   it('counts a fold whose pointer left the view as a broken promise (lostFromFoldOrMask)', () => {
@@ -238,6 +262,7 @@ describe('judgeAnchors', () => {
     const verdict = judgeAnchors({ ledger, prefixTexts, items, state, continuation });
     expect(verdict.missing).toEqual(['133']);
     expect(verdict).toMatchObject({ lost: [], strict: false, recoverable: true });
+    expect(verdict.missingFrom).toEqual([{ ...TOOL_ONE_STEP_BACK, removedBy: 'masked' }]);
   });
 
   it('counts anchors of a pruned object without tombstone as lost, and not as a fold or mask loss', () => {
@@ -248,6 +273,11 @@ describe('judgeAnchors', () => {
     expect(orphanedToolResults(items)).toEqual([]);
     expect(new Set(verdict.lost)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096', 'src/cache.py']));
     expect(verdict.lostFromFoldOrMask).toEqual([]);
+    // The output was pruned; the agent step that called it left with it, without an operation of its own.
+    expect(sourcesOf(verdict)).toMatchObject({
+      '4096': { ...TOOL_ONE_STEP_BACK, removedBy: 'pruned' },
+      'src/cache.py': { role: 'agent', stepsBack: 1, removedBy: 'removed' },
+    });
   });
 
   // Regression (was a bug): a prune tombstone ("[pruned function:read_file:1: …]") matches the `${id}:` pointer

@@ -7,7 +7,7 @@
  * transcript: nothing of the core's index building, which decides what the governor keeps.
  */
 import type { Ledger, LedgerObject } from '../../core/ledger.js';
-import type { ViewState } from '../../core/operations.js';
+import type { ObjectState, ViewState } from '../../core/operations.js';
 import type { ViewItem } from '../../core/project-view.js';
 import { type Message, messageText, type ToolResultPart } from '../../core/transcript.js';
 import { argumentValues, judgeAnchorValues } from './anchor-extractor.js';
@@ -22,6 +22,25 @@ export interface AnchorVerdict {
   lostFromFoldOrMask: string[];
   strict: boolean;
   recoverable: boolean;
+  /** For each missing anchor, in the same order: where it last stood in the prefix. */
+  missingFrom: MissingSource[];
+}
+
+/** Who wrote a message: the agent, a tool, the user, or the instructions. */
+export type HolderRole = 'agent' | 'tool' | 'user' | 'system';
+
+/**
+ * What a strategy did to the message that last held a missing anchor: pruned (a tombstone),
+ * folded (into a fold's or a span fold's index), masked, or removed without an operation of its
+ * own (a baseline's edit, or an agent step that left with its outputs).
+ */
+export type Removal = 'pruned' | 'folded' | 'masked' | 'removed';
+
+export interface MissingSource {
+  role: HolderRole;
+  /** Assistant messages in the prefix after the holder: how many steps back it was (0: the latest). */
+  stepsBack: number;
+  removedBy: Removal;
 }
 
 /** Anchors the continuation uses (assistant text and tool-call argument values). */
@@ -131,7 +150,54 @@ export function judgeAnchors(input: JudgeInput): AnchorVerdict {
     lostFromFoldOrMask,
     strict: missing.length === 0,
     recoverable: lost.length === 0,
+    missingFrom: missingSources(ledger, input.state ?? {}, missing, needed),
   };
+}
+
+const ROLES: Record<Message['role'], HolderRole> = {
+  assistant: 'agent',
+  tool: 'tool',
+  user: 'user',
+  system: 'system',
+};
+
+/** Where each missing anchor last stood: the latest message that held it, read from the ledger and the state. */
+function missingSources(
+  ledger: Ledger,
+  state: ViewState,
+  missing: readonly string[],
+  needed: NeededAnchors,
+): MissingSource[] {
+  if (missing.length === 0) return [];
+  // `after[i]`: assistant messages after message i in the prefix.
+  const after = new Array<number>(ledger.messages.length).fill(0);
+  for (let index = ledger.messages.length - 2; index >= 0; index -= 1)
+    after[index] = after[index + 1]! + (ledger.messages[index + 1]!.role === 'assistant' ? 1 : 0);
+  return missing.map((anchor) => {
+    // Holders are in transcript order: the last is the latest.
+    const holder = needed.get(anchor)?.at(-1) ?? 0;
+    return {
+      role: ROLES[ledger.messages[holder]?.role ?? 'user'],
+      stepsBack: after[holder] ?? 0,
+      removedBy: removalOf(ledger, state, holder),
+    };
+  });
+}
+
+/** What the state did to message `index`: through its own objects, else through the span of its request. */
+function removalOf(ledger: Ledger, state: ViewState, index: number): Removal {
+  for (const object of ledger.objectsByMessage.get(index) ?? []) {
+    const entry = state[object.id];
+    if (entry) return removalBy(entry);
+  }
+  const conversation = ledger.conversationAt(index);
+  const entry = conversation ? state[conversation.id] : undefined;
+  if (entry && (entry.spanEnd === undefined || index < entry.spanEnd)) return removalBy(entry);
+  return 'removed';
+}
+
+function removalBy(entry: ObjectState): Removal {
+  return entry.operation === 'prune' ? 'pruned' : entry.operation === 'mask' ? 'masked' : 'folded';
 }
 
 /**

@@ -145,6 +145,59 @@ describe('renderMarkdown', () => {
     expect(rows[3]).toEqual([summary.sessionMode[1]!.strategy, '90.0% · 0.500', '25.0% · 0.500 · 2 over']);
   });
 
+  it('shows where the missed anchors were, as shares, for the strategies that missed any', () => {
+    expect(tables.has('Where the missed anchors were')).toBe(false);
+    const withMissing: EvalSummary = {
+      ...summary,
+      sessionMode: summary.sessionMode.map((result, index) =>
+        index !== 1
+          ? result
+          : {
+              ...result,
+              missingAnchors: {
+                total: 8,
+                byRole: { agent: 2, tool: 6, user: 0, system: 0 },
+                bySteps: { latest: 1, middle: 3, old: 4 },
+                byRemoval: { pruned: 4, folded: 2, masked: 0, removed: 2 },
+              },
+            },
+      ),
+    };
+    const rows = tablesOf(renderMarkdown(withMissing)).get('Where the missed anchors were')!;
+    expect(rows[0]).toEqual([
+      'strategy',
+      'missed anchors',
+      'agent',
+      'tool',
+      'user',
+      'system',
+      '0–3 steps back',
+      '4–12',
+      '13+',
+      'pruned',
+      'folded',
+      'masked',
+      'removed',
+    ]);
+    expect(rows.slice(2)).toEqual([
+      [
+        summary.sessionMode[1]!.strategy,
+        '8',
+        '25.0%',
+        '75.0%',
+        '0.0%',
+        '0.0%',
+        '12.5%',
+        '37.5%',
+        '50.0%',
+        '50.0%',
+        '25.0%',
+        '0.0%',
+        '25.0%',
+      ],
+    ]);
+  });
+
   it('explains both judges, and gives dashes for a summary written before the rare-token judge', () => {
     expect(markdown).toContain('**Rare-token no-impact** (a second judge, sharing no code with the first)');
     expect(markdown).toContain('(at most 5%, at least one)');

@@ -317,6 +317,56 @@ ${table(
 )}`;
 }
 
+/** Where the anchors each strategy's views missed last stood. */
+function missingSection(results: readonly SessionModeResult[]): string | undefined {
+  const rows = results.flatMap((result) =>
+    result.missingAnchors && result.missingAnchors.total > 0
+      ? [{ result, sources: result.missingAnchors }]
+      : [],
+  );
+  if (rows.length === 0) return undefined;
+  return `## Where the missed anchors were
+
+Session mode, the judged calls that failed: each anchor the view missed, counted once per call, by
+the message that last held it: who wrote it, how many assistant steps before the call, and what
+the strategy had done to it (pruned to a tombstone, folded into an index, masked, or removed
+without an operation of its own). Shares of the strategy's missed anchors.
+
+${table(
+  [
+    'strategy',
+    'missed anchors',
+    'agent',
+    'tool',
+    'user',
+    'system',
+    '0–3 steps back',
+    '4–12',
+    '13+',
+    'pruned',
+    'folded',
+    'masked',
+    'removed',
+  ],
+  [false, true, true, true, true, true, true, true, true, true, true, true, true],
+  rows.map(({ result, sources }) => {
+    const share = (value: number) => percent(value / sources.total);
+    return [
+      result.strategy,
+      count(sources.total),
+      ...[sources.byRole.agent, sources.byRole.tool, sources.byRole.user, sources.byRole.system].map(share),
+      ...[sources.bySteps.latest, sources.bySteps.middle, sources.bySteps.old].map(share),
+      ...[
+        sources.byRemoval.pruned,
+        sources.byRemoval.folded,
+        sources.byRemoval.masked,
+        sources.byRemoval.removed,
+      ].map(share),
+    ];
+  }),
+)}`;
+}
+
 /** Each family replayed with a valuator fitted without it, next to the shipped one. */
 function holdOutSection(summary: EvalSummary): string | undefined {
   const rows = summary.leaveOneFamilyOut;
@@ -420,6 +470,7 @@ ${summary.command}
     summary.cutMode.length > 0 ? matchedSection(summary) : undefined,
     summary.sessionMode.length > 0 ? sessionModeSection(summary.sessionMode) : undefined,
     familiesSection(summary.sessionMode),
+    missingSection(summary.sessionMode),
     holdOutSection(summary),
     fallbackNotes(summary),
     auditSection(summary),
