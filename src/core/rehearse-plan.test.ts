@@ -339,12 +339,43 @@ describe('prune', () => {
     ]);
   });
 
-  it('of a conversation with a tombstone quotes the request', () => {
+  it('of a conversation with a tombstone quotes the request and names its work', () => {
     const ledger = session();
     const rehearsal = rehearse(ledger, [operation('conversation:user:2', 'prune')]);
-    expect(rehearsal.accepted[0]?.state?.replacement).toBe(
+    const replacement = rehearsal.accepted[0]?.state?.replacement ?? '';
+    expect(replacement).toMatch(
+      /^\[pruned conversation:user:2: "Now list the modules under src and summarise them\."; its work named .*src\/modules\/m0\.py.*\]$/,
+    );
+    // Measured as rendered: the tombstone's entries are counted in the view.
+    expect(rehearsal.accepted[0]?.state?.tokens).toBe(ledger.options.tokenCounter.count(replacement));
+  });
+
+  it('with bare tombstones quotes the request alone; pruned again, only a shorter tombstone is taken', () => {
+    const ledger = session();
+    const named = rehearse(ledger, [operation('conversation:user:2', 'prune')]);
+    const bare = rehearse(ledger, [operation('conversation:user:2', 'prune')], { namedTombstones: false });
+    expect(bare.accepted[0]?.state?.replacement).toBe(
       '[pruned conversation:user:2: "Now list the modules under src and summarise them."]',
     );
+    expect(bare.tokensAfter).toBeLessThan(named.tokensAfter);
+    // A committed named tombstone becomes bare when pruned again without names ...
+    const again = rehearsePlan(ledger, named.stateAfter, plan(operation('conversation:user:2', 'prune')), {
+      namedTombstones: false,
+    });
+    expect(again.accepted.map((entry) => entry.operation.objectId)).toEqual(['conversation:user:2']);
+    expect(again.stateAfter['conversation:user:2']?.replacement).toBe(
+      bare.stateAfter['conversation:user:2']?.replacement,
+    );
+    expect(again.tokensAfter).toBe(bare.tokensAfter);
+    // ... while pruning it again as it is, or with names over a bare one, changes nothing.
+    for (const [state, options] of [
+      [named.stateAfter, {}],
+      [bare.stateAfter, {}],
+    ] as const) {
+      const same = rehearsePlan(ledger, state, plan(operation('conversation:user:2', 'prune')), options);
+      expect(same.accepted).toEqual([]);
+      expect(same.rejected.map((entry) => entry.reason)).toEqual(['no-op']);
+    }
   });
 });
 

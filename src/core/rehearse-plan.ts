@@ -41,6 +41,11 @@ export interface RehearseOptions {
   /** Leave a one-line tombstone for pruned objects (default true). */
   tombstones?: boolean;
   /**
+   * A pruned request's tombstone names the best entries of its work (default true); false when
+   * the view is over the window after every other reduction, and the names go first.
+   */
+  namedTombstones?: boolean;
+  /**
    * Key anchors a fold keeps: a number, or `auto` (the default): about one per 12 tokens of the
    * object, leaving out those the user or the agent already wrote, which stay visible in their
    * own messages. The fold then reads as an index of what the object held.
@@ -227,10 +232,19 @@ function judgeOperation(
     }
     case 'prune': {
       const dropShell = operation.dropShell === true && rules.dropsShell;
-      if (current?.operation === 'prune' && (current.dropShell === true || !dropShell)) {
-        return { reason: 'no-op', detail: `${object.id} is already pruned` };
-      }
-      const replacement = dropShell || options.tombstones === false ? '' : renderTombstone(ledger, object);
+      const already = { reason: 'no-op', detail: `${object.id} is already pruned` } as const;
+      if (current?.operation === 'prune' && current.dropShell === true) return already;
+      const replacement =
+        dropShell || options.tombstones === false
+          ? ''
+          : renderTombstone(ledger, object, {
+              ...scoring(ledger, options),
+              shownElsewhere: shownElsewhere(ledger, state, object),
+              ...(options.namedTombstones === false ? { entries: 0 } : {}),
+            });
+      // Pruned again: only to drop the shell, or for a shorter tombstone (one that names nothing).
+      if (current?.operation === 'prune' && !dropShell && replacement.length >= current.replacement.length)
+        return already;
       return accept({ operation: 'prune', replacement, commitId, ...(dropShell ? { dropShell: true } : {}) });
     }
   }

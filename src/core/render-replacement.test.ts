@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { codeLines } from './index-entries.js';
+import { codeLines, messageEntries } from './index-entries.js';
 import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
 import {
   describeCall,
@@ -28,6 +28,7 @@ import {
 } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { messageText } from './transcript.js';
+import { FOLD_INDEX, TOMBSTONE } from './tuning.js';
 
 function session(): Ledger {
   return indexTranscript(threeRequestSession(), { tokenCounter: approximateTokenCounter });
@@ -329,8 +330,54 @@ describe('renderTombstone', () => {
     expect(renderTombstone(ledger, object(ledger, 'function:bash:2'))).toBe(
       `[pruned function:bash:2: bash command=pytest tests/test_parser.py, failed, ${object(ledger, 'function:bash:2').tokens} tokens]`,
     );
-    expect(renderTombstone(ledger, object(ledger, 'conversation:user:3'))).toBe(
-      '[pruned conversation:user:3: "Thanks. Now add a --verbose flag to cli.py."]',
+    const tombstone = renderTombstone(ledger, object(ledger, 'conversation:user:3'));
+    expect(tombstone).toMatch(
+      /^\[pruned conversation:user:3: "Thanks\. Now add a --verbose flag to cli\.py\."; its work named /,
+    );
+    expect(tombstone).not.toContain('\n');
+  });
+
+  it("of a request names the best entries of its work, as its span fold's index would, within a bound", () => {
+    const ledger = session();
+    const request = object(ledger, 'conversation:user:3');
+    const named = (tombstone: string) => tombstone.split('; its work named ')[1]!.slice(0, -1).split(', ');
+    const index = spanFoldParts(ledger, request, request.span.end, { maxAnchors: 1_000 }).anchors;
+    const listed = named(renderTombstone(ledger, request));
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.length).toBeLessThanOrEqual(TOMBSTONE.requestEntries);
+    expect(listed.join(', ').length).toBeLessThanOrEqual(
+      TOMBSTONE.requestEntries * FOLD_INDEX.charsPerAnchor,
+    );
+    expect(listed).toEqual(index.slice(0, listed.length));
+    // By the valuator's score when there is one: the entry it ranks first is named first.
+    const work = ledger.messages.slice(request.span.start + 1, request.span.end);
+    const anchors = new Set(
+      work.flatMap((message) => messageEntries(message).anchors.map((entry) => entry.value)),
+    );
+    const favourite = index.filter((value) => anchors.has(value)).at(-1)!;
+    expect(listed[0]).not.toBe(favourite);
+    const scored = named(
+      renderTombstone(ledger, request, { scoreEntry: (entry) => (entry.value === favourite ? 1 : 0) }),
+    );
+    expect(scored[0]).toBe(favourite);
+    // What stays in the view elsewhere is not named again.
+    const elsewhere = named(
+      renderTombstone(ledger, request, { shownElsewhere: { contains: (value) => value === listed[0] } }),
+    );
+    expect(elsewhere).not.toContain(listed[0]);
+  });
+
+  it('of a request with no work after it quotes the request alone', () => {
+    const ledger = indexTranscript(
+      [
+        { role: 'user', parts: [{ type: 'text', text: 'Rename parse_file to read_tokens.' }] },
+        { role: 'user', parts: [{ type: 'text', text: 'Actually, keep the name.' }] },
+        { role: 'assistant', parts: [{ type: 'text', text: 'Keeping parse_file.' }] },
+      ],
+      { tokenCounter: approximateTokenCounter },
+    );
+    expect(renderTombstone(ledger, object(ledger, 'conversation:user:1'))).toBe(
+      '[pruned conversation:user:1: "Rename parse_file to read_tokens."]',
     );
   });
 });

@@ -8,6 +8,7 @@ import { messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
 import { isToolOutput, type LedgerObject, rankAnchors } from './ledger.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
+import { FOLD_INDEX, TOMBSTONE } from './tuning.js';
 
 /** The text payload of an object, as the model saw it. */
 export function objectText(ledger: Ledger, object: LedgerObject): string {
@@ -432,14 +433,33 @@ export function conversationFoldParts(
   };
 }
 
-/** The one-line tombstone of a pruned object. */
-export function renderTombstone(ledger: Ledger, object: LedgerObject): string {
+/**
+ * The one-line tombstone of a pruned object. A pruned request's tombstone also names the best
+ * `entries` of its work (by the valuator's score when `scoreEntry` is given, else by kind): what
+ * the agent did there, in a few names it can recognise and recover by. With `entries: 0` it
+ * quotes the request alone, for a view that must shed every token it can.
+ */
+export function renderTombstone(
+  ledger: Ledger,
+  object: LedgerObject,
+  options: Pick<FoldOptions, 'scoreEntry' | 'shownElsewhere'> & { entries?: number } = {},
+): string {
   if (object.restates !== undefined)
     return `[${object.id}: the same instructions as ${object.restates} above, word for word]`;
   if (isToolOutput(object)) {
     return `[pruned ${object.id}: ${oneLine(describeCall(object), 100)}${object.isError ? ', failed' : ''}, ${compactTokens(object.tokens)} tokens]`;
   }
-  return `[pruned ${object.id}: "${oneLine(objectText(ledger, object), 100)}"]`;
+  const request = `[pruned ${object.id}: "${oneLine(objectText(ledger, object), 100)}"`;
+  const { entries = TOMBSTONE.requestEntries, ...fold } = options;
+  const named =
+    entries > 0
+      ? spanFoldParts(ledger, object, object.span.end, {
+          ...fold,
+          maxAnchors: entries,
+          maxAnchorChars: entries * FOLD_INDEX.charsPerAnchor,
+        }).anchors
+      : [];
+  return named.length === 0 ? `${request}]` : `${request}; its work named ${named.join(', ')}]`;
 }
 
 const STRUCTURE_LINE =

@@ -82,6 +82,15 @@ export const FOLD_INDEX = {
   cutShare: 0.9,
 } as const;
 
+/** What a pruned object leaves. */
+export const TOMBSTONE = {
+  /**
+   * A pruned request's tombstone names this many entries of its work, the valuator's best: a line
+   * of names that tells the agent what that work touched, where a bare request said nothing of it.
+   */
+  requestEntries: 24,
+} as const;
+
 /** Cut-mode replay, where the keep share is a hard budget. */
 export const CUT_MODE = {
   /** Plans after the first while the rehearsed view is over the budget. */

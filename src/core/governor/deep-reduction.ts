@@ -61,7 +61,40 @@ export function deepen(
       return { rehearsal: planAgain(ledger, state, start, more, planner, options) };
     },
   });
-  return shrinkIndexes(ledger, limits, state, reduced, bound).rehearsal;
+  const shrunk = shrinkIndexes(ledger, limits, state, reduced, bound);
+  return shrunk.rehearsal.tokensAfter > window
+    ? withBareTombstones(ledger, limits, state, shrunk)
+    : shrunk.rehearsal;
+}
+
+/**
+ * Still over the window after the indexes shrank: the tombstones of pruned requests stop naming
+ * their work (those committed earlier too), before the window's last resorts.
+ */
+function withBareTombstones(
+  ledger: Ledger,
+  limits: CallLimits,
+  state: ViewState,
+  { rehearsal, bound }: { rehearsal: Rehearsal; bound: number },
+): Rehearsal {
+  const more = Object.entries(rehearsal.stateAfter).flatMap(([objectId, entry]) =>
+    entry.operation === 'prune' && ledger.get(objectId)?.kind === 'conversation'
+      ? [
+          {
+            objectId,
+            operation: 'prune' as const,
+            reason: 'fallback: tombstones stop naming work to fit the window',
+          },
+        ]
+      : [],
+  );
+  if (more.length === 0) return rehearsal;
+  const bare = planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {
+    ...limits.rehearse,
+    spanAnchorTokens: bound,
+    namedTombstones: false,
+  });
+  return bare.tokensAfter < rehearsal.tokensAfter ? bare : rehearsal;
 }
 
 /**

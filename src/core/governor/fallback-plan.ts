@@ -76,7 +76,9 @@ export function planFallback(
     for (const object of candidates) {
       if (projected <= target) return operations;
       if (object.kind !== kind) continue;
-      const tombstone = ledger.options.tokenCounter.count(renderTombstone(ledger, object));
+      // What pruning saves is judged on the bare tombstone: the names a request's tombstone adds
+      // go first when the view is still over the window (see the deep reduction).
+      const tombstone = ledger.options.tokenCounter.count(renderTombstone(ledger, object, { entries: 0 }));
       const saving = viewSize(ledger, state, object) - tombstone - (countedInside.get(object.id) ?? 0);
       // A tombstone bigger than what it replaces would grow the view: leave such objects alone.
       if (saving <= 0) continue;
