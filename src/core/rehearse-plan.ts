@@ -242,9 +242,12 @@ function judgeOperation(
               shownElsewhere: shownElsewhere(ledger, state, object),
               ...(options.namedTombstones === false ? { entries: 0 } : {}),
             });
-      // Pruned again: only to drop the shell, or for a shorter tombstone (one that names nothing).
-      if (current?.operation === 'prune' && !dropShell && replacement.length >= current.replacement.length)
-        return already;
+      // Pruned again: only to drop the shell, or to strip a tombstone of its names (so that a
+      // plan naming a pruned request does not rewrite its tombstone, and break the cache, for nothing).
+      if (current?.operation === 'prune' && !dropShell) {
+        const strips = options.namedTombstones === false && replacement.length < current.replacement.length;
+        if (!strips) return already;
+      }
       return accept({ operation: 'prune', replacement, commitId, ...(dropShell ? { dropShell: true } : {}) });
     }
   }
