@@ -233,7 +233,11 @@ function judgeOperation(
     case 'prune': {
       const dropShell = operation.dropShell === true && rules.dropsShell;
       const already = { reason: 'no-op', detail: `${object.id} is already pruned` } as const;
-      if (current?.operation === 'prune' && current.dropShell === true) return already;
+      // Pruned again: only to drop the shell, or to strip a tombstone of its names (so that a
+      // plan naming a pruned request does not rewrite its tombstone, and break the cache, for nothing).
+      const again = current?.operation === 'prune';
+      if (again && (current.dropShell === true || (!dropShell && options.namedTombstones !== false)))
+        return already;
       const replacement =
         dropShell || options.tombstones === false
           ? ''
@@ -242,12 +246,7 @@ function judgeOperation(
               shownElsewhere: shownElsewhere(ledger, state, object),
               ...(options.namedTombstones === false ? { entries: 0 } : {}),
             });
-      // Pruned again: only to drop the shell, or to strip a tombstone of its names (so that a
-      // plan naming a pruned request does not rewrite its tombstone, and break the cache, for nothing).
-      if (current?.operation === 'prune' && !dropShell) {
-        const strips = options.namedTombstones === false && replacement.length < current.replacement.length;
-        if (!strips) return already;
-      }
+      if (again && !dropShell && replacement.length >= current.replacement.length) return already;
       return accept({ operation: 'prune', replacement, commitId, ...(dropShell ? { dropShell: true } : {}) });
     }
   }
