@@ -7,6 +7,7 @@ import {
   defaultPin,
   indexTranscript,
   type Ledger,
+  messageReferenceText,
   type LedgerObject,
   type LedgerOptions,
   rankAnchors,
@@ -484,6 +485,21 @@ describe('helpers', () => {
     );
     expect(argumentValuesText('not json at all')).toBe('not json at all');
     expect(argumentValuesText('')).toBe('');
+  });
+
+  it("messageReferenceText leaves out a runner's envelope before a command's output, and only that", () => {
+    const run = (content: string) => messageReferenceText(toolMessage(toolResult('c1', 'exec_command', content)));
+    expect(
+      run(
+        'Chunk ID: a696c4\nWall time: 0.6197 seconds\nProcess exited with code 0\nOriginal token count: 379\nOutput:\n## main\n',
+      ),
+    ).toBe('## main\n');
+    expect(run('Wall time: 3.5276 seconds\nOutput:\n{"ok":true}')).toBe('{"ok":true}');
+    // No `Output:` line closing it: a header of the output itself (an error, a listing) stays.
+    expect(run('Error: ENOENT: no such file src/a.ts\n')).toBe('Error: ENOENT: no such file src/a.ts\n');
+    // `Output:` further down, after the output began, is the output's own text.
+    const own = 'FAILED tests/test_io.py::test_read\nExpected: 4096\nReceived: 0\nOutput:\nx\n';
+    expect(run(own)).toBe(own);
   });
 
   it('rankAnchors puts errors and paths first and keeps first-seen order among equals', () => {

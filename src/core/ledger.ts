@@ -438,7 +438,19 @@ export function messageReferenceText(message: Message): string {
 /** The text of a part that counts as a reference to earlier objects. */
 function referenceText(part: Part): string {
   if (part.type === 'tool-call') return argumentValuesText(part.arguments);
+  if (part.type === 'tool-result') return withoutRunEnvelope(partText(part));
   return partText(part);
+}
+
+/**
+ * A few `Key: value` lines closed by `Output:` before a command's output (Codex CLI's
+ * `Chunk ID`, `Wall time`, `Process exited with code`, `Original token count`): what the runner
+ * said about the run, not what the command printed. Its numbers would fill indexes.
+ */
+const RUN_ENVELOPE = /^(?:[A-Z][A-Za-z ]{2,30}(?::| with code) [^\n]{0,40}\n){1,6}Output:\n/;
+
+function withoutRunEnvelope(text: string): string {
+  return text.replace(RUN_ENVELOPE, '');
 }
 
 /**
