@@ -7,9 +7,9 @@ import {
   defaultPin,
   indexTranscript,
   type Ledger,
-  messageReferenceText,
   type LedgerObject,
   type LedgerOptions,
+  messageReferenceText,
   rankAnchors,
   toolIdName,
 } from './ledger.js';
@@ -488,7 +488,8 @@ describe('helpers', () => {
   });
 
   it("messageReferenceText leaves out a runner's envelope before a command's output, and only that", () => {
-    const run = (content: string) => messageReferenceText(toolMessage(toolResult('c1', 'exec_command', content)));
+    const run = (content: string) =>
+      messageReferenceText(toolMessage(toolResult('c1', 'exec_command', content)));
     expect(
       run(
         'Chunk ID: a696c4\nWall time: 0.6197 seconds\nProcess exited with code 0\nOriginal token count: 379\nOutput:\n## main\n',

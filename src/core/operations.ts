@@ -28,6 +28,8 @@ export interface PlannedOperation {
    * conversation, and on a pinned one (the pin protects the request, not the steps after it).
    */
   spanEnd?: number;
+  /** For a span fold: the bound of its index in tokens, where a reduction shares one among spans. */
+  indexTokens?: number;
 }
 
 /** A list of operations from one planner. */

@@ -283,15 +283,16 @@ function judgeSpanFold(
   let before = 0;
   for (let index = object.span.start + 1; index < spanEnd; index += 1)
     before += ledger.messageTokens[index] ?? 0;
+  const bound = operation.indexTokens ?? options.spanAnchorTokens;
   const { replacement, tokens } = foldWithinBound(
     ledger,
     spanFoldParts(ledger, object, spanEnd, {
       ...(operation.summary ? { summary: operation.summary } : {}),
-      ...messagesIndexBudget(before, options),
+      ...messagesIndexBudget(before, bound === undefined ? options : { ...options, spanAnchorTokens: bound }),
       ...scoring(ledger, options),
       shownElsewhere: shownElsewhere(ledger, state, object),
     }),
-    options.spanAnchorTokens,
+    bound,
   );
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
   if (again && tokens >= shown) return alreadyFolded;

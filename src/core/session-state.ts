@@ -133,6 +133,7 @@ const plannedOperationSchema = z.object({
   summary: z.string().optional(),
   dropShell: z.boolean().optional(),
   spanEnd: z.number().int().nonnegative().optional(),
+  indexTokens: z.number().int().positive().optional(),
 });
 
 const pendingSchema = z.object({

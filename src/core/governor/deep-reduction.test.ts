@@ -3,8 +3,12 @@ import { indexTranscript, type Ledger } from '../ledger.js';
 import type { ViewState } from '../operations.js';
 import { rehearsePlan } from '../rehearse-plan.js';
 import { longSession } from '../testing/long-session.js';
+import { assistantMessage, systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
-import { type CallLimits, reduceWithFallback } from './deep-reduction.js';
+import type { Message } from '../transcript.js';
+import { ENTRY_FEATURES } from '../valuator/entry-features.js';
+import { ENTRY_MODEL_FORMAT, type EntryModel } from '../valuator/entry-model.js';
+import { type CallLimits, reduceWithFallback, shrinkIndexes } from './deep-reduction.js';
 import { createPinRule } from './pins.js';
 
 function ledgerOf(): Ledger {
@@ -59,5 +63,90 @@ describe('the deep reduction and named tombstones', () => {
     expect(bare.length).toBeGreaterThanOrEqual(tombstones(state).length);
     for (const text of bare) expect(text).toMatch(/^\[pruned conversation:user:\d+: "[^"]*"\]$/);
     expect(rehearsal.tokensAfter).toBeLessThan(named.tokensAfter);
+  });
+});
+
+/** A model that scores paths far above every other entry. */
+const pathsModel: EntryModel = {
+  format: ENTRY_MODEL_FORMAT,
+  version: 1,
+  features: [...ENTRY_FEATURES],
+  mean: ENTRY_FEATURES.map(() => 0),
+  scale: ENTRY_FEATURES.map(() => 1),
+  weights: ENTRY_FEATURES.map((name) => (name === 'isPath' ? 6 : 0)),
+  bias: -3,
+};
+
+/** Work of `rounds` steps whose outputs hold `names(step)` and nothing else worth naming. */
+function work(label: string, rounds: number, names: (step: number) => string[]): Message[] {
+  return Array.from({ length: rounds }, (_, step) =>
+    toolRound(`${label}${step}`, 'bash', { command: `step ${step}` }, names(step).join('\n')),
+  ).flat();
+}
+
+/** Two requests whose work is folded: the first's names paths, the second's only identifiers. */
+function foldedSpans(entryModel?: EntryModel) {
+  const ledger = indexTranscript(
+    [
+      systemMessage('You are a coding agent.'),
+      userMessage('set up the project'),
+      assistantMessage('Done.'),
+      userMessage('look at the sources'),
+      ...work('a', 8, (step) => Array.from({ length: 12 }, (_, n) => `src/module_${step}/file_${n}.py`)),
+      userMessage('look at the names'),
+      ...work('b', 8, (step) => Array.from({ length: 12 }, (_, n) => `parse_value_${step}_${n}`)),
+      userMessage('now fix it'),
+      assistantMessage('On it.'),
+    ],
+    { tokenCounter: approximateTokenCounter, pin: createPinRule() },
+  );
+  const spans = ledger.objects.filter(
+    (object) => object.kind === 'conversation' && !object.pinned && object.span.end < ledger.messages.length,
+  );
+  const rehearse = { spanAnchorTokens: 4_000, ...(entryModel ? { entryModel } : {}) };
+  const folded = rehearsePlan(
+    ledger,
+    {},
+    {
+      planner: 'test',
+      operations: spans.map((object) => ({
+        objectId: object.id,
+        operation: 'fold' as const,
+        spanEnd: object.span.end,
+        reason: 'test',
+      })),
+    },
+    rehearse,
+  );
+  expect(folded.rejected).toEqual([]);
+  expect(folded.accepted).toHaveLength(2);
+  // Over the window by a third of what the two indexes hold.
+  const window = folded.tokensAfter - 300;
+  const limits: CallLimits = { window, target: window, minBatch: 0, rehearse };
+  const { rehearsal } = shrinkIndexes(ledger, limits, {}, folded, rehearse.spanAnchorTokens);
+  const indexOf = (id: string) => rehearsal.stateAfter[id]?.replacement ?? '';
+  return {
+    window,
+    tokensAfter: rehearsal.tokensAfter,
+    paths: indexOf(spans[0]!.id),
+    names: indexOf(spans[1]!.id),
+  };
+}
+
+const listed = (index: string, pattern: RegExp) => index.match(pattern)?.length ?? 0;
+
+describe('shrinking the indexes to the window', () => {
+  it("shares the bound by the valuator's score: the span whose entries score higher keeps more", () => {
+    const even = foldedSpans();
+    const byValue = foldedSpans(pathsModel);
+    for (const outcome of [even, byValue]) expect(outcome.tokensAfter).toBeLessThanOrEqual(outcome.window);
+    const paths = /src\/module_\d+\/file_\d+\.py/g;
+    const names = /parse_value_\d+_\d+/g;
+    // Without a model the two indexes get the same bound, and list about as much.
+    expect(listed(even.paths, paths)).toBeGreaterThan(0);
+    expect(listed(even.names, names)).toBeGreaterThan(0);
+    // With one, the paths it values take the room the identifiers leave.
+    expect(listed(byValue.paths, paths)).toBeGreaterThan(listed(even.paths, paths));
+    expect(listed(byValue.names, names)).toBeLessThan(listed(even.names, names));
   });
 });

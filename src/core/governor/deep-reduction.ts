@@ -4,12 +4,15 @@
  * fold and the view is still over the window, the indexes of folded work shrink before anything
  * is pruned.
  */
+
+import { messageEntries } from '../index-entries.js';
 import type { Ledger } from '../ledger.js';
 import { isSpanFold, type SpanFoldState, type ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
-import { DEEP_REDUCTION } from '../tuning.js';
+import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
+import { entryScorer } from '../valuator/entry-model.js';
 import { planFallback } from './fallback-plan.js';
 
 /** The numbers one call governs by: the room for the view and what follows from it. */
@@ -98,8 +101,9 @@ function withBareTombstones(
 }
 
 /**
- * While the view is over the window: the indexes of folded work share the bound of one, and
- * each pass takes from that bound the share of the indexes the overflow needs (and a tenth
+ * While the view is over the window: the indexes of folded work share the bound of one (by the
+ * valuator's score when there is a model, so the span whose work the agent will more likely use
+ * keeps more of its names), and each pass takes from that bound the share of the indexes the overflow needs (and a tenth
  * more), since what an index holds under a bound is known only once it is rendered. Returns the
  * rehearsal and the bound it ended with, which later plans of the same reduction keep.
  */
@@ -138,8 +142,8 @@ export function shrinkIndexes(
 }
 
 /**
- * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, each index
- * bounded by `bound` tokens: for when nothing else is left to fold or prune and the view is
+ * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, their indexes
+ * sharing `bound` tokens each by value (`sharedByValue`): for when nothing else is left to fold or prune and the view is
  * still over the window (requests that state rules are pinned, each keeping the index of its
  * work; a latest step that fills most of the window).
  */
@@ -151,16 +155,57 @@ function tighten(
   spans: ReadonlyArray<[string, SpanFoldState]>,
   bound: number,
 ): Rehearsal {
-  const more = spans.map(([objectId, entry]) => ({
+  const bounds = sharedByValue(ledger, limits, spans, bound);
+  const more = spans.map(([objectId, entry], order) => ({
     objectId,
     operation: 'fold' as const,
     spanEnd: entry.spanEnd,
+    indexTokens: bounds[order]!,
     reason: 'fallback: the indexes of folded work shrink to fit the window',
   }));
   return planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {
     ...limits.rehearse,
     spanAnchorTokens: bound,
   });
+}
+
+/**
+ * The bound of `spans.length` indexes of `bound` tokens each, shared by value: the entries of all
+ * the spans compete by the valuator's score, and each span's index gets the room its winners take.
+ */
+function sharedByValue(
+  ledger: Ledger,
+  limits: CallLimits,
+  spans: ReadonlyArray<[string, SpanFoldState]>,
+  bound: number,
+): number[] {
+  const model = limits.rehearse.entryModel;
+  if (!model) return spans.map(() => bound);
+  const score = entryScorer(model, ledger);
+  const candidates: { span: number; chars: number; score: number }[] = [];
+  spans.forEach(([objectId, entry], span) => {
+    const object = ledger.get(objectId);
+    if (!object) return;
+    const seen = new Set<string>();
+    for (let index = entry.spanEnd - 1; index > object.span.start; index -= 1)
+      for (const anchor of messageEntries(ledger.messages[index]!).anchors) {
+        if (seen.has(anchor.value)) continue;
+        seen.add(anchor.value);
+        candidates.push({ span, chars: anchor.value.length + 2, score: score(anchor, index) });
+      }
+  });
+  candidates.sort((a, b) => b.score - a.score);
+  const total = bound * spans.length * 4;
+  const chars = spans.map(() => 0);
+  let used = 0;
+  for (const candidate of candidates) {
+    if (used + candidate.chars > total) continue;
+    chars[candidate.span]! += candidate.chars;
+    used += candidate.chars;
+  }
+  const floor = Math.min(bound, GOVERNOR.spanIndexMinTokens);
+  const cap = limits.rehearse.spanAnchorTokens;
+  return chars.map((count) => Math.min(cap, Math.max(floor, Math.ceil(count / 4))));
 }
 
 /** The fallback on its own, from the committed state: down to the target, everything before the latest turn may go. */
