@@ -88,6 +88,10 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   // the process. The next query fails on its own and is reported as a StoreError (checked-out
   // connections are listened to by `inTransaction`, and by the pool's own `query`).
   if (ownsPool) pool.on('error', () => undefined);
+  // The pool's `query` listens with `once`: a connection the server ends mid-query (a failover,
+  // `pg_terminate_backend`) can emit 'error' a second time, after that listener is gone. Every
+  // connection keeps a listener of ours for its whole life; the pool's own still decide.
+  if (ownsPool) pool.on('connect', (client) => client.on('error', () => undefined));
   const tables = await withStoreErrors('postgres open', () =>
     createPostgresTables(pool, { schema: options.schema, tablePrefix: options.tablePrefix }),
   ).catch(async (error: unknown) => {
