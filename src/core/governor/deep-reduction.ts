@@ -4,7 +4,6 @@
  * fold and the view is still over the window, the indexes of folded work shrink before anything
  * is pruned.
  */
-
 import { messageEntries } from '../index-entries.js';
 import type { Ledger } from '../ledger.js';
 import { isSpanFold, type SpanFoldState, type ViewState } from '../operations.js';
@@ -103,8 +102,8 @@ function withBareTombstones(
 /**
  * While the view is over the window: the indexes of folded work share the bound of one (by the
  * valuator's score when there is a model, so the span whose work the agent will more likely use
- * keeps more of its names), and each pass takes from that bound the share of the indexes the overflow needs (and a tenth
- * more), since what an index holds under a bound is known only once it is rendered. Returns the
+ * keeps more of its names), and each pass takes from that bound the share of the indexes the
+ * overflow needs (and a tenth more), since what an index holds under a bound is known only once it is rendered. Returns the
  * rehearsal and the bound it ended with, which later plans of the same reduction keep.
  */
 export function shrinkIndexes(
@@ -143,8 +142,8 @@ export function shrinkIndexes(
 
 /**
  * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, their indexes
- * sharing `bound` tokens each by value (`sharedByValue`): for when nothing else is left to fold or prune and the view is
- * still over the window (requests that state rules are pinned, each keeping the index of its
+ * sharing `bound` tokens each by value (`sharedByValue`): for when nothing else is left to fold
+ * or prune and the view is still over the window (requests that state rules are pinned, each keeping the index of its
  * work; a latest step that fills most of the window).
  */
 function tighten(
