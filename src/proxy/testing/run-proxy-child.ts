@@ -6,12 +6,13 @@
  *
  *   node --import tsx src/proxy/testing/run-proxy-child.ts --store <store URL> --upstream <url>
  *     [--window 2000|model] [--port 0] [--quiet] [--ungoverned] [--threads 1]
- *     [--tokenizer per-provider]
+ *     [--tokenizer per-provider] [--time-budget MS]
  *
  * `--ungoverned` forwards every request untouched (the cost of the hop alone, for comparison);
  * `--threads N` governs in N worker threads (as `selfgc proxy` does), 0 on the proxy's thread;
  * `--window model` keeps each model's own window; `--tokenizer per-provider` counts with each
- * provider's BPE encoding, as `selfgc proxy` does (default: the approximate counter).
+ * provider's BPE encoding, as `selfgc proxy` does (default: the approximate counter);
+ * `--time-budget MS` sets governance's time budget (its wait for a worker included).
  */
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -34,6 +35,7 @@ async function runMain(): Promise<void> {
       ungoverned: { type: 'boolean', default: false },
       threads: { type: 'string', default: '1' },
       tokenizer: { type: 'string' },
+      'time-budget': { type: 'string' },
     },
   });
   if (values.store === undefined || values.upstream === undefined) {
@@ -79,6 +81,7 @@ async function runMain(): Promise<void> {
     upstreams: { openai: values.upstream, anthropic: values.upstream },
     ...(window === undefined ? {} : { window }),
     failOpen: false,
+    ...(values['time-budget'] === undefined ? {} : { governanceTimeBudgetMs: Number(values['time-budget']) }),
     ...(values.quiet ? {} : { logger: jsonLineLogger((line) => process.stdout.write(line)) }),
   });
   await governance?.ready();

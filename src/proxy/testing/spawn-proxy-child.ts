@@ -31,6 +31,8 @@ export interface ProxyChildOptions {
   threads?: number;
   /** Extra node flags for the child, e.g. `--cpu-prof` (the load script's `--cpu-prof-dir`). */
   nodeArgs?: readonly string[];
+  /** Governance's time budget in ms, its wait for a worker included (default: the proxy's). */
+  timeBudgetMs?: number;
 }
 
 export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild> {
@@ -41,6 +43,7 @@ export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild>
   if (options.ungoverned === true) args.push('--ungoverned');
   if (options.threads !== undefined) args.push('--threads', String(options.threads));
   if (options.tokenizer !== undefined) args.push('--tokenizer', options.tokenizer);
+  if (options.timeBudgetMs !== undefined) args.push('--time-budget', String(options.timeBudgetMs));
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const logs: Array<Record<string, unknown>> = [];
