@@ -8,6 +8,7 @@ import { indexEntryChars } from './index-entries.js';
 import { isToolOutput, type Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
 import { autoAnchorBudget } from './rehearse-plan.js';
+import { tokensForChars } from './tokens.js';
 import { EMBEDDED_PLANNER, FOLD_INDEX } from './tuning.js';
 
 /** Tokens message `index` occupies in the view under `state` (objects inside it at their state). */
@@ -79,6 +80,6 @@ export function planSpanFolds(
 export function spanIndexTokens(folded: number, entryChars: number): number {
   return (
     EMBEDDED_PLANNER.foldFrameTokens +
-    Math.ceil(Math.min(entryChars, FOLD_INDEX.charsPerAnchor * autoAnchorBudget(folded)) / 4)
+    tokensForChars(Math.min(entryChars, FOLD_INDEX.charsPerAnchor * autoAnchorBudget(folded)))
   );
 }

@@ -31,7 +31,7 @@ import {
   shortenIndex,
   spanFoldParts,
 } from './render-replacement.js';
-import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
+import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, tokensForChars } from './tokens.js';
 import { FOLD_INDEX } from './tuning.js';
 import { type EntryModel, type EntryScorer, entryScorer } from './valuator/entry-model.js';
 
@@ -322,9 +322,8 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
   const budget = auto ? autoAnchorBudget(tokens, options.spanAnchors) : (options.foldAnchors as number);
   return {
     maxAnchors: auto ? Number.POSITIVE_INFINITY : budget,
-    // About four characters a token.
     maxAnchorChars: Math.min(
-      4 * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
+      CHARS_PER_TOKEN * (options.spanAnchorTokens ?? Number.POSITIVE_INFINITY),
       FOLD_INDEX.charsPerAnchor * budget,
     ),
   };
@@ -332,7 +331,7 @@ function messagesIndexBudget(tokens: number, options: RehearseOptions) {
 
 /** The tokens an output's automatic index may take: its anchor budget at about six tokens each. */
 function outputIndexTokens(tokens: number): number {
-  return Math.ceil((FOLD_INDEX.charsPerAnchor * autoAnchorBudget(tokens)) / 4);
+  return tokensForChars(FOLD_INDEX.charsPerAnchor * autoAnchorBudget(tokens));
 }
 
 /** The pinned objects' texts of each ledger, indexed as it grows (objects are only appended). */

@@ -18,10 +18,18 @@ export interface TokenCounter {
 /** Per-message framing tokens (role markers, separators) that chat formats add. */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 
+/** Characters a token takes on average (English and code): estimates of text not yet rendered. */
+export const CHARS_PER_TOKEN = 4;
+
+/** The tokens `chars` characters take, estimated at `CHARS_PER_TOKEN`. */
+export function tokensForChars(chars: number): number {
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
 /** A crude counter (characters / 4) for tests and for callers who want no tokenizer. */
 export const approximateTokenCounter: TokenCounter = {
   name: 'chars/4',
-  count: (text) => Math.ceil(text.length / 4),
+  count: (text) => tokensForChars(text.length),
 };
 
 /**

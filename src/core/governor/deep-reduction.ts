@@ -10,6 +10,7 @@ import { isSpanFold, type SpanFoldState, type ViewState } from '../operations.js
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
+import { CHARS_PER_TOKEN, tokensForChars } from '../tokens.js';
 import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
 import { entryScorer } from '../valuator/entry-model.js';
 import { planFallback } from './fallback-plan.js';
@@ -194,7 +195,7 @@ function sharedByValue(
       }
   });
   candidates.sort((a, b) => b.score - a.score);
-  const total = bound * spans.length * 4;
+  const total = bound * spans.length * CHARS_PER_TOKEN;
   const chars = spans.map(() => 0);
   let used = 0;
   for (const candidate of candidates) {
@@ -204,7 +205,7 @@ function sharedByValue(
   }
   const floor = Math.min(bound, GOVERNOR.spanIndexMinTokens);
   const cap = limits.rehearse.spanAnchorTokens;
-  return chars.map((count) => Math.min(cap, Math.max(floor, Math.ceil(count / 4))));
+  return chars.map((count) => Math.min(cap, Math.max(floor, tokensForChars(count))));
 }
 
 /** The fallback on its own, from the committed state: down to the target, everything before the latest turn may go. */

@@ -15,6 +15,7 @@ import { planSpanFolds, spanIndexTokens } from '../plan-span-folds.js';
 import { coveredByConversation } from '../project-view.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
 import { isMaskable, objectText } from '../render-replacement.js';
+import { tokensForChars } from '../tokens.js';
 import { EMBEDDED_PLANNER } from '../tuning.js';
 import type { Planner, PlannerInput, PlanResult } from './planner.js';
 
@@ -164,7 +165,7 @@ function foldIndexTokens(ledger: Ledger, object: LedgerObject, size: number): nu
   for (const anchor of object.anchors) {
     if (count >= budget) break;
     if (ledger.spokenAnchors.has(anchor.value)) continue;
-    tokens += Math.ceil((anchor.value.length + 2) / 4);
+    tokens += tokensForChars(anchor.value.length + 2);
     count += 1;
   }
   return tokens;
