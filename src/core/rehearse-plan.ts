@@ -46,11 +46,6 @@ export interface RehearseOptions {
    */
   namedTombstones?: boolean;
   /**
-   * A request pruned again whose tombstone was stripped of its names gets them back (default
-   * false): the view has room again for what a moment over the window took.
-   */
-  renameTombstones?: boolean;
-  /**
    * Key anchors a fold keeps: a number, or `auto` (the default): about one per 12 tokens of the
    * object, leaving out those the user or the agent already wrote, which stay visible in their
    * own messages. The fold then reads as an index of what the object held.
@@ -238,34 +233,20 @@ function judgeOperation(
     case 'prune': {
       const dropShell = operation.dropShell === true && rules.dropsShell;
       const already = { reason: 'no-op', detail: `${object.id} is already pruned` } as const;
-      // Pruned again: only to drop the shell, to strip a tombstone of its names (so that a plan
-      // naming a pruned request does not rewrite its tombstone, and break the cache, for nothing),
-      // or, with `renameTombstones`, to give a tombstone stripped of its names its names back.
+      // Pruned again: only to drop the shell, or to strip a tombstone of its names (so that a
+      // plan naming a pruned request does not rewrite its tombstone, and break the cache, for nothing).
       const again = current?.operation === 'prune';
-      const named = options.namedTombstones !== false;
-      const renaming =
-        again &&
-        named &&
-        !dropShell &&
-        options.renameTombstones === true &&
-        current.replacement === renderTombstone(ledger, object, { entries: 0 });
-      if (again && !renaming && (current.dropShell === true || (!dropShell && named))) return already;
+      if (again && (current.dropShell === true || (!dropShell && options.namedTombstones !== false)))
+        return already;
       const replacement =
         dropShell || options.tombstones === false
           ? ''
           : renderTombstone(ledger, object, {
               ...scoring(ledger, options),
               shownElsewhere: shownElsewhere(ledger, state, object),
-              ...(named ? {} : { entries: 0 }),
+              ...(options.namedTombstones === false ? { entries: 0 } : {}),
             });
-      if (
-        again &&
-        !dropShell &&
-        (renaming
-          ? replacement.length <= current.replacement.length
-          : replacement.length >= current.replacement.length)
-      )
-        return already;
+      if (again && !dropShell && replacement.length >= current.replacement.length) return already;
       return accept({ operation: 'prune', replacement, commitId, ...(dropShell ? { dropShell: true } : {}) });
     }
   }

@@ -64,22 +64,6 @@ describe('the deep reduction and named tombstones', () => {
     for (const text of bare) expect(text).toMatch(/^\[pruned conversation:user:\d+: "[^"]*"\]$/);
     expect(rehearsal.tokensAfter).toBeLessThan(named.tokensAfter);
   });
-
-  it('names the work again at the next commit with room, and leaves named tombstones as they are', () => {
-    const ledger = ledgerOf();
-    const state = prunedRequests(ledger);
-    const bare = reduceWithFallback(ledger, limitsOf(200), state).stateAfter;
-    const window = ledger.totalTokens;
-    const again = reduceWithFallback(ledger, limitsOf(window), bare);
-    expect(again.tokensAfter).toBeLessThanOrEqual(window);
-    const named = tombstones(again.stateAfter);
-    expect(named.length).toBe(tombstones(bare).length);
-    expect(named.every((text) => text.includes('; its work named '))).toBe(true);
-    // A tombstone that still names its work is not rendered again (its commit's cache stays).
-    const kept = reduceWithFallback(ledger, limitsOf(window), again.stateAfter);
-    expect(tombstones(kept.stateAfter)).toEqual(named);
-    expect(kept.accepted.filter((accepted) => accepted.operation.operation === 'prune')).toEqual([]);
-  });
 });
 
 /** A model that scores paths far above every other entry. */

@@ -2,12 +2,11 @@
  * The deep reduction: from a planner's rehearsal down to the target with the fallback, in one
  * plan (one cache break instead of several), through `reduceToTarget`. When nothing is left to
  * fold and the view is still over the window, the indexes of folded work shrink before anything
- * is pruned. Under the window, the names and index entries such a moment took come back into the
- * room the view leaves.
+ * is pruned.
  */
 import { messageEntries } from '../index-entries.js';
 import type { Ledger } from '../ledger.js';
-import { isSpanFold, type PlannedOperation, type SpanFoldState, type ViewState } from '../operations.js';
+import { isSpanFold, type SpanFoldState, type ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
@@ -66,22 +65,9 @@ export function deepen(
     },
   });
   const shrunk = shrinkIndexes(ledger, limits, state, reduced, bound);
-  if (shrunk.rehearsal.tokensAfter > window) return withBareTombstones(ledger, limits, state, shrunk);
-  // Under the window: what a moment over it took (names, index entries) comes back into the room
-  // left, since this commit breaks the cache anyway.
-  // The later plans of the reduction keep the names given back.
-  const roomy = { ...limits, rehearse: { ...limits.rehearse, renameTombstones: true } };
-  const named = renameTombstones(ledger, roomy, state, shrunk.rehearsal);
-  return regrowIndexes(ledger, roomy, state, named);
-}
-
-/** Each pruned request of a rehearsal, pruned again for `reason` (its tombstone rendered anew). */
-function prunedRequestsAgain(ledger: Ledger, rehearsal: Rehearsal, reason: string): PlannedOperation[] {
-  return Object.entries(rehearsal.stateAfter).flatMap(([objectId, entry]) =>
-    entry.operation === 'prune' && ledger.get(objectId)?.kind === 'conversation'
-      ? [{ objectId, operation: 'prune' as const, reason }]
-      : [],
-  );
+  return shrunk.rehearsal.tokensAfter > window
+    ? withBareTombstones(ledger, limits, state, shrunk)
+    : regrowIndexes(ledger, limits, state, shrunk.rehearsal);
 }
 
 /** The span folds of a rehearsal, with their states. */
@@ -103,7 +89,8 @@ function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldSta
 /**
  * Under the window after the reduction: the indexes of folded work, those committed earlier too,
  * share by value the room the view leaves (less the shrink's margin). An index cut to fit a
- * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session.
+ * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session,
+ * and this commit breaks the cache anyway.
  */
 function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
   const spans = spanFoldsOf(start);
@@ -118,17 +105,6 @@ function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, sta
 }
 
 /**
- * Under the window with room below the shrink's margin: the tombstones of pruned requests that a
- * moment over the window stripped of their names (`withBareTombstones`) name their work again.
- */
-function renameTombstones(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
-  const more = prunedRequestsAgain(ledger, start, 'fallback: the view has room for the names again');
-  if (more.length === 0) return start;
-  const named = planAgain(ledger, state, start, more, start.plan.planner, limits.rehearse);
-  return named.tokensAfter <= limits.window * DEEP_REDUCTION.shrinkMargin ? named : start;
-}
-
-/**
  * Still over the window after the indexes shrank: the tombstones of pruned requests stop naming
  * their work (those committed earlier too), before the window's last resorts.
  */
@@ -138,10 +114,16 @@ function withBareTombstones(
   state: ViewState,
   { rehearsal, bound }: { rehearsal: Rehearsal; bound: number },
 ): Rehearsal {
-  const more = prunedRequestsAgain(
-    ledger,
-    rehearsal,
-    'fallback: tombstones stop naming work to fit the window',
+  const more = Object.entries(rehearsal.stateAfter).flatMap(([objectId, entry]) =>
+    entry.operation === 'prune' && ledger.get(objectId)?.kind === 'conversation'
+      ? [
+          {
+            objectId,
+            operation: 'prune' as const,
+            reason: 'fallback: tombstones stop naming work to fit the window',
+          },
+        ]
+      : [],
   );
   if (more.length === 0) return rehearsal;
   const bare = planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {
