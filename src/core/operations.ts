@@ -28,10 +28,7 @@ export interface PlannedOperation {
    * conversation, and on a pinned one (the pin protects the request, not the steps after it).
    */
   spanEnd?: number;
-  /**
-   * For a span fold: the bound of its index in tokens, where a reduction shares one among spans.
-   * With it, a span already folded that far is rendered again at this bound, larger or smaller.
-   */
+  /** For a span fold: the bound of its index in tokens, where a reduction shares one among spans. */
   indexTokens?: number;
 }
 

@@ -276,8 +276,7 @@ function judgeSpanFold(
   }
   const current = state[object.id];
   const alreadyFolded = { reason: 'no-op' as const, detail: `${object.id} is already folded that far` };
-  // The same span again is a change only with a smaller index (the fallback's tighter budget),
-  // or with another size the reduction gave it (`indexTokens`: an index cut to fit grows back).
+  // The same span again is a change only with a smaller index (the fallback's tighter budget).
   const again = current?.operation === 'fold' && current.spanEnd === spanEnd;
   if (current && !again && (current.operation === 'prune' || (current.spanEnd ?? object.span.end) >= spanEnd))
     return alreadyFolded;
@@ -296,8 +295,7 @@ function judgeSpanFold(
     bound,
   );
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
-  if (again && (operation.indexTokens === undefined ? tokens >= shown : tokens === shown))
-    return alreadyFolded;
+  if (again && tokens >= shown) return alreadyFolded;
   const next: ObjectState = {
     operation: 'fold',
     replacement,

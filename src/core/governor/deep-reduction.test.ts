@@ -126,14 +126,10 @@ function foldedSpans(entryModel?: EntryModel) {
   const { rehearsal } = shrinkIndexes(ledger, limits, {}, folded, rehearse.spanAnchorTokens);
   const indexOf = (id: string) => rehearsal.stateAfter[id]?.replacement ?? '';
   return {
-    ledger,
-    rehearse,
     window,
     tokensAfter: rehearsal.tokensAfter,
-    shrunk: rehearsal.stateAfter,
     paths: indexOf(spans[0]!.id),
     names: indexOf(spans[1]!.id),
-    spanIds: [spans[0]!.id, spans[1]!.id] as const,
   };
 }
 
@@ -152,36 +148,5 @@ describe('shrinking the indexes to the window', () => {
     // With one, the paths it values take the room the identifiers leave.
     expect(listed(byValue.paths, paths)).toBeGreaterThan(listed(even.paths, paths));
     expect(listed(byValue.names, names)).toBeLessThan(listed(even.names, names));
-  });
-});
-
-describe('indexes cut to a window regrow at the next commit with room', () => {
-  const paths = /src\/module_\d+\/file_\d+\.py/g;
-  const names = /parse_value_\d+_\d+/g;
-
-  it('lists again what the cut left out, inside the window, the indexes committed earlier too', () => {
-    const { ledger, rehearse, tokensAfter, shrunk, spanIds } = foldedSpans();
-    // The pressure has passed: the same committed state, and a window with room beside it.
-    const window = tokensAfter + 2_000;
-    const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
-    const rehearsal = reduceWithFallback(ledger, limits, shrunk);
-    expect(rehearsal.tokensAfter).toBeGreaterThan(tokensAfter);
-    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(window);
-    const [pathsId, namesId] = spanIds;
-    const before = { paths: shrunk[pathsId]!.replacement, names: shrunk[namesId]!.replacement };
-    const after = {
-      paths: rehearsal.stateAfter[pathsId]!.replacement,
-      names: rehearsal.stateAfter[namesId]!.replacement,
-    };
-    expect(listed(after.paths, paths)).toBeGreaterThan(listed(before.paths, paths));
-    expect(listed(after.names, names)).toBeGreaterThan(listed(before.names, names));
-  });
-
-  it('leaves them as they are when the view has no room below the margin', () => {
-    const { ledger, rehearse, tokensAfter, shrunk, spanIds } = foldedSpans();
-    const window = tokensAfter + 100;
-    const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
-    const rehearsal = reduceWithFallback(ledger, limits, shrunk);
-    for (const id of spanIds) expect(rehearsal.stateAfter[id]?.replacement).toBe(shrunk[id]!.replacement);
   });
 });

@@ -67,41 +67,7 @@ export function deepen(
   const shrunk = shrinkIndexes(ledger, limits, state, reduced, bound);
   return shrunk.rehearsal.tokensAfter > window
     ? withBareTombstones(ledger, limits, state, shrunk)
-    : regrowIndexes(ledger, limits, state, shrunk.rehearsal);
-}
-
-/** The span folds of a rehearsal, with their states. */
-function spanFoldsOf(rehearsal: Rehearsal): Array<[string, SpanFoldState]> {
-  return Object.entries(rehearsal.stateAfter).filter((entry): entry is [string, SpanFoldState] =>
-    isSpanFold(entry[1]),
-  );
-}
-
-/** The tokens the indexes of `spans` take (not their headers and pointers). */
-function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldState]>): number {
-  const counter = ledger.options.tokenCounter;
-  return spans.reduce(
-    (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
-    0,
-  );
-}
-
-/**
- * Under the window after the reduction: the indexes of folded work, those committed earlier too,
- * share by value the room the view leaves (less the shrink's margin). An index cut to fit a
- * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session,
- * and this commit breaks the cache anyway.
- */
-function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
-  const spans = spanFoldsOf(start);
-  if (spans.length === 0) return start;
-  const room = Math.floor(limits.window * DEEP_REDUCTION.shrinkMargin - start.tokensAfter);
-  if (room <= 0) return start;
-  const pool = indexTokensOf(ledger, spans) + room;
-  let grown = tighten(ledger, limits, state, start, spans, Math.floor(pool / spans.length));
-  if (grown.tokensAfter > limits.window)
-    grown = shrinkIndexes(ledger, limits, state, grown, Math.floor(pool / spans.length)).rehearsal;
-  return grown.tokensAfter <= limits.window && grown.tokensAfter > start.tokensAfter ? grown : start;
+    : shrunk.rehearsal;
 }
 
 /**
@@ -153,10 +119,16 @@ export function shrinkIndexes(
   let rehearsal = start;
   let bound = startBound;
   for (let pass = 0; pass < DEEP_REDUCTION.shrinkPasses && rehearsal.tokensAfter > window; pass += 1) {
-    const spans = spanFoldsOf(rehearsal);
+    const spans = Object.entries(rehearsal.stateAfter).filter((entry): entry is [string, SpanFoldState] =>
+      isSpanFold(entry[1]),
+    );
     if (spans.length === 0) break;
     // What a bound can take: the indexes, not their headers and pointers.
-    const indexTokens = indexTokensOf(ledger, spans);
+    const counter = ledger.options.tokenCounter;
+    const indexTokens = spans.reduce(
+      (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
+      0,
+    );
     const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
     // From what the indexes hold now: a bound above that would change nothing.
     const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
