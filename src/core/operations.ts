@@ -28,7 +28,10 @@ export interface PlannedOperation {
    * conversation, and on a pinned one (the pin protects the request, not the steps after it).
    */
   spanEnd?: number;
-  /** For a span fold: the bound of its index in tokens, where a reduction shares one among spans. */
+  /**
+   * For a span fold: the bound of its index in tokens, where a reduction shares one among spans.
+   * With it, a span already folded that far is rendered again at this bound, larger or smaller.
+   */
   indexTokens?: number;
 }
 

@@ -46,6 +46,11 @@ export interface RehearseOptions {
    */
   namedTombstones?: boolean;
   /**
+   * A request pruned again whose tombstone was stripped of its names gets them back (default
+   * false): the view has room again for what a moment over the window took.
+   */
+  renameTombstones?: boolean;
+  /**
    * Key anchors a fold keeps: a number, or `auto` (the default): about one per 12 tokens of the
    * object, leaving out those the user or the agent already wrote, which stay visible in their
    * own messages. The fold then reads as an index of what the object held.
@@ -233,20 +238,34 @@ function judgeOperation(
     case 'prune': {
       const dropShell = operation.dropShell === true && rules.dropsShell;
       const already = { reason: 'no-op', detail: `${object.id} is already pruned` } as const;
-      // Pruned again: only to drop the shell, or to strip a tombstone of its names (so that a
-      // plan naming a pruned request does not rewrite its tombstone, and break the cache, for nothing).
+      // Pruned again: only to drop the shell, to strip a tombstone of its names (so that a plan
+      // naming a pruned request does not rewrite its tombstone, and break the cache, for nothing),
+      // or, with `renameTombstones`, to give a tombstone stripped of its names its names back.
       const again = current?.operation === 'prune';
-      if (again && (current.dropShell === true || (!dropShell && options.namedTombstones !== false)))
-        return already;
+      const named = options.namedTombstones !== false;
+      const renaming =
+        again &&
+        named &&
+        !dropShell &&
+        options.renameTombstones === true &&
+        current.replacement === renderTombstone(ledger, object, { entries: 0 });
+      if (again && !renaming && (current.dropShell === true || (!dropShell && named))) return already;
       const replacement =
         dropShell || options.tombstones === false
           ? ''
           : renderTombstone(ledger, object, {
               ...scoring(ledger, options),
               shownElsewhere: shownElsewhere(ledger, state, object),
-              ...(options.namedTombstones === false ? { entries: 0 } : {}),
+              ...(named ? {} : { entries: 0 }),
             });
-      if (again && !dropShell && replacement.length >= current.replacement.length) return already;
+      if (
+        again &&
+        !dropShell &&
+        (renaming
+          ? replacement.length <= current.replacement.length
+          : replacement.length >= current.replacement.length)
+      )
+        return already;
       return accept({ operation: 'prune', replacement, commitId, ...(dropShell ? { dropShell: true } : {}) });
     }
   }
@@ -276,7 +295,8 @@ function judgeSpanFold(
   }
   const current = state[object.id];
   const alreadyFolded = { reason: 'no-op' as const, detail: `${object.id} is already folded that far` };
-  // The same span again is a change only with a smaller index (the fallback's tighter budget).
+  // The same span again is a change only with a smaller index (the fallback's tighter budget),
+  // or with another size the reduction gave it (`indexTokens`: an index cut to fit grows back).
   const again = current?.operation === 'fold' && current.spanEnd === spanEnd;
   if (current && !again && (current.operation === 'prune' || (current.spanEnd ?? object.span.end) >= spanEnd))
     return alreadyFolded;
@@ -295,7 +315,8 @@ function judgeSpanFold(
     bound,
   );
   const shown = again ? (current.tokens ?? ledger.options.tokenCounter.count(current.replacement)) : 0;
-  if (again && tokens >= shown) return alreadyFolded;
+  if (again && (operation.indexTokens === undefined ? tokens >= shown : tokens === shown))
+    return alreadyFolded;
   const next: ObjectState = {
     operation: 'fold',
     replacement,

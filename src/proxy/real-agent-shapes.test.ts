@@ -183,7 +183,7 @@ describe('Claude Code through the proxy', () => {
 describe('Codex through the proxy', () => {
   it('custom and local shell calls stay answered, compaction, web search and files stay in place', async () => {
     // Room for Codex's latest turn beside the reserve and the recovery tools.
-    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 5_000 });
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 5_500 });
     const codex = (adapterFixture('openai-responses/fixtures/codex-tools.json') as { input: Json[] }).input;
     // A task with read_file rounds long enough to fold, then a turn of Codex's own items (the
     // latest turn, which governance leaves as it is), after its own first messages.

@@ -32,6 +32,16 @@ export function recoveryRoom(conversationRoom: number): number {
   return Math.min(MAX_RECOVERY_ROOM, Math.floor(Math.max(0, conversationRoom) * RECOVERY_ROOM_SHARE));
 }
 
+/**
+ * What governance keeps free for recovery out of `conversationRoom`: room for its pages, and what
+ * a round needs besides them (its note, and the reserve for a further round), which a view
+ * governed close to its room would otherwise leave it without.
+ */
+export function recoveryReserve(conversationRoom: number): number {
+  const pages = recoveryRoom(conversationRoom);
+  return pages === 0 ? 0 : pages + NOTE_TOKENS + ROUND_RESERVE_TOKENS;
+}
+
 export interface RecoveryWindow {
   /** The room of the conversation: the view's room plus the room kept free for recovery. */
   windowTokens: number;

@@ -3,7 +3,12 @@ import { approximateTokenCounter } from '../core/tokens.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
-import { MAX_RECOVERY_ROOM, RECOVERY_ROOM_SHARE } from './recovery-budget.js';
+import {
+  MAX_RECOVERY_ROOM,
+  NOTE_TOKENS,
+  RECOVERY_ROOM_SHARE,
+  ROUND_RESERVE_TOKENS,
+} from './recovery-budget.js';
 import { DEFAULT_OUTPUT_RESERVE, defaultOutputReserve, reserveOf } from './request-reserve.js';
 import { responsesDialect } from './responses-dialect.js';
 import { claudeCodeRequest, codexRequest, opencodeRequest } from './testing/client-requests.js';
@@ -86,7 +91,9 @@ describe('reserveOf', () => {
     // And room for the pages recovery appends: a share of what the conversation has, capped.
     const conversation = 100_000 - reserve.proxyToolTokens - reserve.outputTokens;
     expect(reserve.recoveryTokens).toBe(
-      Math.min(MAX_RECOVERY_ROOM, Math.floor(conversation * RECOVERY_ROOM_SHARE)),
+      Math.min(MAX_RECOVERY_ROOM, Math.floor(conversation * RECOVERY_ROOM_SHARE)) +
+        NOTE_TOKENS +
+        ROUND_RESERVE_TOKENS,
     );
     expect(reserve.total).toBe(reserve.proxyToolTokens + reserve.outputTokens + reserve.recoveryTokens);
   });
@@ -104,7 +111,9 @@ describe('reserveOf', () => {
     expect(reserveFor(100_000, []).recoveryTokens).toBe(0);
     const small = reserveFor(10_000, RECOVERY_TOOLS);
     expect(small.recoveryTokens).toBe(
-      Math.floor((10_000 - small.proxyToolTokens - small.outputTokens) * RECOVERY_ROOM_SHARE),
+      Math.floor((10_000 - small.proxyToolTokens - small.outputTokens) * RECOVERY_ROOM_SHARE) +
+        NOTE_TOKENS +
+        ROUND_RESERVE_TOKENS,
     );
     const full = reserveFor(2_000, RECOVERY_TOOLS, { max_tokens: 4_000 });
     expect(full).toMatchObject({ outputTokens: 4_000, recoveryTokens: 0 });

@@ -6,7 +6,7 @@
  * the window, and so does every request recovery sends after it.
  */
 import type { TokenCounter } from '../core/tokens.js';
-import { recoveryRoom } from './recovery-budget.js';
+import { recoveryReserve } from './recovery-budget.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
 
 /**
@@ -56,6 +56,6 @@ export function reserveOf(input: ReserveInput): RequestReserve {
   const proxyToolTokens = added === undefined ? 0 : tokenCounter.count(JSON.stringify(added));
   const outputTokens = dialect.outputLimit(body) ?? defaultOutputReserve(input.window, input.reserveOutput);
   const beside = promptTokens + proxyToolTokens + outputTokens;
-  const recoveryTokens = input.proxyTools.length === 0 ? 0 : recoveryRoom(input.window - beside);
+  const recoveryTokens = input.proxyTools.length === 0 ? 0 : recoveryReserve(input.window - beside);
   return { promptTokens, proxyToolTokens, outputTokens, recoveryTokens, total: beside + recoveryTokens };
 }

@@ -13,7 +13,7 @@ import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { RESERVE_OVER_WINDOW, TOKENS_BOUND_HEADER } from './govern-request.js';
 import { createGovernorPool, type GovernorFactory } from './governor-pool.js';
-import { recoveryRoom } from './recovery-budget.js';
+import { recoveryReserve } from './recovery-budget.js';
 import { type ServedProxy, serveProxy } from './serve-proxy.js';
 import { hashApiKey } from './session-identity.js';
 import {
@@ -173,7 +173,7 @@ describe('the window bounds the whole request', () => {
 
     const recoveryTools = countJson(anthropicMessagesDialect.withTools({}, RECOVERY_TOOLS).tools);
     // Room is kept for recovered pages too: the view is governed into what is left.
-    const pages = recoveryRoom(window - clientTools - recoveryTools - 3_000);
+    const pages = recoveryReserve(window - clientTools - recoveryTools - 3_000);
     expect(pages).toBeGreaterThan(0);
     expect(reserves).toEqual([clientTools + recoveryTools + 3_000 + pages]);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('3000');
@@ -202,7 +202,7 @@ describe('the window bounds the whole request', () => {
     // A quarter of a window this small, and room for the recovery tools and the pages they
     // recover (streams recover too).
     const recoveryTools = countJson(chatDialect.withTools({}, RECOVERY_TOOLS).tools);
-    const pages = (output: number) => recoveryRoom(window - output - recoveryTools);
+    const pages = (output: number) => recoveryReserve(window - output - recoveryTools);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('2000');
     expect(reserves).toEqual([2_000 + recoveryTools + pages(2_000)]);
     const sentMessages = chatDialect

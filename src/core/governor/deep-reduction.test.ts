@@ -64,6 +64,22 @@ describe('the deep reduction and named tombstones', () => {
     for (const text of bare) expect(text).toMatch(/^\[pruned conversation:user:\d+: "[^"]*"\]$/);
     expect(rehearsal.tokensAfter).toBeLessThan(named.tokensAfter);
   });
+
+  it('names the work again at the next commit with room, and leaves named tombstones as they are', () => {
+    const ledger = ledgerOf();
+    const state = prunedRequests(ledger);
+    const bare = reduceWithFallback(ledger, limitsOf(200), state).stateAfter;
+    const window = ledger.totalTokens;
+    const again = reduceWithFallback(ledger, limitsOf(window), bare);
+    expect(again.tokensAfter).toBeLessThanOrEqual(window);
+    const named = tombstones(again.stateAfter);
+    expect(named.length).toBe(tombstones(bare).length);
+    expect(named.every((text) => text.includes('; its work named '))).toBe(true);
+    // A tombstone that still names its work is not rendered again (its commit's cache stays).
+    const kept = reduceWithFallback(ledger, limitsOf(window), again.stateAfter);
+    expect(tombstones(kept.stateAfter)).toEqual(named);
+    expect(kept.accepted.filter((accepted) => accepted.operation.operation === 'prune')).toEqual([]);
+  });
 });
 
 /** A model that scores paths far above every other entry. */
@@ -126,10 +142,14 @@ function foldedSpans(entryModel?: EntryModel) {
   const { rehearsal } = shrinkIndexes(ledger, limits, {}, folded, rehearse.spanAnchorTokens);
   const indexOf = (id: string) => rehearsal.stateAfter[id]?.replacement ?? '';
   return {
+    ledger,
+    rehearse,
     window,
     tokensAfter: rehearsal.tokensAfter,
+    shrunk: rehearsal.stateAfter,
     paths: indexOf(spans[0]!.id),
     names: indexOf(spans[1]!.id),
+    spanIds: [spans[0]!.id, spans[1]!.id] as const,
   };
 }
 
@@ -148,5 +168,36 @@ describe('shrinking the indexes to the window', () => {
     // With one, the paths it values take the room the identifiers leave.
     expect(listed(byValue.paths, paths)).toBeGreaterThan(listed(even.paths, paths));
     expect(listed(byValue.names, names)).toBeLessThan(listed(even.names, names));
+  });
+});
+
+describe('indexes cut to a window regrow at the next commit with room', () => {
+  const paths = /src\/module_\d+\/file_\d+\.py/g;
+  const names = /parse_value_\d+_\d+/g;
+
+  it('lists again what the cut left out, inside the window, the indexes committed earlier too', () => {
+    const { ledger, rehearse, tokensAfter, shrunk, spanIds } = foldedSpans();
+    // The pressure has passed: the same committed state, and a window with room beside it.
+    const window = tokensAfter + 2_000;
+    const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
+    const rehearsal = reduceWithFallback(ledger, limits, shrunk);
+    expect(rehearsal.tokensAfter).toBeGreaterThan(tokensAfter);
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(window);
+    const [pathsId, namesId] = spanIds;
+    const before = { paths: shrunk[pathsId]!.replacement, names: shrunk[namesId]!.replacement };
+    const after = {
+      paths: rehearsal.stateAfter[pathsId]!.replacement,
+      names: rehearsal.stateAfter[namesId]!.replacement,
+    };
+    expect(listed(after.paths, paths)).toBeGreaterThan(listed(before.paths, paths));
+    expect(listed(after.names, names)).toBeGreaterThan(listed(before.names, names));
+  });
+
+  it('leaves them as they are when the view has no room below the margin', () => {
+    const { ledger, rehearse, tokensAfter, shrunk, spanIds } = foldedSpans();
+    const window = tokensAfter + 100;
+    const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
+    const rehearsal = reduceWithFallback(ledger, limits, shrunk);
+    for (const id of spanIds) expect(rehearsal.stateAfter[id]?.replacement).toBe(shrunk[id]!.replacement);
   });
 });

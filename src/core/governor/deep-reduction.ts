@@ -2,11 +2,12 @@
  * The deep reduction: from a planner's rehearsal down to the target with the fallback, in one
  * plan (one cache break instead of several), through `reduceToTarget`. When nothing is left to
  * fold and the view is still over the window, the indexes of folded work shrink before anything
- * is pruned.
+ * is pruned. Under the window, the names and index entries such a moment took come back into the
+ * room the view leaves.
  */
 import { messageEntries } from '../index-entries.js';
 import type { Ledger } from '../ledger.js';
-import { isSpanFold, type SpanFoldState, type ViewState } from '../operations.js';
+import { isSpanFold, type PlannedOperation, type SpanFoldState, type ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
@@ -65,9 +66,66 @@ export function deepen(
     },
   });
   const shrunk = shrinkIndexes(ledger, limits, state, reduced, bound);
-  return shrunk.rehearsal.tokensAfter > window
-    ? withBareTombstones(ledger, limits, state, shrunk)
-    : shrunk.rehearsal;
+  if (shrunk.rehearsal.tokensAfter > window) return withBareTombstones(ledger, limits, state, shrunk);
+  // Under the window: what a moment over it took (names, index entries) comes back into the room
+  // left, since this commit breaks the cache anyway.
+  // The later plans of the reduction keep the names given back.
+  const roomy = { ...limits, rehearse: { ...limits.rehearse, renameTombstones: true } };
+  const named = renameTombstones(ledger, roomy, state, shrunk.rehearsal);
+  return regrowIndexes(ledger, roomy, state, named);
+}
+
+/** Each pruned request of a rehearsal, pruned again for `reason` (its tombstone rendered anew). */
+function prunedRequestsAgain(ledger: Ledger, rehearsal: Rehearsal, reason: string): PlannedOperation[] {
+  return Object.entries(rehearsal.stateAfter).flatMap(([objectId, entry]) =>
+    entry.operation === 'prune' && ledger.get(objectId)?.kind === 'conversation'
+      ? [{ objectId, operation: 'prune' as const, reason }]
+      : [],
+  );
+}
+
+/** The span folds of a rehearsal, with their states. */
+function spanFoldsOf(rehearsal: Rehearsal): Array<[string, SpanFoldState]> {
+  return Object.entries(rehearsal.stateAfter).filter((entry): entry is [string, SpanFoldState] =>
+    isSpanFold(entry[1]),
+  );
+}
+
+/** The tokens the indexes of `spans` take (not their headers and pointers). */
+function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldState]>): number {
+  const counter = ledger.options.tokenCounter;
+  return spans.reduce(
+    (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
+    0,
+  );
+}
+
+/**
+ * Under the window after the reduction: the indexes of folded work, those committed earlier too,
+ * share by value the room the view leaves (less the shrink's margin). An index cut to fit a
+ * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session.
+ */
+function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
+  const spans = spanFoldsOf(start);
+  if (spans.length === 0) return start;
+  const room = Math.floor(limits.window * DEEP_REDUCTION.shrinkMargin - start.tokensAfter);
+  if (room <= 0) return start;
+  const pool = indexTokensOf(ledger, spans) + room;
+  let grown = tighten(ledger, limits, state, start, spans, Math.floor(pool / spans.length));
+  if (grown.tokensAfter > limits.window)
+    grown = shrinkIndexes(ledger, limits, state, grown, Math.floor(pool / spans.length)).rehearsal;
+  return grown.tokensAfter <= limits.window && grown.tokensAfter > start.tokensAfter ? grown : start;
+}
+
+/**
+ * Under the window with room below the shrink's margin: the tombstones of pruned requests that a
+ * moment over the window stripped of their names (`withBareTombstones`) name their work again.
+ */
+function renameTombstones(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
+  const more = prunedRequestsAgain(ledger, start, 'fallback: the view has room for the names again');
+  if (more.length === 0) return start;
+  const named = planAgain(ledger, state, start, more, start.plan.planner, limits.rehearse);
+  return named.tokensAfter <= limits.window * DEEP_REDUCTION.shrinkMargin ? named : start;
 }
 
 /**
@@ -80,16 +138,10 @@ function withBareTombstones(
   state: ViewState,
   { rehearsal, bound }: { rehearsal: Rehearsal; bound: number },
 ): Rehearsal {
-  const more = Object.entries(rehearsal.stateAfter).flatMap(([objectId, entry]) =>
-    entry.operation === 'prune' && ledger.get(objectId)?.kind === 'conversation'
-      ? [
-          {
-            objectId,
-            operation: 'prune' as const,
-            reason: 'fallback: tombstones stop naming work to fit the window',
-          },
-        ]
-      : [],
+  const more = prunedRequestsAgain(
+    ledger,
+    rehearsal,
+    'fallback: tombstones stop naming work to fit the window',
   );
   if (more.length === 0) return rehearsal;
   const bare = planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {
@@ -119,16 +171,10 @@ export function shrinkIndexes(
   let rehearsal = start;
   let bound = startBound;
   for (let pass = 0; pass < DEEP_REDUCTION.shrinkPasses && rehearsal.tokensAfter > window; pass += 1) {
-    const spans = Object.entries(rehearsal.stateAfter).filter((entry): entry is [string, SpanFoldState] =>
-      isSpanFold(entry[1]),
-    );
+    const spans = spanFoldsOf(rehearsal);
     if (spans.length === 0) break;
     // What a bound can take: the indexes, not their headers and pointers.
-    const counter = ledger.options.tokenCounter;
-    const indexTokens = spans.reduce(
-      (sum, [, entry]) => sum + (entry.tokens ?? 0) - counter.count(withoutIndex(entry.replacement)),
-      0,
-    );
+    const indexTokens = indexTokensOf(ledger, spans);
     const kept = 1 - (rehearsal.tokensAfter - window) / Math.max(1, indexTokens);
     // From what the indexes hold now: a bound above that would change nothing.
     const shared = Math.min(bound, fullBound / spans.length, Math.max(0, indexTokens) / spans.length);
