@@ -68,8 +68,7 @@ export function deepen(
   const shrunk = shrinkIndexes(ledger, limits, state, reduced, bound);
   if (shrunk.rehearsal.tokensAfter > window) return withBareTombstones(ledger, limits, state, shrunk);
   // Under the window: what a moment over it took (names, index entries) comes back into the room
-  // left, since this commit breaks the cache anyway.
-  // The later plans of the reduction keep the names given back.
+  // left, since this commit breaks the cache anyway; the later plans keep the names given back.
   const roomy = { ...limits, rehearse: { ...limits.rehearse, renameTombstones: true } };
   const named = renameTombstones(ledger, roomy, state, shrunk.rehearsal);
   return regrowIndexes(ledger, roomy, state, named);
