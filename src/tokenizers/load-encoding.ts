@@ -11,8 +11,33 @@ export type EncodingName = 'o200k_base' | 'cl100k_base';
 /** Counts tokens of a text; the options carry which special tokens to reject (none, for us). */
 export type CountTokens = (text: string, options: { disallowedSpecial: Set<string> }) => number;
 
-interface EncodingModule {
+export interface EncodingModule {
   countTokens: CountTokens;
+  clearMergeCache(): void;
+  setMergeCacheSize(size: number): void;
+}
+
+/**
+ * Pieces the encoder's merge cache may hold. Once full, the cache evicts its oldest piece by
+ * scanning past the holes its deletions leave in a `Map`, and every count of new text becomes
+ * several times slower: a long-running process (the proxy, an evaluation) reaches that state
+ * soon. So the cache is emptied before it can fill: every piece it keeps takes at least one
+ * character of the text counted, and it is emptied after this many characters.
+ */
+export const MERGE_CACHE_ENTRIES = 200_000;
+
+/** The module's count, its merge cache emptied before it can fill (see `MERGE_CACHE_ENTRIES`). */
+export function boundedCount(module: EncodingModule): CountTokens {
+  module.setMergeCacheSize(MERGE_CACHE_ENTRIES);
+  let counted = 0;
+  return (text, options) => {
+    counted += text.length;
+    if (counted > MERGE_CACHE_ENTRIES) {
+      module.clearMergeCache();
+      counted = text.length;
+    }
+    return module.countTokens(text, options);
+  };
 }
 
 const require = createRequire(import.meta.url);
@@ -38,7 +63,7 @@ const loaded = new Map<EncodingName, CountTokens>();
 export function loadEncodingSync(name: EncodingName): CountTokens {
   const known = loaded.get(name);
   if (known) return known;
-  const count = LOADERS[name].now().countTokens;
+  const count = boundedCount(LOADERS[name].now());
   loaded.set(name, count);
   return count;
 }
@@ -47,9 +72,9 @@ export function loadEncodingSync(name: EncodingName): CountTokens {
 export async function loadEncoding(name: EncodingName): Promise<CountTokens> {
   const known = loaded.get(name);
   if (known) return known;
-  const { countTokens } = await LOADERS[name].later();
+  const module = await LOADERS[name].later();
   // A synchronous load may have finished while this one read its files: keep one table.
-  const count = loaded.get(name) ?? countTokens;
+  const count = loaded.get(name) ?? boundedCount(module);
   loaded.set(name, count);
   return count;
 }
