@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { codeLines, messageEntries } from './index-entries.js';
 import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
 import {
+  createShownTexts,
   describeCall,
   isMaskable,
   joinFoldParts,
@@ -451,5 +452,31 @@ describe('withoutRecoveryRoute', () => {
       expect(textValue).not.toMatch(/expand\("/);
       expect(textValue.length).toBeLessThanOrEqual(messageText(view[index]!).length);
     }
+  });
+});
+
+describe('createShownTexts', () => {
+  it('finds a value where its longest word stands whole, not inside a longer name', () => {
+    const shown = createShownTexts();
+    shown.add('edited src/core/ledger.ts and handler_1_0; see xab.c, ab, run(inspect stats)');
+    expect(shown.contains('src/core/ledger.ts')).toBe(true);
+    expect(shown.contains('core/ledger')).toBe(true);
+    expect(shown.contains('inspect stats')).toBe(true);
+    expect(shown.contains('handler_1')).toBe(false);
+    // `ab` stands whole elsewhere in the text, but not where `ab.c` appears.
+    expect(shown.contains('ab.c')).toBe(false);
+    expect(shown.contains('src/core/other.ts')).toBe(false);
+    expect(shown.contains('...')).toBe(false);
+  });
+
+  it('looks only at texts added before a position, and sees texts added after a lookup', () => {
+    const shown = createShownTexts();
+    shown.add('the index lists settings_loader.py', 40);
+    expect(shown.contains('settings_loader.py', 40)).toBe(false);
+    expect(shown.contains('settings_loader.py', 41)).toBe(true);
+    expect(shown.contains('parse_config(path)')).toBe(false);
+    shown.add('called parse_config(path) twice', 10);
+    expect(shown.contains('parse_config(path)', 11)).toBe(true);
+    expect(shown.contains('settings_loader.py', 11)).toBe(false);
   });
 });

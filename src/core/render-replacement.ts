@@ -347,33 +347,74 @@ export interface ShownTexts {
 }
 
 /**
- * Texts shown so far, to tell whether a value is visible inside one of them. A value is looked
- * for only in the texts that hold its longest word as a whole word, so a name inside a longer
- * name (`handler_1` in `handler_1_0`) counts as not shown; a value without a word never is.
- * Linear in what is added and looked up, where searching one joined text was quadratic.
+ * Texts shown so far, to tell whether a value is visible inside one of them: where the value
+ * appears with its longest word standing as a whole word, so a name inside a longer name
+ * (`handler_1` in `handler_1_0`) counts as not shown; a value without a word never is. Each word
+ * keeps where it stands in the texts, and a value is looked for only there: an index can hold
+ * tens of thousands of characters, and every entry of every index rendered is looked up.
  */
 export function createShownTexts(): ShownTexts {
   const texts: string[] = [];
   const positions: number[] = [];
-  const byWord = new Map<string, number[]>();
+  // Per word: where it stands as a whole word, as pairs of text and offset.
+  const occurrences = new Map<string, number[]>();
+  // Per value looked up since the last add: the earliest position of a text that shows it.
+  const earliest = new Map<string, number>();
+  const earliestShowing = (value: string) => {
+    // The word to look at: the longest, or one between two other characters of the value (which
+    // stands whole wherever the value appears), whichever stands in fewer places.
+    let longest: { word: string; at: number } | undefined;
+    let chosen: { places: readonly number[]; at: number } | undefined;
+    for (const match of value.matchAll(WORD)) {
+      const [word] = match;
+      if (word.length > (longest?.word.length ?? 0)) longest = { word, at: match.index };
+      if (match.index > 0 && match.index + word.length < value.length) {
+        const places = occurrences.get(word) ?? [];
+        if (chosen === undefined || places.length < chosen.places.length)
+          chosen = { places, at: match.index };
+      }
+    }
+    if (longest === undefined) return Number.POSITIVE_INFINITY;
+    const atLongest = occurrences.get(longest.word) ?? [];
+    if (chosen === undefined || atLongest.length <= chosen.places.length)
+      chosen = { places: atLongest, at: longest.at };
+    let position = Number.POSITIVE_INFINITY;
+    for (let pair = 0; pair < chosen.places.length; pair += 2) {
+      const text = chosen.places[pair]!;
+      const start = chosen.places[pair + 1]! - chosen.at;
+      if (positions[text]! >= position || start < 0 || !texts[text]!.startsWith(value, start)) continue;
+      if (chosen.places === atLongest || standsWhole(texts[text]!, start + longest.at, longest.word.length))
+        position = positions[text]!;
+    }
+    return position;
+  };
   return {
     add(textValue, position = Number.NEGATIVE_INFINITY) {
-      const index = texts.push(textValue) - 1;
+      const text = texts.push(textValue) - 1;
       positions.push(position);
-      for (const word of new Set(textValue.match(WORD))) {
-        const holders = byWord.get(word);
-        if (holders) holders.push(index);
-        else byWord.set(word, [index]);
+      if (earliest.size > 0) earliest.clear();
+      for (const match of textValue.matchAll(WORD)) {
+        const places = occurrences.get(match[0]);
+        if (places) places.push(text, match.index);
+        else occurrences.set(match[0], [text, match.index]);
       }
     },
     contains(value, before = Number.POSITIVE_INFINITY) {
-      let longest = '';
-      for (const word of value.match(WORD) ?? []) if (word.length > longest.length) longest = word;
-      return (byWord.get(longest) ?? []).some(
-        (index) => positions[index]! < before && texts[index]!.includes(value),
-      );
+      let position = earliest.get(value);
+      if (position === undefined) {
+        position = earliestShowing(value);
+        earliest.set(value, position);
+      }
+      return position < before;
     },
   };
+}
+
+const WORD_CHARACTER = /[A-Za-z0-9_]/;
+
+/** Whether the `length` characters at `start` of `text` are a whole word there. */
+function standsWhole(text: string, start: number, length: number): boolean {
+  return !WORD_CHARACTER.test(text[start - 1] ?? ' ') && !WORD_CHARACTER.test(text[start + length] ?? ' ');
 }
 
 /** The fold summary: what it was, its status, its key anchors, and the recovery pointer. */
