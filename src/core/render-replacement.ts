@@ -403,12 +403,17 @@ export function createShownTexts(): ShownTexts {
       let position = earliest.get(value);
       if (position === undefined) {
         position = earliestShowing(value);
+        // A session's pinned texts live as long as it does: what they remember stays bounded.
+        if (earliest.size >= REMEMBERED_LOOKUPS) earliest.clear();
         earliest.set(value, position);
       }
       return position < before;
     },
   };
 }
+
+/** Lookups a set of shown texts remembers at most. */
+const REMEMBERED_LOOKUPS = 50_000;
 
 const WORD_CHARACTER = /[A-Za-z0-9_]/;
 
