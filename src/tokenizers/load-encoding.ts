@@ -22,7 +22,8 @@ export interface EncodingModule {
  * scanning past the holes its deletions leave in a `Map`, and every count of new text becomes
  * several times slower: a long-running process (the proxy, an evaluation) reaches that state
  * soon. So the cache is emptied before it can fill: every piece it keeps takes at least one
- * character of the text counted, and it is emptied after this many characters.
+ * character of the text counted, and it is emptied after this many characters (only one text
+ * longer than that can fill it alone).
  */
 export const MERGE_CACHE_ENTRIES = 200_000;
 
