@@ -172,16 +172,16 @@ describe('the window bounds the whole request', () => {
     expect(sentMessages + countJson(sent.tools) + Number(sent.max_tokens)).toBeLessThanOrEqual(window);
 
     const recoveryTools = countJson(anthropicMessagesDialect.withTools({}, RECOVERY_TOOLS).tools);
-    // Room is kept for recovered pages too: the view is governed into what is left.
-    const pages = recoveryReserve(window - clientTools - recoveryTools - 3_000);
-    expect(pages).toBeGreaterThan(0);
-    expect(reserves).toEqual([clientTools + recoveryTools + 3_000 + pages]);
+    // Room is kept for recovery too (pages and a round's note): the view is governed into the rest.
+    const recovery = recoveryReserve(window - clientTools - recoveryTools - 3_000);
+    expect(recovery).toBeGreaterThan(0);
+    expect(reserves).toEqual([clientTools + recoveryTools + 3_000 + recovery]);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('3000');
     const before = Number(response.headers.get('x-selfgc-tokens-before'));
     const after = Number(response.headers.get('x-selfgc-tokens-after'));
     expect(before).toBe(transcriptTokens + clientTools);
     // The headers tell the whole prompt: the view as the governor counted it, plus the tools.
-    expect(after + recoveryTools + 3_000 + pages).toBeLessThanOrEqual(window);
+    expect(after + recoveryTools + 3_000 + recovery).toBeLessThanOrEqual(window);
     // Read back from the wire, adjacent messages of one role are one message (less framing).
     expect(sentMessages + clientTools).toBeLessThanOrEqual(after);
     expect(sentMessages + clientTools).toBeGreaterThan(after - 40);
@@ -202,13 +202,13 @@ describe('the window bounds the whole request', () => {
     // A quarter of a window this small, and room for the recovery tools and the pages they
     // recover (streams recover too).
     const recoveryTools = countJson(chatDialect.withTools({}, RECOVERY_TOOLS).tools);
-    const pages = (output: number) => recoveryReserve(window - output - recoveryTools);
+    const recovery = (output: number) => recoveryReserve(window - output - recoveryTools);
     expect(response.headers.get('x-selfgc-output-reserve')).toBe('2000');
-    expect(reserves).toEqual([2_000 + recoveryTools + pages(2_000)]);
+    expect(reserves).toEqual([2_000 + recoveryTools + recovery(2_000)]);
     const sentMessages = chatDialect
       .readTranscript(lastUpstreamBody())
       .reduce((sum, message) => sum + countMessageTokens(counter, message), 0);
-    expect(sentMessages + recoveryTools + 2_000 + pages(2_000)).toBeLessThanOrEqual(window);
+    expect(sentMessages + recoveryTools + 2_000 + recovery(2_000)).toBeLessThanOrEqual(window);
 
     await served?.close();
     await fixture?.close();
@@ -216,7 +216,7 @@ describe('the window bounds the whole request', () => {
     const again = await post('chat', body);
     await again.text();
     expect(again.headers.get('x-selfgc-output-reserve')).toBe('1500');
-    expect(configured.reserves).toEqual([1_500 + recoveryTools + pages(1_500)]);
+    expect(configured.reserves).toEqual([1_500 + recoveryTools + recovery(1_500)]);
   });
 
   it('says so in x-selfgc-warnings (codes only) when the reserve alone fills the window', async () => {
