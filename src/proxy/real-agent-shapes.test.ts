@@ -182,12 +182,16 @@ describe('Claude Code through the proxy', () => {
 
 describe('Codex through the proxy', () => {
   it('custom and local shell calls stay answered, compaction, web search and files stay in place', async () => {
-    // Room for Codex's latest turn beside the reserve and the recovery tools.
-    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 5_500 });
+    // Earlier work of almost twice the window, and room to spare for Codex's own turn: the
+    // reduction folds the earlier work and has no need to reach the turn at any window from
+    // 8,000 to 16,000 tokens (a window just under the request would make what it keeps of the
+    // turn hang on a few tokens of index).
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 12_000 });
     const codex = (adapterFixture('openai-responses/fixtures/codex-tools.json') as { input: Json[] }).input;
-    // A task with read_file rounds long enough to fold, then a turn of Codex's own items (the
-    // latest turn, which governance leaves as it is), after its own first messages.
-    const rounds = responsesConversation({ turns: 8 });
+    // A task with read_file rounds long enough to fold, then a turn of Codex's own items, after
+    // its own first messages. Only the final answer is the latest turn; the rest of that turn may
+    // be reduced like any earlier work, so the room above is what keeps it.
+    const rounds = responsesConversation({ turns: 30 });
     const input = [...codex.slice(0, 1), ...rounds, ...codex.slice(1, -1)];
     const body = { model: 'gpt-5-codex', instructions: 'You are Codex.', input, store: false };
     const response = await fixture.post('responses', body);
