@@ -196,7 +196,9 @@ export {
   ENTRY_MODEL_FORMAT,
   type EntryModel,
   type EntryScorer,
+  type EntryScorers,
   entryScorer,
+  entryScorers,
   parseEntryModel,
 } from './core/valuator/entry-model.js';
 export {

@@ -40,8 +40,10 @@ describe('selfgc train and --model', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'selfgc-model-')), 'model.json');
     const train = captureIo();
     expect(await runCommand(['train', file, '--out', out, '--leave-one-family-out'], train.io)).toBe(0);
-    expect(train.out()).toMatch(/2 sessions, \d+ examples \(\d+ used\), training AUC 0\.\d{3}/);
-    expect(train.out()).toMatch(/review-agent\s+\d+\s+/);
+    expect(train.out()).toMatch(
+      /2 sessions, \d+ examples \(\d+ used\), training AUC 0\.\d{3}, within messages 0\.\d{3}/,
+    );
+    expect(train.out()).toMatch(/review-agent(\s+\d+){1}(\s+\d\.\d{3}){4}\n/);
     parseEntryModel(JSON.parse(readFileSync(out, 'utf8')));
     const evaluate = captureIo();
     expect(

@@ -13,13 +13,16 @@ export const TRAIN_HELP = `Usage: selfgc train <files...> --out FILE [options]
 
 Fit the valuator's model on recorded sessions (one JSON session per line, OpenAI chat messages):
 at sampled calls, every entry a fold index could list from older messages is an example,
-labelled by whether the next assistant messages used it. Writes the model as JSON for
+labelled by whether the next assistant messages used it. The model scores entries against all
+others (how much room each fold index gets) and, fitted within messages, orders the entries of
+one message (which an index lists first). Writes the model as JSON for
 \`selfgc eval --model FILE\`, \`selfgc proxy --model FILE\` or createGovernor({ entryModel }).
 
   --out FILE                  where to write the model (required)
   --calls-per-session N       calls sampled per session (default 16)
   --leave-one-family-out      also fit once without each family (each input file is a family)
-                              and print its AUC held out next to its AUC in the full model
+                              and print its AUC held out next to its AUC in the full model,
+                              over all its entries and within its messages
 `;
 
 export interface TrainOptions {
@@ -41,17 +44,19 @@ export function trainCommand(io: CliIo, files: string[], options: TrainOptions):
   );
   const model = fitEntryModel(set);
   writeFileSync(options.out, `${JSON.stringify(model, null, 2)}\n`);
-  const trained = model.trainedOn as { examples: number; used: number; auc: number };
+  const trained = model.trainedOn as { examples: number; used: number; auc: number; messageAuc: number };
   io.stdout(
-    `model: ${options.out}\n  ${set.sessions} sessions, ${trained.examples} examples (${trained.used} used), training AUC ${auc(trained.auc)}\n`,
+    `model: ${options.out}\n  ${set.sessions} sessions, ${trained.examples} examples (${trained.used} used), training AUC ${auc(trained.auc)}, within messages ${auc(trained.messageAuc)}\n`,
   );
   if (options.leaveOneFamilyOut) {
     const rows = leaveOneFamilyOut(set);
     const width = Math.max(20, ...rows.map((row) => row.family.length));
-    io.stdout(`  ${'leave one family out'.padEnd(width)}   examples   AUC held out   AUC in family\n`);
+    io.stdout(
+      `  ${'leave one family out'.padEnd(width)}   examples   AUC held out   AUC in family   within messages: held out   in family\n`,
+    );
     for (const row of rows)
       io.stdout(
-        `  ${row.family.padEnd(width)}   ${String(row.examples).padStart(8)}   ${auc(row.heldOutAuc).padStart(12)}   ${auc(row.inFamilyAuc).padStart(13)}\n`,
+        `  ${row.family.padEnd(width)}   ${String(row.examples).padStart(8)}   ${auc(row.heldOutAuc).padStart(12)}   ${auc(row.inFamilyAuc).padStart(13)}   ${auc(row.heldOutMessageAuc).padStart(25)}   ${auc(row.inFamilyMessageAuc).padStart(9)}\n`,
       );
   }
   return 0;

@@ -33,7 +33,7 @@ import {
 } from './render-replacement.js';
 import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, tokensForChars } from './tokens.js';
 import { FOLD_INDEX } from './tuning.js';
-import { type EntryModel, type EntryScorer, entryScorer } from './valuator/entry-model.js';
+import { type EntryModel, type EntryScorer, entryScorers } from './valuator/entry-model.js';
 
 export interface RehearseOptions {
   /** Objects whose payload message is at or after this index belong to the latest turn. */
@@ -404,9 +404,9 @@ function shownElsewhere(
   return { contains: (value) => pinned.contains(value) || folds.contains(value, object.span.start) };
 }
 
-/** The entry scorer of the valuator's model, for the ledger as it stands. */
-function scoring(ledger: Ledger, options: RehearseOptions): { scoreEntry?: EntryScorer } {
-  return options.entryModel ? { scoreEntry: entryScorer(options.entryModel, ledger) } : {};
+/** The order of entries within a message under the valuator's model, for the ledger as it stands. */
+function scoring(ledger: Ledger, options: RehearseOptions): { rankEntry?: EntryScorer } {
+  return options.entryModel ? { rankEntry: entryScorers(options.entryModel, ledger).rank } : {};
 }
 
 /**

@@ -358,7 +358,7 @@ describe('renderTombstone', () => {
     const favourite = index.filter((value) => anchors.has(value)).at(-1)!;
     expect(listed[0]).not.toBe(favourite);
     const scored = named(
-      renderTombstone(ledger, request, { scoreEntry: (entry) => (entry.value === favourite ? 1 : 0) }),
+      renderTombstone(ledger, request, { rankEntry: (entry) => (entry.value === favourite ? 1 : 0) }),
     );
     expect(scored[0]).toBe(favourite);
     // What stays in the view elsewhere is not named again.

@@ -174,27 +174,27 @@ function* interleavedEntries(
 }
 
 /**
- * The entries of the index of `messages` (the first at `start`): with a scorer, each message's
- * anchors by the valuator's score instead of by kind, in the same rounds over the messages.
+ * The entries of the index of `messages` (the first at `start`): with a ranker, each message's
+ * anchors in the valuator's order instead of by kind, in the same rounds over the messages.
  */
 function messagesEntries(
   messages: readonly Message[],
   start: number,
   options: FoldOptions,
 ): Iterable<Anchor> {
-  const score = options.scoreEntry;
-  if (!score) return interleavedEntries(messages);
-  const known = anchorsByScorer.get(score) ?? new WeakMap<Message, readonly Anchor[]>();
-  anchorsByScorer.set(score, known);
+  const rank = options.rankEntry;
+  if (!rank) return interleavedEntries(messages);
+  const known = anchorsByRanker.get(rank) ?? new WeakMap<Message, readonly Anchor[]>();
+  anchorsByRanker.set(rank, known);
   return interleavedEntries(messages, (message, offset) => {
     let anchors = known.get(message);
     if (anchors === undefined) {
       const holder = start + offset;
-      // A message's anchors are distinct values; the sort is stable: equal scores keep their kind order.
+      // A message's anchors are distinct values; the sort is stable: equal ranks keep their kind order.
       anchors = messageEntries(message)
-        .anchors.map((entry) => ({ entry, score: score(entry, holder) }))
-        .sort((a, b) => b.score - a.score)
-        .map((scored) => scored.entry);
+        .anchors.map((entry) => ({ entry, rank: rank(entry, holder) }))
+        .sort((a, b) => b.rank - a.rank)
+        .map((ranked) => ranked.entry);
       known.set(message, anchors);
     }
     return anchors;
@@ -202,30 +202,30 @@ function messagesEntries(
 }
 
 /**
- * Each message's anchors in a scorer's order, kept while the scorer lives: one governance call
+ * Each message's anchors in a ranker's order, kept while the ranker lives: one governance call
  * renders the same spans again and again as a plan deepens.
  */
-const anchorsByScorer = new WeakMap<
-  NonNullable<FoldOptions['scoreEntry']>,
+const anchorsByRanker = new WeakMap<
+  NonNullable<FoldOptions['rankEntry']>,
   WeakMap<Message, readonly Anchor[]>
 >();
 
 /**
- * Entries by the valuator's score, highest first; among equal scores the later message first,
+ * Entries in the valuator's order, highest first; among equal ranks the later message first,
  * and each value once.
  */
-function byScore(
+function byRank(
   candidates: readonly { entry: Anchor; holder: number }[],
-  score: (entry: Anchor, holder: number) => number,
+  rank: (entry: Anchor, holder: number) => number,
 ): Anchor[] {
-  const best = new Map<string, { entry: Anchor; holder: number; score: number }>();
+  const best = new Map<string, { entry: Anchor; holder: number; rank: number }>();
   for (const candidate of candidates) {
     const known = best.get(candidate.entry.value);
     if (known && known.holder >= candidate.holder) continue;
-    best.set(candidate.entry.value, { ...candidate, score: score(candidate.entry, candidate.holder) });
+    best.set(candidate.entry.value, { ...candidate, rank: rank(candidate.entry, candidate.holder) });
   }
   return [...best.values()]
-    .sort((a, b) => b.score - a.score || b.holder - a.holder)
+    .sort((a, b) => b.rank - a.rank || b.holder - a.holder)
     .map((candidate) => candidate.entry);
 }
 
@@ -288,10 +288,11 @@ export interface FoldOptions {
    */
   shownElsewhere?: Pick<ShownTexts, 'contains'>;
   /**
-   * The valuator's future-use score of an anchor held by message `holder`: the index lists its
-   * anchors by it, highest first, instead of by the extractor's ranking (lines and calls follow).
+   * The valuator's order of the anchors of message `holder` (higher first, comparable within a
+   * message): the index lists each message's anchors by it instead of by the extractor's ranking
+   * (lines and calls follow).
    */
-  scoreEntry?: (entry: Anchor, holder: number) => number;
+  rankEntry?: (entry: Anchor, holder: number) => number;
 }
 
 /** Pick the key anchors of an object: preferred ones first, then by weight. */
@@ -433,13 +434,13 @@ export function foldParts(ledger: Ledger, object: LedgerObject, options: FoldOpt
   const head = describeCall(object);
   const status = object.isError ? 'error' : 'ok';
   const entries = outputEntries(ledger, object);
-  const score = options.scoreEntry;
-  const anchors = score
+  const rank = options.rankEntry;
+  const anchors = rank
     ? chooseAnchors(
         [
-          ...byScore(
+          ...byRank(
             object.anchors.map((entry) => ({ entry, holder: object.messageIndex })),
-            score,
+            rank,
           ),
           ...entries.filter((entry) => entry.kind === 'call'),
         ],
@@ -481,14 +482,14 @@ export function conversationFoldParts(
 
 /**
  * The one-line tombstone of a pruned object. A pruned request's tombstone also names the best
- * `entries` of its work (by the valuator's score when `scoreEntry` is given, else by kind): what
+ * `entries` of its work (in the valuator's order when `rankEntry` is given, else by kind): what
  * the agent did there, in a few names it can recognise and recover by. With `entries: 0` it
  * quotes the request alone, for a view that must shed every token it can.
  */
 export function renderTombstone(
   ledger: Ledger,
   object: LedgerObject,
-  options: Pick<FoldOptions, 'scoreEntry' | 'shownElsewhere'> & { entries?: number } = {},
+  options: Pick<FoldOptions, 'rankEntry' | 'shownElsewhere'> & { entries?: number } = {},
 ): string {
   if (object.restates !== undefined)
     return `[${object.id}: the same instructions as ${object.restates} above, word for word]`;

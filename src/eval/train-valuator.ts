@@ -13,7 +13,7 @@ import { recentStepsStart } from '../core/ledger-measures.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import { ENTRY_FEATURES, entryFeaturizer, LATEST_STEPS } from '../core/valuator/entry-features.js';
-import { ENTRY_MODEL_FORMAT, type EntryModel } from '../core/valuator/entry-model.js';
+import { ENTRY_MODEL_FORMAT, type EntryModel, rankInMessage } from '../core/valuator/entry-model.js';
 import { fitLogistic, rocAuc } from '../core/valuator/logistic.js';
 import { familyOf, type RecordedSession } from './load-sessions.js';
 
@@ -53,6 +53,8 @@ export interface ExampleSet {
   labels: number[];
   weights: number[];
   families: string[];
+  /** The message each example's entry came from, at its call: one number per message and call. */
+  messages: number[];
   sessions: number;
 }
 
@@ -83,7 +85,8 @@ export function collectExamples(
   options: TrainingOptions = {},
   onSession?: (done: number) => void,
 ): ExampleSet {
-  const set: ExampleSet = { rows: [], labels: [], weights: [], families: [], sessions: 0 };
+  const set: ExampleSet = { rows: [], labels: [], weights: [], families: [], messages: [], sessions: 0 };
+  let messageIds = 0;
   const sampling = Math.max(1, options.negativeSampling ?? 16);
   const horizon = Math.max(1, options.horizon ?? DEFAULT_HORIZON);
   for (const session of sessions) {
@@ -102,6 +105,7 @@ export function collectExamples(
           if (!featurizer.shownElsewhere(entry)) holders.set(entry.value, { entry, holder: index });
       }
       if (holders.size === 0) continue;
+      const ids = new Map<number, number>();
       for (const [value, { entry, holder }] of holders) {
         const label = used.has(value) ? 1 : 0;
         if (label === 0 && sampleHash(`${session.id}\n${cut}\n${value}`) % sampling !== 0) continue;
@@ -109,6 +113,12 @@ export function collectExamples(
         set.labels.push(label);
         set.weights.push(label === 1 ? 1 : sampling);
         set.families.push(family);
+        let id = ids.get(holder);
+        if (id === undefined) {
+          id = messageIds++;
+          ids.set(holder, id);
+        }
+        set.messages.push(id);
       }
     }
     set.sessions += 1;
@@ -117,23 +127,92 @@ export function collectExamples(
   return set;
 }
 
+type Examples = Pick<ExampleSet, 'rows' | 'labels' | 'weights' | 'messages'>;
+
 /** Rows of the set that pass `keep(family)`. */
-function subset(set: ExampleSet, keep: (family: string) => boolean) {
+function subset(set: ExampleSet, keep: (family: string) => boolean): Examples {
   const rows: number[][] = [];
   const labels: number[] = [];
   const weights: number[] = [];
+  const messages: number[] = [];
   set.families.forEach((family, index) => {
     if (!keep(family)) return;
     rows.push(set.rows[index]!);
     labels.push(set.labels[index]!);
     weights.push(set.weights[index]!);
+    messages.push(set.messages[index]!);
   });
-  return { rows, labels, weights };
+  return { rows, labels, weights, messages };
+}
+
+/** The examples' indexes by message, of the messages that hold a used entry and an unused one. */
+function mixedMessages(examples: Examples): number[][] {
+  const byMessage = new Map<number, number[]>();
+  examples.messages.forEach((message, index) => {
+    const indexes = byMessage.get(message);
+    if (indexes) indexes.push(index);
+    else byMessage.set(message, [index]);
+  });
+  return [...byMessage.values()].filter((indexes) => {
+    const used = indexes.filter((index) => examples.labels[index] === 1).length;
+    return used > 0 && used < indexes.length;
+  });
+}
+
+/**
+ * The weights that order a message's entries: a logistic fit on the features less their mean
+ * over the message's entries, so that what all of them share (the message's age, its holder, how
+ * many anchors it has) drops out and only what sets one entry apart from the others counts.
+ */
+function fitWithinMessages(examples: Examples): EntryModel['withinMessage'] {
+  const rows: number[][] = [];
+  const labels: number[] = [];
+  const weights: number[] = [];
+  for (const indexes of mixedMessages(examples)) {
+    const width = examples.rows[indexes[0]!]!.length;
+    const mean = new Array<number>(width).fill(0);
+    let total = 0;
+    for (const index of indexes) {
+      total += examples.weights[index]!;
+      examples.rows[index]!.forEach((value, column) => {
+        mean[column]! += examples.weights[index]! * value;
+      });
+    }
+    for (const index of indexes) {
+      rows.push(examples.rows[index]!.map((value, column) => value - mean[column]! / total));
+      labels.push(examples.labels[index]!);
+      weights.push(examples.weights[index]!);
+    }
+  }
+  if (rows.length === 0) return undefined;
+  const fit = fitLogistic(rows, labels, weights);
+  return { scale: fit.scale, weights: fit.weights };
+}
+
+/**
+ * How well a model orders the entries of one message: the AUC within each message that holds a
+ * used entry and an unused one, averaged with the used entries as weights.
+ */
+function messageAuc(model: EntryModel, examples: Examples): number {
+  let sum = 0;
+  let used = 0;
+  for (const indexes of mixedMessages(examples)) {
+    const auc = rocAuc(
+      indexes.map((index) => rankInMessage(model, examples.rows[index]!)),
+      indexes.map((index) => examples.labels[index]!),
+      indexes.map((index) => examples.weights[index]!),
+    );
+    const positives = indexes.filter((index) => examples.labels[index] === 1).length;
+    sum += auc * positives;
+    used += positives;
+  }
+  return used === 0 ? Number.NaN : sum / used;
 }
 
 /** Fit a model on the rows whose family passes `keep` (all by default). */
 export function fitEntryModel(set: ExampleSet, keep: (family: string) => boolean = () => true): EntryModel {
-  const { rows, labels, weights } = subset(set, keep);
+  const examples = subset(set, keep);
+  const { rows, labels, weights } = examples;
   if (rows.length === 0)
     throw new BadInputError('no training examples: the sessions hold no calls with older work');
   if (!labels.includes(1) || !labels.includes(0))
@@ -141,8 +220,9 @@ export function fitEntryModel(set: ExampleSet, keep: (family: string) => boolean
       'training needs anchors the agent used again and anchors it did not: these sessions hold only one kind',
     );
   const fit = fitLogistic(rows, labels, weights);
+  const withinMessage = fitWithinMessages(examples);
   const families = [...new Set(set.families.filter(keep))].sort();
-  return {
+  const model: EntryModel = {
     format: ENTRY_MODEL_FORMAT,
     version: 1,
     features: [...ENTRY_FEATURES],
@@ -150,13 +230,16 @@ export function fitEntryModel(set: ExampleSet, keep: (family: string) => boolean
     scale: fit.scale,
     weights: fit.weights,
     bias: fit.bias,
-    trainedOn: {
-      families,
-      examples: rows.length,
-      used: labels.filter((label) => label === 1).length,
-      auc: round(modelAuc({ ...fit }, rows, labels, weights)),
-    },
+    ...(withinMessage === undefined ? {} : { withinMessage }),
   };
+  model.trainedOn = {
+    families,
+    examples: rows.length,
+    used: labels.filter((label) => label === 1).length,
+    auc: round(modelAuc(model, rows, labels, weights)),
+    messageAuc: round(messageAuc(model, examples)),
+  };
+  return model;
 }
 
 function round(value: number): number {
@@ -179,22 +262,33 @@ function modelAuc(
   return rocAuc(scores, labels, weights);
 }
 
-/** AUC of a model on the rows whose family passes `keep`. */
+/**
+ * AUC of a model on the rows whose family passes `keep`, over all of them (`auc`, the score) and
+ * within each message (`messageAuc`, the order).
+ */
 export function evaluateEntryModel(
   model: EntryModel,
   set: ExampleSet,
   keep: (family: string) => boolean = () => true,
-): number {
-  const { rows, labels, weights } = subset(set, keep);
-  return modelAuc(model, rows, labels, weights);
+): { auc: number; messageAuc: number } {
+  const examples = subset(set, keep);
+  return {
+    auc: modelAuc(model, examples.rows, examples.labels, examples.weights),
+    messageAuc: messageAuc(model, examples),
+  };
 }
 
-/** One row of leave-one-family-out: the family's AUC under a model fitted without it, and with it. */
+/**
+ * One row of leave-one-family-out: the family's AUCs under a model fitted without it, and with
+ * it (over all its entries, and within its messages).
+ */
 export interface FamilyValidation {
   family: string;
   examples: number;
   heldOutAuc: number;
   inFamilyAuc: number;
+  heldOutMessageAuc: number;
+  inFamilyMessageAuc: number;
 }
 
 /**
@@ -207,11 +301,15 @@ export function leaveOneFamilyOut(set: ExampleSet): FamilyValidation[] {
   return families.map((family) => {
     const only = (candidate: string) => candidate === family;
     const withoutIt = families.length > 1 ? fitEntryModel(set, (candidate) => candidate !== family) : all;
+    const heldOut = evaluateEntryModel(withoutIt, set, only);
+    const inFamily = evaluateEntryModel(all, set, only);
     return {
       family,
       examples: set.families.filter(only).length,
-      heldOutAuc: round(evaluateEntryModel(withoutIt, set, only)),
-      inFamilyAuc: round(evaluateEntryModel(all, set, only)),
+      heldOutAuc: round(heldOut.auc),
+      inFamilyAuc: round(inFamily.auc),
+      heldOutMessageAuc: round(heldOut.messageAuc),
+      inFamilyMessageAuc: round(inFamily.messageAuc),
     };
   });
 }

@@ -6,7 +6,15 @@ import { renderSpanFold } from '../render-replacement.js';
 import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
 import { ENTRY_FEATURES, entryFeaturizer } from './entry-features.js';
-import { defaultEntryModel, ENTRY_MODEL_FORMAT, entryScorer, parseEntryModel } from './entry-model.js';
+import {
+  defaultEntryModel,
+  ENTRY_MODEL_FORMAT,
+  entryScorer,
+  entryScorers,
+  parseEntryModel,
+  rankInMessage,
+} from './entry-model.js';
+import { sigmoid } from './logistic.js';
 
 function session() {
   const messages = [userMessage('find why parse_config fails')];
@@ -29,6 +37,7 @@ describe('entry models', () => {
     expect(model.format).toBe(ENTRY_MODEL_FORMAT);
     expect(model.features).toEqual([...ENTRY_FEATURES]);
     expect(model.weights.some((weight) => weight !== 0)).toBe(true);
+    expect(model.withinMessage?.weights.some((weight) => weight !== 0)).toBe(true);
   });
 
   it('a file that is not a model gets a clear error, not a crash later', () => {
@@ -39,6 +48,44 @@ describe('entry models', () => {
       /scale must be positive/,
     );
     expect(() => parseEntryModel({ ...model, weights: [1] }, 'm.json')).toThrow(/weights needs/);
+    expect(() =>
+      parseEntryModel({ ...model, withinMessage: { scale: model.scale, weights: [1] } }, 'm.json'),
+    ).toThrow(/withinMessage.weights needs/);
+    // A model without the weights within messages (as `selfgc train` wrote before them) still reads.
+    const { withinMessage: _, ...older } = model;
+    expect(parseEntryModel(older, 'm.json').withinMessage).toBeUndefined();
+  });
+
+  it('orders a message by the weights within messages, and compares messages by the score', () => {
+    const ledger = session();
+    const holder = 2;
+    const anchors = messageEntries(ledger.messages[holder]!).anchors;
+    const name = anchors.find((entry) => entry.value === 'handler_1')!;
+    const number = anchors.find((entry) => entry.value === '1001')!;
+    const column = (feature: string) => ENTRY_FEATURES.map((name) => (name === feature ? 1 : 0));
+    const flat = ENTRY_FEATURES.map(() => 1);
+    const { withinMessage: _, ...scoreOnly } = defaultEntryModel();
+    const pooled = {
+      ...scoreOnly,
+      mean: ENTRY_FEATURES.map(() => 0),
+      scale: flat,
+      bias: 0,
+      weights: column('isNumber').map((weight) => -weight),
+    };
+    const scorers = entryScorers(
+      { ...pooled, withinMessage: { scale: flat, weights: column('isNumber') } },
+      ledger,
+    );
+    expect(scorers.score(name, holder)).toBeGreaterThan(scorers.score(number, holder));
+    expect(scorers.rank(number, holder)).toBeGreaterThan(scorers.rank(name, holder));
+    // Without them, the score orders a message too.
+    const plain = entryScorers(pooled, ledger);
+    expect(plain.rank).toBe(plain.score);
+    expect(rankInMessage(pooled, [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0])).toBeCloseTo(sigmoid(-1));
+    // An entry that needs no index scores and ranks 0.
+    const shown = { kind: 'identifier' as const, value: 'parse_config' };
+    expect(scorers.rank(shown, holder)).toBe(0);
+    expect(scorers.score(shown, holder)).toBe(0);
   });
 
   it('an anchor the latest steps or the request still show scores 0: it needs no index', () => {
@@ -87,7 +134,7 @@ describe('entry models', () => {
     const byKind = listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 40 }));
     const numbersFirst = (entry: { value: string }) => (/^\d+$/.test(entry.value) ? 1 : 0.1);
     const scored = listed(
-      renderSpanFold(ledger, conversation, 10, { scoreEntry: numbersFirst, maxAnchors: 40 }),
+      renderSpanFold(ledger, conversation, 10, { rankEntry: numbersFirst, maxAnchors: 40 }),
     );
     expect(byKind.indexOf('handler_4')).toBeLessThan(byKind.indexOf('1004'));
     expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('handler_4'));
@@ -95,7 +142,7 @@ describe('entry models', () => {
     expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('1001'));
     const oldestFirst = (entry: { value: string }) => (entry.value.includes('_1') ? 1 : 0.1);
     const budgeted = listed(
-      renderSpanFold(ledger, conversation, 10, { scoreEntry: oldestFirst, maxAnchors: 3 }),
+      renderSpanFold(ledger, conversation, 10, { rankEntry: oldestFirst, maxAnchors: 3 }),
     );
     expect(budgeted).toHaveLength(3);
     expect(budgeted).not.toContain('handler_1');
