@@ -197,7 +197,7 @@ function judgeOperation(
       const auto = (options.foldAnchors ?? 'auto') === 'auto';
       const summary = {
         ...(operation.summary ? { summary: operation.summary } : {}),
-        ...scoring(ledger, options),
+        ...ranking(ledger, options),
         shownElsewhere: shownElsewhere(ledger, state, object),
       };
       const replacement =
@@ -254,7 +254,7 @@ function judgeOperation(
         dropShell || options.tombstones === false
           ? ''
           : renderTombstone(ledger, object, {
-              ...scoring(ledger, options),
+              ...ranking(ledger, options),
               shownElsewhere: shownElsewhere(ledger, state, object),
               ...(named ? {} : { entries: 0 }),
             });
@@ -309,7 +309,7 @@ function judgeSpanFold(
     spanFoldParts(ledger, object, spanEnd, {
       ...(operation.summary ? { summary: operation.summary } : {}),
       ...messagesIndexBudget(before, bound === undefined ? options : { ...options, spanAnchorTokens: bound }),
-      ...scoring(ledger, options),
+      ...ranking(ledger, options),
       shownElsewhere: shownElsewhere(ledger, state, object),
     }),
     bound,
@@ -405,7 +405,7 @@ function shownElsewhere(
 }
 
 /** The order of entries within a message under the valuator's model, for the ledger as it stands. */
-function scoring(ledger: Ledger, options: RehearseOptions): { rankEntry?: EntryScorer } {
+function ranking(ledger: Ledger, options: RehearseOptions): { rankEntry?: EntryScorer } {
   return options.entryModel ? { rankEntry: entryScorers(options.entryModel, ledger).rank } : {};
 }
 
