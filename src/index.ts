@@ -95,6 +95,7 @@ export {
   type LedgerObject,
   type LedgerOptions,
   type ObjectKind,
+  type PinContext,
 } from './core/ledger.js';
 export { type ObjectPayload, objectPayload, parseObjectPayload, payloadText } from './core/object-payload.js';
 export {

@@ -6,7 +6,7 @@
 import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
 import { chainLink, messageDigest } from './content-hash.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
-import { type Message, type Part, partText, type ToolResultPart } from './transcript.js';
+import { type Message, messageText, type Part, partText, type ToolResultPart } from './transcript.js';
 
 /**
  * What an object is. The kind decides which operations make sense on it (`object-kinds.ts`). A
@@ -91,8 +91,8 @@ export interface LedgerObject {
   /** Indexes of later messages that mention one of this object's anchors, ascending. */
   references: number[];
   /**
-   * For a system message that repeats an earlier one word for word (agents re-send their
-   * instructions mid-session): the id of the first. Its content stays visible there, so it is
+   * For a system message, or instructions a client sent as a user message (`clientNote`), that
+   * repeats earlier instructions word for word (agents re-send them mid-session): the id of the first. Its content stays visible there, so it is
    * neither pinned nor needed twice.
    */
   restates?: string;
@@ -107,7 +107,7 @@ export interface LedgerOptions {
   /**
    * Decides pins at indexing time. The default pins the system prompt and the first user request.
    */
-  pin?: (object: LedgerObject, message: Message) => string | undefined;
+  pin?: (object: LedgerObject, message: Message, context: PinContext) => string | undefined;
   /** Only the first this many anchors of an object are indexed for references (default 400). */
   maxAnchorsPerObject?: number;
   /** Index anchors and references (default true); false for callers that only need ids and tokens. */
@@ -162,10 +162,45 @@ const COMMON_ANCHOR_HOLDERS = 24;
 const ERROR_TEXT =
   /(^|\n)\s*(Traceback \(most recent call last\)|error[:[]|Error:|FAILED|fatal:)|<returncode>[1-9]/i;
 
-/** Default pins: the system prompt and the first user request (the task goal). */
-export function defaultPin(object: LedgerObject): string | undefined {
+/** What the ledger knows of an object beyond itself when it decides the object's pin. */
+export interface PinContext {
+  /** The user's first own request: the first user message that is not a client's note (`clientNote`). */
+  taskGoal: boolean;
+}
+
+/** Instructions a client sends as a user message: Codex CLI's `AGENTS.md` and environment blocks. */
+const CLIENT_INSTRUCTIONS =
+  /^(?:# AGENTS\.md instructions for |<(user_instructions|environment_context)>[\s\S]*<\/\1>$)/;
+/** Notes a client sends as a whole user message (Claude Code's local-command caveats and output). */
+const CLIENT_NOTE = /^<(local-command-caveat|local-command-stdout|system-reminder)>[\s\S]*<\/\1>$/;
+
+/**
+ * What a client, not the user, wrote as a user message: instructions it sends before the user's
+ * first request, or a note about a local command. Neither is the task goal.
+ */
+export function clientNote(message: Message): 'instructions' | 'note' | undefined {
+  if (message.role !== 'user') return undefined;
+  const textValue = messageText(message).trim();
+  if (CLIENT_INSTRUCTIONS.test(textValue)) return 'instructions';
+  return CLIENT_NOTE.test(textValue) ? 'note' : undefined;
+}
+
+/**
+ * Default pins: the system prompt, instructions a client sends as a user message, and the first
+ * user request (the task goal). Without a context (a caller of its own), the first user message
+ * is taken for the task goal.
+ */
+export function defaultPin(
+  object: LedgerObject,
+  message?: Message,
+  context?: PinContext,
+): string | undefined {
   if (object.kind === 'system' && object.restates === undefined) return 'system prompt';
-  if (object.id === 'conversation:user:1') return 'first user request (task goal)';
+  if (object.kind !== 'conversation') return undefined;
+  if (message && clientNote(message) === 'instructions')
+    return object.restates === undefined ? 'instructions the client sent as a user message' : undefined;
+  if (context ? context.taskGoal : object.id === 'conversation:user:1')
+    return 'first user request (task goal)';
   return undefined;
 }
 
@@ -214,6 +249,8 @@ export function createLedger(options: LedgerOptions): Ledger {
   const pin = options.pin ?? defaultPin;
   const maxAnchors = options.maxAnchorsPerObject ?? 400;
   let userCount = 0;
+  /** The id of the task goal, once a user message is (see `PinContext`). */
+  let taskGoal: string | undefined;
   let systemCount = 0;
   // The first system object of each text, for restatements.
   const systemTexts = new Map<string, string>();
@@ -227,7 +264,7 @@ export function createLedger(options: LedgerOptions): Ledger {
   // The latest read of each instruction file, by tool and arguments.
   const latestSkill = new Map<string, LedgerObject>();
   const register = (object: LedgerObject, message: Message) => {
-    const reason = pin(object, message);
+    const reason = pin(object, message, { taskGoal: object.id === taskGoal });
     if (reason !== undefined) {
       object.pinned = true;
       object.pinReason = reason;
@@ -337,8 +374,16 @@ export function createLedger(options: LedgerOptions): Ledger {
         index,
         sumOf(partCounts),
       );
-      created.push([object, () => extractAnchors(payloadText(message.parts))]);
+      const textValue = payloadText(message.parts);
+      created.push([object, () => extractAnchors(textValue)]);
       openConversation = object;
+      const note = clientNote(message);
+      if (note === 'instructions') {
+        const first = systemTexts.get(textValue);
+        if (first === undefined) systemTexts.set(textValue, object.id);
+        else object.restates = first;
+      }
+      if (taskGoal === undefined && note === undefined) taskGoal = object.id;
     } else if (message.role === 'assistant') {
       for (const part of message.parts) {
         if (part.type === 'tool-call')
@@ -370,7 +415,11 @@ export function createLedger(options: LedgerOptions): Ledger {
     }
     for (const [object] of created) register(object, message);
     conversationOfMessage[index] = openConversation;
-    if (openConversation) openConversation.span.end = index + 1;
+    if (openConversation) {
+      openConversation.span.end = index + 1;
+      // Instructions sent again and then worked on stand for that work: a request like any other.
+      if (message.role === 'assistant' || message.role === 'tool') delete openConversation.restates;
+    }
   };
 
   return {

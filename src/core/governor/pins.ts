@@ -2,7 +2,14 @@
  * Pins: objects no operation may touch. Decided at indexing time from the options and from
  * what the transcript shows (rules files read, constraints the user stated).
  */
-import { defaultPin, isToolOutput, type LedgerObject, RULES_FILE_PIN, readsRulesFile } from '../ledger.js';
+import {
+  defaultPin,
+  isToolOutput,
+  type LedgerObject,
+  type PinContext,
+  RULES_FILE_PIN,
+  readsRulesFile,
+} from '../ledger.js';
 import { type Message, messageText } from '../transcript.js';
 import type { PinOptions } from './governor-types.js';
 
@@ -30,8 +37,8 @@ export function createPinRule(options: PinOptions = {}) {
   const paths = (options.paths ?? []).map(globToRegExp);
   const rulesFiles = options.rulesFiles !== false;
   const userConstraints = options.userConstraints !== false;
-  return (object: LedgerObject, message: Message): string | undefined => {
-    const base = defaultPin(object);
+  return (object: LedgerObject, message: Message, context: PinContext): string | undefined => {
+    const base = defaultPin(object, message, context);
     if (base) return base;
     if (isToolOutput(object)) {
       if (object.toolName && tools.has(object.toolName)) return `protected tool ${object.toolName}`;
