@@ -92,8 +92,10 @@ export interface LedgerObject {
   references: number[];
   /**
    * For a system message, or instructions a client sent as a user message (`clientNote`), that
-   * repeats earlier instructions word for word (agents re-send them mid-session): the id of the first. Its content stays visible there, so it is
-   * neither pinned nor needed twice.
+   * repeats earlier instructions word for word (agents re-send them mid-session): the id of the
+   * first. Its content stays visible there, so it is neither pinned nor needed twice. A copy the
+   * agent works on right after (no request of the user's own between) loses the mark: it stands
+   * for that work, as a request does.
    */
   restates?: string;
   /** Pinned objects may not be touched by any operation. */
@@ -105,7 +107,8 @@ export interface LedgerObject {
 export interface LedgerOptions {
   tokenCounter: TokenCounter;
   /**
-   * Decides pins at indexing time. The default pins the system prompt and the first user request.
+   * Decides pins at indexing time. The default (`defaultPin`) pins the system prompt, instructions
+   * a client sends as a user message, and the user's first own request.
    */
   pin?: (object: LedgerObject, message: Message, context: PinContext) => string | undefined;
   /** Only the first this many anchors of an object are indexed for references (default 400). */
@@ -170,19 +173,26 @@ export interface PinContext {
 
 /** Instructions a client sends as a user message: Codex CLI's `AGENTS.md` and environment blocks. */
 const CLIENT_INSTRUCTIONS =
-  /^(?:# AGENTS\.md instructions for |<(user_instructions|environment_context)>[\s\S]*<\/\1>$)/;
-/** Notes a client sends as a whole user message (Claude Code's local-command caveats and output). */
-const CLIENT_NOTE = /^<(local-command-caveat|local-command-stdout|system-reminder)>[\s\S]*<\/\1>$/;
+  /^# AGENTS\.md instructions for [^\n]*\s*|<(INSTRUCTIONS|user_instructions|environment_context)>[\s\S]*?<\/\1>/g;
+/** Notes a client sends as a user message (Claude Code's local-command caveats and output). */
+const CLIENT_NOTE = /<(local-command-caveat|local-command-stdout)>[\s\S]*?<\/\1>/g;
+
+/** Whether `pattern` matches the text, and nothing but blank space is left beside its matches. */
+function onlyBlocks(textValue: string, pattern: RegExp): boolean {
+  const rest = textValue.replace(pattern, '');
+  return rest.length < textValue.length && rest.trim().length === 0;
+}
 
 /**
- * What a client, not the user, wrote as a user message: instructions it sends before the user's
- * first request, or a note about a local command. Neither is the task goal.
+ * What a client, not the user, wrote as a user message: instructions (Codex CLI sends them before
+ * the user's first request, and again at later ones), or a note about a local command. Neither is
+ * the task goal.
  */
 export function clientNote(message: Message): 'instructions' | 'note' | undefined {
   if (message.role !== 'user') return undefined;
-  const textValue = messageText(message).trim();
-  if (CLIENT_INSTRUCTIONS.test(textValue)) return 'instructions';
-  return CLIENT_NOTE.test(textValue) ? 'note' : undefined;
+  const textValue = messageText(message);
+  if (onlyBlocks(textValue, CLIENT_INSTRUCTIONS)) return 'instructions';
+  return onlyBlocks(textValue, CLIENT_NOTE) ? 'note' : undefined;
 }
 
 /**

@@ -201,6 +201,18 @@ describe('instructions a client sends as user messages', () => {
     ]);
   });
 
+  it('leave a request the user wrote beside them, or beside reminders, the task goal', () => {
+    const reminded =
+      '<system-reminder>CLAUDE.md: use pnpm</system-reminder>\nadd a test\n<system-reminder>todo list empty</system-reminder>';
+    const caveated =
+      '<local-command-caveat>Caveat: local commands below.</local-command-caveat>\nnow add a test';
+    for (const request of [reminded, caveated, `${ENVIRONMENT}\nand fix the lexer`]) {
+      expect(pinsOf([systemMessage('You are an agent.'), userMessage(request)])).toEqual([
+        ['conversation:user:1', 'first user request (task goal)', undefined],
+      ]);
+    }
+  });
+
   it('leave a pin rule of its own, called without the context, the first user message as the goal', () => {
     const ledger = indexTranscript(codexSession(), { tokenCounter: approximateTokenCounter });
     expect(ledger.objects.filter((object) => object.pinned).map((object) => object.id)).toEqual([
