@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createPinRule } from './governor/pins.js';
-import { defaultPin, indexTranscript } from './ledger.js';
+import { defaultPin, indexTranscript, type Ledger } from './ledger.js';
 import { planEmbedded } from './planners/embedded-planner.js';
 import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
@@ -30,6 +30,24 @@ function ledgerOf() {
   return indexTranscript(session(), { tokenCounter: approximateTokenCounter, pin: createPinRule() });
 }
 
+/** The embedded planner's plan with the view at its target (proven staleness alone), rehearsed. */
+function planWithoutPressure(ledger: Ledger) {
+  const protectFrom = latestTurnStart(ledger);
+  const viewTokens = projectView(ledger, {}).tokens;
+  const operations = planEmbedded({
+    ledger,
+    state: {},
+    protectFrom,
+    viewTokens,
+    targetTokens: viewTokens,
+    window: viewTokens * 2,
+  });
+  return {
+    operations,
+    rehearsal: rehearsePlan(ledger, {}, { planner: 'embedded', operations }, { protectFrom }),
+  };
+}
+
 describe('system messages that restate earlier ones', () => {
   it('are marked with the first copy and not pinned; changed instructions stay pinned', () => {
     const ledger = ledgerOf();
@@ -44,18 +62,9 @@ describe('system messages that restate earlier ones', () => {
 
   it('are pruned as proven stale, to a line that names the copy still in the view', () => {
     const ledger = ledgerOf();
-    const protectFrom = latestTurnStart(ledger);
     const viewTokens = projectView(ledger, {}).tokens;
-    const operations = planEmbedded({
-      ledger,
-      state: {},
-      protectFrom,
-      viewTokens,
-      targetTokens: viewTokens,
-      window: viewTokens * 2,
-    });
+    const { operations, rehearsal } = planWithoutPressure(ledger);
     expect(operations).toContainEqual(expect.objectContaining({ objectId: 'system:3', operation: 'prune' }));
-    const rehearsal = rehearsePlan(ledger, {}, { planner: 'embedded', operations }, { protectFrom });
     const view = projectView(ledger, rehearsal.stateAfter);
     const systemTexts = view.items
       .filter((item) => item.message.role === 'system')
@@ -158,20 +167,10 @@ describe('instructions a client sends as user messages', () => {
       tokenCounter: approximateTokenCounter,
       pin: createPinRule(),
     });
-    const protectFrom = latestTurnStart(ledger);
-    const viewTokens = projectView(ledger, {}).tokens;
-    const operations = planEmbedded({
-      ledger,
-      state: {},
-      protectFrom,
-      viewTokens,
-      targetTokens: viewTokens,
-      window: viewTokens * 2,
-    });
+    const { operations, rehearsal } = planWithoutPressure(ledger);
     expect(operations).toContainEqual(
       expect.objectContaining({ objectId: 'conversation:user:4', operation: 'prune' }),
     );
-    const rehearsal = rehearsePlan(ledger, {}, { planner: 'embedded', operations }, { protectFrom });
     const texts = projectView(ledger, rehearsal.stateAfter).items.map((item) => messageText(item.message));
     expect(texts.filter((text) => text === AGENTS)).toHaveLength(1);
     expect(texts).toContain(
