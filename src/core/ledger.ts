@@ -262,7 +262,8 @@ export function createLedger(options: LedgerOptions): Ledger {
   /** The id of the task goal, once a user message is (see `PinContext`). */
   let taskGoal: string | undefined;
   let systemCount = 0;
-  // The first system object of each text, for restatements.
+  // The first object of each text of instructions (a system message, or instructions a client sent
+  // as a user message), for restatements.
   const systemTexts = new Map<string, string>();
   let functionCount = 0;
   let totalTokens = 0;
