@@ -6,7 +6,7 @@
 import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
 import { chainLink, messageDigest } from './content-hash.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
-import { type Message, messageText, type Part, partText, type ToolResultPart } from './transcript.js';
+import { type Message, messageText, type Part, partText } from './transcript.js';
 
 /**
  * What an object is. The kind decides which operations make sense on it (`object-kinds.ts`). A
@@ -68,7 +68,10 @@ export interface LedgerObject {
   kind: ObjectKind;
   /** Index of the message that holds the object's payload (the user or tool message). */
   messageIndex: number;
-  /** For `function` objects: index of the tool-result part within its message. */
+  /**
+   * For a tool output in a tool message: index of its tool-result part. Absent for an observation
+   * a text-protocol client sent (`clientObservation`): its payload is its whole user message.
+   */
   partIndex?: number;
   /**
    * Messages `[start, end)` a coarse operation covers: for a conversation object the user
@@ -76,7 +79,10 @@ export interface LedgerObject {
    * payload's own message. `end` grows while the span is still open.
    */
   span: { start: number; end: number };
-  /** For `function` objects: the tool's name, the call id and where the call is. */
+  /**
+   * For tool outputs: the tool's name, the call id and where the call is (for an observation, the
+   * agent's message that wrote the command; it has no call id).
+   */
   toolName?: string;
   callId?: string;
   callMessageIndex?: number;
@@ -193,6 +199,66 @@ export function clientNote(message: Message): 'instructions' | 'note' | undefine
   const textValue = messageText(message);
   if (onlyBlocks(textValue, CLIENT_INSTRUCTIONS)) return 'instructions';
   return onlyBlocks(textValue, CLIENT_NOTE) ? 'note' : undefined;
+}
+
+/** What the agent ran, and its output's tool: read from a text-protocol client's observation. */
+export interface ClientObservation {
+  toolName: string;
+  /** The call as JSON arguments, as a tool call would carry them, when the call says it. */
+  callArguments?: string;
+}
+
+/**
+ * Observations of a shell a text-protocol client sent: mini-swe-agent's (the return code then the
+ * output, or a timeout's notice) and SWE-agent's (the output, then the open file, the directory
+ * and the prompt `bash-$`).
+ */
+const SHELL_OBSERVATION =
+  /^\s*(?:<returncode>-?\d+<\/returncode>|The last command <command>)|\(Current directory: [^\n]*\)\s*bash-\$\s*$/;
+/** Cline's and Roo Code's tool result: `[read_file for 'src/app.ts'] Result:`. */
+const RESULT_OBSERVATION = /^\[([\w-]+)(?: for '([^\n]*)')?\] Result:/;
+/** Results that carry what the user said (an answer, feedback on an edit): a request of theirs. */
+const USER_WORDS = /<(feedback|answer|user_message)>/;
+/** A fenced block of the agent's: the command a text-protocol step runs is its last one. */
+const FENCED_BLOCK = /```[\w-]*[ \t]*\n([\s\S]*?)\n?```/g;
+
+/**
+ * A tool's output that a text-protocol client sent as a user message, by the client's known
+ * shape: the agent wrote its command as text in `call`, the message before, and the client
+ * answers with what it printed. Such a message is output, not a request: it stays inside the
+ * request it serves, and folds, masks and prunes as a tool result does.
+ */
+export function clientObservation(
+  message: Message,
+  call: Message | undefined,
+): ClientObservation | undefined {
+  if (message.role !== 'user' || call?.role !== 'assistant') return undefined;
+  const first = message.parts[0];
+  if (first?.type !== 'text') return undefined;
+  if (SHELL_OBSERVATION.test(first.text)) {
+    const command = [...messageText(call).matchAll(FENCED_BLOCK)].at(-1)?.[1];
+    return {
+      toolName: 'bash',
+      ...(command === undefined ? {} : { callArguments: JSON.stringify({ command }) }),
+    };
+  }
+  const result = RESULT_OBSERVATION.exec(first.text);
+  if (!result || USER_WORDS.test(messageText(message))) return undefined;
+  const target = result[2];
+  return {
+    toolName: result[1]!,
+    ...(target === undefined ? {} : { callArguments: JSON.stringify({ target }) }),
+  };
+}
+
+/**
+ * Whether message `index` carries a tool's output: a tool message, or a user message that is an
+ * observation a text-protocol client sent (`clientObservation`).
+ */
+export function carriesOutput(ledger: Pick<Ledger, 'messages' | 'objectsByMessage'>, index: number): boolean {
+  const role = ledger.messages[index]?.role;
+  if (role === 'tool') return true;
+  return role === 'user' && (ledger.objectsByMessage.get(index)?.some(isToolOutput) ?? false);
 }
 
 /**
@@ -336,8 +402,12 @@ export function createLedger(options: LedgerOptions): Ledger {
         if (object.kind === 'system') for (const anchor of anchors) spokenAnchors.add(anchor.value);
         indexObjectAnchors(object, anchors);
       }
-      // Only what the agent and the user say counts as use; tool output echoing a path does not.
-      if (message.role === 'assistant' || message.role === 'user') {
+      // Only what the agent and the user say counts as use; tool output echoing a path does not,
+      // nor does an observation a text-protocol client sent as a user message.
+      const said =
+        message.role === 'assistant' ||
+        (message.role === 'user' && !created.some(([object]) => isToolOutput(object)));
+      if (said) {
         recordReferences(index, messageReferenceText(message), new Set(created.map(([object]) => object)));
       }
     }
@@ -369,6 +439,8 @@ export function createLedger(options: LedgerOptions): Ledger {
   const indexMessage = (message: Message, index: number, partCounts: readonly number[]) => {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
+    // Output a text-protocol client sent as a user message, inside a request the agent works on.
+    const observation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
     if (message.role === 'system') {
       systemCount += 1;
       const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));
@@ -377,6 +449,20 @@ export function createLedger(options: LedgerOptions): Ledger {
       if (first === undefined) systemTexts.set(textValue, object.id);
       else object.restates = first;
       created.push([object, () => extractAnchors(textValue)]);
+    } else if (message.role === 'user' && observation !== undefined) {
+      functionCount += 1;
+      const object = outputObject(
+        { ...observation, callMessageIndex: index - 1 },
+        messageText(message),
+        index,
+        functionCount,
+        sumOf(partCounts),
+      );
+      created.push([
+        object,
+        () =>
+          extractAnchors(`${argumentValuesText(observation.callArguments ?? '')}\n${messageText(message)}`),
+      ]);
     } else if (message.role === 'user') {
       userCount += 1;
       const object = payloadObject(
@@ -405,12 +491,17 @@ export function createLedger(options: LedgerOptions): Ledger {
         if (part.type !== 'tool-result') return;
         functionCount += 1;
         const call = calls.get(part.callId);
-        const object = functionObject(
-          part,
-          partIndex,
+        const object = outputObject(
+          {
+            toolName: call?.name ?? part.name,
+            callId: part.callId,
+            partIndex,
+            ...(call ? { callMessageIndex: call.messageIndex, callArguments: call.arguments } : {}),
+            ...(part.isError === true ? { isError: true } : {}),
+          },
+          partText(part),
           index,
           functionCount,
-          call,
           partCounts[partIndex] ?? 0,
         );
         created.push([
@@ -558,36 +649,46 @@ function payloadObject(id: string, kind: ObjectKind, index: number, tokens: numb
   };
 }
 
-function functionObject(
-  part: ToolResultPart,
-  partIndex: number,
+/** Where a tool output came from: its tool, and the call when the transcript holds it. */
+interface OutputSource {
+  toolName: string;
+  /** The tool-result part's index in its message; absent when the output is the whole message. */
+  partIndex?: number;
+  callId?: string;
+  callMessageIndex?: number;
+  callArguments?: string;
+  /** The tool reported a failure. */
+  isError?: boolean;
+}
+
+function outputObject(
+  source: OutputSource,
+  output: string,
   index: number,
   ordinal: number,
-  call: { messageIndex: number; name: string; arguments: string } | undefined,
   tokens: number,
 ): LedgerObject {
-  const name = call?.name ?? part.name;
-  const output = partText(part);
-  const kind = loadsInstructions(name, call?.arguments ?? '') ? 'skill' : 'function';
+  const { toolName, callArguments } = source;
+  const kind = loadsInstructions(toolName, callArguments ?? '') ? 'skill' : 'function';
   const object: LedgerObject = {
-    id: `${kind}:${toolIdName(name)}:${ordinal}`,
+    id: `${kind}:${toolIdName(toolName)}:${ordinal}`,
     kind,
     messageIndex: index,
-    partIndex,
     span: { start: index, end: index + 1 },
-    toolName: name,
-    callId: part.callId,
+    toolName,
     isError:
-      part.isError === true || ERROR_TEXT.test(output.slice(0, 4000)) || ERROR_TEXT.test(output.slice(-4000)),
+      source.isError === true ||
+      ERROR_TEXT.test(output.slice(0, 4000)) ||
+      ERROR_TEXT.test(output.slice(-4000)),
     tokens,
     anchors: [],
     references: [],
     pinned: false,
   };
-  if (call) {
-    object.callMessageIndex = call.messageIndex;
-    object.callArguments = call.arguments;
-  }
+  if (source.partIndex !== undefined) object.partIndex = source.partIndex;
+  if (source.callId !== undefined) object.callId = source.callId;
+  if (source.callMessageIndex !== undefined) object.callMessageIndex = source.callMessageIndex;
+  if (callArguments !== undefined) object.callArguments = callArguments;
   return object;
 }
 

@@ -16,10 +16,23 @@ export type ObjectPayload =
       partIndex: number;
       /** The tool-result part exactly as it was in the transcript. */
       part: ToolResultPart;
+      message?: never;
       /**
        * The assistant message that made the call, exactly as it was, so that an output pruned
        * with its shell is recoverable whole. Absent when the call is not in the transcript.
        */
+      shell?: { messageIndex: number; message: Message };
+    }
+  | {
+      specVersion: number;
+      objectId: string;
+      kind: 'function';
+      messageIndex: number;
+      /** An observation a text-protocol client sent: its user message exactly as it was. */
+      message: Message;
+      partIndex?: never;
+      part?: never;
+      /** The agent's message that wrote the command, exactly as it was. */
       shell?: { messageIndex: number; message: Message };
     }
   | {
@@ -38,10 +51,22 @@ export function objectPayload(
   spanEnd = object.span.end,
 ): ObjectPayload {
   if (isToolOutput(object)) {
-    const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
-    if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
+    const message = ledger.messages[object.messageIndex];
     const shell =
       object.callMessageIndex === undefined ? undefined : ledger.messages[object.callMessageIndex];
+    const shellField = shell ? { shell: { messageIndex: object.callMessageIndex!, message: shell } } : {};
+    if (message?.role === 'user') {
+      return {
+        specVersion: TRANSCRIPT_SPEC_VERSION,
+        objectId: object.id,
+        kind: 'function',
+        messageIndex: object.messageIndex,
+        message,
+        ...shellField,
+      };
+    }
+    const part = message?.parts[object.partIndex ?? 0];
+    if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
     return {
       specVersion: TRANSCRIPT_SPEC_VERSION,
       objectId: object.id,
@@ -49,7 +74,7 @@ export function objectPayload(
       messageIndex: object.messageIndex,
       partIndex: object.partIndex ?? 0,
       part,
-      ...(shell ? { shell: { messageIndex: object.callMessageIndex!, message: shell } } : {}),
+      ...shellField,
     };
   }
   return {
@@ -83,6 +108,7 @@ export function parseObjectPayload(payload: string, where: string): ObjectPayloa
 /** The text the model sees when a payload is expanded back into the view. */
 export function payloadText(payload: ObjectPayload): string {
   if (payload.kind === 'function') {
+    if (payload.message) return messageText(payload.message);
     const content = payload.part.content;
     return typeof content === 'string'
       ? content

@@ -5,7 +5,7 @@
  */
 
 import { indexEntryChars } from './index-entries.js';
-import { isToolOutput, type Ledger } from './ledger.js';
+import { carriesOutput, isToolOutput, type Ledger } from './ledger.js';
 import type { PlannedOperation, ViewState } from './operations.js';
 import { autoAnchorBudget } from './rehearse-plan.js';
 import { tokensForChars } from './tokens.js';
@@ -60,7 +60,7 @@ export function planSpanFolds(
       folded += ledger.messageTokens[index] ?? 0;
       entryChars += indexEntryChars(ledger.messages[index]!);
       const boundary = index + 1;
-      if (ledger.messages[boundary]?.role === 'tool') continue;
+      if (carriesOutput(ledger, boundary)) continue;
       spanEnd = boundary;
       if (projected - (freed - spanIndexTokens(folded, entryChars)) <= target) break;
     }

@@ -3,8 +3,7 @@
  * messages are passed through by reference and keep their cached token counts, so projecting
  * costs time in the number of messages, not in their size.
  */
-import type { Ledger, LedgerObject } from './ledger.js';
-import { countMessageTokens } from './ledger.js';
+import { countMessageTokens, isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
 import { isSpanFold, type ViewState } from './operations.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
 import type { Message, Part } from './transcript.js';
@@ -110,6 +109,38 @@ function projectSystemMessage(
   };
 }
 
+/**
+ * An observation a text-protocol client sent (a user message that is a tool's output,
+ * `clientObservation`) under its state: its replacement as the message's text, or nothing when
+ * pruned without a tombstone — then with its shell, the agent's message that wrote the command,
+ * when the state says so. Undefined when the message is no observation, or has neither a state
+ * nor an id to show.
+ */
+function projectObservation(
+  ledger: Ledger,
+  index: number,
+  message: Message,
+  state: ViewState,
+  showIds: boolean,
+  droppedShells: Set<number>,
+): { message?: Message; tokens?: number } | undefined {
+  const object = ledger.objectsByMessage.get(index)?.find(isToolOutput);
+  const entry = object ? state[object.id] : undefined;
+  if (!object || (!entry && !showIds)) return undefined;
+  if (entry?.replacement === '') {
+    if (entry.dropShell === true && object.callMessageIndex !== undefined)
+      droppedShells.add(object.callMessageIndex);
+    return {};
+  }
+  const tag: Part[] = showIds ? [{ type: 'text', text: `[id: ${object.id}]` }] : [];
+  if (!entry) return { message: { ...message, parts: [...message.parts, ...tag] } };
+  // The message keeps what the adapter knows of it (where it sat on the wire), not its parts.
+  return {
+    message: { ...message, parts: [{ type: 'text', text: entry.replacement }, ...tag] },
+    ...(entry.tokens === undefined || showIds ? {} : { tokens: entry.tokens + MESSAGE_OVERHEAD_TOKENS }),
+  };
+}
+
 /** Project the view of the ledger under the given committed states. */
 /**
  * Whether an object lies inside the folded or pruned span of its conversation, so that it (and
@@ -128,6 +159,8 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
   const items: ViewItem[] = [];
   // Call ids whose results left the view, and whether their shell leaves with them.
   const droppedCalls = new Map<string, boolean>();
+  // Messages that wrote a command whose observation left the view with them.
+  const droppedShells = new Set<number>();
   const counter = ledger.options.tokenCounter;
   let tokens = 0;
   const push = (source: number, message: Message, changed: boolean, known?: number) => {
@@ -164,13 +197,32 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
         continue;
       }
     }
+    if (message.role === 'user') {
+      const observed = projectObservation(ledger, index, message, state, showIds, droppedShells);
+      if (observed) {
+        if (observed.message) push(index, observed.message, true, observed.tokens);
+        continue;
+      }
+    }
     if (message.role === 'user' && showIds && conversation?.messageIndex === index) {
       push(index, withIdHeader(message, conversation.id), true);
       continue;
     }
     push(index, message, false);
   }
-  return repairLineage(items, droppedCalls, counter, tokens);
+  return repairLineage(withoutShells(items, droppedShells, tokens), droppedCalls, counter);
+}
+
+/** The view without the messages in `shells` (shells that left with their observations). */
+function withoutShells(items: ViewItem[], shells: ReadonlySet<number>, tokens: number): View {
+  if (shells.size === 0) return { items, tokens };
+  let left = 0;
+  const kept = items.filter((item) => {
+    const leaves = !item.changed && shells.has(item.source);
+    if (leaves) left += item.tokens ?? 0;
+    return !leaves;
+  });
+  return { items: kept, tokens: tokens - left };
 }
 
 /**
@@ -179,10 +231,9 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
  * every call they made was pruned with its shell.
  */
 function repairLineage(
-  items: ViewItem[],
+  { items, tokens }: View,
   droppedCalls: ReadonlyMap<string, boolean>,
   counter: Ledger['options']['tokenCounter'],
-  tokens: number,
 ): View {
   if (droppedCalls.size === 0) return { items, tokens };
   const repaired: ViewItem[] = [];

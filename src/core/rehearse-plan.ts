@@ -3,7 +3,7 @@
  * and measure it. Nothing here touches a store or the live session: a rejected plan (or a
  * rehearsal that is never committed) leaves no trace.
  */
-import { isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
+import { carriesOutput, isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
 import { liveTokens, rulesOf } from './object-kinds.js';
 import {
   type AcceptedOperation,
@@ -93,12 +93,13 @@ export interface Rehearsal {
 
 /**
  * Where the latest turn starts: the last user request if nothing answered it yet, otherwise
- * the last assistant message (with the tool results that follow it).
+ * the last assistant message (with the outputs that follow it: tool results, or a text-protocol
+ * client's observation).
  */
 export function latestTurnStart(ledger: Ledger): number {
   for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
     const role = ledger.messages[index]?.role;
-    if (role === 'assistant' || role === 'user') return index;
+    if (role === 'assistant' || (role === 'user' && !carriesOutput(ledger, index))) return index;
   }
   return 0;
 }
@@ -285,7 +286,7 @@ function judgeSpanFold(
   protectFrom: number,
 ): Verdict {
   let spanEnd = Math.min(operation.spanEnd ?? object.span.end, object.span.end, protectFrom);
-  while (spanEnd > object.span.start + 1 && ledger.messages[spanEnd]?.role === 'tool') spanEnd -= 1;
+  while (spanEnd > object.span.start + 1 && carriesOutput(ledger, spanEnd)) spanEnd -= 1;
   if (spanEnd <= object.span.start + 1) {
     return { reason: 'latest-turn', detail: `${object.id} has no finished work before the latest turn` };
   }

@@ -14,6 +14,8 @@ import { FOLD_INDEX, TOMBSTONE } from './tuning.js';
 export function objectText(ledger: Ledger, object: LedgerObject): string {
   if (isToolOutput(object)) {
     const message = ledger.messages[object.messageIndex];
+    // An observation a text-protocol client sent is its whole user message.
+    if (message?.role === 'user') return messageText(message);
     const part = message?.parts[object.partIndex ?? 0];
     if (part?.type !== 'tool-result') return '';
     return typeof part.content === 'string'

@@ -171,7 +171,8 @@ describe('replaySession with the governor', () => {
         expect(indexes.every((index) => index < record.cut)).toBe(true);
         if (payload.kind === 'function') {
           expect(indexes).toEqual([payload.messageIndex]);
-          expect(messages[payload.messageIndex]?.parts[payload.partIndex]).toEqual(payload.part);
+          if (payload.message) expect(messages[payload.messageIndex]).toEqual(payload.message);
+          else expect(messages[payload.messageIndex]?.parts[payload.partIndex]).toEqual(payload.part);
         } else {
           expect(indexes).toEqual(payload.messages.map((_, offset) => payload.start + offset));
           expect(messages.slice(payload.start, payload.start + payload.messages.length)).toEqual(

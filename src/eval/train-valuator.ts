@@ -8,7 +8,7 @@
 import { type Anchor, anchorValues } from '../core/anchors.js';
 import { BadInputError } from '../core/errors.js';
 import { messageEntries } from '../core/index-entries.js';
-import { createLedger, messageReferenceText } from '../core/ledger.js';
+import { carriesOutput, createLedger, messageReferenceText } from '../core/ledger.js';
 import { recentStepsStart } from '../core/ledger-measures.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
@@ -100,7 +100,7 @@ export function collectExamples(
       const holders = new Map<string, { entry: Anchor; holder: number }>();
       for (let index = 0; index < recentStart; index += 1) {
         const message = ledger.messages[index]!;
-        if (message.role !== 'assistant' && message.role !== 'tool') continue;
+        if (message.role !== 'assistant' && !carriesOutput(ledger, index)) continue;
         for (const entry of messageEntries(message).anchors)
           if (!featurizer.shownElsewhere(entry)) holders.set(entry.value, { entry, holder: index });
       }

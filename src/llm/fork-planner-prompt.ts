@@ -60,11 +60,14 @@ function shownIds(ledger: Ledger, view: readonly ViewItem[]): Set<string> {
   const shown = new Set<string>();
   for (const object of ledger.objects) {
     const items = sources.get(object.messageIndex) ?? [];
-    const present = isToolOutput(object)
-      ? items.some((item) =>
-          item.message.parts.some((part) => part.type === 'tool-result' && part.callId === object.callId),
-        )
-      : items.length > 0;
+    // A tool output in a tool message is present while its part is; an observation a
+    // text-protocol client sent, and any other object, while its message is.
+    const present =
+      isToolOutput(object) && object.callId !== undefined
+        ? items.some((item) =>
+            item.message.parts.some((part) => part.type === 'tool-result' && part.callId === object.callId),
+          )
+        : items.length > 0;
     if (present) shown.add(object.id);
   }
   return shown;

@@ -2,7 +2,7 @@
  * When governance runs: on overflow always; otherwise on pressure, milestones or a period —
  * never twice within a cooldown, and not at all while the circuit breaker is open.
  */
-import type { Ledger } from '../ledger.js';
+import { carriesOutput, type Ledger } from '../ledger.js';
 import type { SessionState } from '../session-state.js';
 import { TRIGGERS } from '../tuning.js';
 import type { GovernanceDecision, TriggerOptions } from './governor-types.js';
@@ -30,7 +30,7 @@ const DONE = /"(completed|done)"|\[x\]|status"?\s*:\s*"?(completed|done)/i;
 export function hasMilestone(ledger: Ledger, from: number): boolean {
   for (let index = Math.max(from, 1); index < ledger.messages.length; index += 1) {
     const message = ledger.messages[index]!;
-    if (message.role === 'user') return true;
+    if (message.role === 'user' && !carriesOutput(ledger, index)) return true;
     if (message.role !== 'assistant') continue;
     for (const part of message.parts) {
       if (part.type === 'tool-call' && TODO_TOOL.test(part.name) && DONE.test(part.arguments)) return true;

@@ -5,8 +5,7 @@
  */
 import { type Anchor, anchorWeight } from '../anchors.js';
 import { entriesOf, messageEntries } from '../index-entries.js';
-import type { Ledger } from '../ledger.js';
-import { messageReferenceText } from '../ledger.js';
+import { carriesOutput, type Ledger, messageReferenceText } from '../ledger.js';
 import { recentStepsStart } from '../ledger-measures.js';
 import type { Message } from '../transcript.js';
 
@@ -77,20 +76,23 @@ function statsOf(ledger: Ledger): LedgerStats {
   for (let index = stats.upTo; index < ledger.messages.length; index += 1) {
     const message = ledger.messages[index]!;
     const agent = message.role === 'assistant';
+    // A user message that is a text-protocol client's observation is output, not the user's words.
+    const user = message.role === 'user' && !carriesOutput(ledger, index);
+    const request = user || message.role === 'system';
     for (const entry of entriesOf(message)) {
       const known = stats.byValue.get(entry.value);
       if (known) {
         known.count += 1;
         if (agent) known.agent += 1;
-        if (message.role === 'user') known.user = true;
-        if (message.role === 'user' || message.role === 'system') known.request = true;
+        if (user) known.user = true;
+        if (request) known.request = true;
         known.last = index;
       } else {
         stats.byValue.set(entry.value, {
           count: 1,
           agent: agent ? 1 : 0,
-          user: message.role === 'user',
-          request: message.role === 'user' || message.role === 'system',
+          user,
+          request,
           last: index,
         });
       }

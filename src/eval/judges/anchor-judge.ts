@@ -245,8 +245,15 @@ function sidecarPayload(ledger: Ledger, object: LedgerObject, spanEnd: number | 
       .map(messageText)
       .join('\n');
   if (object.kind === 'function' || object.kind === 'skill') {
-    const part = ledger.messages[object.messageIndex]?.parts[object.partIndex ?? 0];
-    const output = part?.type === 'tool-result' ? toolOutputText(part.content) : '';
+    const message = ledger.messages[object.messageIndex];
+    const part = message?.parts[object.partIndex ?? 0];
+    // A text-protocol client's observation is its whole user message.
+    const output =
+      message?.role === 'user'
+        ? messageText(message)
+        : part?.type === 'tool-result'
+          ? toolOutputText(part.content)
+          : '';
     return `${object.callArguments ?? ''}\n${output}`;
   }
   const message = ledger.messages[object.messageIndex];

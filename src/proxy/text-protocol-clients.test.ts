@@ -1,0 +1,154 @@
+/**
+ * Clients with a text protocol (mini-swe-agent, Cline, Roo Code) send each command's output as a
+ * user message. Behind the proxy those outputs fold in place, as tool results: the message stays
+ * a user message where it was, turns still alternate, and the fold points to a recoverable id.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { isToolOutput } from '../core/ledger.js';
+import type { Planner } from '../core/planners/planner.js';
+import { createMemoryStore } from '../stores/memory-store.js';
+import { createGovernorPool } from './governor-pool.js';
+import { fileContent } from './testing/agent-conversation.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+const TASK = 'Find why computeValue returns NaN for module 3 and fix it.';
+
+/** mini-swe-agent's shape on Chat Completions: a bash block per step, outputs as user messages. */
+function miniSweMessages(turns: number): Array<Record<string, unknown>> {
+  const messages: Array<Record<string, unknown>> = [
+    { role: 'system', content: 'You run one bash command per reply, in a ```bash block.' },
+    { role: 'user', content: TASK },
+  ];
+  for (let turn = 0; turn < turns; turn += 1) {
+    messages.push({
+      role: 'assistant',
+      content: `THOUGHT: read module ${turn}.\n\n\`\`\`bash\ncat src/module${turn}.ts\n\`\`\``,
+    });
+    messages.push({
+      role: 'user',
+      content: `<returncode>0</returncode>\n<output>\n${fileContent(turn)}\n</output>`,
+    });
+  }
+  return messages;
+}
+
+/** Cline's shape on Anthropic Messages: a result header, the output, the environment details. */
+function clineMessages(turns: number): Array<Record<string, unknown>> {
+  const messages: Array<Record<string, unknown>> = [
+    { role: 'user', content: [{ type: 'text', text: `<task>\n${TASK}\n</task>` }] },
+  ];
+  for (let turn = 0; turn < turns; turn += 1) {
+    messages.push({
+      role: 'assistant',
+      content: [{ type: 'text', text: `<read_file>\n<path>src/module${turn}.ts</path>\n</read_file>` }],
+    });
+    messages.push({
+      role: 'user',
+      content: [
+        { type: 'text', text: `[read_file for 'src/module${turn}.ts'] Result:` },
+        { type: 'text', text: fileContent(turn) },
+        { type: 'text', text: '<environment_details>\n# VSCode Open Tabs\n</environment_details>' },
+      ],
+    });
+  }
+  return messages;
+}
+
+const roles = (messages: Array<{ role: string }>) => messages.map((message) => message.role);
+
+/** A planner that folds every tool output before the latest turn, to see folds on the wire. */
+const foldOutputs: Planner = {
+  name: 'fold-outputs',
+  plan: async ({ ledger, protectFrom }) => ({
+    plan: {
+      planner: 'fold-outputs',
+      operations: ledger.objects
+        .filter((object) => isToolOutput(object) && object.messageIndex < protectFrom)
+        .map((object) => ({ objectId: object.id, operation: 'fold' as const, reason: 'test' })),
+    },
+  }),
+};
+
+async function foldingFixture(text: string): Promise<ProxyFixture> {
+  const store = createMemoryStore();
+  return startProxyFixture({
+    script: () => ({ text }),
+    store,
+    window: 6000,
+    proxy: {
+      governor: createGovernorPool({
+        store,
+        cache: 'blind',
+        planner: foldOutputs,
+        triggers: { deep: false },
+      }),
+    },
+  });
+}
+
+type SentMessage = { role: string; content: unknown };
+const sentMessages = (current: ProxyFixture) =>
+  (current.upstream.requests[0]!.body as { messages: SentMessage[] }).messages;
+
+describe('text-protocol clients behind the proxy', () => {
+  it("chat: mini-swe-agent's outputs fold in place, as user messages that name a recoverable output", async () => {
+    fixture = await foldingFixture('THOUGHT: next.');
+    const messages = miniSweMessages(8);
+    const response = await fixture.post('chat', { model: 'gpt-4o', messages });
+    expect(response.status).toBe(200);
+    const sent = sentMessages(fixture);
+    // The same turns in the same order: an output never leaves its step, nor becomes a request.
+    expect(roles(sent)).toEqual(roles(messages as SentMessage[]));
+    for (let turn = 0; turn < 7; turn += 1) {
+      const folded = sent[3 + 2 * turn]!;
+      expect(folded.role).toBe('user');
+      expect(folded.content).toMatch(
+        new RegExp(`^\\[folded function:bash:${turn + 1}: bash command=cat src/module${turn}\\.ts → ok`),
+      );
+      expect(folded.content).toContain(`expand("function:bash:${turn + 1}")`);
+      expect(sent[2 + 2 * turn]).toEqual(messages[2 + 2 * turn]);
+    }
+    expect(sent.slice(0, 2)).toEqual(messages.slice(0, 2));
+    expect(sent.at(-1)).toEqual(messages.at(-1));
+  });
+
+  it("messages: Cline's results fold in place, and its turns still alternate", async () => {
+    fixture = await foldingFixture('<read_file><path>x</path></read_file>');
+    const messages = clineMessages(8);
+    const response = await fixture.post('messages', {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 1024,
+      messages,
+    });
+    expect(response.status).toBe(200);
+    const sent = sentMessages(fixture);
+    expect(roles(sent)).toEqual(roles(messages as SentMessage[]));
+    const text = JSON.stringify(sent[2]);
+    expect(text).toMatch(/\[folded function:read_file:1: read_file target=src\/module0\.ts → ok/);
+    expect(text).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+    expect(JSON.stringify(sent.at(-1))).toContain(JSON.stringify(fileContent(7)).slice(1, -1));
+    // The task is a request, not an output: it stays as sent.
+    expect(sent[0]).toEqual(messages[0]);
+  });
+
+  it('with the shipped planner, no observation is ever parted from the step that ran its command', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'THOUGHT: next.' }) });
+    const messages = miniSweMessages(8);
+    expect((await fixture.post('chat', { model: 'gpt-4o', messages })).status).toBe(200);
+    const sent = sentMessages(fixture);
+    expect(JSON.stringify(sent)).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+    sent.forEach((message, index) => {
+      const output = String(message.content).match(
+        /^<returncode>0<\/returncode>\n<output>\n\/\/ src\/module(\d)/,
+      );
+      if (output) expect(sent[index - 1]?.content).toContain(`cat src/module${output[1]}.ts`);
+    });
+    expect(sent.slice(-2)).toEqual(messages.slice(-2));
+  });
+});
