@@ -10,6 +10,7 @@ import { createMemoryStore } from '../stores/memory-store.js';
 import { createGovernorPool } from './governor-pool.js';
 import { fileContent } from './testing/agent-conversation.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { expandKeys, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
 
 let fixture: ProxyFixture | undefined;
 afterEach(async () => {
@@ -116,6 +117,13 @@ describe('text-protocol clients behind the proxy', () => {
     }
     expect(sent.slice(0, 2)).toEqual(messages.slice(0, 2));
     expect(sent.at(-1)).toEqual(messages.at(-1));
+    // Each output is one `expand` away, exactly as the client sent it.
+    const keys = pointerKeys(JSON.stringify(sent));
+    expect(keys).toEqual(Array.from({ length: 7 }, (_, turn) => `function:bash:${turn + 1}`));
+    const expanded = await expandKeys(fixture.store, storeSessionOf(response), keys);
+    expect(keys.map((key) => expanded.get(key))).toEqual(
+      keys.map((_, turn) => messages[3 + 2 * turn]!.content),
+    );
   });
 
   it("messages: Cline's results fold in place, and its turns still alternate", async () => {
