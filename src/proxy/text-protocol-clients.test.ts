@@ -126,9 +126,15 @@ describe('text-protocol clients behind the proxy', () => {
     );
   });
 
-  it("messages: Cline's results fold in place, and its turns still alternate", async () => {
+  it("messages: Cline's results fold in place, turns still alternate, its cache breakpoints stay", async () => {
     fixture = await foldingFixture('<read_file><path>x</path></read_file>');
     const messages = clineMessages(8);
+    // Cline marks the last block of its last two user messages as cache breakpoints.
+    const breakpoint = { type: 'ephemeral' };
+    for (const index of [messages.length - 3, messages.length - 1]) {
+      const blocks = messages[index]!.content as Array<Record<string, unknown>>;
+      blocks[blocks.length - 1] = { ...blocks.at(-1), cache_control: breakpoint };
+    }
     const response = await fixture.post('messages', {
       model: 'claude-sonnet-4-5',
       max_tokens: 1024,
@@ -143,6 +149,16 @@ describe('text-protocol clients behind the proxy', () => {
     expect(JSON.stringify(sent.at(-1))).toContain(JSON.stringify(fileContent(7)).slice(1, -1));
     // The task is a request, not an output: it stays as sent.
     expect(sent[0]).toEqual(messages[0]);
+    // The folded result's breakpoint moves to the fold that took its place; the latest stays.
+    expect(JSON.stringify(sent).split('"cache_control"')).toHaveLength(3);
+    expect(sent.at(-3)?.content).toEqual([
+      {
+        type: 'text',
+        text: expect.stringMatching(/^\[folded function:read_file:7: /) as unknown as string,
+        cache_control: breakpoint,
+      },
+    ]);
+    expect(sent.at(-1)).toEqual(messages.at(-1));
   });
 
   it('with the shipped planner, no observation is ever parted from the step that ran its command', async () => {

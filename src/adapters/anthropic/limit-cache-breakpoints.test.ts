@@ -125,6 +125,37 @@ describe('limitCacheBreakpoints', () => {
     expect(limited.moved).toBe(1);
   });
 
+  it('finds the marked turns when every turn ends with the same block and earlier turns folded', () => {
+    // Cline ends each turn with the same environment block and marks the last two.
+    const environment = '<environment_details>\n# VSCode Open Tabs\n</environment_details>';
+    const turn = (name: string, marked = false) =>
+      user(text(`[read_file for '${name}'] Result:`), text(`file ${name}`), text(environment, marked));
+    const step = (name: string) => assistant(text(`<read_file><path>${name}</path></read_file>`));
+    const client = {
+      messages: [
+        user(text('<task>fix it</task>'), text(environment)),
+        step('a'),
+        turn('a'),
+        step('b'),
+        turn('b', true),
+        step('c'),
+        turn('c', true),
+      ],
+    };
+    const governed = [
+      client.messages[0],
+      step('a'),
+      user(text('[folded function:read_file:1]')),
+      step('b'),
+      user(text('[folded function:read_file:2]')),
+      step('c'),
+      turn('c', false),
+    ];
+    const limited = limitCacheBreakpoints(client, { messages: governed });
+    expect(marks(limited.messages)).toEqual(['4.0', '6.2']);
+    expect(limited.moved).toBe(1);
+  });
+
   it('keeps the mark a folded result carries, and gives one to a folded result that lost it', () => {
     const client = {
       messages: [

@@ -8,9 +8,10 @@
  * client's breakpoints and no others:
  *
  * 1. Each breakpoint of the client's messages sits on its own block, found in the governed
- *    messages by what it holds (text, ids), or, when governance replaced that block, on the
- *    block that took its place: the last one written where the replaced ones stood (a fold's
- *    summary, a folded result). When nothing took their place (a prune without tombstone), it
+ *    messages by what it holds (text, ids; a block that repeats, such as an environment block
+ *    every turn ends with, only between the blocks that do not), or, when governance replaced
+ *    that block, on the block that took its place: the last one written where the replaced ones
+ *    stood (a fold's summary, a folded result). When nothing took their place (a prune without tombstone), it
  *    goes with them. Any other breakpoint in the governed messages (one an earlier request
  *    placed) is taken off.
  * 2. At most the client's own count stays, capped at four, less the breakpoints outside
@@ -229,25 +230,7 @@ function placeClientBreakpoints(
       : undefined,
   );
   if (marks.every((mark) => mark === undefined)) return { targets, moved: 0 };
-  const positions = new Map<string, Map<string, number[]>>();
-  units.forEach((unit, position) => {
-    const byKey = positions.get(unit.kind) ?? new Map<string, number[]>();
-    positions.set(unit.kind, byKey);
-    const list = byKey.get(unit.key);
-    if (list) list.push(position);
-    else byKey.set(unit.key, [position]);
-  });
-  // Each client unit's governed position (or -1): the first one after the last match.
-  const matched: number[] = [];
-  let last = -1;
-  for (const unit of clientUnits) {
-    const next = positions
-      .get(unit.kind)
-      ?.get(unit.key)
-      ?.find((position) => position > last);
-    matched.push(next ?? -1);
-    if (next !== undefined) last = next;
-  }
+  const matched = alignUnits(clientUnits, units);
   let moved = 0;
   let before = -1;
   clientUnits.forEach((_, index) => {
@@ -268,6 +251,71 @@ function placeClientBreakpoints(
     if (own !== -1) before = own;
   });
   return { targets, moved };
+}
+
+/** Positions of units by kind and key. */
+function positionsOf(units: readonly Unit[]): Map<string, number[]> {
+  const positions = new Map<string, number[]>();
+  units.forEach((unit, position) => {
+    const key = `${unit.kind}\0${unit.key}`;
+    const list = positions.get(key);
+    if (list) list.push(position);
+    else positions.set(key, [position]);
+  });
+  return positions;
+}
+
+/**
+ * Each client unit's governed position, or -1, in order. Units that occur once on both sides
+ * match first (in increasing order); a unit whose text repeats (the same environment block at
+ * the end of every turn) matches only between the unique matches around it. Matching repeated
+ * units greedily from the start would pair a folded turn's block with a later turn's copy and
+ * leave the later turns, the ones clients mark, with nothing to match.
+ */
+function alignUnits(clientUnits: readonly Unit[], units: readonly Unit[]): number[] {
+  const governed = positionsOf(units);
+  const client = positionsOf(clientUnits);
+  const keyOf = (unit: Unit) => `${unit.kind}\0${unit.key}`;
+  const matched = clientUnits.map(() => -1);
+  let last = -1;
+  clientUnits.forEach((unit, index) => {
+    const key = keyOf(unit);
+    const there = governed.get(key);
+    if (there?.length !== 1 || client.get(key)?.length !== 1 || there[0]! <= last) return;
+    matched[index] = there[0]!;
+    last = there[0]!;
+  });
+  // The repeated ones, each within the gap its unique neighbours leave.
+  const after: number[] = [];
+  for (let index = clientUnits.length - 1, next = units.length; index >= 0; index -= 1) {
+    after[index] = next;
+    if (matched[index] !== -1) next = matched[index]!;
+  }
+  let before = -1;
+  clientUnits.forEach((unit, index) => {
+    if (matched[index] !== -1) {
+      before = matched[index]!;
+      return;
+    }
+    const there = governed.get(keyOf(unit)) ?? [];
+    const next = there[firstAbove(there, before)];
+    if (next === undefined || next >= after[index]!) return;
+    matched[index] = next;
+    before = next;
+  });
+  return matched;
+}
+
+/** The index of the first value above `bound` in an ascending list (its length if none). */
+function firstAbove(values: readonly number[], bound: number): number {
+  let low = 0;
+  let high = values.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (values[middle]! > bound) high = middle;
+    else low = middle + 1;
+  }
+  return low;
 }
 
 /** The last unit strictly between two positions that can hold a breakpoint. */
