@@ -141,7 +141,6 @@ function projectObservation(
   };
 }
 
-/** Project the view of the ledger under the given committed states. */
 /**
  * Whether an object lies inside the folded or pruned span of its conversation, so that it (and
  * any replacement of its own) is out of the view.
@@ -153,6 +152,7 @@ export function coveredByConversation(ledger: Ledger, state: ViewState, object: 
   return around !== undefined && object.messageIndex < (around.spanEnd ?? conversation!.span.end);
 }
 
+/** Project the view of the ledger under the given committed states. */
 export function projectView(ledger: Ledger, state: ViewState, options: ProjectOptions = {}): View {
   const end = Math.min(options.end ?? ledger.messages.length, ledger.messages.length);
   const showIds = options.showIds === true;
