@@ -215,8 +215,11 @@ export interface ClientObservation {
  */
 const SHELL_OBSERVATION =
   /^\s*(?:<returncode>-?\d+<\/returncode>|The last command <command>)|\(Current directory: [^\n]*\)\s*bash-\$\s*$/;
-/** Cline's and Roo Code's tool result: `[read_file for 'src/app.ts'] Result:`. */
-const RESULT_OBSERVATION = /^\[([\w-]+)(?: for '([^\n]*)')?\] Result:/;
+/**
+ * Cline's and Roo Code's tool result: `[read_file for 'src/app.ts'] Result:`, or with targets in
+ * other words (`[read_file for 'a.ts', 'b.ts'] Result:`, `[read_file for 3 files] Result:`).
+ */
+const RESULT_OBSERVATION = /^\[([\w-]+)(?: for ([^\n]*))?\] Result:/;
 /** Results that carry what the user said (an answer, feedback on an edit): a request of theirs. */
 const USER_WORDS = /<(feedback|answer|user_message)>/;
 /** A fenced block of the agent's: the command a text-protocol step runs is its last one. */
@@ -244,7 +247,8 @@ export function clientObservation(
   }
   const result = RESULT_OBSERVATION.exec(first.text);
   if (!result || USER_WORDS.test(messageText(message))) return undefined;
-  const target = result[2];
+  // One quoted target reads as itself; anything else as the client wrote it.
+  const target = result[2]?.replace(/^'([^']*)'$/, '$1');
   return {
     toolName: result[1]!,
     ...(target === undefined ? {} : { callArguments: JSON.stringify({ target }) }),

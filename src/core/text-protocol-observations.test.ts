@@ -80,6 +80,15 @@ describe('clientObservation', () => {
         assistantMessage('<attempt_completion/>'),
       ),
     ).toEqual({ toolName: 'attempt_completion' });
+    const read = assistantMessage('<read_file><args><file><path>a.ts</path></file></args></read_file>');
+    expect(clientObservation(userMessage("[read_file for 'a.ts', 'b.ts'] Result:\n…"), read)).toEqual({
+      toolName: 'read_file',
+      callArguments: JSON.stringify({ target: "'a.ts', 'b.ts'" }),
+    });
+    expect(clientObservation(userMessage('[read_file for 3 files] Result:\n…'), read)).toEqual({
+      toolName: 'read_file',
+      callArguments: JSON.stringify({ target: '3 files' }),
+    });
   });
 
   it('leaves a result carrying what the user said, and messages of other shapes, to be requests', () => {
