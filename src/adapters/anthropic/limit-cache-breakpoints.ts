@@ -11,9 +11,9 @@
  *    messages by what it holds (text, ids; a block that repeats, such as an environment block
  *    every turn ends with, only between the blocks that do not), or, when governance replaced
  *    that block, on the block that took its place: the last one written where the replaced ones
- *    stood (a fold's summary, a folded result). When nothing took their place (a prune without tombstone), it
- *    goes with them. Any other breakpoint in the governed messages (one an earlier request
- *    placed) is taken off.
+ *    stood (a fold's summary, a folded result). When nothing took their place (a prune without
+ *    tombstone), it goes with them. Any other breakpoint in the governed messages (one an
+ *    earlier request placed) is taken off.
  * 2. At most the client's own count stays, capped at four, less the breakpoints outside
  *    `messages` (tools, system, top level), which governance never changes and which stay as
  *    they are. Past that, the earliest go and the latest stay: a breakpoint marks the end of a
