@@ -196,7 +196,10 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
       { tokenCounter: approximateTokenCounter },
     );
     const folded = renderSpanFold(asked, object(asked, 'conversation:user:1'), 4, { maxAnchors: 50 });
-    expect(header.split('\n')[1]).toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
+    // Without the request saying it, the index shows it: in the line the agent ran, which takes
+    // the place of the name it shows.
+    expect(header.split('\n')[1]).toMatch(/(^anchors: |, )cat > repro_case\.py <<EOF(,|$)/);
+    expect(header.split('\n')[1]).not.toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
     expect(folded.split('\n')[1]).not.toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
     expect(folded).toContain('ISSUE REPRODUCED');
   });
@@ -299,6 +302,42 @@ describe('fold indexes keep short lines of code after the anchors', () => {
   });
 });
 
+describe('an index that lists a longer entry showing names it listed before', () => {
+  // The agent names `forms.py` and `handler_1`; the output it read names the full path and a
+  // longer name that holds `handler_1` only as part of a word.
+  const ledger = indexTranscript(
+    [
+      userMessage('Why does the form reject empty input?'),
+      assistantCalls(
+        [toolCall('c1', 'read_file', { path: 'forms.py' })],
+        'I will read forms.py and its handler_1.',
+      ),
+      toolMessage(
+        toolResult('c1', 'read_file', 'django/forms/forms.py defines handler_1_0 and clean_fields'),
+      ),
+      assistantCalls([toolCall('c2', 'bash', { command: 'pytest -q' })], 'Now the tests.'),
+      toolMessage(toolResult('c2', 'bash', '3 passed')),
+    ],
+    { tokenCounter: approximateTokenCounter },
+  );
+  const request = ledger.get('conversation:user:1')!;
+  const anchors = spanFoldParts(ledger, request, 3, { maxAnchors: 50 }).anchors;
+
+  it('lists the longer entry in the place of the first name it shows, and that name no more', () => {
+    expect(anchors).toContain('django/forms/forms.py');
+    expect(anchors).not.toContain('forms.py');
+    expect(anchors.indexOf('django/forms/forms.py')).toBeLessThan(anchors.indexOf('clean_fields'));
+    // A cut index keeps it where the name stood.
+    const first = shortenIndex({ head: [], anchors, tail: [] }, anchors[0]!.length + 2).anchors;
+    expect(first.join(' ')).toContain('forms.py');
+  });
+
+  it('keeps a name that the longer entry holds only inside a longer word', () => {
+    expect(anchors).toContain('handler_1');
+    expect(anchors).toContain('handler_1_0');
+  });
+});
+
 describe('shortenIndex and withoutIndex', () => {
   const parts = {
     head: [
@@ -355,12 +394,18 @@ describe('renderTombstone', () => {
     const anchors = new Set(
       work.flatMap((message) => messageEntries(message).anchors.map((entry) => entry.value)),
     );
-    const favourite = index.filter((value) => anchors.has(value)).at(-1)!;
-    expect(listed[0]).not.toBe(favourite);
+    // The anchor the index shows last (alone, or in a line that took its place).
+    const shownAt = (value: string) => index.findIndex((entry) => entry.includes(value));
+    const favourite = [...anchors]
+      .filter((value) => shownAt(value) > 0)
+      .sort((a, b) => shownAt(b) - shownAt(a))[0]!;
+    expect(favourite).toBeDefined();
     const scored = named(
       renderTombstone(ledger, request, { rankEntry: (entry) => (entry.value === favourite ? 1 : 0) }),
     );
-    expect(scored[0]).toBe(favourite);
+    // Named first, alone or in a longer entry that shows it and took its place.
+    expect(listed[0]).not.toContain(favourite);
+    expect(scored[0]).toContain(favourite);
     // What stays in the view elsewhere is not named again.
     const elsewhere = named(
       renderTombstone(ledger, request, { shownElsewhere: { contains: (value) => value === listed[0] } }),

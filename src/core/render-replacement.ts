@@ -305,37 +305,82 @@ export function keyAnchorsOf(anchors: readonly Anchor[], options: FoldOptions, e
 /**
  * Take anchors in the given order (preferred ones first) up to the index's budget. A value that
  * `exclude` or an anchor already taken contains is visible through it and takes no room: an
- * index that lists `django/forms/forms.py` need not list `forms.py`.
+ * index that lists `django/forms/forms.py` need not list `forms.py`. The other way round, a value
+ * that shows anchors taken before it takes the place of the first of them, and the others leave:
+ * `forms.py` listed first gives its room and its place to `django/forms/forms.py`, so an index
+ * cut short (`shortenIndex`) keeps what stood early in its order.
  */
 function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude: string): string[] {
   const limit = options.maxAnchors ?? 12;
   const maxChars = options.maxAnchorChars ?? Number.POSITIVE_INFINITY;
   const preferred = options.preferredAnchors ?? [];
   const ordered = preferred.length > 0 ? [...entries] : entries;
-  const chosen: string[] = [];
+  // Slots emptied by a later value that shows theirs hold `undefined` until the end.
+  const chosen: Array<string | undefined> = [];
+  const slots = new Map<string, number>();
+  // The values taken, by their longest word: a value shows an earlier one only where that word
+  // stands whole in it, so its own words say where to look.
+  const byWord = new Map<string, string[]>();
   const shown = createShownTexts();
   shown.add(exclude);
   let chars = 0;
+  let count = 0;
   const take = (value: string) => {
-    if (chars + value.length + 2 > maxChars || shown.contains(value)) return;
-    if (options.shownElsewhere?.contains(value)) return;
-    chosen.push(value);
+    if (shown.contains(value) || options.shownElsewhere?.contains(value)) return;
+    const words = new Set(value.match(WORD));
+    const within = new Set<string>();
+    for (const word of words)
+      for (const earlier of byWord.get(word) ?? [])
+        if (slots.has(earlier) && showsWhole(value, earlier)) within.add(earlier);
+    let freed = 0;
+    for (const earlier of within) freed += earlier.length + 2;
+    if (chars - freed + value.length + 2 > maxChars) return;
+    let slot = chosen.length;
+    for (const earlier of within) {
+      const at = slots.get(earlier)!;
+      slots.delete(earlier);
+      chosen[at] = undefined;
+      slot = Math.min(slot, at);
+    }
+    chosen[slot] = value;
+    slots.set(value, slot);
+    count += 1 - within.size;
+    chars += value.length + 2 - freed;
     shown.add(value);
-    chars += value.length + 2;
+    const longest = [...words].reduce((best, word) => (word.length > best.length ? word : best), '');
+    if (longest !== '') {
+      const list = byWord.get(longest);
+      if (list) list.push(value);
+      else byWord.set(longest, [value]);
+    }
   };
   if (preferred.length > 0) {
     const present = new Set([...ordered].map((anchor) => anchor.value));
     for (const value of preferred) {
-      if (chosen.length >= limit) break;
+      if (count >= limit) break;
       if (present.has(value)) take(value);
     }
   }
   for (const anchor of ordered) {
     // Full: not even the shortest entry (two characters and a separator) would fit.
-    if (chosen.length >= limit || maxChars - chars < 4) break;
+    if (count >= limit || maxChars - chars < 4) break;
     if (!options.omitAnchors?.has(anchor.value)) take(anchor.value);
   }
-  return chosen;
+  return chosen.filter((value) => value !== undefined);
+}
+
+/**
+ * Whether `text` holds `value` where its ends stand as whole words: `forms.py` in
+ * `django/forms/forms.py`, not `handler_1` in `handler_1_0`.
+ */
+function showsWhole(text: string, value: string): boolean {
+  for (let at = text.indexOf(value); at >= 0; at = text.indexOf(value, at + 1)) {
+    const startsWhole = !WORD_CHARACTER.test(value[0]!) || !WORD_CHARACTER.test(text[at - 1] ?? ' ');
+    const endsWhole =
+      !WORD_CHARACTER.test(value.at(-1)!) || !WORD_CHARACTER.test(text[at + value.length] ?? ' ');
+    if (startsWhole && endsWhole) return true;
+  }
+  return false;
 }
 
 const WORD = /[A-Za-z0-9_]+/g;

@@ -131,10 +131,11 @@ describe('entry models', () => {
         .slice('anchors: '.length)
         .split(', ');
     // By kind, an output's name comes before its number; a score that prefers numbers turns that.
-    const byKind = listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 40 }));
+    // Room for the anchors alone: a line after them would take the place of the names it shows.
+    const byKind = listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 13 }));
     const numbersFirst = (entry: { value: string }) => (/^\d+$/.test(entry.value) ? 1 : 0.1);
     const scored = listed(
-      renderSpanFold(ledger, conversation, 10, { rankEntry: numbersFirst, maxAnchors: 40 }),
+      renderSpanFold(ledger, conversation, 10, { rankEntry: numbersFirst, maxAnchors: 13 }),
     );
     expect(byKind.indexOf('handler_4')).toBeLessThan(byKind.indexOf('1004'));
     expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('handler_4'));
