@@ -14,8 +14,8 @@ export const TRAIN_HELP = `Usage: selfgc train <files...> --out FILE [options]
 Fit the valuator's model on recorded sessions (one JSON session per line, OpenAI chat messages):
 at sampled calls, every entry a fold index could list from older messages is an example,
 labelled by whether the next assistant messages used it. The model scores entries against all
-others (how much room each fold index gets) and, fitted within messages, orders the entries of
-one message (which an index lists first). Writes the model as JSON for
+others and, fitted within messages, orders the entries of one message (which an index lists
+first, and which names a pruned request's tombstone keeps). Writes the model as JSON for
 \`selfgc eval --model FILE\`, \`selfgc proxy --model FILE\` or createGovernor({ entryModel }).
 
   --out FILE                  where to write the model (required)

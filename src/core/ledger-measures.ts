@@ -42,3 +42,18 @@ export function recentStepsStart(ledger: Ledger, end: number, steps: number): nu
   }
   return 0;
 }
+
+/**
+ * Tokens of the latest assistant step: its message and what followed it (the outputs of its
+ * calls). About what the next call adds to the view.
+ */
+export function latestStepTokens(ledger: Ledger): number {
+  let total = 0;
+  for (
+    let index = recentStepsStart(ledger, ledger.messages.length, 1);
+    index < ledger.messages.length;
+    index += 1
+  )
+    total += ledger.messageTokens[index] ?? 0;
+  return total;
+}

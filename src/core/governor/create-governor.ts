@@ -475,11 +475,15 @@ export function createGovernor(options: GovernorOptions): Governor {
         `${result.plan.planner}+fallback`,
         DEEP_REDUCTION.keepSteps,
       );
-      deepened = rehearsal.tokensAfter < plannerLeft;
+      // The fallback's work shows in the plan; the view may end above what the planner left,
+      // since the indexes of what it folded take back the room under the window.
+      deepened = rehearsal.plan.planner !== planned.plan.planner;
       if (deepened) {
+        const grown =
+          rehearsal.tokensAfter > plannerLeft ? ', its indexes grown into the room under the window' : '';
         warnings.push({
           code: 'fallback-reduction',
-          message: `the ${result.plan.planner} planner left ${plannerLeft} tokens; the fallback reduction took the view to ${rehearsal.tokensAfter}`,
+          message: `the ${result.plan.planner} planner left ${plannerLeft} tokens; the fallback reduction took the view to ${rehearsal.tokensAfter}${grown}`,
         });
       }
     }

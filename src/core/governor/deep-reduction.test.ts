@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { indexTranscript, type Ledger } from '../ledger.js';
+import { latestStepTokens } from '../ledger-measures.js';
 import type { ViewState } from '../operations.js';
 import { rehearsePlan } from '../rehearse-plan.js';
 import { longSession } from '../testing/long-session.js';
 import { assistantMessage, systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message } from '../transcript.js';
+import { DEEP_REDUCTION } from '../tuning.js';
 import { ENTRY_FEATURES } from '../valuator/entry-features.js';
 import { ENTRY_MODEL_FORMAT, type EntryModel } from '../valuator/entry-model.js';
 import { type CallLimits, reduceWithFallback, shrinkIndexes } from './deep-reduction.js';
@@ -101,7 +103,7 @@ function work(label: string, rounds: number, names: (step: number) => string[]):
 }
 
 /** Two requests whose work is folded: the first's names paths, the second's only identifiers. */
-function foldedSpans(entryModel?: EntryModel) {
+function foldedSpans(entryModel?: EntryModel, latestStep: Message[] = []) {
   const ledger = indexTranscript(
     [
       systemMessage('You are a coding agent.'),
@@ -113,6 +115,7 @@ function foldedSpans(entryModel?: EntryModel) {
       ...work('b', 8, (step) => Array.from({ length: 12 }, (_, n) => `parse_value_${step}_${n}`)),
       userMessage('now fix it'),
       assistantMessage('On it.'),
+      ...latestStep,
     ],
     { tokenCounter: approximateTokenCounter, pin: createPinRule() },
   );
@@ -156,18 +159,19 @@ function foldedSpans(entryModel?: EntryModel) {
 const listed = (index: string, pattern: RegExp) => index.match(pattern)?.length ?? 0;
 
 describe('shrinking the indexes to the window', () => {
-  it("shares the bound by the valuator's score: the span whose entries score higher keeps more", () => {
+  it('shares the bound evenly, whatever the valuator scores: a span whose entries score low keeps its share', () => {
     const even = foldedSpans();
     const byValue = foldedSpans(pathsModel);
     for (const outcome of [even, byValue]) expect(outcome.tokensAfter).toBeLessThanOrEqual(outcome.window);
     const paths = /src\/module_\d+\/file_\d+\.py/g;
     const names = /parse_value_\d+_\d+/g;
-    // Without a model the two indexes get the same bound, and list about as much.
+    // Both indexes were cut, and both still list some of their work.
     expect(listed(even.paths, paths)).toBeGreaterThan(0);
     expect(listed(even.names, names)).toBeGreaterThan(0);
-    // With one, the paths it values take the room the identifiers leave.
-    expect(listed(byValue.paths, paths)).toBeGreaterThan(listed(even.paths, paths));
-    expect(listed(byValue.names, names)).toBeLessThan(listed(even.names, names));
+    expect(listed(even.names, names)).toBeLessThan(8 * 12);
+    // A model that scores paths far above identifiers does not take the identifiers' room.
+    expect(listed(byValue.paths, paths)).toBe(listed(even.paths, paths));
+    expect(listed(byValue.names, names)).toBe(listed(even.names, names));
   });
 });
 
@@ -191,6 +195,20 @@ describe('indexes cut to a window regrow at the next commit with room', () => {
     };
     expect(listed(after.paths, paths)).toBeGreaterThan(listed(before.paths, paths));
     expect(listed(after.names, names)).toBeGreaterThan(listed(before.names, names));
+  });
+
+  it('leaves the room of a step as large as the latest free, so that the next call fits', () => {
+    const bigStep = toolRound('big', 'bash', { command: 'cat big.log' }, 'log line\n'.repeat(400));
+    const { ledger, rehearse, tokensAfter, shrunk } = foldedSpans(undefined, bigStep);
+    const step = latestStepTokens(ledger);
+    expect(step).toBeGreaterThan(500);
+    const window = tokensAfter + step + 300;
+    const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
+    const rehearsal = reduceWithFallback(ledger, limits, shrunk);
+    // Grown, below the shrink's margin too, but not into the room the next step needs.
+    expect(window * DEEP_REDUCTION.shrinkMargin).toBeGreaterThan(window - step);
+    expect(rehearsal.tokensAfter).toBeGreaterThan(tokensAfter);
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(window - step);
   });
 
   it('leaves them as they are when the view has no room below the margin', () => {

@@ -5,15 +5,13 @@
  * is pruned. Under the window, the names and index entries such a moment took come back into the
  * room the view leaves.
  */
-import { messageEntries } from '../index-entries.js';
 import type { Ledger } from '../ledger.js';
+import { latestStepTokens } from '../ledger-measures.js';
 import { isSpanFold, type PlannedOperation, type SpanFoldState, type ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
 import { withoutIndex } from '../render-replacement.js';
-import { CHARS_PER_TOKEN, tokensForChars } from '../tokens.js';
-import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
-import { entryScorer } from '../valuator/entry-model.js';
+import { DEEP_REDUCTION } from '../tuning.js';
 import { planFallback } from './fallback-plan.js';
 
 /** The numbers one call governs by: the room for the view and what follows from it. */
@@ -101,13 +99,19 @@ function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldSta
 
 /**
  * Under the window after the reduction: the indexes of folded work, those committed earlier too,
- * share by value the room the view leaves (less the shrink's margin). An index cut to fit a
+ * share evenly the room the view leaves (less the shrink's margin). An index cut to fit a
  * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session.
+ * The room of a step as large as the latest stays free, so that the next call fits without
+ * another commit (each breaks the cache).
  */
 function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
   const spans = spanFoldsOf(start);
   if (spans.length === 0) return start;
-  const room = Math.floor(limits.window * DEEP_REDUCTION.shrinkMargin - start.tokensAfter);
+  const ceiling = Math.min(
+    limits.window * DEEP_REDUCTION.shrinkMargin,
+    limits.window - latestStepTokens(ledger),
+  );
+  const room = Math.floor(ceiling - start.tokensAfter);
   if (room <= 0) return start;
   const pool = indexTokensOf(ledger, spans) + room;
   let grown = tighten(ledger, limits, state, start, spans, Math.floor(pool / spans.length));
@@ -152,11 +156,14 @@ function withBareTombstones(
 }
 
 /**
- * While the view is over the window: the indexes of folded work share the bound of one (by the
- * valuator's score when there is a model, so the span whose work the agent will more likely use
- * keeps more of its names), and each pass takes from that bound the share of the indexes the
- * overflow needs (and a tenth more), since what an index holds under a bound is known only once it is rendered. Returns the
+ * While the view is over the window: the indexes of folded work share the bound of one evenly,
+ * and each pass takes from that bound the share of the indexes the overflow needs (and a tenth
+ * more), since what an index holds under a bound is known only once it is rendered. Returns the
  * rehearsal and the bound it ended with, which later plans of the same reduction keep.
+ *
+ * Evenly, not by the valuator's score: a call's next steps often need names from several
+ * stretches of work, and only a view that keeps some of each has all of them; shares by score
+ * kept fewer calls whole in session mode (see the results files).
  */
 export function shrinkIndexes(
   ledger: Ledger,
@@ -188,9 +195,9 @@ export function shrinkIndexes(
 
 /**
  * Fold the work of the requests `spans` names (those folded in `rehearsal`) again, their indexes
- * sharing `bound` tokens each by value (`sharedByValue`): for when nothing else is left to fold
- * or prune and the view is still over the window (requests that state rules are pinned, each keeping the index of its
- * work; a latest step that fills most of the window).
+ * bound to `bound` tokens each: for when nothing else is left to fold or prune and the view is
+ * still over the window (requests that state rules are pinned, each keeping the index of its
+ * work; a latest step that fills most of the window), and to regrow them when it has room.
  */
 function tighten(
   ledger: Ledger,
@@ -200,57 +207,17 @@ function tighten(
   spans: ReadonlyArray<[string, SpanFoldState]>,
   bound: number,
 ): Rehearsal {
-  const bounds = sharedByValue(ledger, limits, spans, bound);
-  const more = spans.map(([objectId, entry], order) => ({
+  const more = spans.map(([objectId, entry]) => ({
     objectId,
     operation: 'fold' as const,
     spanEnd: entry.spanEnd,
-    indexTokens: bounds[order]!,
+    indexTokens: bound,
     reason: 'fallback: the indexes of folded work shrink to fit the window',
   }));
   return planAgain(ledger, state, rehearsal, more, rehearsal.plan.planner, {
     ...limits.rehearse,
     spanAnchorTokens: bound,
   });
-}
-
-/**
- * The bound of `spans.length` indexes of `bound` tokens each, shared by value: the entries of all
- * the spans compete by the valuator's score, and each span's index gets the room its winners take.
- */
-function sharedByValue(
-  ledger: Ledger,
-  limits: CallLimits,
-  spans: ReadonlyArray<[string, SpanFoldState]>,
-  bound: number,
-): number[] {
-  const model = limits.rehearse.entryModel;
-  if (!model) return spans.map(() => bound);
-  const score = entryScorer(model, ledger);
-  const candidates: { span: number; chars: number; score: number }[] = [];
-  spans.forEach(([objectId, entry], span) => {
-    const object = ledger.get(objectId);
-    if (!object) return;
-    const seen = new Set<string>();
-    for (let index = entry.spanEnd - 1; index > object.span.start; index -= 1)
-      for (const anchor of messageEntries(ledger.messages[index]!).anchors) {
-        if (seen.has(anchor.value)) continue;
-        seen.add(anchor.value);
-        candidates.push({ span, chars: anchor.value.length + 2, score: score(anchor, index) });
-      }
-  });
-  candidates.sort((a, b) => b.score - a.score);
-  const total = bound * spans.length * CHARS_PER_TOKEN;
-  const chars = spans.map(() => 0);
-  let used = 0;
-  for (const candidate of candidates) {
-    if (used + candidate.chars > total) continue;
-    chars[candidate.span]! += candidate.chars;
-    used += candidate.chars;
-  }
-  const floor = Math.min(bound, GOVERNOR.spanIndexMinTokens);
-  const cap = limits.rehearse.spanAnchorTokens;
-  return chars.map((count) => Math.min(cap, Math.max(floor, tokensForChars(count))));
 }
 
 /** The fallback on its own, from the committed state: down to the target, everything before the latest turn may go. */

@@ -1,7 +1,7 @@
 /**
  * The learned part of the valuator: a logistic model over the entry features that scores how
  * likely the agent is to use an entry of a fold index within its next steps. The score compares
- * entries across messages and spans (how much room each index gets); a second set of weights,
+ * entries across messages and spans; a second set of weights,
  * fitted with each message's own traits taken out, orders one message's entries against each
  * other (which of them an index lists first). Stored as JSON (`selfgc train` writes one
  * from a user's own sessions); `defaultEntryModel()` is the one fitted on the recorded sessions
