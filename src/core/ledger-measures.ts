@@ -44,16 +44,20 @@ export function recentStepsStart(ledger: Ledger, end: number, steps: number): nu
 }
 
 /**
- * Tokens of the latest assistant step: its message and what followed it (the outputs of its
- * calls). About what the next call adds to the view.
+ * The median tokens of the latest `steps` assistant steps (each its message and what followed it,
+ * the outputs of its calls): about what the next call adds to the view, which one large output
+ * does not set.
  */
-export function latestStepTokens(ledger: Ledger): number {
-  let total = 0;
-  for (
-    let index = recentStepsStart(ledger, ledger.messages.length, 1);
-    index < ledger.messages.length;
-    index += 1
-  )
-    total += ledger.messageTokens[index] ?? 0;
-  return total;
+export function typicalStepTokens(ledger: Ledger, steps: number): number {
+  const sizes: number[] = [];
+  let end = ledger.messages.length;
+  while (sizes.length < steps && end > 0) {
+    const start = recentStepsStart(ledger, end, 1);
+    let total = 0;
+    for (let index = start; index < end; index += 1) total += ledger.messageTokens[index] ?? 0;
+    sizes.push(total);
+    end = start;
+  }
+  sizes.sort((a, b) => a - b);
+  return sizes[Math.floor(sizes.length / 2)] ?? 0;
 }

@@ -35,6 +35,8 @@ export const DEEP_REDUCTION = {
   shrinkPasses: 4,
   /** An index shrink keeps at most this share of what the overflow leaves: a margin for uneven text. */
   shrinkMargin: 0.9,
+  /** Indexes regrow into the room a typical step leaves free: the median of this many latest steps. */
+  headroomSteps: 5,
 } as const;
 
 /** Triggers beside pressure. */

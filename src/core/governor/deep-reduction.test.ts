@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { indexTranscript, type Ledger } from '../ledger.js';
-import { latestStepTokens } from '../ledger-measures.js';
+import { typicalStepTokens } from '../ledger-measures.js';
 import type { ViewState } from '../operations.js';
 import { rehearsePlan } from '../rehearse-plan.js';
 import { longSession } from '../testing/long-session.js';
@@ -103,7 +103,7 @@ function work(label: string, rounds: number, names: (step: number) => string[]):
 }
 
 /** Two requests whose work is folded: the first's names paths, the second's only identifiers. */
-function foldedSpans(entryModel?: EntryModel, latestStep: Message[] = []) {
+function foldedSpans(entryModel?: EntryModel, latestSteps: Message[] = []) {
   const ledger = indexTranscript(
     [
       systemMessage('You are a coding agent.'),
@@ -115,7 +115,7 @@ function foldedSpans(entryModel?: EntryModel, latestStep: Message[] = []) {
       ...work('b', 8, (step) => Array.from({ length: 12 }, (_, n) => `parse_value_${step}_${n}`)),
       userMessage('now fix it'),
       assistantMessage('On it.'),
-      ...latestStep,
+      ...latestSteps,
     ],
     { tokenCounter: approximateTokenCounter, pin: createPinRule() },
   );
@@ -197,18 +197,29 @@ describe('indexes cut to a window regrow at the next commit with room', () => {
     expect(listed(after.names, names)).toBeGreaterThan(listed(before.names, names));
   });
 
-  it('leaves the room of a step as large as the latest free, so that the next call fits', () => {
-    const bigStep = toolRound('big', 'bash', { command: 'cat big.log' }, 'log line\n'.repeat(400));
-    const { ledger, rehearse, tokensAfter, shrunk } = foldedSpans(undefined, bigStep);
-    const step = latestStepTokens(ledger);
+  const bigSteps = (count: number) =>
+    Array.from({ length: count }, (_, step) =>
+      toolRound(`big${step}`, 'bash', { command: `cat big${step}.log` }, `log line ${step}\n`.repeat(400)),
+    ).flat();
+
+  it('leaves the room of a typical step free, so that the next call fits without a commit', () => {
+    const { ledger, rehearse, shrunk } = foldedSpans(undefined, bigSteps(3));
+    const step = typicalStepTokens(ledger, DEEP_REDUCTION.headroomSteps);
     expect(step).toBeGreaterThan(500);
-    const window = tokensAfter + step + 300;
+    const window = Math.round(step * 2.5);
     const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
     const rehearsal = reduceWithFallback(ledger, limits, shrunk);
-    // Grown, below the shrink's margin too, but not into the room the next step needs.
+    // The indexes grow back below the shrink's margin, and here below the room the next step
+    // needs, which is the lower bound of the two.
     expect(window * DEEP_REDUCTION.shrinkMargin).toBeGreaterThan(window - step);
-    expect(rehearsal.tokensAfter).toBeGreaterThan(tokensAfter);
     expect(rehearsal.tokensAfter).toBeLessThanOrEqual(window - step);
+  });
+
+  it('takes a typical step as the median of the latest: one large output does not set it', () => {
+    const one = foldedSpans(undefined, bigSteps(1)).ledger;
+    const three = foldedSpans(undefined, bigSteps(3)).ledger;
+    const big = typicalStepTokens(three, DEEP_REDUCTION.headroomSteps);
+    expect(typicalStepTokens(one, DEEP_REDUCTION.headroomSteps)).toBeLessThan(big / 4);
   });
 
   it('leaves them as they are when the view has no room below the margin', () => {

@@ -6,7 +6,7 @@
  * room the view leaves.
  */
 import type { Ledger } from '../ledger.js';
-import { latestStepTokens } from '../ledger-measures.js';
+import { typicalStepTokens } from '../ledger-measures.js';
 import { isSpanFold, type PlannedOperation, type SpanFoldState, type ViewState } from '../operations.js';
 import { planAgain, reduceToTarget } from '../reduce-to-target.js';
 import { type Rehearsal, type RehearseOptions, rehearsePlan } from '../rehearse-plan.js';
@@ -101,15 +101,15 @@ function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldSta
  * Under the window after the reduction: the indexes of folded work, those committed earlier too,
  * share evenly the room the view leaves (less the shrink's margin). An index cut to fit a
  * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session.
- * The room of a step as large as the latest stays free, so that the next call fits without
- * another commit (each breaks the cache).
+ * The room of a typical step stays free (the median of the latest), so that the next call fits
+ * without another commit (each breaks the cache).
  */
 function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
   const spans = spanFoldsOf(start);
   if (spans.length === 0) return start;
   const ceiling = Math.min(
     limits.window * DEEP_REDUCTION.shrinkMargin,
-    limits.window - latestStepTokens(ledger),
+    limits.window - typicalStepTokens(ledger, DEEP_REDUCTION.headroomSteps),
   );
   const room = Math.floor(ceiling - start.tokensAfter);
   if (room <= 0) return start;
