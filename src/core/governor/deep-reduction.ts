@@ -162,8 +162,7 @@ function withBareTombstones(
  * rehearsal and the bound it ended with, which later plans of the same reduction keep.
  *
  * Evenly, not by the valuator's score: a call's next steps often need names from several
- * stretches of work, and only a view that keeps some of each has all of them; shares by score
- * kept fewer calls whole in session mode (see the results files).
+ * stretches of work, and only a view that keeps some of each has all of them.
  */
 export function shrinkIndexes(
   ledger: Ledger,
