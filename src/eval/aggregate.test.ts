@@ -259,10 +259,10 @@ describe('aggregateSessions', () => {
       rareTokens: true,
       rareTokenScore: 1,
       missingFrom: [
-        { role: 'agent', stepsBack: 14, removedBy: 'pruned' },
-        { role: 'tool', stepsBack: 4, removedBy: 'folded' },
-        { role: 'tool', stepsBack: 3, removedBy: 'folded' },
-        { role: 'tool', stepsBack: 12, removedBy: 'masked' },
+        { role: 'agent', stepsBack: 14, removedBy: 'pruned', inLatestFold: false },
+        { role: 'tool', stepsBack: 4, removedBy: 'folded', inLatestFold: true },
+        { role: 'tool', stepsBack: 3, removedBy: 'folded', inLatestFold: true },
+        { role: 'tool', stepsBack: 12, removedBy: 'masked', inLatestFold: false },
       ],
     }),
     // Changed, but with nothing left to judge: not counted in no-impact.
@@ -312,12 +312,13 @@ describe('aggregateSessions', () => {
     expect(none?.rareTokensChanged).toEqual({ noImpact: wilson(0, 0), meanScore: 0 });
   });
 
-  it('counts where the missed anchors last stood, by role, steps back and removal', () => {
+  it('counts where the missed anchors last stood, by role, steps back, removal and fold', () => {
     expect(selfgc?.missingAnchors).toEqual({
       total: 4,
       byRole: { agent: 1, tool: 3, user: 0, system: 0 },
       bySteps: { latest: 1, middle: 2, old: 1 },
       byRemoval: { pruned: 1, folded: 2, masked: 1, removed: 0 },
+      inLatestFold: 2,
     });
     // No call of none was judged: nothing to break down.
     expect(none?.missingAnchors).toBeUndefined();

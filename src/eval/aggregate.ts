@@ -257,12 +257,14 @@ export function missingAnchorSources(calls: readonly CallOutcome[]): MissingAnch
     byRole: { agent: 0, tool: 0, user: 0, system: 0 },
     bySteps: { latest: 0, middle: 0, old: 0 },
     byRemoval: { pruned: 0, folded: 0, masked: 0, removed: 0 },
+    inLatestFold: 0,
   };
   for (const source of calls.flatMap((call) => call.missingFrom ?? [])) {
     sources.total += 1;
     sources.byRole[source.role] += 1;
     sources.bySteps[source.stepsBack <= 3 ? 'latest' : source.stepsBack <= 12 ? 'middle' : 'old'] += 1;
     sources.byRemoval[source.removedBy] += 1;
+    if (source.inLatestFold) sources.inLatestFold += 1;
   }
   return sources;
 }

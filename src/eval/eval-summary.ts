@@ -192,6 +192,8 @@ export interface MissingAnchorSources {
   /** Assistant steps between the holder and the call: 0–3 (the latest work), 4–12, 13 or more. */
   bySteps: { latest: number; middle: number; old: number };
   byRemoval: Record<Removal, number>;
+  /** Those that sat in the fold of the latest work (`MissingSource.inLatestFold`). */
+  inLatestFold: number;
 }
 
 /** One strategy's session-mode result on the sessions of one family. */

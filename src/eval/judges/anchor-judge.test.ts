@@ -65,7 +65,7 @@ function sourcesOf(verdict: AnchorVerdict): Record<string, MissingSource> {
   return Object.fromEntries(verdict.missing.map((anchor, index) => [anchor, verdict.missingFrom[index]!]));
 }
 
-const TOOL_ONE_STEP_BACK = { role: 'tool', stepsBack: 1 } as const;
+const TOOL_ONE_STEP_BACK = { role: 'tool', stepsBack: 1, inLatestFold: false } as const;
 
 function rehearsed(
   ledger: Ledger,
@@ -223,9 +223,55 @@ describe('judgeAnchors', () => {
     expect(new Set(verdict.missing)).toEqual(new Set(['evict_entry', 'MAX_ENTRIES', '4096', 'src/cache.py']));
     expect(verdict).toMatchObject({ lost: [], strict: false, recoverable: true });
     // The output and the agent's call that named the path both went into the request's span fold.
-    expect(sourcesOf(verdict)).toMatchObject({
-      evict_entry: { ...TOOL_ONE_STEP_BACK, removedBy: 'folded' },
-      'src/cache.py': { role: 'agent', stepsBack: 1, removedBy: 'folded' },
+    // That fold is the one of the latest work.
+    expect(sourcesOf(verdict)).toEqual({
+      evict_entry: { ...TOOL_ONE_STEP_BACK, removedBy: 'folded', inLatestFold: true },
+      MAX_ENTRIES: { ...TOOL_ONE_STEP_BACK, removedBy: 'folded', inLatestFold: true },
+      '4096': { ...TOOL_ONE_STEP_BACK, removedBy: 'folded', inLatestFold: true },
+      'src/cache.py': { role: 'agent', stepsBack: 1, removedBy: 'folded', inLatestFold: true },
+    });
+  });
+
+  it('tells misses in the fold of the latest work from misses in work left earlier', () => {
+    // 0 system, 1 user, 2–3 read, 4–5 bash; 6 the agent's answer; 7 user, 8–9 lint, 10 answer; 11 user.
+    const prefix = [
+      ...cachePrefix(),
+      assistantMessage('The cache test fails on eviction.'),
+      userMessage('Run the linter first.'),
+      ...toolRound(
+        'call_9',
+        'bash',
+        { command: 'ruff check src' },
+        'src/cache.py:3: lint_rule_E501 line too long',
+      ),
+      assistantMessage('One lint finding.'),
+      userMessage('Fix both now.'),
+    ];
+    const { ledger, prefixTexts } = setup(prefix);
+    const { stateAfter } = rehearsePlan(
+      ledger,
+      {},
+      {
+        planner: 'test',
+        operations: [
+          { objectId: 'conversation:user:1', operation: 'fold', reason: 'test', spanEnd: 7 },
+          { objectId: 'conversation:user:2', operation: 'fold', reason: 'test', spanEnd: 11 },
+        ],
+      },
+      { foldAnchors: 0 },
+    );
+    expect(stateAfter['conversation:user:2']).toMatchObject({ spanEnd: 11 });
+    const continuation = [assistantMessage('MAX_ENTRIES and lint_rule_E501 both need a change.')];
+    const verdict = judgeAnchors({
+      ledger,
+      prefixTexts,
+      items: projectView(ledger, stateAfter).items,
+      state: stateAfter,
+      continuation,
+    });
+    expect(sourcesOf(verdict)).toEqual({
+      MAX_ENTRIES: { role: 'tool', stepsBack: 4, removedBy: 'folded', inLatestFold: false },
+      lint_rule_E501: { role: 'tool', stepsBack: 1, removedBy: 'folded', inLatestFold: true },
     });
   });
 

@@ -41,6 +41,12 @@ export interface MissingSource {
   /** Assistant messages in the prefix after the holder: how many steps back it was (0: the latest). */
   stepsBack: number;
   removedBy: Removal;
+  /**
+   * Whether it sat in the fold of the latest work: the fold of a request's messages that reaches
+   * furthest into the transcript (a span fold of the current request, usually). Misses there are
+   * of the work the agent is still doing; misses elsewhere are of work it left.
+   */
+  inLatestFold: boolean;
 }
 
 /** Anchors the continuation uses (assistant text and tool-call argument values). */
@@ -173,6 +179,7 @@ function missingSources(
   const after = new Array<number>(ledger.messages.length).fill(0);
   for (let index = ledger.messages.length - 2; index >= 0; index -= 1)
     after[index] = after[index + 1]! + (ledger.messages[index + 1]!.role === 'assistant' ? 1 : 0);
+  const latest = latestFold(ledger, state);
   return missing.map((anchor) => {
     // Holders are in transcript order: the last is the latest.
     const holder = needed.get(anchor)?.at(-1) ?? 0;
@@ -180,8 +187,26 @@ function missingSources(
       role: ROLES[ledger.messages[holder]?.role ?? 'user'],
       stepsBack: after[holder] ?? 0,
       removedBy: removalOf(ledger, state, holder),
+      inLatestFold: latest !== undefined && holder > latest.start && holder < latest.end,
     };
   });
+}
+
+/**
+ * The messages `(start, end)` of the fold of a request that reaches furthest into the transcript,
+ * if any: a span fold up to its `spanEnd`, a whole fold over its whole span (the request's own
+ * message, at `start`, is not in its fold's index but stays or goes with it).
+ */
+function latestFold(ledger: Ledger, state: ViewState): { start: number; end: number } | undefined {
+  let latest: { start: number; end: number } | undefined;
+  for (const [id, entry] of Object.entries(state)) {
+    if (entry.operation !== 'fold') continue;
+    const object = ledger.get(id);
+    if (object?.kind !== 'conversation') continue;
+    const end = entry.spanEnd ?? object.span.end;
+    if (latest === undefined || end > latest.end) latest = { start: object.span.start, end };
+  }
+  return latest;
 }
 
 /** What the state did to message `index`: through its own objects, else through the span of its request. */

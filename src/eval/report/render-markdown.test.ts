@@ -159,6 +159,7 @@ describe('renderMarkdown', () => {
                 byRole: { agent: 2, tool: 6, user: 0, system: 0 },
                 bySteps: { latest: 1, middle: 3, old: 4 },
                 byRemoval: { pruned: 4, folded: 2, masked: 0, removed: 2 },
+                inLatestFold: 1,
               },
             },
       ),
@@ -178,6 +179,7 @@ describe('renderMarkdown', () => {
       'folded',
       'masked',
       'removed',
+      'in the latest fold',
     ]);
     expect(rows.slice(2)).toEqual([
       [
@@ -194,6 +196,7 @@ describe('renderMarkdown', () => {
         '25.0%',
         '0.0%',
         '25.0%',
+        '12.5%',
       ],
     ]);
   });

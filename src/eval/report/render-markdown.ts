@@ -330,7 +330,9 @@ function missingSection(results: readonly SessionModeResult[]): string | undefin
 Session mode, the judged calls that failed: each anchor the view missed, counted once per call, by
 the message that last held it: who wrote it, how many assistant steps before the call, and what
 the strategy had done to it (pruned to a tombstone, folded into an index, masked, or removed
-without an operation of its own). Shares of the strategy's missed anchors.
+without an operation of its own). "In the latest fold": the message sat in the fold of the
+request whose folded messages reach furthest (usually the work of the current request), not in
+work the agent left earlier. Shares of the strategy's missed anchors.
 
 ${table(
   [
@@ -347,8 +349,9 @@ ${table(
     'folded',
     'masked',
     'removed',
+    'in the latest fold',
   ],
-  [false, true, true, true, true, true, true, true, true, true, true, true, true],
+  [false, true, true, true, true, true, true, true, true, true, true, true, true, true],
   rows.map(({ result, sources }) => {
     const share = (value: number) => percent(value / sources.total);
     return [
@@ -361,6 +364,7 @@ ${table(
         sources.byRemoval.folded,
         sources.byRemoval.masked,
         sources.byRemoval.removed,
+        sources.inLatestFold,
       ].map(share),
     ];
   }),
