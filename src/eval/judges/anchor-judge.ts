@@ -193,9 +193,9 @@ function missingSources(
 }
 
 /**
- * The messages `(start, end)` of the fold of a request that reaches furthest into the transcript,
- * if any: a span fold up to its `spanEnd`, a whole fold over its whole span (the request's own
- * message, at `start`, is not in its fold's index but stays or goes with it).
+ * The fold of a request that reaches furthest into the transcript, if any, as `(start, end)`: the
+ * messages after the request (at `start`) up to a span fold's `spanEnd`, or to the end of the
+ * request's span for a whole fold. The request's own message does not count: a span fold keeps it.
  */
 function latestFold(ledger: Ledger, state: ViewState): { start: number; end: number } | undefined {
   let latest: { start: number; end: number } | undefined;
