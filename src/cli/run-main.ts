@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
 import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import { DEFAULT_HORIZON } from '../eval/train-valuator.js';
 import { DEFAULT_GOVERNANCE_MAX_BYTES } from '../proxy/proxy-options.js';
 import { type OptionSpecs, parseCommandArgs, parseDuration, positiveInteger } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
@@ -161,6 +162,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       const { values, positionals } = parse(rest, {
         out: { type: 'string' },
         'calls-per-session': { type: 'string' },
+        horizon: { type: 'string' },
         'leave-one-family-out': { type: 'boolean' },
       });
       if (values.help) return showHelp(io, TRAIN_HELP);
@@ -172,6 +174,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           '--calls-per-session',
           16,
         ),
+        horizon: positiveInteger(values.horizon as string | undefined, '--horizon', DEFAULT_HORIZON),
         leaveOneFamilyOut: values['leave-one-family-out'] === true,
       });
     }

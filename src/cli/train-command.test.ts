@@ -68,6 +68,28 @@ describe('selfgc train and --model', () => {
     expect(evaluate.out()).toContain('selfgc');
   });
 
+  it('labels by the horizon it is given: a shorter one sees fewer entries used', async () => {
+    const file = sessionsFile();
+    const directory = mkdtempSync(join(tmpdir(), 'selfgc-model-'));
+    const used = async (args: string[]) => {
+      const io = captureIo();
+      expect(await runCommand(['train', file, '--out', join(directory, 'model.json'), ...args], io.io)).toBe(
+        0,
+      );
+      expect(JSON.parse(readFileSync(join(directory, 'model.json'), 'utf8')).trainedOn.horizon).toBe(
+        args[1] === undefined ? 20 : Number(args[1]),
+      );
+      return Number(/\((\d+) used\)/.exec(io.out())![1]);
+    };
+    const shortest = await used(['--horizon', '1']);
+    const longest = await used([]);
+    expect(shortest).toBeGreaterThan(0);
+    expect(shortest).toBeLessThan(longest);
+    await expect(
+      runCommand(['train', file, '--out', join(directory, 'model.json'), '--horizon', '0'], captureIo().io),
+    ).rejects.toThrow(/--horizon: expected a positive integer/);
+  });
+
   it('refuses a missing --out, a missing model file and a file that is not a model', async () => {
     const file = sessionsFile();
     const missingOut = captureIo();

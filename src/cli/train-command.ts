@@ -5,7 +5,12 @@
 import { writeFileSync } from 'node:fs';
 import { BadInputError } from '../core/errors.js';
 import { loadSessions } from '../eval/load-sessions.js';
-import { collectExamples, fitEntryModel, leaveOneFamilyOut } from '../eval/train-valuator.js';
+import {
+  collectExamples,
+  DEFAULT_HORIZON,
+  fitEntryModel,
+  leaveOneFamilyOut,
+} from '../eval/train-valuator.js';
 import { checkOutputPath } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 
@@ -20,6 +25,9 @@ first, and which names a pruned request's tombstone keeps). Writes the model as 
 
   --out FILE                  where to write the model (required)
   --calls-per-session N       calls sampled per session (default 16)
+  --horizon N                 an entry is labelled used when one of the next N assistant messages
+                              uses it (default ${DEFAULT_HORIZON}: a fold's index stands for many
+                              calls after the one that folded it)
   --leave-one-family-out      also fit once without each family (each input file is a family)
                               and print its AUC held out next to its AUC in the full model,
                               over all its entries and within its messages
@@ -28,6 +36,7 @@ first, and which names a pruned request's tombstone keeps). Writes the model as 
 export interface TrainOptions {
   out: string;
   callsPerSession: number;
+  horizon: number;
   leaveOneFamilyOut: boolean;
 }
 
@@ -39,8 +48,10 @@ export function trainCommand(io: CliIo, files: string[], options: TrainOptions):
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
   io.stderr(`collecting examples from ${sessions.length} sessions\n`);
-  const set = collectExamples(sessions, { callsPerSession: options.callsPerSession }, (done) =>
-    io.progress(done, sessions.length, 'sessions'),
+  const set = collectExamples(
+    sessions,
+    { callsPerSession: options.callsPerSession, horizon: options.horizon },
+    (done) => io.progress(done, sessions.length, 'sessions'),
   );
   const model = fitEntryModel(set);
   writeFileSync(options.out, `${JSON.stringify(model, null, 2)}\n`);

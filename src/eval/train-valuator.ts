@@ -56,6 +56,8 @@ export interface ExampleSet {
   /** The message each example's entry came from, at its call: one number per message and call. */
   messages: number[];
   sessions: number;
+  /** The horizon the labels looked ahead (assistant messages). */
+  horizon: number;
 }
 
 /** A small deterministic hash for sampling (FNV-1a). */
@@ -85,10 +87,18 @@ export function collectExamples(
   options: TrainingOptions = {},
   onSession?: (done: number) => void,
 ): ExampleSet {
-  const set: ExampleSet = { rows: [], labels: [], weights: [], families: [], messages: [], sessions: 0 };
+  const horizon = Math.max(1, options.horizon ?? DEFAULT_HORIZON);
+  const set: ExampleSet = {
+    rows: [],
+    labels: [],
+    weights: [],
+    families: [],
+    messages: [],
+    sessions: 0,
+    horizon,
+  };
   let messageIds = 0;
   const sampling = Math.max(1, options.negativeSampling ?? 16);
-  const horizon = Math.max(1, options.horizon ?? DEFAULT_HORIZON);
   for (const session of sessions) {
     const family = familyOf(session);
     const ledger = createLedger({ tokenCounter: approximateTokenCounter, indexAnchors: false });
@@ -234,6 +244,7 @@ export function fitEntryModel(set: ExampleSet, keep: (family: string) => boolean
   };
   model.trainedOn = {
     families,
+    horizon: set.horizon,
     examples: rows.length,
     used: labels.filter((label) => label === 1).length,
     auc: round(modelAuc(model, rows, labels, weights)),
