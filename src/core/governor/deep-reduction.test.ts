@@ -3,6 +3,7 @@ import { indexTranscript, type Ledger } from '../ledger.js';
 import { typicalStepTokens } from '../ledger-measures.js';
 import type { ViewState } from '../operations.js';
 import { rehearsePlan } from '../rehearse-plan.js';
+import { withoutIndex } from '../render-replacement.js';
 import { longSession } from '../testing/long-session.js';
 import { assistantMessage, systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
@@ -10,7 +11,7 @@ import type { Message } from '../transcript.js';
 import { DEEP_REDUCTION } from '../tuning.js';
 import { ENTRY_FEATURES } from '../valuator/entry-features.js';
 import { ENTRY_MODEL_FORMAT, type EntryModel } from '../valuator/entry-model.js';
-import { type CallLimits, reduceWithFallback, shrinkIndexes } from './deep-reduction.js';
+import { type CallLimits, reduceWithFallback, shrinkIndexes, waterLevel } from './deep-reduction.js';
 import { createPinRule } from './pins.js';
 
 function ledgerOf(): Ledger {
@@ -222,11 +223,77 @@ describe('indexes cut to a window regrow at the next commit with room', () => {
     expect(typicalStepTokens(one, DEEP_REDUCTION.headroomSteps)).toBeLessThan(big / 4);
   });
 
+  it('gives the room a small index leaves to the others: a short span lists all, a long one more than an even share', () => {
+    const ledger = indexTranscript(
+      [
+        systemMessage('You are a coding agent.'),
+        userMessage('set up the project'),
+        assistantMessage('Done.'),
+        userMessage('look at the sources'),
+        ...work('a', 2, (step) => Array.from({ length: 3 }, (_, n) => `src/module_${step}/file_${n}.py`)),
+        userMessage('look at the names'),
+        ...work('b', 10, (step) => Array.from({ length: 20 }, (_, n) => `parse_value_${step}_${n}`)),
+        userMessage('now fix it'),
+        assistantMessage('On it.'),
+      ],
+      { tokenCounter: approximateTokenCounter, pin: createPinRule() },
+    );
+    const [small, big] = ledger.objects.filter(
+      (object) =>
+        object.kind === 'conversation' && !object.pinned && object.span.end < ledger.messages.length,
+    );
+    const operations = [small!, big!].map((object) => ({
+      objectId: object.id,
+      operation: 'fold' as const,
+      spanEnd: object.span.end,
+      indexTokens: 40,
+      reason: 'test',
+    }));
+    const rehearse = { spanAnchorTokens: 40 };
+    const cut = rehearsePlan(ledger, {}, { planner: 'test', operations }, rehearse);
+    expect(cut.accepted).toHaveLength(2);
+    const indexTokens = (state: ViewState, id: string) =>
+      (state[id]!.tokens ?? 0) - approximateTokenCounter.count(withoutIndex(state[id]!.replacement));
+    const window = cut.tokensAfter + 450;
+    const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
+    const rehearsal = reduceWithFallback(ledger, limits, cut.stateAfter);
+    expect(rehearsal.tokensAfter).toBeLessThanOrEqual(window);
+    const after = rehearsal.stateAfter;
+    // The short span's index lists all its paths, with room to spare.
+    expect(listed(after[small!.id]!.replacement, /src\/module_\d+\/file_\d+\.py/g)).toBe(6);
+    // An even share of the room would have bound each index to half of what both hold now at most.
+    const ceiling = Math.min(
+      window * DEEP_REDUCTION.shrinkMargin,
+      window - typicalStepTokens(ledger, DEEP_REDUCTION.headroomSteps),
+    );
+    const pool =
+      indexTokens(cut.stateAfter, small!.id) +
+      indexTokens(cut.stateAfter, big!.id) +
+      ceiling -
+      cut.tokensAfter;
+    expect(indexTokens(after, small!.id)).toBeLessThan(pool / 4);
+    expect(indexTokens(after, big!.id)).toBeGreaterThan(pool / 2);
+  });
+
   it('leaves them as they are when the view has no room below the margin', () => {
     const { ledger, rehearse, tokensAfter, shrunk, spanIds } = foldedSpans();
     const window = tokensAfter + 100;
     const limits: CallLimits = { window, target: Math.floor(window * 0.4), minBatch: 0, rehearse };
     const rehearsal = reduceWithFallback(ledger, limits, shrunk);
     for (const id of spanIds) expect(rehearsal.stateAfter[id]?.replacement).toBe(shrunk[id]!.replacement);
+  });
+});
+
+describe('the water level of the indexes', () => {
+  it('gives each index what it needs up to a level, the level taking up the pool', () => {
+    expect(waterLevel([100, 100, 1_000], 900)).toBe(700);
+    expect(waterLevel([500, 500], 600)).toBe(300);
+    expect(waterLevel([0, 50, 400, 400], 650)).toBe(300);
+  });
+
+  it('is never below an even share, and lets every index grow whole when they all fit', () => {
+    expect(waterLevel([1_000, 1_000, 1_000], 900)).toBe(300);
+    expect(waterLevel([10, 20], 100)).toBeGreaterThanOrEqual(20);
+    expect(waterLevel([], 100)).toBeGreaterThanOrEqual(0);
   });
 });

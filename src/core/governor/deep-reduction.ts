@@ -99,7 +99,8 @@ function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldSta
 
 /**
  * Under the window after the reduction: the indexes of folded work, those committed earlier too,
- * share evenly the room the view leaves (less the shrink's margin). An index cut to fit a
+ * share the room the view leaves (less the shrink's margin) up to one level: an index that needs
+ * less than an even share takes what it needs, and the others share the rest evenly. An index cut to fit a
  * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session.
  * The room of a typical step stays free (the median of the latest), so that the next call fits
  * without another commit (each breaks the cache).
@@ -114,10 +115,32 @@ function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, sta
   const room = Math.floor(ceiling - start.tokensAfter);
   if (room <= 0) return start;
   const pool = indexTokensOf(ledger, spans) + room;
-  let grown = tighten(ledger, limits, state, start, spans, Math.floor(pool / spans.length));
-  if (grown.tokensAfter > limits.window)
-    grown = shrinkIndexes(ledger, limits, state, grown, Math.floor(pool / spans.length)).rehearsal;
+  // What each index would take with the whole pool to itself: those that need less than an even
+  // share leave the rest to the others.
+  const unbounded = spanFoldsOf(tighten(ledger, limits, state, start, spans, pool));
+  const level = waterLevel(
+    unbounded.map((span) => indexTokensOf(ledger, [span])),
+    pool,
+  );
+  let grown = tighten(ledger, limits, state, start, spans, level);
+  if (grown.tokensAfter > limits.window) grown = shrinkIndexes(ledger, limits, state, grown, level).rehearsal;
   return grown.tokensAfter <= limits.window && grown.tokensAfter > start.tokensAfter ? grown : start;
+}
+
+/**
+ * The bound that shares `pool` among indexes that need `needs` tokens each: every index gets what
+ * it needs up to the bound, and together they take the pool (or all they need, when that is
+ * less). Never below an even share.
+ */
+export function waterLevel(needs: readonly number[], pool: number): number {
+  const sorted = [...needs].map((need) => Math.max(0, need)).sort((a, b) => a - b);
+  let left = pool;
+  for (const [order, need] of sorted.entries()) {
+    const share = left / (sorted.length - order);
+    if (need >= share) return Math.floor(share);
+    left -= need;
+  }
+  return Math.floor(Math.max(pool, sorted.at(-1) ?? 0));
 }
 
 /**
