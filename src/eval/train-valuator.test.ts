@@ -64,15 +64,8 @@ describe('training the entry valuator', () => {
     // Across messages, those with longer entries are used less; within a used message, its
     // longest entries are the ones used.
     const length = ENTRY_FEATURES.indexOf('length');
-    const set: ExampleSet = {
-      rows: [],
-      labels: [],
-      weights: [],
-      families: [],
-      messages: [],
-      sessions: 1,
-      horizon: 3,
-    };
+    // The examples are made here, not collected from sessions.
+    const set: ExampleSet = collectExamples([], { horizon: 3 });
     for (let message = 0; message < 60; message += 1)
       for (let entry = 0; entry < 10; entry += 1) {
         const row = ENTRY_FEATURES.map(() => 0);

@@ -103,23 +103,39 @@ function work(label: string, rounds: number, names: (step: number) => string[]):
   ).flat();
 }
 
-/** Two requests whose work is folded: the first's names paths, the second's only identifiers. */
-function foldedSpans(entryModel?: EntryModel, latestSteps: Message[] = []) {
-  const ledger = indexTranscript(
+/**
+ * Two requests and their work: the first's `paths.steps` steps name `paths.each` paths each, the
+ * second's `names.steps` steps as many identifiers; then the latest turn.
+ */
+function twoRequests(
+  paths: { steps: number; each: number },
+  names: { steps: number; each: number },
+  latestSteps: Message[] = [],
+): Ledger {
+  return indexTranscript(
     [
       systemMessage('You are a coding agent.'),
       userMessage('set up the project'),
       assistantMessage('Done.'),
       userMessage('look at the sources'),
-      ...work('a', 8, (step) => Array.from({ length: 12 }, (_, n) => `src/module_${step}/file_${n}.py`)),
+      ...work('a', paths.steps, (step) =>
+        Array.from({ length: paths.each }, (_, n) => `src/module_${step}/file_${n}.py`),
+      ),
       userMessage('look at the names'),
-      ...work('b', 8, (step) => Array.from({ length: 12 }, (_, n) => `parse_value_${step}_${n}`)),
+      ...work('b', names.steps, (step) =>
+        Array.from({ length: names.each }, (_, n) => `parse_value_${step}_${n}`),
+      ),
       userMessage('now fix it'),
       assistantMessage('On it.'),
       ...latestSteps,
     ],
     { tokenCounter: approximateTokenCounter, pin: createPinRule() },
   );
+}
+
+/** Two requests whose work is folded: the first's names paths, the second's only identifiers. */
+function foldedSpans(entryModel?: EntryModel, latestSteps: Message[] = []) {
+  const ledger = twoRequests({ steps: 8, each: 12 }, { steps: 8, each: 12 }, latestSteps);
   const spans = ledger.objects.filter(
     (object) => object.kind === 'conversation' && !object.pinned && object.span.end < ledger.messages.length,
   );
@@ -224,20 +240,7 @@ describe('indexes cut to a window regrow at the next commit with room', () => {
   });
 
   it('gives the room a small index leaves to the others: a short span lists all, a long one more than an even share', () => {
-    const ledger = indexTranscript(
-      [
-        systemMessage('You are a coding agent.'),
-        userMessage('set up the project'),
-        assistantMessage('Done.'),
-        userMessage('look at the sources'),
-        ...work('a', 2, (step) => Array.from({ length: 3 }, (_, n) => `src/module_${step}/file_${n}.py`)),
-        userMessage('look at the names'),
-        ...work('b', 10, (step) => Array.from({ length: 20 }, (_, n) => `parse_value_${step}_${n}`)),
-        userMessage('now fix it'),
-        assistantMessage('On it.'),
-      ],
-      { tokenCounter: approximateTokenCounter, pin: createPinRule() },
-    );
+    const ledger = twoRequests({ steps: 2, each: 3 }, { steps: 10, each: 20 });
     const [small, big] = ledger.objects.filter(
       (object) =>
         object.kind === 'conversation' && !object.pinned && object.span.end < ledger.messages.length,
