@@ -100,10 +100,10 @@ function indexTokensOf(ledger: Ledger, spans: ReadonlyArray<[string, SpanFoldSta
 /**
  * Under the window after the reduction: the indexes of folded work, those committed earlier too,
  * share the room the view leaves (less the shrink's margin) up to one level: an index that needs
- * less than an even share takes what it needs, and the others share the rest evenly. An index cut to fit a
- * moment of pressure (a large latest output) would otherwise stay cut for the rest of the session.
- * The room of a typical step stays free (the median of the latest), so that the next call fits
- * without another commit (each breaks the cache).
+ * less than an even share takes what it needs, and the others share the rest evenly. An index
+ * cut to fit a moment of pressure (a large latest output) would otherwise stay cut for the rest
+ * of the session. The room of a typical step stays free (the median of the latest), so that the
+ * next call fits without another commit (each breaks the cache).
  */
 function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, start: Rehearsal): Rehearsal {
   const spans = spanFoldsOf(start);
