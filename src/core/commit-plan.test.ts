@@ -187,6 +187,7 @@ describe('commitRehearsal', () => {
       snapshot,
       rehearsal,
     );
+    expect(outcome.status).toBe('committed');
     expect(again.status).toBe('duplicate');
     if (again.status !== 'duplicate' || outcome.status !== 'committed') return;
     expect(again.state).toEqual(outcome.state);

@@ -9,10 +9,7 @@ describe('hashText', () => {
     expect(hashText('foobar')).toBe('85944171f73967e8');
   });
 
-  it('is deterministic and tells different texts apart', () => {
-    expect(hashText('session-1\n0\nfold:function:bash:5')).toBe(
-      hashText('session-1\n0\nfold:function:bash:5'),
-    );
+  it('tells different texts apart', () => {
     expect(hashText('ab')).not.toBe(hashText('ba'));
     expect(hashText('日本')).toMatch(/^[0-9a-f]{16}$/);
   });

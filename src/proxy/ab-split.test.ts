@@ -4,10 +4,15 @@ import { chooseArm, splitPoint } from './ab-split.js';
 const keys = Array.from({ length: 2000 }, (_, index) => `key-hash-${index}`);
 
 describe('chooseArm', () => {
-  it('is deterministic: the same key always lands in the same arm', () => {
-    for (const key of keys.slice(0, 50)) {
-      expect(chooseArm(key, { share: 0.5 })).toBe(chooseArm(key, { share: 0.5 }));
-    }
+  it('is a pure function of the key and the salt, the same in every process', () => {
+    // Reference points from Python's hashlib: the first 4 bytes of sha256(salt + NUL + key) / 2^32.
+    expect(splitPoint('key-hash-0')).toBeCloseTo(0.9319530157372355, 12);
+    expect(splitPoint('key-hash-1')).toBeCloseTo(0.33168613095767796, 12);
+    expect(splitPoint('key-hash-2')).toBeCloseTo(0.05697637517005205, 12);
+    expect(splitPoint('key-hash-0', 'v2')).toBeCloseTo(0.02514145546592772, 12);
+    expect(chooseArm('key-hash-0', { share: 0.5 })).toBe('control');
+    expect(chooseArm('key-hash-1', { share: 0.5 })).toBe('governed');
+    expect(chooseArm('key-hash-0', { share: 0.5, salt: 'v2' })).toBe('governed');
   });
 
   it('governs everyone without a split, no one at share 0, everyone at share 1', () => {

@@ -296,7 +296,7 @@ describe('the water level of the indexes', () => {
 
   it('is never below an even share, and lets every index grow whole when they all fit', () => {
     expect(waterLevel([1_000, 1_000, 1_000], 900)).toBe(300);
-    expect(waterLevel([10, 20], 100)).toBeGreaterThanOrEqual(20);
-    expect(waterLevel([], 100)).toBeGreaterThanOrEqual(0);
+    expect(waterLevel([10, 20], 100)).toBe(100);
+    expect(waterLevel([], 100)).toBe(100);
   });
 });
