@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runsInCi } from '../src/testing/ci-environment.js';
 import type { AgentName } from './agent-clis.js';
 import { SCENARIO_NAMES } from './agent-scenarios.js';
 import { agentUnavailable, namespaceUnavailable, runInNamespace } from './run-in-namespace.js';
@@ -39,7 +40,7 @@ function format(violations: readonly Violation[]): string[] {
 
 export function describeAgentScenarios(agent: AgentName): void {
   // In CI the suite must run: a missing namespace or CLI fails there instead of skipping.
-  const mustRun = process.env.CI === 'true';
+  const mustRun = runsInCi();
   const unavailable = namespaceUnavailable() ?? agentUnavailable(agent);
   describe(`${agent} through selfgc proxy (end to end)`, () => {
     for (const scenario of SCENARIO_NAMES) {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { describe, it } from 'vitest';
+import { runsInCi } from '../testing/ci-environment.js';
 
 /** Test Redis; database 15 keeps test keys away from anything else on the server. */
 export const redisTestUrl = process.env.SELFGC_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379/15';
@@ -81,17 +82,12 @@ export async function probePostgres(url: string): Promise<string | undefined> {
   }
 }
 
-function isCi(): boolean {
-  const value = process.env.CI;
-  return value !== undefined && value !== '' && value !== 'false' && value !== '0';
-}
-
 /**
  * Describe tests that need a running service. When the service is down they are skipped with
  * the reason in the suite name, except under CI, where a missing service must fail the run.
  */
 export function describeWithService(name: string, unavailable: string | undefined, body: () => void): void {
-  if (unavailable !== undefined && isCi()) {
+  if (unavailable !== undefined && runsInCi()) {
     describe(name, () => {
       it('reaches its service (required because CI is set)', () => {
         throw new Error(unavailable);

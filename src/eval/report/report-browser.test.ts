@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runsInCi } from '../../testing/ci-environment.js';
 import { MAX_TIMELINES, renderReport } from './render-report.js';
 import { sampleSummary } from './sample-summary.js';
 
@@ -50,8 +51,8 @@ function separated(first: Outline, second: Outline): boolean {
 const SCREENSHOT = join(tmpdir(), 'selfgc-report-screenshots', 'report.png');
 
 // On CI a missing Chromium fails the suite (in beforeAll) instead of skipping it.
-describe.skipIf(!available && !process.env.CI)(
-  `report in Chromium${available ? '' : ` (${process.env.CI ? 'failing' : 'skipped'}: ${missing})`}`,
+describe.skipIf(!available && !runsInCi())(
+  `report in Chromium${available ? '' : ` (${runsInCi() ? 'failing' : 'skipped'}: ${missing})`}`,
   () => {
     const summary = sampleSummary();
     const problems: string[] = [];
