@@ -43,13 +43,15 @@ describe('output paths are checked before any work', () => {
     },
   );
 
-  it('eval --report or --json into a missing directory, or onto a directory: refused before evaluating', async () => {
+  it('eval --report, --json or --markdown into a missing directory, or onto a directory: refused before evaluating', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
     for (const [flag, path, message] of [
       ['--report', '/no/such/dir/r.html', '--report: directory /no/such/dir does not exist'],
       ['--json', '/no/such/dir/s.json', '--json: directory /no/such/dir does not exist'],
       ['--json', folder, `--json: ${folder} is a directory, not a file`],
       ['--report', join(SAMPLE, 'r.html'), `--report: ${SAMPLE} is not a directory`],
+      ['--markdown', '/no/such/dir/RESULTS.md', '--markdown: directory /no/such/dir does not exist'],
+      ['--markdown', folder, `--markdown: ${folder} is a directory, not a file`],
     ] as const) {
       const { io, err, progress } = captureIo();
       const error = await refusal(['eval', SAMPLE, '--strategies', 'none', flag, path], io);

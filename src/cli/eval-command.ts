@@ -248,6 +248,7 @@ export async function evalCommand(
   if (files.length === 0) throw new BadInputError('eval needs at least one sessions .jsonl file');
   if (options.json !== undefined) checkOutputPath(options.json, '--json');
   if (options.report !== undefined) checkOutputPath(options.report, '--report');
+  if (options.markdown !== undefined) checkOutputPath(options.markdown, '--markdown');
   // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
   const context = endpointContext(options.llm, io.env ?? {});
   for (const name of options.strategies) strategyByName(name, context);
