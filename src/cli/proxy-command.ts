@@ -79,9 +79,10 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              governance (default 8388608, 8 MiB)
   --governance-time-budget T time governance may take for one request, its wait for a worker
                              included (default 3000ms); then the stateless lane serves it
-  --model FILE|default       a valuator model for what fold indexes keep, as \`selfgc train\`
-                             writes it; default: the one fitted on the project's recorded
-                             sessions (without --model: fold indexes list entries by kind)
+  --model FILE|default|none  the valuator model that orders what fold indexes keep, as
+                             \`selfgc train\` writes it; default (also without --model): the one
+                             shipped, fitted on the project's recorded sessions; none: entries
+                             by kind
 
 Sessions: the x-selfgc-session header; else the id the client sends for its conversation
 (Claude Code, Codex, opencode, prompt_cache_key); else a hash of the conversation's start.
