@@ -134,15 +134,18 @@ function upstreamUrl(exchange: Exchange): string {
 }
 
 /**
- * The tokens of the conversation last sent upstream, when recovery appended to it: in the log,
- * and in `x-selfgc-tokens-after` while the answer's headers are not sent yet (buffered answers).
+ * When recovery appended to the conversation: what it appended, and the prompt last sent
+ * upstream (the view's prompt, which counts what the client sends beside the messages, plus
+ * that), in the log and in `x-selfgc-tokens-after` while the answer's headers are not sent yet
+ * (buffered answers).
  */
 function noteRecoveredTokens(exchange: Exchange, recovery: Recovery, viewTokens: number): void {
   const sent = recovery.sentTokens();
-  if (sent === undefined) return;
-  exchange.headers.set('x-selfgc-tokens-after', String(sent));
-  exchange.trace.entry.tokensAfter = sent;
-  exchange.trace.entry.recoveredTokens = sent - viewTokens;
+  const { entry } = exchange.trace;
+  if (sent === undefined || entry.tokensAfter === undefined) return;
+  entry.recoveredTokens = sent - viewTokens;
+  entry.tokensAfter += entry.recoveredTokens;
+  exchange.headers.set('x-selfgc-tokens-after', String(entry.tokensAfter));
 }
 
 /** One upstream call; its time is counted once the answer is read (or the call failed). */

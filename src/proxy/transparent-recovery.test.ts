@@ -32,6 +32,17 @@ const DIALECTS: Record<WireRoute, WireDialect> = {
   responses: responsesDialect,
   messages: anthropicMessagesDialect,
 };
+const PARAMETERS = { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] };
+const DESCRIPTION = 'Read a file of the project and return its whole text, line by line.';
+/** One client tool, as each route defines it. */
+const TOOL_DEFINITIONS: Record<WireRoute, Record<string, unknown>> = {
+  chat: {
+    type: 'function',
+    function: { name: 'read_file', description: DESCRIPTION, parameters: PARAMETERS },
+  },
+  responses: { type: 'function', name: 'read_file', description: DESCRIPTION, parameters: PARAMETERS },
+  messages: { name: 'read_file', description: DESCRIPTION, input_schema: PARAMETERS },
+};
 let fixture: ProxyFixture | undefined;
 afterEach(async () => {
   await fixture?.close();
@@ -122,6 +133,37 @@ describe('transparent recovery', () => {
       const samples = await fixture.metrics();
       expect(sampleSum(samples, 'selfgc_proxy_recovery_calls_total', { tool: EXPAND_TOOL })).toBe(1);
       expect(sampleSum(samples, 'selfgc_proxy_upstream_seconds_count')).toBe(2);
+    },
+  );
+
+  it.each(ROUTES)(
+    '%s: after recovery the tokens sent still count the whole prompt, what recovery appended on top',
+    async (route) => {
+      // A tool definition beside the messages, as every agent sends: part of the prompt too.
+      const body = { ...conversationBody(route, { turns: TURNS }), tools: [TOOL_DEFINITIONS[route]] };
+      const plain = await startProxyFixture({ script: () => ({ text: 'Nothing to recover.' }) });
+      let unrecovered: number;
+      try {
+        const response = await plain.post(route, body);
+        expect(response.status).toBe(200);
+        unrecovered = Number(response.headers.get('x-selfgc-tokens-after'));
+      } finally {
+        await plain.close();
+      }
+      fixture = await startProxyFixture({
+        script: (request) =>
+          request.index === 0
+            ? { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] }
+            : { text: 'Recovered.' },
+      });
+      const response = await fixture.post(route, body);
+      expect(await response.text()).toContain('Recovered.');
+      const [entry] = fixture.logs;
+      expect(entry?.recoveredTokens).toBeGreaterThan(0);
+      // The same view as without recovery (the system prompt and tools beside the messages
+      // included), plus what recovery appended.
+      expect(entry?.tokensAfter).toBe(unrecovered + entry!.recoveredTokens!);
+      expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBe(entry?.tokensAfter);
     },
   );
 
