@@ -27,6 +27,8 @@ export interface AgentContext {
   /** The endpoint's origin, without `/v1`. */
   baseUrl: string;
   prompt: string;
+  /** Resume the CLI's latest saved conversation in this project instead of starting one. */
+  continues: boolean;
 }
 
 export interface AgentLaunch {
@@ -102,10 +104,20 @@ const claudeCode: AgentCli = {
     shell: (command) => ({ name: 'Bash', arguments: { command, description: 'Show a note' } }),
     loopTools: ['Read', 'Bash'],
   },
-  launch: ({ home, baseUrl, prompt }) => ({
+  launch: ({ home, baseUrl, prompt, continues }) => ({
     command: claudeCode.binary,
     // Root may not skip permissions; the tools the scripted model calls are allowed by name instead.
-    args: ['-p', prompt, '--allowedTools', 'Read,Bash', '--max-turns', '40', '--output-format', 'text'],
+    args: [
+      '-p',
+      prompt,
+      ...(continues ? ['--continue'] : []),
+      '--allowedTools',
+      'Read,Bash',
+      '--max-turns',
+      '40',
+      '--output-format',
+      'text',
+    ],
     env: {
       ...baseEnv(home),
       ANTHROPIC_BASE_URL: baseUrl,
@@ -132,7 +144,7 @@ const codex: AgentCli = {
     shell: (command) => ({ name: 'exec_command', arguments: { cmd: command } }),
     loopTools: ['exec_command'],
   },
-  launch: ({ home, baseUrl, prompt }) => {
+  launch: ({ home, baseUrl, prompt, continues }) => {
     const codexHome = join(home, '.codex');
     const config = [
       'model = "gpt-5-codex"',
@@ -157,7 +169,9 @@ const codex: AgentCli = {
     ].join('\n');
     return {
       command: codex.binary,
-      args: ['exec', '--skip-git-repo-check', '--color', 'never', prompt],
+      args: continues
+        ? ['exec', '--color', 'never', 'resume', '--last', '--skip-git-repo-check', prompt]
+        : ['exec', '--skip-git-repo-check', '--color', 'never', prompt],
       env: { ...baseEnv(home), CODEX_HOME: codexHome, SELFGC_E2E_API_KEY: API_KEY },
       files: { [join(codexHome, 'config.toml')]: config },
     };
@@ -174,7 +188,7 @@ const opencode: AgentCli = {
     shell: (command) => ({ name: 'bash', arguments: { command, description: 'Show a note' } }),
     loopTools: ['read', 'bash'],
   },
-  launch: ({ home, baseUrl, prompt }) => {
+  launch: ({ home, baseUrl, prompt, continues }) => {
     const config = {
       $schema: 'https://opencode.ai/config.json',
       autoupdate: false,
@@ -194,7 +208,7 @@ const opencode: AgentCli = {
     };
     return {
       command: opencode.binary,
-      args: ['run', prompt],
+      args: ['run', ...(continues ? ['--continue'] : []), prompt],
       env: {
         ...baseEnv(home),
         OPENCODE_DISABLE_AUTOUPDATE: '1',

@@ -9,9 +9,14 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export type ScenarioName = 'two-runs' | 'long-task' | 'streaming-recovery';
+export type ScenarioName = 'two-runs' | 'long-task' | 'streaming-recovery' | 'resume';
 
-export const SCENARIO_NAMES: readonly ScenarioName[] = ['two-runs', 'long-task', 'streaming-recovery'];
+export const SCENARIO_NAMES: readonly ScenarioName[] = [
+  'two-runs',
+  'long-task',
+  'streaming-recovery',
+  'resume',
+];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
 export interface AgentStep {
@@ -30,8 +35,13 @@ export interface ScenarioRun {
   steps: AgentStep[];
   /** The token of the last step's file, repeated by the final answer. */
   lastToken: string;
-  /** Set when the answer needs a value that only an early step showed (`streaming-recovery`). */
+  /** Set when the answer needs a value that only an early step showed (`streaming-recovery`, `resume`). */
   secret?: string;
+  /**
+   * The run goes on with the previous run's conversation, resumed from the CLI's saved session
+   * (`resume`): same project, same files, its steps already taken there.
+   */
+  continues?: boolean;
 }
 
 export interface Scenario {
@@ -136,6 +146,19 @@ const LONG_TASK_PROMPT =
   'Go through all fifteen notes in notes/ (part-01 to part-15), one file after the other, and tell me the token the last one ends with.';
 const RECOVERY_PROMPT =
   'Read notes/secret.txt, then the notes part-02 to part-09 in notes/, and finally tell me the release code from secret.txt.';
+const RESUME_FIRST_PROMPT =
+  'Read notes/secret.txt, then the notes part-02 to part-09 in notes/, and tell me the token the last one ends with.';
+const RESUME_PROMPT = 'Now tell me the release code from notes/secret.txt, as you read it earlier.';
+
+/**
+ * A task, then the same conversation resumed from the CLI's saved session with a question
+ * about its first step: the resumed client sends the whole history again, the proxy must show
+ * it as governed so far, and the answer takes recovery.
+ */
+function resumedRuns(): ScenarioRun[] {
+  const { secret, ...first } = makeRun('run-1', 9, RESUME_FIRST_PROMPT, true);
+  return [first, { ...first, label: 'run-2', prompt: RESUME_PROMPT, secret: secret!, continues: true }];
+}
 
 /** A fresh scenario: new markers, tokens and secret on every call. */
 export function createScenario(name: ScenarioName): Scenario {
@@ -149,6 +172,8 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: [makeRun('run-1', 15, LONG_TASK_PROMPT, false)] };
     case 'streaming-recovery':
       return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, true)] };
+    case 'resume':
+      return { name, runs: resumedRuns() };
   }
 }
 

@@ -146,9 +146,15 @@ function runCli(
   home: string,
   project: string,
   baseUrl: string,
-  prompt: string,
+  run: ScenarioRun,
 ): Promise<CliOutcome> {
-  const launch = cli.launch({ home, project, baseUrl, prompt });
+  const launch = cli.launch({
+    home,
+    project,
+    baseUrl,
+    prompt: run.prompt,
+    continues: run.continues === true,
+  });
   writeFiles(launch.files);
   const started = Date.now();
   const child = spawn(launch.command, launch.args, {
@@ -237,10 +243,11 @@ async function runScenario(
     relay = await startRecordingRelay(proxy?.url ?? upstream.url);
     for (const run of scenario.runs) {
       current = run;
-      layOutProject(project, run);
+      // A resumed conversation goes on in the project as its first run left it.
+      if (run.continues !== true) layOutProject(project, run);
       const firstUpstream = upstream.requests.length;
       const firstClient = relay.exchanges.length;
-      const outcome = await runCli(cli, home, project, relay.url, run.prompt);
+      const outcome = await runCli(cli, home, project, relay.url, run);
       const record: RunRecord = {
         label: run.label,
         marker: run.marker,

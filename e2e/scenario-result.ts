@@ -24,7 +24,7 @@ export interface RunRecord {
   uniqueStrings: string[];
   /** What the CLI must print. */
   expectedAnswer: string;
-  /** The secret the run must recover (`streaming-recovery`). */
+  /** The secret the run must recover (`streaming-recovery`, the resumed run of `resume`). */
   secret?: string;
   exitCode: number | null;
   signal: string | null;

@@ -117,6 +117,43 @@ describe('the scripted agent', () => {
     expect(reply.text).toBe(expectedAnswer(run));
   });
 
+  it('asks for the value of the first step at once in a resumed conversation, not for its steps again', () => {
+    const [first, resumed] = createScenario('resume').runs;
+    // The first run ends with the token and never asks for the secret; the second goes on in
+    // its conversation, with its files, and must end with the secret.
+    expect(first!.secret).toBeUndefined();
+    expect(first!.continues).toBeUndefined();
+    expect(resumed).toMatchObject({ continues: true, marker: first!.marker, files: first!.files });
+    expect(resumed!.secret).toBeDefined();
+    expect(first!.files[first!.steps[0]!.path]).toContain(resumed!.secret);
+    const resumedAgent = createScriptedAgent({
+      tools: AGENT_CLIS['claude-code'].tools,
+      project: '/p',
+      run: () => resumed!,
+    });
+    const tools = [...loopTools, { name: 'selfgc_expand', input_schema: {} }];
+    const request: ScriptedRequest = {
+      index: 0,
+      method: 'POST',
+      path: '/v1/messages',
+      headers: {},
+      body: {
+        model: 'claude',
+        max_tokens: 100,
+        tools,
+        messages: [
+          ...afterLastStep,
+          { role: 'assistant', content: [{ type: 'text', text: 'E2E-DONE …' }] },
+          { role: 'user', content: resumed!.prompt },
+        ],
+      },
+      rawBody: '',
+    };
+    expect(resumedAgent(request).toolCalls).toEqual([
+      { name: 'selfgc_expand', arguments: { id: 'conversation:user:1@4' } },
+    ]);
+  });
+
   it('ends a plain run with the marker and the last token it saw', () => {
     const plain = createScenario('long-task').runs[0]!;
     const plainAgent = createScriptedAgent({

@@ -6,7 +6,8 @@
  *
  * In `streaming-recovery` it needs, at the end, a value that only the first step's file showed:
  * when that is no longer in the request, it follows a recovery pointer (`expand("<id>")`) with
- * the proxy's `selfgc_expand` tool, as a real model would, if the request offers that tool.
+ * the proxy's `selfgc_expand` tool, as a real model would, if the request offers that tool. A run
+ * that continues a resumed conversation (`resume`) asks for that value at once.
  */
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
@@ -132,7 +133,7 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     const calls = lastCalls(request);
     const internal = results.some((result) => calls.get(result.id) === EXPAND_TOOL);
     const text = results.map((result) => result.text).join('\n');
-    if (internal) return recover(request, run, results);
+    if (internal || run.continues === true) return recover(request, run, results);
     const step = stepOf(text);
     if (results.length > 0 && step === 0) {
       return say(`E2E-FAILED a tool result without a step marker: ${text.slice(0, 300)}`);
