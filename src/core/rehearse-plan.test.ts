@@ -85,6 +85,21 @@ describe('latestTurnStart', () => {
     expect(latestTurnStart(session(messages.slice(0, 18)))).toBe(17);
     expect(latestTurnStart(session([]))).toBe(0);
   });
+
+  it('takes in the outputs before a request that came before any answer to them', () => {
+    const calls = assistantCalls([toolCall('c1', 'bash', { command: 'pytest' })]);
+    const result = toolMessage(toolResult('c1', 'bash', '1 failed: test_parse'));
+    const start = [userMessage('Fix the parser.'), assistantMessage('Running the tests.'), calls, result];
+    // A client's compaction prompt (or a message the user sent while the tool ran) right after
+    // the result: the result has not reached the model yet, so the turn starts at its call.
+    expect(latestTurnStart(session([...start, userMessage('Summarize the conversation so far.')]))).toBe(2);
+    // Requests sent after another request (a client replaying its history) start a turn of
+    // their own, as before.
+    expect(latestTurnStart(session([...start, userMessage('also this'), userMessage('and that')]))).toBe(5);
+    // Once the model answered the outputs, a new request starts a turn of its own.
+    const answered = [...start, assistantMessage('One test fails.'), userMessage('Fix it.')];
+    expect(latestTurnStart(session(answered))).toBe(5);
+  });
 });
 
 describe('fold', () => {

@@ -94,12 +94,16 @@ export interface Rehearsal {
 /**
  * Where the latest turn starts: the last user request if nothing answered it yet, otherwise
  * the last assistant message (with the outputs that follow it: tool results, or a text-protocol
- * client's observation).
+ * client's observation). A request that comes right after outputs no assistant message has
+ * answered yet joins their turn (a client's compaction prompt, a message the user sent while the
+ * tools ran): the model has not seen those outputs, so they reach it as the tools wrote them.
  */
 export function latestTurnStart(ledger: Ledger): number {
   for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
     const role = ledger.messages[index]?.role;
-    if (role === 'assistant' || (role === 'user' && !carriesOutput(ledger, index))) return index;
+    if (role === 'assistant') return index;
+    if (role === 'user' && !carriesOutput(ledger, index) && !(index > 0 && carriesOutput(ledger, index - 1)))
+      return index;
   }
   return 0;
 }

@@ -225,6 +225,62 @@ describe('Codex through the proxy', () => {
   });
 });
 
+/** The prompt Codex CLI sends when it compacts its own history, as a user message after the latest outputs. */
+const CODEX_COMPACTION_PROMPT =
+  'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.';
+
+describe('a client compacting its own history through the proxy', () => {
+  it.each(['responses', 'messages'] as const)(
+    '%s: the outputs the compaction prompt follows go upstream as the client sent them',
+    async (route) => {
+      // Codex and Claude Code ask for their summary right after the latest tool results, before
+      // the model has answered them: the summary must be written from those results as they are.
+      fixture = await startProxyFixture({ script: () => ({ text: 'Summary.' }), window: 12_000 });
+      const body =
+        route === 'responses'
+          ? {
+              model: 'gpt-5-codex',
+              instructions: 'You are Codex.',
+              input: [
+                ...responsesConversation({ turns: 30 }),
+                {
+                  type: 'message',
+                  role: 'user',
+                  content: [{ type: 'input_text', text: CODEX_COMPACTION_PROMPT }],
+                },
+              ],
+            }
+          : {
+              model: 'claude-opus-4-8',
+              max_tokens: 1024,
+              system: 'You are Claude Code.',
+              // Claude Code puts its prompt into the message of the results, after them.
+              messages: anthropicConversation({ turns: 30 }).map((message, index, all) =>
+                index === all.length - 1
+                  ? {
+                      ...message,
+                      content: [
+                        ...(message.content as Block[]),
+                        {
+                          type: 'text',
+                          text: 'Summarize this conversation for a model that will resume it.',
+                        },
+                      ],
+                    }
+                  : message,
+              ),
+            };
+      const response = await fixture.post(route, body);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-selfgc-commit')).toBeTruthy();
+      const raw = fixture.upstream.requests[0]!.rawBody;
+      // The earlier work was folded; the last read is there whole.
+      expect(raw).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
+      expect(raw).toContain(JSON.stringify(fileContent(29)).slice(1, -1));
+    },
+  );
+});
+
 describe('Chat audio and file parts through the proxy', () => {
   it('stay in the user turn they came in', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }) });

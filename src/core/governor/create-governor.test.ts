@@ -119,6 +119,21 @@ describe('createGovernor: pressure', () => {
     expect(result.view.at(-1)).toBe(messages.at(-1));
   });
 
+  it('keeps the outputs a compaction prompt follows as the tools wrote them', async () => {
+    const store = createMemoryStore();
+    // A client compacting its own history (Codex, Claude Code) asks for a summary right after
+    // the latest tool result, before the model has seen it.
+    const messages = [
+      ...longSession({ rounds: 30 }).slice(0, -1),
+      userMessage('Summarize the conversation so far for another model that will resume the task.'),
+    ];
+    const window = Math.floor(transcriptTokens(messages) / 4);
+    const result = await governor(store, window, { planner: outputsOnly }).project('s', messages);
+    expect(result.commit).toBeDefined();
+    expect(result.viewTokens).toBeLessThanOrEqual(window);
+    expect(result.view.slice(-3)).toEqual(messages.slice(-3));
+  });
+
   it('brings a view far over the window under it with the fallback reduction, in one commit', async () => {
     const store = createMemoryStore();
     const messages = longSession({ rounds: 30 });

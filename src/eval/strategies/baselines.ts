@@ -1,6 +1,7 @@
 /**
  * The published baselines and the provider-style ones, as message-level edits on the prefix.
- * None keeps a sidecar: what they remove is gone.
+ * None keeps a sidecar: what they remove is gone. Each keeps the latest turn as the governor
+ * does (`latestTurnStart`).
  *
  * - `oldest-turn`: drop the oldest turns (a user request or an assistant step with its tool
  *   results) until the budget holds; the system prompt and first request stay.
@@ -12,6 +13,7 @@
  */
 import { countMessageTokens, type Ledger } from '../../core/ledger.js';
 import type { ViewItem } from '../../core/project-view.js';
+import { latestTurnStart } from '../../core/rehearse-plan.js';
 import type { Message, Part } from '../../core/transcript.js';
 import {
   DEFAULT_BASELINE_KEEP,
@@ -58,8 +60,7 @@ function budgetOf(input: StrategyInput): number {
 
 /** Indexes of tool messages, oldest first, excluding the latest turn's. */
 function toolMessageIndexes(ledger: Ledger): number[] {
-  let last = ledger.messages.length - 1;
-  while (last >= 0 && ledger.messages[last]?.role === 'tool') last -= 1;
+  const last = latestTurnStart(ledger);
   const indexes: number[] = [];
   for (let index = 0; index < last; index += 1)
     if (ledger.messages[index]?.role === 'tool') indexes.push(index);
@@ -100,12 +101,11 @@ function maskText(content: string): string {
   return [...lines.slice(0, 5), `[… ${lines.length - 10} lines masked …]`, ...lines.slice(-5)].join('\n');
 }
 
-/** Turn groups, oldest first: a user message, or an assistant message with its tool results. */
+/** Turn groups before the latest turn, oldest first: a user message, or an assistant message with its tool results. */
 function turnGroups(ledger: Ledger): Array<[number, number]> {
   const groups: Array<[number, number]> = [];
   const messages = ledger.messages;
-  let last = messages.length - 1;
-  while (last > 0 && messages[last]?.role === 'tool') last -= 1;
+  const last = latestTurnStart(ledger);
   let firstUserSeen = false;
   for (let index = 0; index < last; index += 1) {
     const role = messages[index]?.role;
