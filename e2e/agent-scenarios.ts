@@ -152,8 +152,8 @@ const RESUME_PROMPT = 'Now tell me the release code from notes/secret.txt, as yo
 
 /**
  * A task, then the same conversation resumed from the CLI's saved session with a question
- * about its first step: the resumed client sends the whole history again, the proxy must show
- * it as governed so far, and the answer takes recovery.
+ * about its first step: the resumed client sends the whole history again, the first step's file
+ * is no longer in the view the proxy sends, and the answer takes recovery.
  */
 function resumedRuns(): ScenarioRun[] {
   const { secret, ...first } = makeRun('run-1', 9, RESUME_FIRST_PROMPT, true);
