@@ -92,6 +92,20 @@ describe('reduceToWindow', () => {
     );
   });
 
+  it('keeps the results a compaction prompt follows (past instructions) in the latest turn', () => {
+    // A client asking for its summary right after the latest results: the model has not seen
+    // them, so they stay whole with their call, whatever instructions come between.
+    const messages = [
+      ...session(10),
+      systemMessage('Approval policy: never.'),
+      userMessage('Summarize the conversation so far for another model.'),
+    ];
+    const reduced = reduceToWindow(messages, { room: 700, tokenCounter: counter });
+    expect(reduced.fits).toBe(true);
+    expect(reduced.elided).toBeGreaterThan(0);
+    expect(reduced.messages.slice(-4)).toEqual(messages.slice(-4));
+  });
+
   it('is deterministic', () => {
     const messages = session(30);
     const first = reduceToWindow(messages, { room: 5_000, tokenCounter: counter });

@@ -92,11 +92,20 @@ function boundedCounter(counter: TokenCounter): TokenCounter {
   };
 }
 
-/** Where the latest turn starts: the last user or assistant message (the results after it are its). */
-function latestTurnStart(messages: readonly Message[]): number {
+/**
+ * Where the latest turn starts, read from the messages alone: the last user or assistant message
+ * (the results after it are its), except that a user message right after tool results (past
+ * instructions) joins their turn, as the ledger's `latestTurnStart` has it: the model has not
+ * answered those results yet.
+ */
+function turnStartOfMessages(messages: readonly Message[]): number {
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const role = messages[index]?.role;
-    if (role === 'user' || role === 'assistant') return index;
+    if (role === 'assistant') return index;
+    if (role !== 'user') continue;
+    let before = index - 1;
+    while (before >= 0 && messages[before]?.role === 'system') before -= 1;
+    if (messages[before]?.role !== 'tool') return index;
   }
   return 0;
 }
@@ -340,7 +349,7 @@ export function reduceToWindow(
     return position + size;
   }, 0);
   const step = Math.max(1, Math.floor(room * CUT_STEP_SHARE));
-  const latest = latestTurnStart(messages);
+  const latest = turnStartOfMessages(messages);
   const head = protectedHeadEnd(messages, latest);
   const result = { elided: 0, dropped: 0, trimmed: 0 };
   result.elided = elideOldResults(working, { ends, excess: totalOf(estimated) - room }, latest, room, step);

@@ -93,6 +93,9 @@ describe('latestTurnStart', () => {
     // A client's compaction prompt (or a message the user sent while the tool ran) right after
     // the result: the result has not reached the model yet, so the turn starts at its call.
     expect(latestTurnStart(session([...start, userMessage('Summarize the conversation so far.')]))).toBe(2);
+    // So with instructions the client sends in between (developer or system messages).
+    const system: Message = { role: 'system', parts: [{ type: 'text', text: 'Permissions: full access.' }] };
+    expect(latestTurnStart(session([...start, system, userMessage('Summarize it.')]))).toBe(2);
     // Requests sent after another request (a client replaying its history) start a turn of
     // their own, as before.
     expect(latestTurnStart(session([...start, userMessage('also this'), userMessage('and that')]))).toBe(5);

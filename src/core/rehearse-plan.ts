@@ -99,11 +99,15 @@ export interface Rehearsal {
  * tools ran): the model has not seen those outputs, so they reach it as the tools wrote them.
  */
 export function latestTurnStart(ledger: Ledger): number {
-  for (let index = ledger.messages.length - 1; index >= 0; index -= 1) {
-    const role = ledger.messages[index]?.role;
+  const { messages } = ledger;
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const role = messages[index]?.role;
     if (role === 'assistant') return index;
-    if (role === 'user' && !carriesOutput(ledger, index) && !(index > 0 && carriesOutput(ledger, index - 1)))
-      return index;
+    if (role !== 'user' || carriesOutput(ledger, index)) continue;
+    // Instructions a client sends between the outputs and the request do not answer them.
+    let before = index - 1;
+    while (before >= 0 && messages[before]?.role === 'system') before -= 1;
+    if (before < 0 || !carriesOutput(ledger, before)) return index;
   }
   return 0;
 }
