@@ -128,6 +128,10 @@ describe('the agent-driven mode (--agent-tools)', () => {
         const [first] = sent;
         expect(first).toBeDefined();
         const firstMessages = transcriptOf(route, first!);
+        // The prompt the headers report holds the ledger message too (no client tools here).
+        expect(Number(response.headers.get('x-selfgc-tokens-after'))).toBeGreaterThanOrEqual(
+          measured(firstMessages),
+        );
         // The ledger is the last thing the model reads, and the request offers the GC tools.
         expect(lastText(firstMessages)).toMatch(/^\[context ledger\] budget_used_pct=\d+/);
         expect(first!.rawBody).toContain(FOLD_TOOL);

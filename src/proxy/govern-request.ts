@@ -7,6 +7,7 @@
 import type { ElementReading } from '../adapters/read-resume.js';
 import { toSelfGcError } from '../core/errors.js';
 import type { Governor, ProjectResult } from '../core/governor/governor-types.js';
+import { countMessageTokens } from '../core/ledger.js';
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
 import { AGENT_MODE } from '../core/tuning.js';
@@ -160,9 +161,15 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   const saved = Math.max(0, result.transcriptTokens - result.viewTokens);
   settings.metrics.count('selfgc_proxy_transcript_tokens_total', labels, result.transcriptTokens);
   settings.metrics.count('selfgc_proxy_tokens_saved_total', labels, saved);
+  // What goes upstream in the conversation: the view, and the ledger message after it.
+  const viewTokens =
+    result.viewTokens +
+    (result.ledgerMessage
+      ? countMessageTokens(settings.tokenCounterFor(dialect.provider), result.ledgerMessage)
+      : 0);
   // The prompt as a whole, before and after: messages plus what the client sends beside them.
   const tokensBefore = result.transcriptTokens + reserve.promptTokens;
-  const tokensAfter = result.viewTokens + reserve.promptTokens;
+  const tokensAfter = viewTokens + reserve.promptTokens;
   headers.set('x-selfgc-tokens-before', String(tokensBefore));
   headers.set('x-selfgc-tokens-after', String(tokensAfter));
   headers.set('x-selfgc-output-reserve', String(reserve.outputTokens));
@@ -201,7 +208,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   return {
     body: asCame ? input.body : dialect.writeTranscript(input.body, sent, input.read),
     governor,
-    result: { ...result, view },
+    result: { ...result, view, viewTokens },
     conversationRoom,
     ...afterSending(result),
   };

@@ -142,9 +142,12 @@ function upstreamUrl(exchange: Exchange): string {
 function noteRecoveredTokens(exchange: Exchange, recovery: Recovery, viewTokens: number): void {
   const sent = recovery.sentTokens();
   const { entry } = exchange.trace;
-  if (sent === undefined || entry.tokensAfter === undefined) return;
+  if (sent === undefined) return;
+  const before =
+    entry.tokensAfter === undefined ? undefined : entry.tokensAfter - (entry.recoveredTokens ?? 0);
   entry.recoveredTokens = sent - viewTokens;
-  entry.tokensAfter += entry.recoveredTokens;
+  if (before === undefined) return;
+  entry.tokensAfter = before + entry.recoveredTokens;
   exchange.headers.set('x-selfgc-tokens-after', String(entry.tokensAfter));
 }
 

@@ -32,7 +32,10 @@ export interface ProxyLogEntry {
   stream?: boolean;
   /** Prompt tokens of the request (messages, tool definitions, instructions) before governance. */
   tokensBefore?: number;
-  /** The same, as sent upstream (without the proxy's recovery tools). */
+  /**
+   * The same, as sent upstream (without the proxy's recovery tools, with its ledger message in
+   * agent-tools mode); after recovery rounds, as the last of them was sent.
+   */
   tokensAfter?: number;
   /** Set when both are upper bounds: the request was sent before its newest messages were counted. */
   tokensBound?: true;

@@ -167,6 +167,28 @@ describe('transparent recovery', () => {
     },
   );
 
+  it('counts what went upstream when a later round finds no room and is not sent', async () => {
+    fixture = await startProxyFixture({
+      script: (request) =>
+        isRecoveryRound(request)
+          ? {
+              // More calls than the room left could answer even with a note each.
+              text: 'Enough.',
+              toolCalls: Array.from({ length: 200 }, () => ({
+                name: EXPAND_TOOL,
+                arguments: { id: pointerIn(request) },
+              })),
+            }
+          : { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] },
+    });
+    const response = await fixture.post('chat', conversationBody('chat', { turns: TURNS }));
+    expect(await response.text()).toContain('Enough.');
+    const [first, second] = fixture.upstream.requests;
+    expect(fixture.upstream.requests).toHaveLength(2);
+    const recoveredTokens = measured('chat', second?.body) - measured('chat', first?.body);
+    expect(fixture.logs[0]).toMatchObject({ recoveryCalls: 1, recoveredTokens });
+  });
+
   it('answers search_context with matching object ids and snippets', async () => {
     fixture = await startProxyFixture({
       script: (request) =>

@@ -241,6 +241,8 @@ export function createRecovery(options: RecoveryOptions): Recovery {
   const rounds: RecoveryRound[] = [];
   let first: JsonObject | undefined;
   let budget: RecoveryBudget | undefined;
+  /** Tokens of the conversation last sent: a round that found no room was measured, not sent. */
+  let sent: number | undefined;
   /** The first body with every round so far appended: rebuilt, so earlier results may give way. */
   const bodyWith = (list: readonly RecoveryRound[]) =>
     list.reduce((body, round) => dialect.withToolResults(body, round.turn, round.results), first!);
@@ -264,7 +266,7 @@ export function createRecovery(options: RecoveryOptions): Recovery {
       }
       rounds.push({ turn, results });
       const next = bodyWith(rounds);
-      budget.measure(next);
+      sent = budget.measure(next);
       // The last round may not call tools again, so the client never receives an internal call.
       return rounds.length === options.maxRounds ? dialect.withoutToolUse(next) : next;
     },
@@ -273,7 +275,7 @@ export function createRecovery(options: RecoveryOptions): Recovery {
       const own = leaks ? dialect.keepToolCalls(answer, (name) => !isRecoveryTool(name)) : answer;
       return dialect.hideAddedTools?.(own, options.client, INTERNAL_TOOLS) ?? own;
     },
-    sentTokens: () => (rounds.length > 0 ? budget?.used() : undefined),
+    sentTokens: () => sent,
   };
 }
 
