@@ -134,20 +134,19 @@ function upstreamUrl(exchange: Exchange): string {
 }
 
 /**
- * When recovery appended to the conversation: what it appended, and the prompt last sent
- * upstream (the view's prompt, which counts what the client sends beside the messages, plus
- * that), in the log and in `x-selfgc-tokens-after` while the answer's headers are not sent yet
- * (buffered answers).
+ * When recovery appended to the conversation: what it appended (`recoveredTokens`), and the
+ * prompt as last sent upstream (`tokensAfter`: the governed prompt plus that), in the log and in
+ * `x-selfgc-tokens-after` while the answer's headers are not sent yet (buffered answers).
  */
 function noteRecoveredTokens(exchange: Exchange, recovery: Recovery, viewTokens: number): void {
   const sent = recovery.sentTokens();
-  const { entry } = exchange.trace;
   if (sent === undefined) return;
-  const before =
+  const { entry } = exchange.trace;
+  const governed =
     entry.tokensAfter === undefined ? undefined : entry.tokensAfter - (entry.recoveredTokens ?? 0);
   entry.recoveredTokens = sent - viewTokens;
-  if (before === undefined) return;
-  entry.tokensAfter = before + entry.recoveredTokens;
+  if (governed === undefined) return;
+  entry.tokensAfter = governed + entry.recoveredTokens;
   exchange.headers.set('x-selfgc-tokens-after', String(entry.tokensAfter));
 }
 
