@@ -266,6 +266,26 @@ export function carriesOutput(ledger: Pick<Ledger, 'messages' | 'objectsByMessag
 }
 
 /**
+ * Where the latest turn of `messages` starts, `isOutput` telling which messages carry a tool's
+ * output: the last user request if nothing answered it yet, otherwise the last assistant message
+ * (with the outputs that follow it). A request that comes right after outputs no assistant
+ * message has answered yet joins their turn (a client's compaction prompt, a message the user
+ * sent while the tools ran), past any instructions in between: the model has not seen those
+ * outputs, so they reach it as the tools wrote them.
+ */
+export function turnStartOf(messages: readonly Message[], isOutput: (index: number) => boolean): number {
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const role = messages[index]?.role;
+    if (role === 'assistant') return index;
+    if (role !== 'user' || isOutput(index)) continue;
+    let before = index - 1;
+    while (before >= 0 && messages[before]?.role === 'system') before -= 1;
+    if (before < 0 || !isOutput(before)) return index;
+  }
+  return 0;
+}
+
+/**
  * Default pins: the system prompt, instructions a client sends as a user message, and the first
  * user request (the task goal). Without a context (a caller of its own), the first user message
  * is taken for the task goal.

@@ -17,7 +17,7 @@
  * Cheap on huge transcripts: positions are measured by characters, and only what is kept is
  * tokenized; a transcript many times the room is never counted whole.
  */
-import { countMessageTokens, partTokens } from './ledger.js';
+import { countMessageTokens, partTokens, turnStartOf } from './ledger.js';
 import { approximateTokenCounter, type TokenCounter } from './tokens.js';
 import type { Message, Part, TextPart, ToolResultPart } from './transcript.js';
 
@@ -90,24 +90,6 @@ function boundedCounter(counter: TokenCounter): TokenCounter {
         ? counter.count(text)
         : Math.ceil(utf8Bytes(text) * TOKENS_PER_BYTE_BOUND),
   };
-}
-
-/**
- * Where the latest turn starts, read from the messages alone: the last user or assistant message
- * (the results after it are its), except that a user message right after tool results (past
- * instructions) joins their turn, as the ledger's `latestTurnStart` has it: the model has not
- * answered those results yet.
- */
-function turnStartOfMessages(messages: readonly Message[]): number {
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const role = messages[index]?.role;
-    if (role === 'assistant') return index;
-    if (role !== 'user') continue;
-    let before = index - 1;
-    while (before >= 0 && messages[before]?.role === 'system') before -= 1;
-    if (messages[before]?.role !== 'tool') return index;
-  }
-  return 0;
 }
 
 /** End of the protected head: the leading system messages and the first user request. */
@@ -349,7 +331,8 @@ export function reduceToWindow(
     return position + size;
   }, 0);
   const step = Math.max(1, Math.floor(room * CUT_STEP_SHARE));
-  const latest = turnStartOfMessages(messages);
+  // Read from the messages alone: tool messages are the outputs.
+  const latest = turnStartOf(messages, (index) => messages[index]?.role === 'tool');
   const head = protectedHeadEnd(messages, latest);
   const result = { elided: 0, dropped: 0, trimmed: 0 };
   result.elided = elideOldResults(working, { ends, excess: totalOf(estimated) - room }, latest, room, step);

@@ -3,7 +3,7 @@
  * and measure it. Nothing here touches a store or the live session: a rejected plan (or a
  * rehearsal that is never committed) leaves no trace.
  */
-import { carriesOutput, isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
+import { carriesOutput, isToolOutput, type Ledger, type LedgerObject, turnStartOf } from './ledger.js';
 import { liveTokens, rulesOf } from './object-kinds.js';
 import {
   type AcceptedOperation,
@@ -91,25 +91,9 @@ export interface Rehearsal {
   earliestEdit: number | undefined;
 }
 
-/**
- * Where the latest turn starts: the last user request if nothing answered it yet, otherwise
- * the last assistant message (with the outputs that follow it: tool results, or a text-protocol
- * client's observation). A request that comes right after outputs no assistant message has
- * answered yet joins their turn (a client's compaction prompt, a message the user sent while the
- * tools ran): the model has not seen those outputs, so they reach it as the tools wrote them.
- */
+/** Where the latest turn starts in the ledger (`turnStartOf`, text-protocol observations counted as outputs). */
 export function latestTurnStart(ledger: Ledger): number {
-  const { messages } = ledger;
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const role = messages[index]?.role;
-    if (role === 'assistant') return index;
-    if (role !== 'user' || carriesOutput(ledger, index)) continue;
-    // Instructions a client sends between the outputs and the request do not answer them.
-    let before = index - 1;
-    while (before >= 0 && messages[before]?.role === 'system') before -= 1;
-    if (before < 0 || !carriesOutput(ledger, before)) return index;
-  }
-  return 0;
+  return turnStartOf(ledger.messages, (index) => carriesOutput(ledger, index));
 }
 
 const STRENGTH: Record<string, number> = { prune: 3, fold: 2, mask: 1, expand: 0, keep: -1 };
