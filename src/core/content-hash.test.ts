@@ -57,6 +57,24 @@ describe('messageDigest', () => {
     expect(messageDigest(userText('"cache_control"'))).not.toBe(messageDigest(userText('')));
   });
 
+  it('leaves out the wire form of the content: a string and one text block are the same message', () => {
+    // The Anthropic adapter marks a string; the Chat adapter marks an array (its default is the string).
+    const asString = { ...userText('hello'), providerData: { anthropic: { turn: 2, content: 'string' } } };
+    expect(messageDigest(asString)).toBe(messageDigest(userText('hello', BREAKPOINT)));
+    const chat = (form?: string): Message => ({
+      role: 'user',
+      parts: [{ type: 'text', text: 'hello' }],
+      ...(form === undefined ? {} : { providerData: { openaiChat: { content: form } } }),
+    });
+    expect(messageDigest(chat('array'))).toBe(messageDigest(chat()));
+    // What the form hint sits beside still counts, and so does the text.
+    expect(messageDigest(asString)).not.toBe(
+      messageDigest({ ...asString, providerData: { anthropic: { turn: 4 } } }),
+    );
+    expect(messageDigest(asString)).not.toBe(messageDigest(userText('hellO', BREAKPOINT)));
+    expect(messageDigest(asString)).not.toBe(messageDigest(userText('hello', { citations: [] })));
+  });
+
   it('digests messages without breakpoints as it always did (stored bindings stay valid)', () => {
     const message = toolResult('a "quoted" line', undefined, { citations: [] });
     expect(messageDigest(message)).toBe('341fe58e11f2a9085f9a7b31963b39a4');

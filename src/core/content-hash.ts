@@ -5,7 +5,9 @@
  * start.
  *
  * Prompt-cache breakpoints (Anthropic `cache_control`) are left out of a message's digest:
- * clients move them from turn to turn without changing what the model reads.
+ * clients move them from turn to turn without changing what the model reads. So is the wire form
+ * of a message's content (`"text"` or `[{"type": "text", …}]`): Claude Code sends a plain-text
+ * message as a block while the breakpoint sits on it, and as a string once the breakpoint moved on.
  */
 import { createHash } from 'node:crypto';
 import type { Message } from './transcript.js';
@@ -15,6 +17,9 @@ const LINK_HEX = 32;
 
 const IGNORED_KEYS = new Set(['cache_control']);
 const IGNORED_MARK = /"cache_control"/;
+
+/** The adapters' hint for how a message's content was sent (`providerData[namespace].content`). */
+const CONTENT_FORMS = new Set(['string', 'array', 'null', 'absent']);
 
 type Extras = Record<string, unknown>;
 
@@ -52,6 +57,21 @@ function contentExtras(extras: Extras | undefined): string {
   return kept === undefined ? '' : JSON.stringify(kept);
 }
 
+/** A message's extras without the wire form of its content: the parts say what it holds. */
+function withoutContentForm(extras: Extras | undefined): Extras | undefined {
+  if (extras === undefined) return undefined;
+  let kept: Extras | undefined;
+  for (const [key, slice] of Object.entries(extras)) {
+    if (!isExtras(slice) || typeof slice.content !== 'string' || !CONTENT_FORMS.has(slice.content)) continue;
+    const { content: _form, ...rest } = slice;
+    kept ??= { ...extras };
+    if (Object.keys(rest).length > 0) kept[key] = rest;
+    else delete kept[key];
+  }
+  if (kept === undefined) return extras;
+  return Object.keys(kept).length > 0 ? kept : undefined;
+}
+
 /** A part as digested: its fields (inner parts of a tool result with their extras cleaned) apart from its own extras. */
 function partContent(rest: Extras): string {
   const text = JSON.stringify(rest);
@@ -67,7 +87,7 @@ function partContent(rest: Extras): string {
 
 /**
  * The digest of one message's content: role, every part (any part type, whole), and provider
- * extras, without cache breakpoints.
+ * extras, without cache breakpoints or the content's wire form.
  */
 export function messageDigest(message: Message): string {
   const hash = createHash('sha256');
@@ -80,7 +100,7 @@ export function messageDigest(message: Message): string {
     hash.update(contentExtras(providerData));
     hash.update('\u0002');
   }
-  hash.update(contentExtras(message.providerData));
+  hash.update(contentExtras(withoutContentForm(message.providerData)));
   return hash.digest('hex').slice(0, LINK_HEX);
 }
 

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { countBreakpoints, MAX_CACHE_BREAKPOINTS } from '../adapters/index.js';
 import { anthropicConversation, fileContent, responsesConversation } from './testing/agent-conversation.js';
+import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 
 let fixture: ProxyFixture | undefined;
@@ -178,6 +179,59 @@ describe('Claude Code through the proxy', () => {
       if (window === 2000) expect(committed).toBeGreaterThan(0);
     },
   );
+});
+
+/**
+ * An interactive Claude Code session: each turn's prompt is plain text, sent as a marked block
+ * while it is the last message and as a string once the mark moved on to the turn's tool result.
+ */
+function interactiveTurns(turns: number): Json[][] {
+  const bodies: Json[][] = [];
+  const history: Json[] = [];
+  for (let turn = 0; turn < turns; turn += 1) {
+    const prompt = `Now read src/module${turn}.ts and say what it exports.`;
+    bodies.push([
+      ...history,
+      { role: 'user', content: [{ type: 'text', text: prompt, cache_control: cache }] },
+    ]);
+    const id = `toolu_${turn}`;
+    const call = {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id, name: 'read_file', input: { turn } }],
+    };
+    const result = { type: 'tool_result', tool_use_id: id, content: fileContent(turn) };
+    bodies.push([
+      ...history,
+      { role: 'user', content: prompt },
+      call,
+      { role: 'user', content: [{ ...result, cache_control: cache }] },
+    ]);
+    history.push({ role: 'user', content: prompt }, call, { role: 'user', content: [result] });
+    history.push({ role: 'assistant', content: [{ type: 'text', text: `Module ${turn} exports values.` }] });
+  }
+  return bodies;
+}
+
+describe('Claude Code, interactive, through the proxy', () => {
+  it('a prompt sent as a marked block, then as a string, is the same message: nothing diverges', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 3_000 });
+    for (const messages of interactiveTurns(8)) {
+      const body = {
+        model: 'claude-sonnet-4-5',
+        max_tokens: 512,
+        system: 'You are a coding agent.',
+        messages,
+      };
+      const response = await fixture.post('messages', body);
+      expect(response.status).toBe(200);
+      await response.text();
+    }
+    // The governor committed, so there was stored state a divergence would have dropped.
+    expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
+    expect(fixture.logs.filter((entry) => entry.divergedAt !== undefined)).toEqual([]);
+    const samples = await fixture.metrics();
+    expect(sampleSum(samples, 'selfgc_proxy_divergences_total', { arm: 'governed' })).toBe(0);
+  });
 });
 
 describe('Codex through the proxy', () => {
