@@ -31,6 +31,11 @@ function identityOf(request: ClientRequest, extraHeaders: Record<string, string>
   });
 }
 
+/** The client's own id in a session id, without the hash of the conversation's start. */
+function clientPart(identity: { sessionId: string }): string {
+  return identity.sessionId.slice(0, identity.sessionId.indexOf('#'));
+}
+
 const CC_A = '2f6d1c7a-8e0b-4b9a-a1d3-5c4e3b2a1f00';
 const CC_B = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
 const THREAD_A = '019ee74f-22b5-7043-b5fc-697ca0fbd5a6';
@@ -70,7 +75,8 @@ describe('client session ids', () => {
     ['OpenAI SDK, Responses prompt_cache_key', sdkRequest('responses', 'report-42'), 'pck:report-42'],
   ])('%s', (_name, request, expected) => {
     const identity = identityOf(request);
-    expect(identity.sessionId).toBe(expected);
+    expect(clientPart(identity)).toBe(expected);
+    expect(identity.sessionId).toMatch(/#[0-9a-f]{16}$/);
     expect(identity.source).toBe(expected.slice(0, expected.indexOf(':')));
   });
 
@@ -97,7 +103,7 @@ describe('client session ids', () => {
 
   it("takes Codex's thread id over its session id: a forked thread has its own transcript", () => {
     const fork = identityOf(codexRequest({ thread: THREAD_B, session: THREAD_A }));
-    expect(fork.sessionId).toBe(`codex:${THREAD_B}`);
+    expect(clientPart(fork)).toBe(`codex:${THREAD_B}`);
   });
 
   it('keeps one session when Claude Code moves the id from metadata to the header', () => {
@@ -117,12 +123,41 @@ describe('client session ids', () => {
   it('skips a malformed client id for the next source instead of refusing the request', () => {
     const request = claudeCodeRequest({ kind: 'legacy-metadata', sessionId: CC_A });
     for (const bad of ['has space', 'x'.repeat(129), 'é-accent', '../../etc']) {
-      expect(identityOf(request, { 'x-claude-code-session-id': bad }).sessionId).toBe(`cc:${CC_A}`);
+      expect(clientPart(identityOf(request, { 'x-claude-code-session-id': bad }))).toBe(`cc:${CC_A}`);
     }
     const malformedEverywhere = claudeCodeRequest({ kind: 'header', sessionId: 'not valid' });
     const identity = identityOf(malformedEverywhere);
     expect(identity.source).toBe('auto');
     expect(identity.sessionId).toMatch(/^auto-[0-9a-f]{32}$/);
+  });
+
+  it("gives each conversation under one client id a session of its own: a subagent's, a side request's", () => {
+    const parent = claudeCodeRequest({ kind: 'header', sessionId: CC_A }, 'Fix the failing test');
+    const side = claudeCodeRequest(
+      { kind: 'header', sessionId: CC_A },
+      'Write a title for this conversation',
+    );
+    expect(clientPart(identityOf(side))).toBe(clientPart(identityOf(parent)));
+    expect(identityOf(side).sessionId).not.toBe(identityOf(parent).sessionId);
+    // The parent's later turns stay in its session: the start of the conversation does not move.
+    const later = structuredClone(parent);
+    (later.body.messages as unknown[]).push(
+      { role: 'assistant', content: [{ type: 'text', text: 'Looking.' }] },
+      { role: 'user', content: 'Go on.' },
+    );
+    expect(identityOf(later).sessionId).toBe(identityOf(parent).sessionId);
+  });
+
+  it("joins Claude Code's agent id to the session id; a malformed one is left out", () => {
+    const request = claudeCodeRequest({ kind: 'header', sessionId: CC_A });
+    expect(clientPart(identityOf(request, { 'x-claude-code-agent-id': 'a1b2c3d4' }))).toBe(
+      `cc:${CC_A}/agent:a1b2c3d4`,
+    );
+    expect(clientPart(identityOf(request, { 'x-claude-code-agent-id': 'has space' }))).toBe(`cc:${CC_A}`);
+    // Only Claude Code's sources read it.
+    expect(
+      clientPart(identityOf(codexRequest({ thread: THREAD_A }), { 'x-claude-code-agent-id': 'a1' })),
+    ).toBe(`codex:${THREAD_A}`);
   });
 
   it('still refuses a malformed explicit x-selfgc-session', () => {

@@ -20,6 +20,8 @@ interface SessionSource {
   header?: string;
   /** Or a body field to read. */
   read?: (body: JsonObject) => string | undefined;
+  /** A header naming the agent within the session (a subagent), which then joins the id. */
+  agentHeader?: string;
 }
 
 /** UUIDs, `ses_…`, hex hashes and the like; anything else is not taken as a session id. */
@@ -52,8 +54,9 @@ function promptCacheKeyOf(body: JsonObject): string | undefined {
 const SOURCES: readonly SessionSource[] = [
   // Claude Code ≥ 2.1.86 sends one UUID per session on every request (its gateway protocol docs;
   // coder/aibridge#241); older versions only put it in `metadata.user_id`.
-  { namespace: 'cc', header: 'x-claude-code-session-id' },
-  { namespace: 'cc', read: claudeCodeSessionOf },
+  // Its subagents send the parent's session id and an agent id of their own (≥ 2.1.258).
+  { namespace: 'cc', header: 'x-claude-code-session-id', agentHeader: 'x-claude-code-agent-id' },
+  { namespace: 'cc', read: claudeCodeSessionOf, agentHeader: 'x-claude-code-agent-id' },
   // Codex: `thread-id` names the conversation, `session-id` the thread group it belongs to (they
   // differ for forked threads); codex-rs `build_session_headers`, hyphenated since openai/codex
   // #21757 / #22193, underscored before, and `conversation_id` + `session_id` earlier still.
@@ -72,10 +75,18 @@ const SOURCES: readonly SessionSource[] = [
   { namespace: 'pck', read: promptCacheKeyOf },
 ];
 
-/** The request headers the sources read (a governance worker gets these and no others). */
-export const CLIENT_SESSION_HEADERS: readonly string[] = SOURCES.flatMap((source) =>
+/** The headers that name a session, in the order they are tried. */
+const SESSION_HEADERS: readonly string[] = SOURCES.flatMap((source) =>
   source.header === undefined ? [] : [source.header],
 );
+
+/** The request headers the sources read (a governance worker gets these and no others). */
+export const CLIENT_SESSION_HEADERS: readonly string[] = [
+  ...new Set([
+    ...SESSION_HEADERS,
+    ...SOURCES.flatMap((source) => (source.agentHeader === undefined ? [] : [source.agentHeader])),
+  ]),
+];
 
 /** The first well-formed client session id of a request, or undefined when it sends none. */
 export function findClientSessionId(headers: Headers, body: JsonObject): ClientSessionId | undefined {
@@ -83,7 +94,9 @@ export function findClientSessionId(headers: Headers, body: JsonObject): ClientS
     const value = source.header === undefined ? source.read?.(body) : headers.get(source.header);
     const id = value?.trim();
     if (id !== undefined && CLIENT_ID_PATTERN.test(id)) {
-      return { sessionId: `${source.namespace}:${id}`, source: source.namespace };
+      const agent = source.agentHeader === undefined ? undefined : headers.get(source.agentHeader)?.trim();
+      const suffix = agent !== undefined && CLIENT_ID_PATTERN.test(agent) ? `/agent:${agent}` : '';
+      return { sessionId: `${source.namespace}:${id}${suffix}`, source: source.namespace };
     }
   }
   return undefined;
@@ -91,7 +104,7 @@ export function findClientSessionId(headers: Headers, body: JsonObject): ClientS
 
 /** The first client session header value, for routing a request to a worker before parsing it. */
 export function clientSessionHint(headers: Headers): string {
-  for (const name of CLIENT_SESSION_HEADERS) {
+  for (const name of SESSION_HEADERS) {
     const value = headers.get(name);
     if (value !== null) return value;
   }

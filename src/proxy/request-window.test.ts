@@ -260,7 +260,9 @@ describe('sessions follow the ids clients send', () => {
       await response.json();
       sessions.push(response.headers.get('x-selfgc-session') ?? '');
     }
-    expect(sessions).toEqual([`cc:${a}`, `cc:${b}`]);
+    // The same conversation under two ids: the ids tell them apart.
+    expect(sessions.map((session) => session.split('#')[0])).toEqual([`cc:${a}`, `cc:${b}`]);
+    expect(sessions[0]!.split('#')[1]).toBe(sessions[1]!.split('#')[1]);
     const keyHash = hashApiKey(new Headers({ 'x-api-key': 'sk-ant-test' }));
     for (const session of sessions) {
       expect((await fixture?.store.listCommits(`${keyHash}:${session}`))?.length).toBeGreaterThan(0);
@@ -276,7 +278,29 @@ describe('sessions follow the ids clients send', () => {
     const response = await post('responses', { ...body, stream: false }, request.headers);
     expect(response.status).toBe(200);
     await response.json();
-    expect(response.headers.get('x-selfgc-session')).toBe(`codex:${thread}`);
+    expect(response.headers.get('x-selfgc-session')).toMatch(new RegExp(`^codex:${thread}#[0-9a-f]{16}$`));
     expect(fixture?.logs.at(-1)?.sessionSource).toBe('codex');
+  });
+
+  it("joins Claude Code's agent id in a governance worker: a subagent has a session of its own", async () => {
+    await serve({ workers: 1, window: 2_000 });
+    const { headers } = claudeCodeRequest({
+      kind: 'header',
+      sessionId: '2f6d1c7a-8e0b-4b9a-a1d3-5c4e3b2a1f00',
+    });
+    const body = {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 256,
+      messages: anthropicConversation({ turns: 2 }),
+    };
+    const response = await post('messages', body, {
+      ...headers,
+      'x-claude-code-agent-id': 'a7f7e0946fddd6292',
+    });
+    expect(response.status).toBe(200);
+    await response.json();
+    expect(response.headers.get('x-selfgc-session')).toMatch(
+      /^cc:2f6d1c7a-8e0b-4b9a-a1d3-5c4e3b2a1f00\/agent:a7f7e0946fddd6292#[0-9a-f]{16}$/,
+    );
   });
 });

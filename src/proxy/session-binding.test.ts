@@ -94,6 +94,52 @@ describe('session state bound to content, through the proxy', () => {
   );
 });
 
+/**
+ * Claude Code's subagents and side requests send the parent's session id (the subagent adds
+ * `x-claude-code-agent-id`, older versions nothing). Calls of the parent and of a subagent, in
+ * turns under one id: each conversation goes on from its own state, and nothing of one reaches the
+ * other's upstream requests.
+ */
+async function parentAndSubagent(agentHeader: boolean) {
+  fixture = await startProxyFixture({ window: 2_500, script: () => ({ text: 'ok' }) });
+  const sessionHeaders = { 'x-claude-code-session-id': '2f6d1c7a-8e0b-4b9a-a1d3-5c4e3b2a1f00' };
+  const subagentHeaders = {
+    ...sessionHeaders,
+    ...(agentHeader ? { 'x-claude-code-agent-id': 'a1b2c3d4e5f60718' } : {}),
+  };
+  const call = async (marker: string, turns: number, headers: Record<string, string>) => {
+    const task = `Task of the ${marker}: list what the modules export.`;
+    const body = conversationBody('messages', { turns, marker, task, stream: false });
+    const response = await fixture!.post('messages', body, { headers });
+    expect(response.status).toBe(200);
+    await response.text();
+    return {
+      session: response.headers.get('x-selfgc-session'),
+      sent: fixture!.upstream.requests.at(-1)!.rawBody,
+    };
+  };
+  let parentSession: string | null = null;
+  let subagentSession: string | null = null;
+  for (let turns = 2; turns <= 10; turns += 1) {
+    const parent = await call('parent', turns, sessionHeaders);
+    expect(parent.sent).not.toContain('(subagent)');
+    parentSession = parent.session;
+    const subagent = await call('subagent', turns, subagentHeaders);
+    expect(subagent.sent).not.toContain('(parent)');
+    subagentSession = subagent.session;
+  }
+  // Both were governed: each committed views of its own and none of them was dropped.
+  expect(fixture.logs.filter((entry) => entry.commit !== undefined).length).toBeGreaterThan(2);
+  expect(fixture.logs.map((entry) => entry.droppedStates ?? 0)).toEqual(fixture.logs.map(() => 0));
+  expect(fixture.logs.filter((entry) => entry.divergedAt !== undefined)).toEqual([]);
+  expect(subagentSession).not.toBe(parentSession);
+}
+
+describe('a subagent under its parent session id', () => {
+  it('with its agent id header: parent and subagent keep state of their own', () => parentAndSubagent(true));
+  it('without one (older Claude Code, side requests): the same', () => parentAndSubagent(false));
+});
+
 const tag = runTag();
 
 describeWithService('session state bound to content, on Redis', await probeRedis(redisTestUrl), () => {

@@ -84,8 +84,9 @@ describe('deriveSessionIdentity', () => {
   it('takes the explicit header over the id the client sends, and that id over the hash', () => {
     const claude = { 'x-claude-code-session-id': '0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31' };
     const fromClient = identify(bearer('sk-a', claude), [task]);
-    expect(fromClient).toMatchObject({ sessionId: 'cc:0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31', source: 'cc' });
-    expect(fromClient.storeSessionId).toBe(`${fromClient.keyHash}:cc:0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31`);
+    expect(fromClient.source).toBe('cc');
+    expect(fromClient.sessionId).toMatch(/^cc:0b5e6a5e-2f4f-4d52-9d0e-6c2d1f8a7b31#[0-9a-f]{16}$/);
+    expect(fromClient.storeSessionId).toBe(`${fromClient.keyHash}:${fromClient.sessionId}`);
     const explicit = identify(bearer('sk-a', { ...claude, [SESSION_HEADER]: 'mine' }), [task]);
     expect(explicit).toMatchObject({ sessionId: 'mine', source: 'explicit' });
   });

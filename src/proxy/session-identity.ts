@@ -1,8 +1,8 @@
 /**
  * Who a governed request belongs to. The session id is, in this order: the explicit
  * `x-selfgc-session` header; the id the client already sends for its conversation
- * (`client-session-id.ts`: Claude Code, Codex, opencode, `prompt_cache_key`); a hash of the start
- * of the conversation. Sessions are namespaced by a hash of the API key, so a key that guesses
+ * (`client-session-id.ts`: Claude Code, Codex, opencode, `prompt_cache_key`) with a hash of the
+ * conversation's start; a hash of the start of the conversation. Sessions are namespaced by a hash of the API key, so a key that guesses
  * (or is sent) another key's session id reaches a different store session and sees nothing. The
  * API key itself is only ever hashed here; it is never stored or logged.
  */
@@ -16,6 +16,8 @@ import type { JsonObject } from './wire-dialect.js';
 export const SESSION_HEADER = 'x-selfgc-session';
 
 const SESSION_ID_PATTERN = /^[\x21-\x7e]{1,200}$/;
+/** Hex digits of the conversation's start that join a client's own session id. */
+const CONVERSATION_HEX = 16;
 
 export interface SessionIdentity {
   /** Hash of the API key (of the empty string when the request has none). */
@@ -126,7 +128,12 @@ export function deriveSessionIdentity(input: IdentityInput): SessionIdentity {
     return identity(explicit, 'explicit');
   }
   const client = findClientSessionId(headers, body);
-  if (client !== undefined) return identity(client.sessionId, client.source);
+  if (client !== undefined) {
+    // A client's side requests and subagents may send its id: each conversation of the id is a
+    // session of its own, told apart by its start, so that none drops the state of another.
+    const conversation = sha256(conversationStart(messages)).slice(0, CONVERSATION_HEX);
+    return identity(`${client.sessionId}#${conversation}`, client.source);
+  }
   // Without an end user the hash is the one earlier versions derived, so their sessions carry on.
   const endUser = endUserOf(body);
   const start = `${endUser === '' ? '' : `${endUser}\0`}${conversationStart(messages)}`;
