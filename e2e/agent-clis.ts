@@ -44,6 +44,11 @@ export interface AgentLaunch {
 export interface AgentTools {
   read(path: string): ScriptedToolCall;
   shell(command: string): ScriptedToolCall;
+  /**
+   * Hand a task to a subagent with the CLI's own agent tool, waiting for its report. Codex has
+   * none to script: `codex exec` refuses its `spawn_agent` call.
+   */
+  delegate?(prompt: string): ScriptedToolCall;
   /** A request that offers none of these is a side request (a title, a summary), not the agent loop. */
   loopTools: readonly string[];
 }
@@ -102,6 +107,11 @@ const claudeCode: AgentCli = {
   tools: {
     read: (path) => ({ name: 'Read', arguments: { file_path: path } }),
     shell: (command) => ({ name: 'Bash', arguments: { command, description: 'Show a note' } }),
+    // A fresh general-purpose agent; in the foreground, so the report is the call's result.
+    delegate: (prompt) => ({
+      name: 'Agent',
+      arguments: { description: 'Read the sub notes', prompt, run_in_background: false },
+    }),
     loopTools: ['Read', 'Bash'],
   },
   launch: ({ home, baseUrl, prompt, continues }) => ({
@@ -112,7 +122,7 @@ const claudeCode: AgentCli = {
       prompt,
       ...(continues ? ['--continue'] : []),
       '--allowedTools',
-      'Read,Bash',
+      'Read,Bash,Agent',
       '--max-turns',
       '40',
       '--output-format',
@@ -186,6 +196,10 @@ const opencode: AgentCli = {
   tools: {
     read: (path) => ({ name: 'read', arguments: { filePath: path } }),
     shell: (command) => ({ name: 'bash', arguments: { command, description: 'Show a note' } }),
+    delegate: (prompt) => ({
+      name: 'task',
+      arguments: { description: 'Read the sub notes', prompt, subagent_type: 'general' },
+    }),
     loopTools: ['read', 'bash'],
   },
   launch: ({ home, baseUrl, prompt, continues }) => {

@@ -9,21 +9,40 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export type ScenarioName = 'two-runs' | 'long-task' | 'streaming-recovery' | 'resume';
+export type ScenarioName = 'two-runs' | 'long-task' | 'streaming-recovery' | 'resume' | 'subagent';
 
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'two-runs',
   'long-task',
   'streaming-recovery',
   'resume',
+  'subagent',
 ];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
-export interface AgentStep {
+export interface FileStep {
   tool: 'read' | 'shell';
   /** Path relative to the project directory. */
   path: string;
 }
+
+/**
+ * A step handed to a subagent with the CLI's own agent tool (`subagent`): the subagent takes
+ * `steps` in a conversation of its own, then reports its last file's token with this step's
+ * number, so the parent's script knows where it is from the report alone.
+ */
+export interface DelegateStep {
+  tool: 'agent';
+  prompt: string;
+  steps: FileStep[];
+}
+
+export type AgentStep = FileStep | DelegateStep;
+
+/** In a subagent's prompt and nowhere else: how the scripted model tells its conversation apart. */
+export const SUBTASK_MARK = 'E2E-SUBTASK';
+/** The step marker of a subagent's files (not `E2E-STEP-`, which the parent's script reads). */
+export const SUBSTEP_MARK = 'E2E-SUBSTEP';
 
 export interface ScenarioRun {
   label: string;
@@ -109,8 +128,9 @@ function stepFile(
   inserted: string[] = [],
   count = LINES_PER_FILE,
   at = count / 2,
+  mark = 'E2E-STEP',
 ): string {
-  const name = `E2E-STEP-${String(step).padStart(2, '0')}`;
+  const name = `${mark}-${String(step).padStart(2, '0')}`;
   const lines = fileLines(`part ${step}`, count);
   lines.splice(at, 0, ...inserted);
   return `${name} ${marker}\n${lines.join('\n')}\n${name} ends with ${token}\n`;
@@ -149,6 +169,8 @@ const RECOVERY_PROMPT =
 const RESUME_FIRST_PROMPT =
   'Read notes/secret.txt, then the notes part-02 to part-09 in notes/, and tell me the token the last one ends with.';
 const RESUME_PROMPT = 'Now tell me the release code from notes/secret.txt, as you read it earlier.';
+const SUBAGENT_PROMPT =
+  'Read the notes part-01 to part-07 in notes/, then have a subagent read notes/sub-01.txt to notes/sub-04.txt, and tell me the token it reports.';
 
 /**
  * A task, then the same conversation resumed from the CLI's saved session with a question
@@ -158,6 +180,31 @@ const RESUME_PROMPT = 'Now tell me the release code from notes/secret.txt, as yo
 function resumedRuns(): ScenarioRun[] {
   const { secret, ...first } = makeRun('run-1', 9, RESUME_FIRST_PROMPT, true);
   return [first, { ...first, label: 'run-2', prompt: RESUME_PROMPT, secret: secret!, continues: true }];
+}
+
+/**
+ * Seven steps of the parent's own, enough for the proxy to commit in its conversation, then a
+ * subagent that reads four files of its own. The subagent sends the parent's session id (Claude
+ * Code) and the last token the run must answer with is the one only the subagent read.
+ */
+function delegatingRun(): ScenarioRun {
+  const run = makeRun('run-1', 7, SUBAGENT_PROMPT, false);
+  const steps: FileStep[] = [];
+  const files: Record<string, string> = {};
+  let lastToken = '';
+  for (let step = 1; step <= 4; step += 1) {
+    lastToken = `E2E-TOKEN-${hex(6)}`;
+    const path = `notes/sub-${String(step).padStart(2, '0')}.txt`;
+    files[path] = stepFile(step, run.marker, lastToken, [], LINES_PER_FILE, LINES_PER_FILE / 2, SUBSTEP_MARK);
+    steps.push({ tool: step % 2 === 1 ? 'read' : 'shell', path });
+  }
+  const prompt = `${SUBTASK_MARK}: read ${steps.map((step) => step.path).join(', ')} one after the other and report the token the last one ends with.`;
+  return {
+    ...run,
+    files: { ...run.files, ...files },
+    steps: [...run.steps, { tool: 'agent', prompt, steps }],
+    lastToken,
+  };
 }
 
 /** A fresh scenario: new markers, tokens and secret on every call. */
@@ -174,6 +221,8 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, true)] };
     case 'resume':
       return { name, runs: resumedRuns() };
+    case 'subagent':
+      return { name, runs: [delegatingRun()] };
   }
 }
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runsInCi } from '../src/testing/ci-environment.js';
-import type { AgentName } from './agent-clis.js';
+import { AGENT_CLIS, type AgentName } from './agent-clis.js';
 import { SCENARIO_NAMES } from './agent-scenarios.js';
 import { agentUnavailable, namespaceUnavailable, runInNamespace } from './run-in-namespace.js';
 import { CHECK_NAMES, type Violation, validateScenario } from './validate-run.js';
@@ -42,8 +42,12 @@ export function describeAgentScenarios(agent: AgentName): void {
   // In CI the suite must run: a missing namespace or CLI fails there instead of skipping.
   const mustRun = runsInCi();
   const unavailable = namespaceUnavailable() ?? agentUnavailable(agent);
+  // A CLI without an agent tool to script (Codex) has no subagent to run.
+  const scenarios = SCENARIO_NAMES.filter(
+    (name) => name !== 'subagent' || AGENT_CLIS[agent].tools.delegate !== undefined,
+  );
   describe(`${agent} through selfgc proxy (end to end)`, () => {
-    for (const scenario of SCENARIO_NAMES) {
+    for (const scenario of scenarios) {
       it(scenario, { timeout: SCENARIO_TIMEOUT_MS + 10_000 }, async (context) => {
         if (unavailable !== undefined) {
           if (mustRun) throw new Error(`the end-to-end suite must run in CI: ${unavailable}`);

@@ -1,8 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import type { ScriptedRequest } from '../src/testing/index.js';
 import { AGENT_CLIS } from './agent-clis.js';
-import { createScenario, expectedAnswer } from './agent-scenarios.js';
+import {
+  createScenario,
+  type DelegateStep,
+  expectedAnswer,
+  type FileStep,
+  type ScenarioRun,
+} from './agent-scenarios.js';
 import { createScriptedAgent } from './scripted-agent.js';
+
+/** The path of a run's file step. */
+function pathOf(of: ScenarioRun, index: number): string {
+  return (of.steps[index] as FileStep).path;
+}
 
 const scenario = createScenario('streaming-recovery');
 const run = scenario.runs[0]!;
@@ -35,13 +46,13 @@ const afterLastStep = [
   prompt,
   { role: 'user', content: '[folded: notes/secret.txt and 7 more, expand("conversation:user:1@4")]' },
   { role: 'assistant', content: [stepCall('toolu_last')] },
-  stepResult('toolu_last', run.files[run.steps[run.steps.length - 1]!.path]!),
+  stepResult('toolu_last', run.files[pathOf(run, run.steps.length - 1)]!),
 ];
 
 describe('the scripted agent', () => {
   it('starts with the first step, using the CLI tool for it', () => {
     expect(ask([prompt]).toolCalls).toEqual([
-      { name: 'Read', arguments: { file_path: `/p/${run.steps[0]!.path}` } },
+      { name: 'Read', arguments: { file_path: `/p/${pathOf(run, 0)}` } },
     ]);
   });
 
@@ -49,10 +60,10 @@ describe('the scripted agent', () => {
     const reply = ask([
       prompt,
       { role: 'assistant', content: [stepCall('toolu_3')] },
-      stepResult('toolu_3', run.files[run.steps[2]!.path]!),
+      stepResult('toolu_3', run.files[pathOf(run, 2)]!),
     ]);
     expect(reply.toolCalls).toEqual([
-      { name: 'Bash', arguments: { command: `cat ${run.steps[3]!.path}`, description: 'Show a note' } },
+      { name: 'Bash', arguments: { command: `cat ${pathOf(run, 3)}`, description: 'Show a note' } },
     ]);
   });
 
@@ -81,13 +92,13 @@ describe('the scripted agent', () => {
     const reply = ask([
       ...afterLastStep,
       { role: 'assistant', content: [expandCall] },
-      stepResult('toolu_x', run.files[run.steps[0]!.path]!),
+      stepResult('toolu_x', run.files[pathOf(run, 0)]!),
     ]);
     expect(reply.text).toBe(expectedAnswer(run));
   });
 
   it('reads on from the offset a page names when the page ends before the value', () => {
-    const file = run.files[run.steps[0]!.path]!;
+    const file = run.files[pathOf(run, 0)]!;
     const cut = file.indexOf('The release code is');
     const expandCall = (id: string, input: Record<string, unknown>) => ({
       role: 'assistant',
@@ -125,7 +136,7 @@ describe('the scripted agent', () => {
     expect(first!.continues).toBeUndefined();
     expect(resumed).toMatchObject({ continues: true, marker: first!.marker, files: first!.files });
     expect(resumed!.secret).toBeDefined();
-    expect(first!.files[first!.steps[0]!.path]).toContain(resumed!.secret);
+    expect(first!.files[pathOf(first!, 0)]).toContain(resumed!.secret);
     const resumedAgent = createScriptedAgent({
       tools: AGENT_CLIS['claude-code'].tools,
       project: '/p',
@@ -161,7 +172,7 @@ describe('the scripted agent', () => {
       project: '/p',
       run: () => plain,
     });
-    const last = plain.steps[plain.steps.length - 1]!;
+    const last = plain.steps.length - 1;
     const request: ScriptedRequest = {
       index: 0,
       method: 'POST',
@@ -173,11 +184,73 @@ describe('the scripted agent', () => {
         input: [
           { type: 'message', role: 'user', content: plain.prompt },
           { type: 'function_call', call_id: 'c', name: 'exec_command', arguments: '{}' },
-          { type: 'function_call_output', call_id: 'c', output: `Output:\n${plain.files[last.path]}` },
+          {
+            type: 'function_call_output',
+            call_id: 'c',
+            output: `Output:\n${plain.files[pathOf(plain, last)]}`,
+          },
         ],
       },
       rawBody: '',
     };
     expect(plainAgent(request)).toEqual({ text: expectedAnswer(plain) });
+  });
+
+  describe('with a subagent', () => {
+    const delegating = createScenario('subagent').runs[0]!;
+    const delegatingAgent = createScriptedAgent({
+      tools: AGENT_CLIS['claude-code'].tools,
+      project: '/p',
+      run: () => delegating,
+    });
+    const delegate = delegating.steps.at(-1) as DelegateStep;
+    const call = (id: string, name: string) => ({ type: 'tool_use', id, name, input: {} });
+    const ask = (messages: unknown[]) =>
+      delegatingAgent({
+        index: 0,
+        method: 'POST',
+        path: '/v1/messages',
+        headers: {},
+        body: { model: 'claude', max_tokens: 100, tools: loopTools, messages },
+        rawBody: '',
+      });
+
+    it('hands the last step to a subagent with the agent tool, after its own steps', () => {
+      const seventh = delegating.files[pathOf(delegating, 6)]!;
+      const reply = ask([
+        { role: 'user', content: delegating.prompt },
+        { role: 'assistant', content: [call('t7', 'Read')] },
+        stepResult('t7', seventh),
+      ]);
+      expect(reply.toolCalls).toEqual([
+        {
+          name: 'Agent',
+          arguments: { description: 'Read the sub notes', prompt: delegate.prompt, run_in_background: false },
+        },
+      ]);
+      // Only the subagent's files hold the token the run must end with.
+      expect(delegating.files[delegate.steps.at(-1)!.path]).toContain(delegating.lastToken);
+    });
+
+    it("plays the subagent's own conversation, then reports with the parent's step", () => {
+      const opening = { role: 'user', content: [{ type: 'text', text: delegate.prompt }] };
+      expect(ask([opening]).toolCalls).toEqual([
+        { name: 'Read', arguments: { file_path: `/p/${delegate.steps[0]!.path}` } },
+      ]);
+      const lastFile = delegating.files[delegate.steps.at(-1)!.path]!;
+      const report = ask([
+        opening,
+        { role: 'assistant', content: [call('s4', 'Bash')] },
+        stepResult('s4', lastFile),
+      ]);
+      expect(report.text).toBe(`E2E-SUBDONE E2E-STEP-08 ${delegating.marker} token=${delegating.lastToken}`);
+      // The parent reads the report as its last step's result and ends the run with it.
+      const parent = ask([
+        { role: 'user', content: delegating.prompt },
+        { role: 'assistant', content: [call('a8', 'Agent')] },
+        stepResult('a8', `${report.text}\nagentId: a1b2 (use SendMessage to continue)`),
+      ]);
+      expect(parent).toEqual({ text: expectedAnswer(delegating) });
+    });
   });
 });

@@ -7,11 +7,21 @@
  * In `streaming-recovery` it needs, at the end, a value that only the first step's file showed:
  * when that is no longer in the request, it follows a recovery pointer (`expand("<id>")`) with
  * the proxy's `selfgc_expand` tool, as a real model would, if the request offers that tool. A run
- * that continues a resumed conversation (`resume`) asks for that value at once.
+ * that continues a resumed conversation (`resume`) asks for that value at once. A step it hands
+ * to a subagent (`subagent`) it plays twice: the parent's call of the CLI's agent tool, and the
+ * subagent's own conversation, told apart by the prompt that opens it.
  */
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
-import { finalAnswer, type ScenarioRun, SECRET_LEAD } from './agent-scenarios.js';
+import {
+  type DelegateStep,
+  type FileStep,
+  finalAnswer,
+  type ScenarioRun,
+  SECRET_LEAD,
+  SUBSTEP_MARK,
+  SUBTASK_MARK,
+} from './agent-scenarios.js';
 import {
   latestResults,
   readWireRequest,
@@ -32,6 +42,7 @@ export interface ScriptedAgentOptions {
 }
 
 const STEP = /E2E-STEP-(\d+)/g;
+const SUBSTEP = new RegExp(`${SUBSTEP_MARK}-(\\d+)`, 'g');
 const MARKER = /E2E-RUN-[0-9a-f]+/;
 const TOKEN = /E2E-TOKEN-[0-9a-f]+/;
 const SECRET = new RegExp(`${SECRET_LEAD} ([a-z]+ [a-z]+ [a-z]+)\\.`);
@@ -39,11 +50,15 @@ const POINTER = /expand\("([^"]+)"\)/g;
 /** The line that ends a recovered page with more to come (the proxy's `selfgc_expand` answer). */
 const NEXT_PAGE = /Call selfgc_expand with (\{"id": "[^"]+", "offset": \d+\}) for the next page\./;
 
-/** The latest step number a text shows, or 0. */
-function stepOf(text: string): number {
+/** The latest step number a text shows (`STEP` or `SUBSTEP`), or 0. */
+function stepOf(text: string, pattern = STEP): number {
   let step = 0;
-  for (const match of text.matchAll(STEP)) step = Math.max(step, Number(match[1]));
+  for (const match of text.matchAll(pattern)) step = Math.max(step, Number(match[1]));
   return step;
+}
+
+function stepName(step: number): string {
+  return `E2E-STEP-${String(step).padStart(2, '0')}`;
 }
 
 function say(text: string): ScriptedReply {
@@ -97,7 +112,7 @@ function expandedIds(request: WireRequest): Set<string> {
 }
 
 function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]): ScriptedReply {
-  const secretPath = run.steps[0]!.path;
+  const secretPath = (run.steps[0] as FileStep).path;
   // A later page starts inside the file, after its marker: the request still shows it elsewhere.
   const marker =
     MARKER.exec(results.map((result) => result.text).join('\n'))?.[0] ??
@@ -120,6 +135,42 @@ function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]):
   return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: next } }] };
 }
 
+/** The call that takes a file step with the CLI's own tool. */
+function fileCall(options: ScriptedAgentOptions, step: FileStep) {
+  return step.tool === 'read'
+    ? options.tools.read(`${options.project}/${step.path}`)
+    : options.tools.shell(`cat ${step.path}`);
+}
+
+/** The delegate step whose subagent this conversation is (its opening prompt), with its number. */
+function delegationOf(
+  request: WireRequest,
+  run: ScenarioRun,
+): { step: DelegateStep; number: number } | undefined {
+  const opening = request.turns.find((turn) => turn.role === 'user')?.text ?? '';
+  if (!opening.includes(SUBTASK_MARK)) return undefined;
+  const index = run.steps.findIndex((step) => step.tool === 'agent' && opening.includes(step.prompt));
+  return index < 0 ? undefined : { step: run.steps[index] as DelegateStep, number: index + 1 };
+}
+
+/** The subagent's turn: its next file, or its report, which names the parent's step it answers. */
+function playSubagent(
+  options: ScriptedAgentOptions,
+  delegation: { step: DelegateStep; number: number },
+  text: string,
+) {
+  const done = stepOf(text, SUBSTEP);
+  if (text !== '' && done === 0) {
+    return say(`E2E-FAILED a subagent tool result without a substep marker: ${text.slice(0, 300)}`);
+  }
+  const next = delegation.step.steps[done];
+  if (next !== undefined)
+    return { text: `Substep ${done + 1}: ${next.path}.`, toolCalls: [fileCall(options, next)] };
+  const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
+  const token = TOKEN.exec(text)?.[0] ?? 'no-token';
+  return say(`E2E-SUBDONE ${stepName(delegation.number)} ${marker} token=${token}`);
+}
+
 /** The script function for `startScriptedUpstream`. */
 export function createScriptedAgent(options: ScriptedAgentOptions) {
   return (scripted: ScriptedRequest): ScriptedReply => {
@@ -133,19 +184,20 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     const calls = lastCalls(request);
     const internal = results.some((result) => calls.get(result.id) === EXPAND_TOOL);
     const text = results.map((result) => result.text).join('\n');
+    const delegation = delegationOf(request, run);
+    if (delegation !== undefined) return playSubagent(options, delegation, text);
     if (internal || run.continues === true) return recover(request, run, results);
     const step = stepOf(text);
     if (results.length > 0 && step === 0) {
       return say(`E2E-FAILED a tool result without a step marker: ${text.slice(0, 300)}`);
     }
-    if (step < run.steps.length) {
-      const next = run.steps[step]!;
-      const call =
-        next.tool === 'read'
-          ? options.tools.read(`${options.project}/${next.path}`)
-          : options.tools.shell(`cat ${next.path}`);
-      return { text: `Step ${step + 1}: ${next.path}.`, toolCalls: [call] };
+    const next = run.steps[step];
+    if (next?.tool === 'agent') {
+      if (options.tools.delegate === undefined) return say('E2E-FAILED this CLI has no agent tool to script');
+      return { text: `Step ${step + 1}: a subagent.`, toolCalls: [options.tools.delegate(next.prompt)] };
     }
+    if (next !== undefined)
+      return { text: `Step ${step + 1}: ${next.path}.`, toolCalls: [fileCall(options, next)] };
     if (run.secret !== undefined) return recover(request, run, results);
     const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
     const token = TOKEN.exec(text)?.[0] ?? 'no-token';

@@ -3,6 +3,7 @@ import type { RecordedExchange } from './recording-relay.js';
 import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
 import {
   checkForeignContent,
+  checkKeptState,
   checkLatestTurn,
   checkProxyAnswers,
   checkRecovery,
@@ -257,6 +258,23 @@ describe('checkScenarioPressure', () => {
   it('says when no client request outgrew the window (a scenario that tests nothing)', () => {
     expect(checkScenarioPressure([soundRun()], 100_000)[0]).toMatch(/within the window of 100000/);
     expect(checkScenarioPressure([soundRun()], WINDOW)).toEqual([]);
+  });
+});
+
+describe('checkKeptState', () => {
+  it("flags a request that dropped the states of its session's other conversation", () => {
+    const log = [
+      { session: 'a1', path: '/v1/messages', governance: 'committed' },
+      { session: 'a1', path: '/v1/messages', divergedAt: 0, droppedStates: 6 },
+      // A divergence with nothing stored past it loses nothing.
+      { session: 'b2', path: '/v1/messages', divergedAt: 2, droppedStates: 0 },
+    ];
+    expect(checkKeptState(log)).toEqual([
+      "proxy log entry #1 (session a1, /v1/messages) dropped 6 object state(s) at message 0: another conversation's request took its session's state",
+    ]);
+    expect(checkKeptState([log[0]!, log[2]!])).toEqual([]);
+    const dropping = { ...scenario([soundRun()]), proxyLog: log };
+    expect(validateScenario(dropping).map((violation) => violation.check)).toEqual(['kept-state']);
   });
 });
 

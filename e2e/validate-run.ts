@@ -36,6 +36,7 @@ export const CHECK_NAMES = [
   'foreign-content',
   'recovery',
   'recovery-hidden',
+  'kept-state',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];
@@ -236,6 +237,21 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
   ];
 }
 
+/**
+ * No request dropped stored state: each conversation goes on from its own, whatever other
+ * conversations (a subagent's, a side request's) the client sends under its session id. Nothing
+ * in the scenarios edits a conversation, so every drop is one conversation's state lost to another.
+ */
+export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
+  return proxyLog.flatMap((entry, index) => {
+    const dropped = typeof entry.droppedStates === 'number' ? entry.droppedStates : 0;
+    if (dropped === 0) return [];
+    return [
+      `proxy log entry #${index} (session ${String(entry.session)}, ${String(entry.path)}) dropped ${dropped} object state(s) at message ${String(entry.divergedAt)}: another conversation's request took its session's state`,
+    ];
+  });
+}
+
 function checkUpstreamRequests(run: RunRecord, window: number): Violation[] {
   const violations: Violation[] = [];
   for (const { index, request } of readRequests(run.upstream)) {
@@ -265,6 +281,10 @@ export function validateScenario(result: ScenarioResult): Violation[] {
       violations.push(...checkRecoveryHidden(run));
     }
     earlier.push(...run.uniqueStrings);
+  }
+  if (result.proxied) {
+    for (const message of checkKeptState(result.proxyLog))
+      violations.push({ check: 'kept-state', run: '-', message });
   }
   // A run that stopped early (a refused request) says nothing about the scenario's pressure.
   const finished = result.runs.filter((run) => checkTask(run).length === 0);
