@@ -148,16 +148,16 @@ describe('client session ids', () => {
     expect(identityOf(later).sessionId).toBe(identityOf(parent).sessionId);
   });
 
-  it("joins Claude Code's agent id to the session id; a malformed one is left out", () => {
+  it("joins Claude Code's agent id to the session id, explicit or the client's; a malformed one is left out", () => {
     const request = claudeCodeRequest({ kind: 'header', sessionId: CC_A });
     expect(clientPart(identityOf(request, { 'x-claude-code-agent-id': 'a1b2c3d4' }))).toBe(
       `cc:${CC_A}/agent:a1b2c3d4`,
     );
     expect(clientPart(identityOf(request, { 'x-claude-code-agent-id': 'has space' }))).toBe(`cc:${CC_A}`);
-    // Only Claude Code's sources read it.
+    // The explicit header too (Claude Code passes custom headers on to its subagents).
     expect(
-      clientPart(identityOf(codexRequest({ thread: THREAD_A }), { 'x-claude-code-agent-id': 'a1' })),
-    ).toBe(`codex:${THREAD_A}`);
+      identityOf(request, { [SESSION_HEADER]: 'mine', 'x-claude-code-agent-id': 'a1b2' }).sessionId,
+    ).toBe('mine/agent:a1b2');
   });
 
   it('still refuses a malformed explicit x-selfgc-session', () => {

@@ -20,8 +20,6 @@ interface SessionSource {
   header?: string;
   /** Or a body field to read. */
   read?: (body: JsonObject) => string | undefined;
-  /** A header naming the agent within the session (a subagent), which then joins the id. */
-  agentHeader?: string;
 }
 
 /** UUIDs, `ses_…`, hex hashes and the like; anything else is not taken as a session id. */
@@ -54,9 +52,8 @@ function promptCacheKeyOf(body: JsonObject): string | undefined {
 const SOURCES: readonly SessionSource[] = [
   // Claude Code ≥ 2.1.86 sends one UUID per session on every request (its gateway protocol docs;
   // coder/aibridge#241); older versions only put it in `metadata.user_id`.
-  // Its subagents send the parent's session id and an agent id of their own (≥ 2.1.258).
-  { namespace: 'cc', header: 'x-claude-code-session-id', agentHeader: 'x-claude-code-agent-id' },
-  { namespace: 'cc', read: claudeCodeSessionOf, agentHeader: 'x-claude-code-agent-id' },
+  { namespace: 'cc', header: 'x-claude-code-session-id' },
+  { namespace: 'cc', read: claudeCodeSessionOf },
   // Codex: `thread-id` names the conversation, `session-id` the thread group it belongs to (they
   // differ for forked threads); codex-rs `build_session_headers`, hyphenated since openai/codex
   // #21757 / #22193, underscored before, and `conversation_id` + `session_id` earlier still.
@@ -80,13 +77,20 @@ const SESSION_HEADERS: readonly string[] = SOURCES.flatMap((source) =>
   source.header === undefined ? [] : [source.header],
 );
 
+/**
+ * Claude Code's subagents send their parent's session id, and this header with an id of their
+ * own (≥ 2.1.258; absent on the parent's requests).
+ */
+const AGENT_HEADER = 'x-claude-code-agent-id';
+
 /** The request headers the sources read (a governance worker gets these and no others). */
-export const CLIENT_SESSION_HEADERS: readonly string[] = [
-  ...new Set([
-    ...SESSION_HEADERS,
-    ...SOURCES.flatMap((source) => (source.agentHeader === undefined ? [] : [source.agentHeader])),
-  ]),
-];
+export const CLIENT_SESSION_HEADERS: readonly string[] = [...SESSION_HEADERS, AGENT_HEADER];
+
+/** What a subagent's request adds to its session id (`/agent:<id>`); '' for any other. */
+export function agentSuffixOf(headers: Headers): string {
+  const agent = headers.get(AGENT_HEADER)?.trim();
+  return agent !== undefined && CLIENT_ID_PATTERN.test(agent) ? `/agent:${agent}` : '';
+}
 
 /** The first well-formed client session id of a request, or undefined when it sends none. */
 export function findClientSessionId(headers: Headers, body: JsonObject): ClientSessionId | undefined {
@@ -94,9 +98,7 @@ export function findClientSessionId(headers: Headers, body: JsonObject): ClientS
     const value = source.header === undefined ? source.read?.(body) : headers.get(source.header);
     const id = value?.trim();
     if (id !== undefined && CLIENT_ID_PATTERN.test(id)) {
-      const agent = source.agentHeader === undefined ? undefined : headers.get(source.agentHeader)?.trim();
-      const suffix = agent !== undefined && CLIENT_ID_PATTERN.test(agent) ? `/agent:${agent}` : '';
-      return { sessionId: `${source.namespace}:${id}${suffix}`, source: source.namespace };
+      return { sessionId: `${source.namespace}:${id}${agentSuffixOf(headers)}`, source: source.namespace };
     }
   }
   return undefined;

@@ -9,7 +9,7 @@
 import { createHash } from 'node:crypto';
 import { BadInputError } from '../core/errors.js';
 import { type Message, messageText } from '../core/transcript.js';
-import { endUserOf, findClientSessionId } from './client-session-id.js';
+import { agentSuffixOf, endUserOf, findClientSessionId } from './client-session-id.js';
 import type { JsonObject } from './wire-dialect.js';
 
 /** The header a client may set to name its session explicitly. */
@@ -125,7 +125,8 @@ export function deriveSessionIdentity(input: IdentityInput): SessionIdentity {
     if (!SESSION_ID_PATTERN.test(explicit)) {
       throw new BadInputError(`${SESSION_HEADER} must be 1 to 200 visible ASCII characters`);
     }
-    return identity(explicit, 'explicit');
+    // Claude Code passes the header on to its subagents: each gets a session of its own.
+    return identity(`${explicit}${agentSuffixOf(headers)}`, 'explicit');
   }
   const client = findClientSessionId(headers, body);
   if (client !== undefined) {
