@@ -17,6 +17,8 @@ export interface RecordedExchange {
   body: string;
   /** Undefined when the answer never came (the relay could not reach the proxy). */
   status?: number;
+  /** The session the proxy governed the request in (its `x-selfgc-session` answer header). */
+  session?: string;
   /** The answer as text (streams included), cut after `ANSWER_LIMIT` bytes. */
   answer: string;
 }
@@ -68,6 +70,8 @@ export async function startRecordingRelay(target: string): Promise<RecordingRela
         },
         (answer) => {
           exchange.status = answer.statusCode ?? 0;
+          const session = answer.headers['x-selfgc-session'];
+          if (typeof session === 'string') exchange.session = session;
           outgoing.writeHead(exchange.status, answer.rawHeaders);
           const kept: Buffer[] = [];
           let keptBytes = 0;

@@ -254,6 +254,7 @@ async function runScenario(
         uniqueStrings: uniqueStrings(run),
         expectedAnswer: expectedAnswer(run),
         ...(run.secret === undefined ? {} : { secret: run.secret }),
+        ...(run.continues === true ? { continues: true } : {}),
         ...outcome,
         client: relay.exchanges.slice(firstClient) as RecordedExchange[],
         upstream: upstream.requests.slice(firstUpstream).map(

@@ -26,6 +26,8 @@ export interface RunRecord {
   expectedAnswer: string;
   /** The secret the run must recover (`streaming-recovery`, the resumed run of `resume`). */
   secret?: string;
+  /** The run resumed the previous run's conversation (`resume`). */
+  continues?: boolean;
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;

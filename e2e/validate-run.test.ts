@@ -5,6 +5,7 @@ import {
   checkForeignContent,
   checkKeptState,
   checkLatestTurn,
+  checkOneSession,
   checkProxyAnswers,
   checkRecovery,
   checkRecoveryHidden,
@@ -275,6 +276,33 @@ describe('checkKeptState', () => {
     expect(checkKeptState([log[0]!, log[2]!])).toEqual([]);
     const dropping = { ...scenario([soundRun()]), proxyLog: log };
     expect(validateScenario(dropping).map((violation) => violation.check)).toEqual(['kept-state']);
+  });
+});
+
+describe('checkOneSession', () => {
+  const inSession = (record: RecordedExchange, session: string) => ({ ...record, session });
+  const subagentTurn = [{ role: 'user', content: 'E2E-SUBTASK: read two notes' }];
+  const withSessions = (sessions: string[], extra: RecordedExchange[] = []) =>
+    soundRun({
+      client: [...soundRun().client.map((record, at) => inSession(record, sessions[at]!)), ...extra],
+    });
+
+  it('passes conversations that each kept one session, the subagent in its own', () => {
+    const run = withSessions(
+      ['cc:a#1', 'cc:a#1', 'cc:a#1'],
+      [inSession(exchange(3, body(subagentTurn)), 'cc:a/agent:b#2')],
+    );
+    expect(checkOneSession([run])).toEqual([]);
+  });
+
+  it('flags a conversation that moved to another session, and a resumed one that did', () => {
+    const [split] = checkOneSession([withSessions(['cc:a#1', 'cc:a#1', 'cc:a/agent:s1#1'])]);
+    expect(split?.message).toMatch(/governed in 2 sessions: cc:a#1, cc:a\/agent:s1#1$/);
+    const first = withSessions(['cc:a#1', 'cc:a#1', 'cc:a#1']);
+    const resumed = { ...withSessions(['cc:b#1', 'cc:b#1', 'cc:b#1']), label: 'run-2', continues: true };
+    expect(checkOneSession([first, resumed]).map((violation) => violation.run)).toEqual(['run-2']);
+    // A run that does not resume is a new conversation, in a session of its own.
+    expect(checkOneSession([first, { ...resumed, continues: false }])).toEqual([]);
   });
 });
 

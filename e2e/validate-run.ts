@@ -37,6 +37,7 @@ export const CHECK_NAMES = [
   'recovery',
   'recovery-hidden',
   'kept-state',
+  'one-session',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];
@@ -252,6 +253,44 @@ export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
   });
 }
 
+/** The sessions the proxy governed each conversation of a run in, by the text that opens it. */
+function sessionsByConversation(run: RunRecord): Map<string, Set<string>> {
+  const sessions = new Map<string, Set<string>>();
+  for (const { index, request } of clientRequests(run)) {
+    const session = run.client.find((exchange) => exchange.index === index)?.session;
+    if (session === undefined) continue;
+    const opening = request.turns.find((turn) => turn.role === 'user')?.text ?? '';
+    const seen = sessions.get(opening) ?? new Set<string>();
+    seen.add(session);
+    sessions.set(opening, seen);
+  }
+  return sessions;
+}
+
+/**
+ * Each conversation stays in one session, resumed ones too: a conversation whose requests the
+ * proxy spread over two sessions is governed afresh in the second, its state left behind.
+ */
+export function checkOneSession(runs: readonly RunRecord[]): Violation[] {
+  const violations: Violation[] = [];
+  let previous = new Map<string, Set<string>>();
+  for (const run of runs) {
+    const current = sessionsByConversation(run);
+    for (const [opening, sessions] of current) {
+      const before = run.continues === true ? previous.get(opening) : undefined;
+      const all = new Set([...(before ?? []), ...sessions]);
+      if (all.size <= 1) continue;
+      violations.push({
+        check: 'one-session',
+        run: run.label,
+        message: `the conversation opening ${JSON.stringify(opening.slice(-80))} was governed in ${all.size} sessions${before === undefined ? '' : ' (with the run it resumes)'}: ${[...all].join(', ')}`,
+      });
+    }
+    previous = current;
+  }
+  return violations;
+}
+
 function checkUpstreamRequests(run: RunRecord, window: number): Violation[] {
   const violations: Violation[] = [];
   for (const { index, request } of readRequests(run.upstream)) {
@@ -285,6 +324,7 @@ export function validateScenario(result: ScenarioResult): Violation[] {
   if (result.proxied) {
     for (const message of checkKeptState(result.proxyLog))
       violations.push({ check: 'kept-state', run: '-', message });
+    violations.push(...checkOneSession(result.runs));
   }
   // A run that stopped early (a refused request) says nothing about the scenario's pressure.
   const finished = result.runs.filter((run) => checkTask(run).length === 0);

@@ -8,7 +8,7 @@ import { isJsonObject, type JsonObject } from './wire-dialect.js';
 
 /** A client id found in a request: its namespaced form and the source that gave it. */
 export interface ClientSessionId {
-  /** `${namespace}:${id}`. */
+  /** `${namespace}:${id}`, and `/agent:<id>` for a Claude Code subagent (`agentSuffixOf`). */
   sessionId: string;
   /** The namespace, for logs (`cc`, `codex`, `opencode`, `pck`). */
   source: string;
@@ -79,7 +79,8 @@ const SESSION_HEADERS: readonly string[] = SOURCES.flatMap((source) =>
 
 /**
  * Claude Code's subagents send their parent's session id, and this header with an id of their
- * own (≥ 2.1.258; absent on the parent's requests).
+ * own (≥ 2.1.258). The parent sends none, unless its query was sent to the background: it then
+ * carries an agent id too, and its conversation goes on in a new session, governed afresh.
  */
 const AGENT_HEADER = 'x-claude-code-agent-id';
 

@@ -98,7 +98,8 @@ describe('session state bound to content, through the proxy', () => {
  * Claude Code's subagents and side requests send the parent's session id (the subagent adds
  * `x-claude-code-agent-id`, older versions nothing). Calls of the parent and of a subagent, in
  * turns under one id: each conversation goes on from its own state, and nothing of one reaches the
- * other's upstream requests.
+ * other's upstream requests. A subagent with its agent id here is a fork (Claude Code's
+ * `subagent_type: "fork"`), which opens with its parent's conversation.
  */
 async function parentAndSubagent(agentHeader: boolean) {
   fixture = await startProxyFixture({ window: 2_500, script: () => ({ text: 'ok' }) });
@@ -108,7 +109,8 @@ async function parentAndSubagent(agentHeader: boolean) {
     ...(agentHeader ? { 'x-claude-code-agent-id': 'a1b2c3d4e5f60718' } : {}),
   };
   const call = async (marker: string, turns: number, headers: Record<string, string>) => {
-    const task = `Task of the ${marker}: list what the modules export.`;
+    // With its agent id, a fork: it opens as its parent did, and only the header tells them apart.
+    const task = `Task of the ${agentHeader ? 'parent' : marker}: list what the modules export.`;
     const body = conversationBody('messages', { turns, marker, task, stream: false });
     const response = await fixture!.post('messages', body, { headers });
     expect(response.status).toBe(200);
@@ -136,7 +138,8 @@ async function parentAndSubagent(agentHeader: boolean) {
 }
 
 describe('a subagent under its parent session id', () => {
-  it('with its agent id header: parent and subagent keep state of their own', () => parentAndSubagent(true));
+  it('a fork with its agent id header: parent and fork keep state of their own', () =>
+    parentAndSubagent(true));
   it('without one (older Claude Code, side requests): the same', () => parentAndSubagent(false));
 });
 

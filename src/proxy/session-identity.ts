@@ -2,7 +2,8 @@
  * Who a governed request belongs to. The session id is, in this order: the explicit
  * `x-selfgc-session` header; the id the client already sends for its conversation
  * (`client-session-id.ts`: Claude Code, Codex, opencode, `prompt_cache_key`) with a hash of the
- * conversation's start; a hash of the start of the conversation. Sessions are namespaced by a hash of the API key, so a key that guesses
+ * conversation's start; a hash of the start of the conversation. A Claude Code subagent's agent id
+ * joins the first two. Sessions are namespaced by a hash of the API key, so a key that guesses
  * (or is sent) another key's session id reaches a different store session and sees nothing. The
  * API key itself is only ever hashed here; it is never stored or logged.
  */
@@ -22,7 +23,11 @@ const CONVERSATION_HEX = 16;
 export interface SessionIdentity {
   /** Hash of the API key (of the empty string when the request has none). */
   keyHash: string;
-  /** The header's value, the client's own id (`cc:…`, `codex:…`), or `auto-<hash>`. */
+  /**
+   * The header's value, the client's own id with the hash of the conversation's start
+   * (`cc:<uuid>#<hash>`, `codex:…`), or `auto-<hash>`; `/agent:<id>` before any hash for a
+   * Claude Code subagent.
+   */
   sessionId: string;
   /** Where the id came from: `explicit`, a client source (`cc`, `codex`, `opencode`, `pck`), or `auto`. */
   source: string;
