@@ -143,6 +143,41 @@ describe('a subagent under its parent session id', () => {
   it('without one (older Claude Code, side requests): the same', () => parentAndSubagent(false));
 });
 
+/**
+ * The parent's last upstream request, after `turns` calls under an explicit session id, with or
+ * without a side request (a title) under the same id before the last call.
+ */
+async function parentAfter(turns: number, sideRequest: boolean): Promise<string> {
+  fixture = await startProxyFixture({ window: 2_500, script: () => ({ text: 'ok' }) });
+  const headers = { 'x-selfgc-session': 'fix-build-42' };
+  const post = async (body: unknown) => {
+    const response = await fixture!.post('messages', body, { headers });
+    expect(response.status).toBe(200);
+    await response.text();
+  };
+  for (let turn = 2; turn <= turns; turn += 1) {
+    if (turn === turns && sideRequest) {
+      const title = { role: 'user', content: 'Write a five-word title for this conversation.' };
+      await post({ model: 'claude-haiku-4-5', max_tokens: 64, messages: [title] });
+      // It is another conversation, and says so; it governs nothing.
+      expect(fixture.logs.at(-1)).toMatchObject({ divergedAt: 0 });
+      expect(fixture.logs.at(-1)?.commit).toBeUndefined();
+    }
+    await post(conversationBody('messages', { turns: turn, stream: false }));
+  }
+  expect(fixture.logs.filter((entry) => entry.commit !== undefined).length).toBeGreaterThan(1);
+  const sent = fixture.upstream.requests.at(-1)!.rawBody;
+  await fixture.close();
+  fixture = undefined;
+  return sent;
+}
+
+describe('a side request under an explicit session id', () => {
+  it("leaves the parent's state as it was: the parent's next view is the one it would have had", async () => {
+    expect(await parentAfter(10, true)).toBe(await parentAfter(10, false));
+  });
+});
+
 const tag = runTag();
 
 describeWithService('session state bound to content, on Redis', await probeRedis(redisTestUrl), () => {

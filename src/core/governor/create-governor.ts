@@ -214,8 +214,10 @@ export function createGovernor(options: GovernorOptions): Governor {
   };
 
   /**
-   * The stored state that holds for this transcript. A divergence is said in a warning and the
-   * reconciled state is written back at once, so it is found (and counted) once.
+   * The stored state that holds for this transcript. A divergence is said in a warning. The
+   * reconciled state is not written back here: the run's own write (a commit, or the record of a
+   * run) stores it, so a request that governs nothing (another conversation's side request under
+   * the same session id) leaves the state it does not match as it was.
    */
   const readReconciled = async (
     sessionId: string,
@@ -232,12 +234,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       messageIndex: divergence.at,
       message: `the transcript differs from the one governed before at message ${divergence.at}; ${divergence.dropped.length} object states made for the other content no longer apply`,
     });
-    const written = await options.store.writeState(sessionId, reconciliation.state, stored.version);
-    const snapshot =
-      written.status === 'written'
-        ? { version: written.version, state: reconciliation.state }
-        : { version: stored.version, state: reconciliation.state };
-    return { snapshot, divergence };
+    return { snapshot: { version: stored.version, state: reconciliation.state }, divergence };
   };
 
   /** Sidecar keys of what this state's view can recover, by the key the view shows. */
