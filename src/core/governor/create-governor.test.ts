@@ -647,6 +647,32 @@ describe('createGovernor: counting deferred', () => {
     expect(again.viewTokens).toBe(transcriptTokens(messages));
   });
 
+  it("keeps a session's ledger when another conversation calls under its id: only what was appended is counted", async () => {
+    const messages = longSession({ rounds: 20 });
+    const { counted, tokenCounter } = boundedCounter();
+    const gc = governor(createMemoryStore(), transcriptTokens(messages) * 10, { tokenCounter });
+    // What indexing the whole transcript counts.
+    await governor(createMemoryStore(), transcriptTokens(messages) * 10, { tokenCounter }).project(
+      't',
+      messages,
+    );
+    const whole = counted.length;
+    await gc.project('s', messages.slice(0, -2));
+    await gc.project('s', [{ role: 'user', parts: [{ type: 'text', text: 'Write a title for this.' }] }]);
+    counted.length = 0;
+    await gc.project('s', messages);
+    expect(counted.length).toBeGreaterThan(0);
+    expect(counted.length).toBeLessThan(whole / 4);
+    // An edit at the start is indexed anew, as before.
+    const edited = [
+      { ...messages[0]!, parts: [{ type: 'text' as const, text: 'another task' }] },
+      ...messages.slice(1),
+    ];
+    counted.length = 0;
+    await gc.project('s', edited);
+    expect(counted.length).toBe(whole);
+  });
+
   it("leaves the valuator's statistics of new messages for after the view is sent, changing no view", async () => {
     const messages = longSession({ rounds: 30, requestEvery: 5 });
     const window = Math.ceil(transcriptTokens(messages) / 2);

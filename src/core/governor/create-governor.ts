@@ -41,8 +41,9 @@ const CACHED_LEDGERS = 1000;
 /**
  * Ledgers kept in memory between calls, so each call indexes only what was appended. A cached
  * ledger is reused only when the new transcript continues it message for message (by the
- * content chain); anything else — an edit, a truncation, another conversation under the same id
- * — is indexed from scratch, and the index where the two parted is reported.
+ * content chain); anything else — an edit, a truncation — is indexed from scratch, and the index
+ * where the two parted is reported. They are kept by session and first message, so another
+ * conversation under the same id (a side request) does not take the place of the session's own.
  */
 function createLedgerCache(options: GovernorOptions) {
   const ledgers = new Map<string, Ledger>();
@@ -61,8 +62,9 @@ function createLedgerCache(options: GovernorOptions) {
     bounded = false,
   ): { ledger: Ledger; divergedAt?: number } => {
     const chain = known?.length === messages.length ? known : transcriptChain(messages);
-    const cached = ledgers.get(sessionId);
-    ledgers.delete(sessionId);
+    const key = `${sessionId}\u0000${chain[0] ?? ''}`;
+    const cached = ledgers.get(key);
+    ledgers.delete(key);
     let divergedAt: number | undefined;
     if (cached) {
       const shared = commonPrefixLength(cached.chain, chain);
@@ -72,14 +74,14 @@ function createLedgerCache(options: GovernorOptions) {
         cached.append(messages.slice(shared), chain.slice(shared), { bounded });
         // A call that counts finds nothing left uncounted by an earlier one.
         if (!bounded) cached.settle();
-        ledgers.set(sessionId, cached);
+        ledgers.set(key, cached);
         return { ledger: cached };
       }
       divergedAt = shared;
     }
     const ledger = createLedger(ledgerOptions);
     ledger.append(messages, chain);
-    ledgers.set(sessionId, ledger);
+    ledgers.set(key, ledger);
     if (ledgers.size > CACHED_LEDGERS) ledgers.delete(ledgers.keys().next().value!);
     return divergedAt === undefined ? { ledger } : { ledger, divergedAt };
   };
