@@ -117,12 +117,13 @@ function regrowIndexes(ledger: Ledger, limits: CallLimits, state: ViewState, sta
   const pool = indexTokensOf(ledger, spans) + room;
   // What each index would take with the whole pool to itself: those that need less than an even
   // share leave the rest to the others.
-  const unbounded = spanFoldsOf(tighten(ledger, limits, state, start, spans, pool));
+  const unbounded = tighten(ledger, limits, state, start, spans, pool);
   const level = waterLevel(
-    unbounded.map((span) => indexTokensOf(ledger, [span])),
+    spanFoldsOf(unbounded).map((span) => indexTokensOf(ledger, [span])),
     pool,
   );
-  let grown = tighten(ledger, limits, state, start, spans, level);
+  // A level at the pool (every index fits whole) is the rehearsal just made.
+  let grown = level === pool ? unbounded : tighten(ledger, limits, state, start, spans, level);
   if (grown.tokensAfter > limits.window) grown = shrinkIndexes(ledger, limits, state, grown, level).rehearsal;
   return grown.tokensAfter <= limits.window && grown.tokensAfter > start.tokensAfter ? grown : start;
 }
