@@ -227,6 +227,11 @@ export function readWireRequest(route: WireRoute, body: unknown): WireRequest {
   };
 }
 
+/** The text of the request's first user turn: what opens its conversation. */
+export function openingText(request: WireRequest): string {
+  return request.turns.find((turn) => turn.role === 'user')?.text ?? '';
+}
+
 /** The results of the request's last turns: the tool results after the last model turn. */
 export function latestResults(request: WireRequest): WireResult[] {
   const results: WireResult[] = [];

@@ -24,6 +24,7 @@ import {
 } from './agent-scenarios.js';
 import {
   latestResults,
+  openingText,
   readWireRequest,
   requestText,
   routeOfPath,
@@ -147,7 +148,7 @@ function delegationOf(
   request: WireRequest,
   run: ScenarioRun,
 ): { step: DelegateStep; number: number } | undefined {
-  const opening = request.turns.find((turn) => turn.role === 'user')?.text ?? '';
+  const opening = openingText(request);
   if (!opening.includes(SUBTASK_MARK)) return undefined;
   const index = run.steps.findIndex((step) => step.tool === 'agent' && opening.includes(step.prompt));
   return index < 0 ? undefined : { step: run.steps[index] as DelegateStep, number: index + 1 };

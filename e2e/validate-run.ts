@@ -15,6 +15,7 @@ import {
 } from './check-request.js';
 import {
   latestResults,
+  openingText,
   readWireRequest,
   routeOfPath,
   type WireRequest,
@@ -259,7 +260,7 @@ function sessionsByConversation(run: RunRecord): Map<string, Set<string>> {
   for (const { index, request } of clientRequests(run)) {
     const session = run.client.find((exchange) => exchange.index === index)?.session;
     if (session === undefined) continue;
-    const opening = request.turns.find((turn) => turn.role === 'user')?.text ?? '';
+    const opening = openingText(request);
     const seen = sessions.get(opening) ?? new Set<string>();
     seen.add(session);
     sessions.set(opening, seen);
