@@ -76,6 +76,11 @@ export interface RehearseOptions {
    * goes to what later steps will quote (default: none, the extractor's ranking).
    */
   entryModel?: EntryModel;
+  /**
+   * Verdicts already judged in this reduction (`createVerdictMemo`): operations it rehearses
+   * again from the same committed state under the same options are not judged again.
+   */
+  verdicts?: VerdictMemo;
 }
 
 export interface Rehearsal {
@@ -117,6 +122,58 @@ export function autoAnchorBudget(tokens: number, cap = Number.POSITIVE_INFINITY)
 }
 
 type Verdict = { reason: RejectionReason; detail: string } | AcceptedOperation;
+
+/**
+ * The verdicts of one reduction, by committed state. A reduction rehearses the whole plan from
+ * the committed state round after round, and each round changes a few operations of it; a
+ * verdict depends on the ledger, that state, the operation and the options alone, so the others
+ * are taken as judged. A memo serves one ledger and one valuator model, and the ledger's size
+ * is part of every key: indexing more, or counting what was bounded, judges anew.
+ */
+export interface VerdictMemo {
+  ledger?: Ledger;
+  entryModel?: EntryModel | undefined;
+  readonly byState: WeakMap<ViewState, Map<string, Verdict>>;
+}
+
+export function createVerdictMemo(): VerdictMemo {
+  return { byState: new WeakMap() };
+}
+
+/** `judgeOperation` for every operation of one rehearsal, through the options' memo if any. */
+function judgeFor(
+  ledger: Ledger,
+  state: ViewState,
+  options: RehearseOptions,
+  protectFrom: number,
+): (operation: PlannedOperation) => Verdict {
+  const judge = (operation: PlannedOperation) =>
+    judgeOperation(ledger, state, operation, options, protectFrom);
+  const memo = options.verdicts;
+  if (memo === undefined) return judge;
+  if (memo.ledger === undefined) {
+    memo.ledger = ledger;
+    memo.entryModel = options.entryModel;
+  }
+  if (memo.ledger !== ledger || memo.entryModel !== options.entryModel) return judge;
+  let known = memo.byState.get(state);
+  if (known === undefined) {
+    known = new Map();
+    memo.byState.set(state, known);
+  }
+  // What judging reads besides the state and the operation (`project` only measures the view).
+  const { verdicts: _memo, project: _project, entryModel: _model, ...judged } = options;
+  const context = JSON.stringify([ledger.messages.length, ledger.totalTokens, protectFrom, judged]);
+  return (operation) => {
+    const key = `${context}\n${JSON.stringify(operation)}`;
+    let verdict = known.get(key);
+    if (verdict === undefined) {
+      verdict = judge(operation);
+      known.set(key, verdict);
+    }
+    return verdict;
+  };
+}
 
 function judgeOperation(
   ledger: Ledger,
@@ -491,8 +548,9 @@ export function rehearsePlan(
   const protectFrom = options.protectFrom ?? latestTurnStart(ledger);
   const { merged, rejected } = mergeOperations(plan.operations);
   const verdicts: AcceptedOperation[] = [];
+  const judge = judgeFor(ledger, state, options, protectFrom);
   for (const operation of merged) {
-    const verdict = judgeOperation(ledger, state, operation, options, protectFrom);
+    const verdict = judge(operation);
     if ('reason' in verdict) rejected.push({ operation, ...verdict });
     else verdicts.push(verdict);
   }

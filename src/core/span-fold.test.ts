@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { commitRehearsal } from './commit-plan.js';
-import { indexTranscript, type Ledger } from './ledger.js';
+import { createLedger, indexTranscript, type Ledger } from './ledger.js';
 import { parseObjectPayload } from './object-payload.js';
 import type { PlannedOperation } from './operations.js';
 import { projectView } from './project-view.js';
-import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
+import { createVerdictMemo, latestTurnStart, rehearsePlan } from './rehearse-plan.js';
 import { emptySessionState, payloadKey } from './session-state.js';
 import { longSession } from './testing/long-session.js';
 import { longOutput, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
@@ -221,5 +221,76 @@ describe('span fold indexes list what the view does not show elsewhere', () => {
     expect(listed(later.stateAfter['conversation:user:2']?.replacement)).toContain('src/alpha_module.py');
     const earlier = rehearsePlan(ledger, later.stateAfter, { planner: 'test', operations: [spanFold(6)] });
     expect(listed(earlier.stateAfter['conversation:user:1']?.replacement)).toContain('src/alpha_module.py');
+  });
+});
+
+describe('a reduction judges each operation once per committed state and options', () => {
+  /** A ledger whose counter tallies the fold indexes it counts (`[folded …` texts). */
+  function countedLedger(rounds = 12) {
+    const counted = { folds: 0 };
+    const tokenCounter = {
+      name: 'approximate',
+      count(text: string) {
+        if (text.startsWith('[folded ')) counted.folds += 1;
+        return approximateTokenCounter.count(text);
+      },
+    };
+    const messages = longSession({ rounds });
+    const ledger = createLedger({ tokenCounter });
+    ledger.append(messages.slice(0, -2));
+    return { ledger, counted, rest: messages.slice(-2) };
+  }
+
+  it('takes an operation judged before from the memo, and judges anew what changed', () => {
+    const { ledger, counted } = countedLedger();
+    const verdicts = createVerdictMemo();
+    const plan = { planner: 'test', operations: [spanFold(10)] };
+    const state = {};
+    const fresh = rehearsePlan(ledger, state, plan);
+    const judged = counted.folds;
+    expect(judged).toBeGreaterThan(0);
+
+    const first = rehearsePlan(ledger, state, plan, { verdicts });
+    const second = rehearsePlan(ledger, state, plan, { verdicts });
+    expect(first).toEqual(fresh);
+    expect(second).toEqual(fresh);
+    // The second rehearsal rendered nothing: the fold came from the memo.
+    expect(counted.folds).toBe(2 * judged);
+
+    // Another bound, another committed state: judged anew.
+    const before = counted.folds;
+    const bounded = rehearsePlan(ledger, state, plan, { verdicts, spanAnchorTokens: 40 });
+    expect(bounded).toEqual(rehearsePlan(ledger, state, plan, { spanAnchorTokens: 40 }));
+    expect(counted.folds).toBeGreaterThan(before);
+    const again = counted.folds;
+    rehearsePlan(ledger, { ...state }, plan, { verdicts });
+    expect(counted.folds).toBeGreaterThan(again);
+  });
+
+  it('judges anew once the ledger has grown', () => {
+    const { ledger, counted, rest } = countedLedger();
+    const verdicts = createVerdictMemo();
+    const plan = { planner: 'test', operations: [spanFold(30)] };
+    const state = {};
+    const short = rehearsePlan(ledger, state, plan, { verdicts });
+    ledger.append(rest);
+    const before = counted.folds;
+    const grown = rehearsePlan(ledger, state, plan, { verdicts });
+    expect(counted.folds).toBeGreaterThan(before);
+    expect(grown).toEqual(rehearsePlan(ledger, state, plan));
+    expect(grown.accepted[0]?.operation.spanEnd).not.toBe(short.accepted[0]?.operation.spanEnd);
+  });
+
+  it('serves one ledger: another one is judged without it', () => {
+    const one = countedLedger();
+    const other = countedLedger();
+    const verdicts = createVerdictMemo();
+    const plan = { planner: 'test', operations: [spanFold(10)] };
+    rehearsePlan(one.ledger, {}, plan, { verdicts });
+    const state = {};
+    rehearsePlan(other.ledger, state, plan, { verdicts });
+    const before = other.counted.folds;
+    rehearsePlan(other.ledger, state, plan, { verdicts });
+    expect(other.counted.folds).toBeGreaterThan(before);
   });
 });

@@ -12,7 +12,7 @@ import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { bindingAt, reconcileState } from '../reconcile-state.js';
-import { latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
+import { createVerdictMemo, latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
 import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
@@ -149,6 +149,8 @@ export function createGovernor(options: GovernorOptions): Governor {
         project,
         spanAnchorTokens: Math.max(GOVERNOR.spanIndexMinTokens, Math.floor(window * GOVERNOR.spanIndexShare)),
         ...entryModel,
+        // One call rehearses its plans again and again as they deepen.
+        verdicts: createVerdictMemo(),
       },
     };
   };

@@ -11,6 +11,7 @@ import type { PlannerInput } from '../../core/planners/planner.js';
 import { projectView } from '../../core/project-view.js';
 import { planAgain, reduceToTarget } from '../../core/reduce-to-target.js';
 import {
+  createVerdictMemo,
   latestTurnStart,
   type Rehearsal,
   type RehearseOptions,
@@ -90,9 +91,14 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
       const plannerInput = cutPlannerInput(input);
       const { entryModel, foldAnchors, ...planner } = options;
       const plannerOptions = { ...CUT_PLANNER_OPTIONS, ...planner };
-      const rehearse = cutRehearseOptions(input, foldAnchors, entryModel);
+      // Nothing is committed in cut mode: every round rehearses from the same empty state.
+      const committed: ViewState = {};
+      const rehearse = {
+        ...cutRehearseOptions(input, foldAnchors, entryModel),
+        verdicts: createVerdictMemo(),
+      };
       const operations = planEmbedded(plannerInput, plannerOptions);
-      const first = rehearsePlan(input.ledger, {}, { planner: 'embedded', operations }, rehearse);
+      const first = rehearsePlan(input.ledger, committed, { planner: 'embedded', operations }, rehearse);
       // The planner estimates what each fold's index keeps; rehearsal renders it. While the
       // measured view is over the budget, plan again on what was measured, as the governor's
       // deep reduction does.
@@ -105,7 +111,7 @@ export function createSelfGcStrategy(options: SelfGcStrategyOptions = {}, name =
             plannerOptions,
           );
           if (more.length === 0) return { rehearsal: measured, done: true };
-          return { rehearsal: planAgain(input.ledger, {}, measured, more, 'embedded', rehearse) };
+          return { rehearsal: planAgain(input.ledger, committed, measured, more, 'embedded', rehearse) };
         },
       });
       const view = projectView(input.ledger, rehearsal.stateAfter);
