@@ -121,6 +121,20 @@ describe('keyAnchorsOf', () => {
     expect(keyAnchorsOf(nested, { maxAnchors: 3 }, '')).toEqual(['django/forms/forms.py', 'forms.Form']);
   });
 
+  it('finds the entries a later one shows through any of their words, however many share one', () => {
+    // Lines of code share their keywords; each is found through a word of its own.
+    const lines = Array.from({ length: 40 }, (_, index) => ({
+      kind: 'identifier' as const,
+      value: `total_${index} = computeValue(${index})`,
+    }));
+    const wider = { kind: 'identifier' as const, value: 'print(total_7 = computeValue(7))' };
+    const chosen = keyAnchorsOf([...lines, wider, lines[3]!], { maxAnchors: 100 }, '');
+    expect(chosen).toHaveLength(40);
+    expect(chosen[7]).toBe(wider.value);
+    expect(chosen).not.toContain(lines[7]!.value);
+    expect(chosen.filter((value) => value === lines[3]!.value)).toHaveLength(1);
+  });
+
   it('puts preferred anchors first, only if the object holds them', () => {
     expect(
       keyAnchorsOf(anchors, { preferredAnchors: ['a quoted value', 'absent'], maxAnchors: 2 }, ''),

@@ -318,16 +318,25 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
   // Slots emptied by a later value that shows theirs hold `undefined` until the end.
   const chosen: Array<string | undefined> = [];
   const slots = new Map<string, number>();
-  // The values taken, by their longest word: a value shows an earlier one only where that word
-  // stands whole in it, so its own words say where to look.
+  // The values taken, each under one of its words: a value shows an earlier one only where every
+  // word of it stands whole in it, so its own words say where to look. Under the word that holds
+  // the fewest so far, so that no list grows with every value (lines of code share keywords).
   const byWord = new Map<string, string[]>();
   const shown = createShownTexts();
   shown.add(exclude);
   let chars = 0;
   let count = 0;
+  // Values met before that will be passed over again: shown already, since what is shown only
+  // grows (one taken is shown from then on, if it has a word). The same value comes from many
+  // messages, and a value that did not fit is weighed again.
+  const passed = new Set<string>();
   const take = (value: string) => {
-    if (shown.contains(value) || options.shownElsewhere?.contains(value)) return;
-    const words = new Set(value.match(WORD));
+    if (passed.has(value)) return;
+    if (shown.contains(value) || options.shownElsewhere?.contains(value)) {
+      passed.add(value);
+      return;
+    }
+    const { words } = wordsOf(value);
     const within = new Set<string>();
     for (const word of words)
       for (const earlier of byWord.get(word) ?? [])
@@ -335,6 +344,7 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
     let freed = 0;
     for (const earlier of within) freed += earlier.length + 2;
     if (chars - freed + value.length + 2 > maxChars) return;
+    if (words.size > 0) passed.add(value);
     let slot = chosen.length;
     for (const earlier of within) {
       const at = slots.get(earlier)!;
@@ -347,12 +357,22 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
     count += 1 - within.size;
     chars += value.length + 2 - freed;
     shown.add(value);
-    const longest = [...words].reduce((best, word) => (word.length > best.length ? word : best), '');
-    if (longest !== '') {
-      const list = byWord.get(longest);
-      if (list) list.push(value);
-      else byWord.set(longest, [value]);
+    let rarest: string[] | undefined;
+    let under = '';
+    for (const word of words) {
+      const list = byWord.get(word);
+      if (list === undefined) {
+        rarest = undefined;
+        under = word;
+        break;
+      }
+      if (rarest === undefined || list.length < rarest.length) {
+        rarest = list;
+        under = word;
+      }
     }
+    if (rarest) rarest.push(value);
+    else if (under !== '') byWord.set(under, [value]);
   };
   if (preferred.length > 0) {
     const present = new Set([...ordered].map((anchor) => anchor.value));
@@ -385,6 +405,32 @@ function showsWhole(text: string, value: string): boolean {
 
 const WORD = /[A-Za-z0-9_]+/g;
 
+/** A text's words (runs of word characters), each with where it starts, and the distinct ones. */
+interface Words {
+  at: ReadonlyArray<{ word: string; start: number }>;
+  words: ReadonlySet<string>;
+}
+
+/**
+ * The words of short texts (index entries) split once: every index rendered looks at the words
+ * of each of its candidates, and a plan renders the same spans again and again as it deepens.
+ */
+const wordsOfValue = new Map<string, Words>();
+const REMEMBERED_VALUES = 100_000;
+const REMEMBERED_VALUE_CHARS = 256;
+
+function wordsOf(text: string): Words {
+  const known = wordsOfValue.get(text);
+  if (known !== undefined) return known;
+  const at = [...text.matchAll(WORD)].map((match) => ({ word: match[0], start: match.index }));
+  const split = { at, words: new Set(at.map((entry) => entry.word)) };
+  if (text.length <= REMEMBERED_VALUE_CHARS) {
+    if (wordsOfValue.size >= REMEMBERED_VALUES) wordsOfValue.clear();
+    wordsOfValue.set(text, split);
+  }
+  return split;
+}
+
 /**
  * Texts an index need not repeat from: whether a value is visible inside one of them (of those
  * added at a position before `before`, when given).
@@ -413,13 +459,11 @@ export function createShownTexts(): ShownTexts {
     // stands whole wherever the value appears), whichever stands in fewer places.
     let longest: { word: string; at: number } | undefined;
     let chosen: { places: readonly number[]; at: number } | undefined;
-    for (const match of value.matchAll(WORD)) {
-      const [word] = match;
-      if (word.length > (longest?.word.length ?? 0)) longest = { word, at: match.index };
-      if (match.index > 0 && match.index + word.length < value.length) {
+    for (const { word, start } of wordsOf(value).at) {
+      if (word.length > (longest?.word.length ?? 0)) longest = { word, at: start };
+      if (start > 0 && start + word.length < value.length) {
         const places = occurrences.get(word) ?? [];
-        if (chosen === undefined || places.length < chosen.places.length)
-          chosen = { places, at: match.index };
+        if (chosen === undefined || places.length < chosen.places.length) chosen = { places, at: start };
       }
     }
     if (longest === undefined) return Number.POSITIVE_INFINITY;
@@ -441,10 +485,10 @@ export function createShownTexts(): ShownTexts {
       const text = texts.push(textValue) - 1;
       positions.push(position);
       if (earliest.size > 0) earliest.clear();
-      for (const match of textValue.matchAll(WORD)) {
-        const places = occurrences.get(match[0]);
-        if (places) places.push(text, match.index);
-        else occurrences.set(match[0], [text, match.index]);
+      for (const { word, start } of wordsOf(textValue).at) {
+        const places = occurrences.get(word);
+        if (places) places.push(text, start);
+        else occurrences.set(word, [text, start]);
       }
     },
     contains(value, before = Number.POSITIVE_INFINITY) {
