@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { loadTokenCounter } from '../tokenizers/create-token-counter.js';
 import { codeLines, messageEntries } from './index-entries.js';
 import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
 import {
@@ -196,7 +197,10 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
     expect(anchors).toContain('repro_case.py');
     expect(anchors).toContain('print("ISSUE REPRODUCED")');
     expect(anchors).not.toMatch(/nimport|nsys/);
-    expect(anchors.indexOf('sys.exit(1)')).toBeGreaterThan(anchors.indexOf('repro_case.py'));
+    const entries = spanFoldParts(ledger, request, 4, { maxAnchors: 50 }).anchors;
+    expect(entries.indexOf('sys.exit(1)')).toBeGreaterThan(
+      entries.findIndex((entry) => entry.includes('repro_case.py')),
+    );
   });
 
   it('in a span fold, not what the request, which stays, already says', () => {
@@ -212,9 +216,12 @@ describe('fold indexes read tool-call arguments as the agent wrote them', () => 
     const folded = renderSpanFold(asked, object(asked, 'conversation:user:1'), 4, { maxAnchors: 50 });
     // Without the request saying it, the index shows it: in the line the agent ran, which takes
     // the place of the name it shows.
-    expect(header.split('\n')[1]).toMatch(/(^anchors: |, )cat > repro_case\.py <<EOF(,|$)/);
-    expect(header.split('\n')[1]).not.toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
-    expect(folded.split('\n')[1]).not.toMatch(/(^anchors: |, )repro_case\.py(,|$)/);
+    const entries = (transcript: typeof ledger) =>
+      spanFoldParts(transcript, object(transcript, 'conversation:user:1'), 4, { maxAnchors: 50 }).anchors;
+    expect(header).toContain('cat > repro_case.py <<EOF');
+    expect(entries(ledger)).toContain('cat > repro_case.py <<EOF');
+    expect(entries(ledger)).not.toContain('repro_case.py');
+    expect(entries(asked)).not.toContain('repro_case.py');
     expect(folded).toContain('ISSUE REPRODUCED');
   });
 
@@ -375,6 +382,26 @@ describe('shortenIndex and withoutIndex', () => {
     expect(joinFoldParts(folded)).toBe(renderSpanFold(ledger, request, 4, { maxAnchors: 50 }));
     expect(withoutIndex(joinFoldParts(folded))).toBe(joinFoldParts({ ...folded, anchors: [] }));
     expect(joinFoldParts({ ...parts, anchors: [] })).toBe([...parts.head, ...parts.tail].join('\n'));
+  });
+
+  it('lists the names apart by a space, then the entries with blanks apart by semicolons', () => {
+    expect(joinFoldParts(parts).split('\n')[1]).toBe(
+      'anchors: src/app.py E2E-TOKEN-1a2b; def handler(request, code):',
+    );
+    const names = { ...parts, anchors: ['src/app.py', 'E2E-TOKEN-1a2b'] };
+    expect(joinFoldParts(names).split('\n')[1]).toBe('anchors: src/app.py E2E-TOKEN-1a2b');
+    const phrases = { ...parts, anchors: ['def handler(request, code):', 'git diff --stat'] };
+    expect(joinFoldParts(phrases).split('\n')[1]).toBe(
+      'anchors: def handler(request, code):; git diff --stat',
+    );
+  });
+
+  it('takes fewer tokens than a list apart by commas', async () => {
+    const counter = await loadTokenCounter('o200k_base');
+    const anchors = Array.from({ length: 60 }, (_, index) => `src/modules/m${index}.py`);
+    const listed = joinFoldParts({ ...parts, anchors });
+    const commas = [...parts.head, `anchors: ${anchors.join(', ')}`, ...parts.tail].join('\n');
+    expect(counter.count(listed)).toBeLessThan(counter.count(commas) - 50);
   });
 });
 

@@ -91,10 +91,21 @@ export interface FoldParts {
   tail: readonly string[];
 }
 
+/**
+ * A fold summary from its parts. The index lists its names (entries without a blank: paths,
+ * identifiers, values) apart by a space, which a tokenizer takes into the next name's token, and
+ * then the entries with blanks (lines of code, call expressions) apart by `; `: a comma between
+ * every two entries would take a token each, about one in eight of the index.
+ */
 export function joinFoldParts(parts: FoldParts): string {
-  const index = parts.anchors.length > 0 ? [`${INDEX_LINE}${parts.anchors.join(', ')}`] : [];
+  const names = parts.anchors.filter((entry) => !BLANK.test(entry));
+  const phrases = parts.anchors.filter((entry) => BLANK.test(entry));
+  const listed = [names.join(' '), ...phrases].filter((text) => text !== '').join('; ');
+  const index = parts.anchors.length > 0 ? [`${INDEX_LINE}${listed}`] : [];
   return [...parts.head, ...index, ...parts.tail].join('\n');
 }
+
+const BLANK = /\s/;
 
 /**
  * The parts with the first index entries that fit `maxChars` characters (separators counted, as

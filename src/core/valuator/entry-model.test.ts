@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../errors.js';
 import { messageEntries } from '../index-entries.js';
 import { indexTranscript } from '../ledger.js';
-import { renderSpanFold } from '../render-replacement.js';
+import { type FoldParts, spanFoldParts } from '../render-replacement.js';
 import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
 import { ENTRY_FEATURES, entryFeaturizer } from './entry-features.js';
@@ -124,18 +124,13 @@ describe('entry models', () => {
   it("a fold index lists each message's anchors by the score it is given, latest messages first", () => {
     const ledger = session();
     const conversation = ledger.get('conversation:user:1')!;
-    const listed = (text: string) =>
-      text
-        .split('\n')
-        .find((line) => line.startsWith('anchors: '))!
-        .slice('anchors: '.length)
-        .split(', ');
+    const listed = (parts: FoldParts) => parts.anchors;
     // By kind, an output's name comes before its number; a score that prefers numbers turns that.
     // Room for the anchors alone: a line after them would take the place of the names it shows.
-    const byKind = listed(renderSpanFold(ledger, conversation, 10, { maxAnchors: 13 }));
+    const byKind = listed(spanFoldParts(ledger, conversation, 10, { maxAnchors: 13 }));
     const numbersFirst = (entry: { value: string }) => (/^\d+$/.test(entry.value) ? 1 : 0.1);
     const scored = listed(
-      renderSpanFold(ledger, conversation, 10, { rankEntry: numbersFirst, maxAnchors: 13 }),
+      spanFoldParts(ledger, conversation, 10, { rankEntry: numbersFirst, maxAnchors: 13 }),
     );
     expect(byKind.indexOf('handler_4')).toBeLessThan(byKind.indexOf('1004'));
     expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('handler_4'));
@@ -143,7 +138,7 @@ describe('entry models', () => {
     expect(scored.indexOf('1004')).toBeLessThan(scored.indexOf('1001'));
     const oldestFirst = (entry: { value: string }) => (entry.value.includes('_1') ? 1 : 0.1);
     const budgeted = listed(
-      renderSpanFold(ledger, conversation, 10, { rankEntry: oldestFirst, maxAnchors: 3 }),
+      spanFoldParts(ledger, conversation, 10, { rankEntry: oldestFirst, maxAnchors: 3 }),
     );
     expect(budgeted).toHaveLength(3);
     expect(budgeted).not.toContain('handler_1');
