@@ -58,6 +58,16 @@ describe('deriveSessionIdentity', () => {
     }
   });
 
+  it("takes a subagent's session id back as the proxy answered it, however long its name", () => {
+    const name = 'n'.repeat(200);
+    const agent = { 'x-claude-code-agent-id': 'a1b2c3d4e5f6' };
+    const first = identify(bearer('k', { [SESSION_HEADER]: name, ...agent }), [task]).sessionId;
+    expect(first).toBe(`${name}/agent:a1b2c3d4e5f6`);
+    expect(identify(bearer('k', { [SESSION_HEADER]: first, ...agent }), [task]).sessionId).toBe(first);
+    // Without the agent's header it is a name like any other, and too long for one.
+    expect(() => identify(bearer('k', { [SESSION_HEADER]: first }), [task])).toThrow(BadInputError);
+  });
+
   it('keeps the hash of earlier versions for a request without a client id or an end user', () => {
     const headers = bearer('sk-a');
     const keyHash = hashApiKey(headers);

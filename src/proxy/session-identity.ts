@@ -127,11 +127,15 @@ export function deriveSessionIdentity(input: IdentityInput): SessionIdentity {
   });
   const explicit = headers.get(SESSION_HEADER);
   if (explicit !== null) {
-    if (!SESSION_ID_PATTERN.test(explicit)) {
+    // Claude Code passes the header on to its subagents: each gets a session of its own. A
+    // subagent's id as the proxy answered it, sent back, names the same session, not a deeper one.
+    const agent = agentSuffixOf(headers);
+    const echoed = agent !== '' && explicit.length > agent.length && explicit.endsWith(agent);
+    const name = echoed ? explicit.slice(0, -agent.length) : explicit;
+    if (!SESSION_ID_PATTERN.test(name)) {
       throw new BadInputError(`${SESSION_HEADER} must be 1 to 200 visible ASCII characters`);
     }
-    // Claude Code passes the header on to its subagents: each gets a session of its own.
-    return identity(`${explicit}${agentSuffixOf(headers)}`, 'explicit');
+    return identity(`${name}${agent}`, 'explicit');
   }
   const client = findClientSessionId(headers, body);
   if (client !== undefined) {
