@@ -127,11 +127,13 @@ describe('fold', () => {
     const ledger = session();
     const replacement =
       rehearse(ledger, [operation('function:bash:2', 'fold')]).accepted[0]?.state?.replacement ?? '';
-    const listed = (replacement.split('\n').find((line) => line.startsWith('anchors: ')) ?? '')
-      .slice('anchors: '.length)
-      .split(', ');
-    expect(listed.length).toBeGreaterThan(0);
+    const line = replacement.split('\n').find((text) => text.startsWith('anchors: ')) ?? '';
+    // Its names first, apart by spaces; then its entries with blanks, apart by semicolons.
+    expect(line).toBe('anchors: test_parser.py::test_symbols; ValueError(f"bad token {line!r}")');
+    const [names = '', ...phrases] = line.slice('anchors: '.length).split('; ');
+    const listed = [...names.split(' '), ...phrases];
     expect(ledger.spokenAnchors.size).toBeGreaterThan(0);
+    expect(ledger.spokenAnchors.has('test_parser.py')).toBe(true);
     for (const value of listed) expect(ledger.spokenAnchors.has(value)).toBe(false);
     expect(replacement).toContain('expand("function:bash:2")');
   });

@@ -347,7 +347,7 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
       passed.add(value);
       return;
     }
-    const { words } = wordsOf(value);
+    const words = new Set(wordsOf(value).map((entry) => entry.word));
     const within = new Set<string>();
     for (const word of words)
       for (const earlier of byWord.get(word) ?? [])
@@ -416,30 +416,27 @@ function showsWhole(text: string, value: string): boolean {
 
 const WORD = /[A-Za-z0-9_]+/g;
 
-/** A text's words (runs of word characters), each with where it starts, and the distinct ones. */
-interface Words {
-  at: ReadonlyArray<{ word: string; start: number }>;
-  words: ReadonlySet<string>;
-}
+/** A text's words (runs of word characters), each with where it starts. */
+type Words = ReadonlyArray<{ word: string; start: number }>;
 
 /**
  * The words of short texts (index entries) split once: every index rendered looks at the words
  * of each of its candidates, and a plan renders the same spans again and again as it deepens.
+ * Bounded, since a proxy's governance worker keeps it for every session it serves.
  */
 const wordsOfValue = new Map<string, Words>();
-const REMEMBERED_VALUES = 100_000;
-const REMEMBERED_VALUE_CHARS = 256;
+const REMEMBERED_VALUES = 20_000;
+const REMEMBERED_VALUE_CHARS = 160;
 
 function wordsOf(text: string): Words {
   const known = wordsOfValue.get(text);
   if (known !== undefined) return known;
-  const at = [...text.matchAll(WORD)].map((match) => ({ word: match[0], start: match.index }));
-  const split = { at, words: new Set(at.map((entry) => entry.word)) };
+  const words = [...text.matchAll(WORD)].map((match) => ({ word: match[0], start: match.index }));
   if (text.length <= REMEMBERED_VALUE_CHARS) {
     if (wordsOfValue.size >= REMEMBERED_VALUES) wordsOfValue.clear();
-    wordsOfValue.set(text, split);
+    wordsOfValue.set(text, words);
   }
-  return split;
+  return words;
 }
 
 /**
@@ -470,7 +467,7 @@ export function createShownTexts(): ShownTexts {
     // stands whole wherever the value appears), whichever stands in fewer places.
     let longest: { word: string; at: number } | undefined;
     let chosen: { places: readonly number[]; at: number } | undefined;
-    for (const { word, start } of wordsOf(value).at) {
+    for (const { word, start } of wordsOf(value)) {
       if (word.length > (longest?.word.length ?? 0)) longest = { word, at: start };
       if (start > 0 && start + word.length < value.length) {
         const places = occurrences.get(word) ?? [];
@@ -496,7 +493,7 @@ export function createShownTexts(): ShownTexts {
       const text = texts.push(textValue) - 1;
       positions.push(position);
       if (earliest.size > 0) earliest.clear();
-      for (const { word, start } of wordsOf(textValue).at) {
+      for (const { word, start } of wordsOf(textValue)) {
         const places = occurrences.get(word);
         if (places) places.push(text, start);
         else occurrences.set(word, [text, start]);
