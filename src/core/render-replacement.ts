@@ -95,7 +95,7 @@ export interface FoldParts {
  * A fold summary from its parts. The index lists its names (entries without a blank: paths,
  * identifiers, values) apart by a space, which a tokenizer takes into the next name's token, and
  * then the entries with blanks (lines of code, call expressions) apart by `; `: a comma between
- * every two entries would take a token each, about one in eight of the index.
+ * every two entries would take a token of its own.
  */
 export function joinFoldParts(parts: FoldParts): string {
   const names = parts.anchors.filter((entry) => !BLANK.test(entry));
