@@ -368,22 +368,18 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
     count += 1 - within.size;
     chars += value.length + 2 - freed;
     shown.add(value);
-    let rarest: string[] | undefined;
-    let under = '';
+    let under: string | undefined;
+    let fewest = Number.POSITIVE_INFINITY;
     for (const word of words) {
-      const list = byWord.get(word);
-      if (list === undefined) {
-        rarest = undefined;
-        under = word;
-        break;
-      }
-      if (rarest === undefined || list.length < rarest.length) {
-        rarest = list;
-        under = word;
-      }
+      const held = byWord.get(word)?.length ?? 0;
+      if (held < fewest) [under, fewest] = [word, held];
+      if (held === 0) break;
     }
-    if (rarest) rarest.push(value);
-    else if (under !== '') byWord.set(under, [value]);
+    if (under !== undefined) {
+      const list = byWord.get(under);
+      if (list) list.push(value);
+      else byWord.set(under, [value]);
+    }
   };
   if (preferred.length > 0) {
     const present = new Set([...ordered].map((anchor) => anchor.value));
