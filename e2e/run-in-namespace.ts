@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AGENT_CLIS, type AgentName } from './agent-clis.js';
 import type { ScenarioName } from './agent-scenarios.js';
+import { collectText } from './child-output.js';
 import type { ScenarioResult } from './scenario-result.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -44,14 +45,8 @@ export function runInNamespace(
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString('utf8');
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString('utf8')).slice(-4000);
-  });
+  const stdout = collectText(child.stdout);
+  const stderr = collectText(child.stderr, 4000);
   // SIGTERM lets the runner stop the CLI and the proxy it started before it exits.
   const timer = setTimeout(() => child.kill('SIGTERM'), options.timeoutMs);
   return new Promise((resolve, reject) => {
@@ -61,11 +56,11 @@ export function runInNamespace(
     });
     child.once('close', (code, signal) => {
       clearTimeout(timer);
-      const line = stdout.trim().split('\n').pop() ?? '';
+      const line = stdout().trim().split('\n').pop() ?? '';
       try {
         resolve(JSON.parse(line) as ScenarioResult);
       } catch {
-        reject(new Error(`run-scenario ended (${code ?? signal}) without a result: ${stderr.trim()}`));
+        reject(new Error(`run-scenario ended (${code ?? signal}) without a result: ${stderr().trim()}`));
       }
     });
   });

@@ -27,6 +27,7 @@ import {
   type ScenarioRun,
   uniqueStrings,
 } from './agent-scenarios.js';
+import { collectText } from './child-output.js';
 import { type RecordedExchange, startRecordingRelay } from './recording-relay.js';
 import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
 import { createScriptedAgent } from './scripted-agent.js';
@@ -55,10 +56,6 @@ interface ProxyChild {
   process: ChildProcess;
   url: string;
   exited: Promise<void>;
-}
-
-function tail(text: string): string {
-  return text.length > OUTPUT_TAIL ? text.slice(-OUTPUT_TAIL) : text;
 }
 
 function startProxy(upstreamUrl: string, window: number, storeDirectory: string, result: ScenarioResult) {
@@ -163,14 +160,8 @@ function runCli(
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout = tail(stdout + chunk.toString('utf8'));
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr = tail(stderr + chunk.toString('utf8'));
-  });
+  const stdout = collectText(child.stdout, OUTPUT_TAIL);
+  const stderr = collectText(child.stderr, OUTPUT_TAIL);
   let timedOut = false;
   const stopGroup = (signal: NodeJS.Signals) => {
     if (child.pid === undefined) return;
@@ -195,8 +186,8 @@ function runCli(
         signal: null,
         timedOut,
         durationMs: 0,
-        stdout,
-        stderr: `${stderr}\n${error.message}`,
+        stdout: stdout(),
+        stderr: `${stderr()}\n${error.message}`,
       });
     });
     child.once('close', (exitCode, signal) => {
@@ -204,7 +195,14 @@ function runCli(
       onTerminate.delete(terminate);
       // Whatever the CLI left running in its group (a shell it spawned) goes with it.
       stopGroup('SIGKILL');
-      resolve({ exitCode, signal, timedOut, durationMs: Date.now() - started, stdout, stderr });
+      resolve({
+        exitCode,
+        signal,
+        timedOut,
+        durationMs: Date.now() - started,
+        stdout: stdout(),
+        stderr: stderr(),
+      });
     });
   });
 }

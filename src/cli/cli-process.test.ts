@@ -29,11 +29,14 @@ function selfgc(args: string[], deadlineMs = 50_000): Promise<Finished> {
   );
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
+  // Decoded as streams: a character split between two reads stays whole.
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
+    stdout += chunk;
   });
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
+  child.stderr.on('data', (chunk: string) => {
+    stderr += chunk;
   });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -48,8 +48,10 @@ export function spawnProxyChild(options: ProxyChildOptions): Promise<ProxyChild>
   const exited = new Promise((resolve) => child.once('exit', resolve));
   const logs: Array<Record<string, unknown>> = [];
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
+  // Decoded as a stream: a character split between two reads stays whole.
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    stderr += chunk;
   });
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (line) => {
