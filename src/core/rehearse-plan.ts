@@ -21,6 +21,7 @@ import {
   createShownTexts,
   type FoldParts,
   foldParts,
+  indexBudgetChars,
   isMaskable,
   joinFoldParts,
   type MaskOptions,
@@ -477,7 +478,8 @@ function foldWithinBound(
   const frame = joinFoldParts({ ...parts, anchors: [] });
   const indexTokens = tokens - counter.count(frame);
   if (indexTokens <= bound) return { replacement, tokens };
-  const indexChars = replacement.length - frame.length;
+  // Tokens per character as `shortenIndex` counts characters, so the cut keeps what the bound holds.
+  const indexChars = indexBudgetChars(parts.anchors);
   const cut = joinFoldParts(
     shortenIndex(parts, Math.floor((indexChars * bound * FOLD_INDEX.cutShare) / indexTokens)),
   );

@@ -107,6 +107,18 @@ export function joinFoldParts(parts: FoldParts): string {
 
 const BLANK = /\s/;
 
+/** An index entry's characters as an index budget counts them: its own and two of separator. */
+function budgetChars(entry: string): number {
+  return entry.length + 2;
+}
+
+/** The characters of index entries as an index budget counts them (`budgetChars`). */
+export function indexBudgetChars(anchors: readonly string[]): number {
+  let chars = 0;
+  for (const entry of anchors) chars += budgetChars(entry);
+  return chars;
+}
+
 /**
  * The parts with the first index entries that fit `maxChars` characters (separators counted, as
  * an index budget counts them): the entries come best first, so the cut loses the least.
@@ -114,8 +126,8 @@ const BLANK = /\s/;
 export function shortenIndex(parts: FoldParts, maxChars: number): FoldParts {
   let chars = 0;
   let kept = 0;
-  while (kept < parts.anchors.length && chars + parts.anchors[kept]!.length + 2 <= maxChars) {
-    chars += parts.anchors[kept]!.length + 2;
+  while (kept < parts.anchors.length && chars + budgetChars(parts.anchors[kept]!) <= maxChars) {
+    chars += budgetChars(parts.anchors[kept]!);
     kept += 1;
   }
   return { ...parts, anchors: parts.anchors.slice(0, kept) };

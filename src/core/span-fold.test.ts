@@ -125,6 +125,36 @@ describe('span folds: the work after a request', () => {
     expect(unbounded.stateAfter['conversation:user:1']?.tokens).toBeGreaterThan(2 * bound);
   });
 
+  it('cuts an index of names to what its bound holds, counting characters as the cut does', () => {
+    // Short paths: the rendering puts one blank between names, the index budget counts two.
+    const dense = { name: 'dense', count: (text: string) => Math.ceil(text.length / 2) };
+    const listing = (round: number) =>
+      Array.from({ length: 40 }, (_, index) => `f${round}_${index}.c`).join('\n');
+    const messages = [
+      systemMessage('You are a coding agent.'),
+      userMessage('Find the module that defines parse_config and fix it.'),
+      ...Array.from({ length: 8 }, (_, round) =>
+        toolRound(`call_${round}`, 'list_files', { dir: `src/${round}` }, listing(round)),
+      ).flat(),
+      userMessage('Now run the tests.'),
+    ];
+    const ledger = indexTranscript(messages, { tokenCounter: dense });
+    const bound = 150;
+    const rehearsal = rehearsePlan(
+      ledger,
+      {},
+      { planner: 'test', operations: [spanFold(latestTurnStart(ledger))] },
+      { spanAnchorTokens: bound },
+    );
+    const replacement = rehearsal.stateAfter['conversation:user:1']?.replacement ?? '';
+    const index = /\nanchors: ([^\n]*)/.exec(replacement)?.[1] ?? '';
+    expect(index).not.toContain('; ');
+    const indexTokens = dense.count(replacement) - dense.count(replacement.replace(/\nanchors: [^\n]*/, ''));
+    expect(indexTokens).toBeLessThanOrEqual(bound);
+    // The cut keeps its share of the bound (`FOLD_INDEX.cutShare`, 0.9), less a name at most.
+    expect(indexTokens).toBeGreaterThanOrEqual(0.85 * bound);
+  });
+
   it('gives every folded step its best anchor, and the latest steps more, when its index is full', () => {
     const ledger = ledgerOf();
     const rehearsal = rehearsePlan(
