@@ -153,6 +153,21 @@ describe('checkLatestTurn', () => {
     );
     expect(violation).toMatchObject({ check: 'latest-turn', request: 1 });
   });
+
+  it("says where the closest upstream result parts from the client's", () => {
+    const changed = { ...readResult, content: 'E2E-STEP-01 E2E-RUN-aaab' };
+    const sent = [
+      ...firstTurn,
+      { role: 'assistant', content: [readCall] },
+      { role: 'user', content: [changed] },
+    ];
+    const [violation] = checkLatestTurn(
+      soundRun({ upstream: [upstream(0, body(firstTurn)), upstream(1, body(sent))] }),
+    );
+    expect(violation?.message).toContain(
+      'parts from it at character 23 of 24: "-STEP-01 E2E-RUN-aaaa" became "-STEP-01 E2E-RUN-aaab"',
+    );
+  });
 });
 
 describe('checkProxyAnswers', () => {

@@ -116,22 +116,39 @@ export function checkForeignContent(run: RunRecord, others: readonly string[]): 
  * the upstream as they were (some upstream request ends with the same results).
  */
 export function checkLatestTurn(run: RunRecord): Violation[] {
-  const upstreamEndings = readRequests(run.upstream).map(
-    ({ request }) => new Set(latestResults(request).map((result) => result.text)),
+  const upstreamEndings = readRequests(run.upstream).map(({ request }) =>
+    latestResults(request).map((result) => result.text),
   );
   const violations: Violation[] = [];
   for (const { index, request } of clientRequests(run)) {
     const results = latestResults(request);
     if (results.length === 0) continue;
-    if (upstreamEndings.some((ending) => results.every((result) => ending.has(result.text)))) continue;
+    if (upstreamEndings.some((ending) => results.every((result) => ending.includes(result.text)))) continue;
+    const first = results[0]!.text;
     violations.push({
       check: 'latest-turn',
       run: run.label,
       request: index,
-      message: `the client's request ended with ${results.length} tool result(s) (${JSON.stringify(results[0]!.text.slice(0, 80))}…) that no upstream request ended with: the latest turn was changed or dropped`,
+      message:
+        `the client's request ended with ${results.length} tool result(s) (${JSON.stringify(first.slice(0, 80))}…) that no upstream request ended with: the latest turn was changed or dropped` +
+        closestEnding(first, upstreamEndings.flat()),
     });
   }
   return violations;
+}
+
+/** Where the upstream result most like `text` (the longest shared start) parts from it. */
+function closestEnding(text: string, endings: readonly string[]): string {
+  let best: { shared: number; ending: string } | undefined;
+  for (const ending of endings) {
+    let shared = 0;
+    while (shared < text.length && shared < ending.length && text[shared] === ending[shared]) shared += 1;
+    if (best === undefined || shared > best.shared) best = { shared, ending };
+  }
+  if (best === undefined || best.shared === 0) return '';
+  const around = (value: string) =>
+    JSON.stringify(value.slice(Math.max(0, best.shared - 20), best.shared + 40));
+  return `; the closest upstream result parts from it at character ${best.shared} of ${text.length}: ${around(text)} became ${around(best.ending)}`;
 }
 
 /** Results of `selfgc_expand` calls that reached the upstream, with the text they carried. */
