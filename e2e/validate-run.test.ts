@@ -170,6 +170,23 @@ describe('checkLatestTurn', () => {
   });
 });
 
+it('names the result the upstream changed when it is not the first', () => {
+  const call = (id: string) => ({ ...readCall, id });
+  const result = (id: string, content: string) => ({ type: 'tool_result', tool_use_id: id, content });
+  const turn = (second: string) => [
+    ...firstTurn,
+    { role: 'assistant', content: [call('toolu_1'), call('toolu_2')] },
+    { role: 'user', content: [result('toolu_1', 'alpha same'), result('toolu_2', second)] },
+  ];
+  const [violation] = checkLatestTurn(
+    soundRun({
+      client: [exchange(0, body(firstTurn)), exchange(1, body(turn('E2E-STEP-02 beta')))],
+      upstream: [upstream(0, body(firstTurn)), upstream(1, body(turn('E2E-STEP-02 beta changed')))],
+    }),
+  );
+  expect(violation?.message).toContain('parts from it at character 16 of 16');
+});
+
 describe('checkProxyAnswers', () => {
   it('flags a refused request with the proxy message', () => {
     const run = soundRun({

@@ -124,31 +124,45 @@ export function checkLatestTurn(run: RunRecord): Violation[] {
     const results = latestResults(request);
     if (results.length === 0) continue;
     if (upstreamEndings.some((ending) => results.every((result) => ending.includes(result.text)))) continue;
-    const first = results[0]!.text;
+    const texts = results.map((result) => result.text);
     violations.push({
       check: 'latest-turn',
       run: run.label,
       request: index,
       message:
-        `the client's request ended with ${results.length} tool result(s) (${JSON.stringify(first.slice(0, 80))}…) that no upstream request ended with: the latest turn was changed or dropped` +
-        closestEnding(first, upstreamEndings.flat()),
+        `the client's request ended with ${results.length} tool result(s) (${JSON.stringify(texts[0]!.slice(0, 80))}…) that no upstream request ended with: the latest turn was changed or dropped` +
+        closestEnding(texts, upstreamEndings),
     });
   }
   return violations;
 }
 
-/** Where the upstream result most like `text` (the longest shared start) parts from it. */
-function closestEnding(text: string, endings: readonly string[]): string {
+/**
+ * Where the client's result that the upstream endings lack parts from the upstream result most
+ * like it (the longest shared start): the first result no ending holds, else the first that the
+ * ending holding the most of them lacks.
+ */
+function closestEnding(texts: readonly string[], endings: ReadonlyArray<readonly string[]>): string {
+  const held = (ending: readonly string[]) => texts.filter((text) => ending.includes(text)).length;
+  const fullest = endings.reduce<readonly string[]>(
+    (best, ending) => (held(ending) > held(best) ? ending : best),
+    [],
+  );
+  const missing =
+    texts.find((text) => !endings.some((ending) => ending.includes(text))) ??
+    texts.find((text) => !fullest.includes(text));
+  if (missing === undefined) return '';
   let best: { shared: number; ending: string } | undefined;
-  for (const ending of endings) {
+  for (const ending of endings.flat()) {
     let shared = 0;
-    while (shared < text.length && shared < ending.length && text[shared] === ending[shared]) shared += 1;
+    while (shared < missing.length && shared < ending.length && missing[shared] === ending[shared])
+      shared += 1;
     if (best === undefined || shared > best.shared) best = { shared, ending };
   }
   if (best === undefined || best.shared === 0) return '';
   const around = (value: string) =>
     JSON.stringify(value.slice(Math.max(0, best.shared - 20), best.shared + 40));
-  return `; the closest upstream result parts from it at character ${best.shared} of ${text.length}: ${around(text)} became ${around(best.ending)}`;
+  return `; the closest upstream result parts from it at character ${best.shared} of ${missing.length}: ${around(missing)} became ${around(best.ending)}`;
 }
 
 /** Results of `selfgc_expand` calls that reached the upstream, with the text they carried. */

@@ -73,8 +73,9 @@ class StdioClient {
       this.#waiting.get(answer.id)?.(answer);
       this.#waiting.delete(answer.id);
     });
-    child.stderr.on('data', (chunk: Buffer) => {
-      this.stderr += chunk.toString();
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      this.stderr += chunk;
     });
     this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
   }

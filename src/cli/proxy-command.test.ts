@@ -21,8 +21,9 @@ function startCli(args: string[]): Promise<{ child: ChildProcess; url: string; s
   );
   let stderr = '';
   return new Promise((resolve, reject) => {
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      stderr += chunk;
       const match = /listening on (http:\/\/\S+)/.exec(stderr);
       if (match) resolve({ child, url: match[1]!, stderr: () => stderr });
     });
