@@ -32,7 +32,7 @@ import {
   shortenIndex,
   spanFoldParts,
 } from './render-replacement.js';
-import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, tokensForChars } from './tokens.js';
+import { CHARS_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, type TokenCounter, tokensForChars } from './tokens.js';
 import { FOLD_INDEX } from './tuning.js';
 import { type EntryModel, type EntryScorer, entryScorers } from './valuator/entry-model.js';
 
@@ -254,7 +254,7 @@ function judgeOperation(
       const replacement =
         object.kind === 'conversation'
           ? foldWithinBound(
-              ledger,
+              ledger.options.tokenCounter,
               conversationFoldParts(ledger, object, {
                 ...summary,
                 ...messagesIndexBudget(liveTokens(ledger, object), options),
@@ -262,7 +262,7 @@ function judgeOperation(
               options.spanAnchorTokens,
             ).replacement
           : foldWithinBound(
-              ledger,
+              ledger.options.tokenCounter,
               foldParts(ledger, object, {
                 ...summary,
                 maxAnchors: auto ? autoAnchorBudget(object.tokens) : (options.foldAnchors as number),
@@ -356,7 +356,7 @@ function judgeSpanFold(
     before += ledger.messageTokens[index] ?? 0;
   const bound = operation.indexTokens ?? options.spanAnchorTokens;
   const { replacement, tokens } = foldWithinBound(
-    ledger,
+    ledger.options.tokenCounter,
     spanFoldParts(ledger, object, spanEnd, {
       ...(operation.summary ? { summary: operation.summary } : {}),
       ...messagesIndexBudget(before, bound === undefined ? options : { ...options, spanAnchorTokens: bound }),
@@ -466,24 +466,31 @@ function ranking(ledger: Ledger, options: RehearseOptions): { rankEntry?: EntryS
  * character (hashes, ids, dense code) would overrun the bound by as much, so such an index is cut
  * by the share it overran.
  */
-function foldWithinBound(
-  ledger: Ledger,
+export function foldWithinBound(
+  counter: TokenCounter,
   parts: FoldParts,
   bound: number | undefined,
 ): { replacement: string; tokens: number } {
-  const counter = ledger.options.tokenCounter;
   const replacement = joinFoldParts(parts);
   const tokens = counter.count(replacement);
   if (bound === undefined || tokens <= bound) return { replacement, tokens };
   const frame = joinFoldParts({ ...parts, anchors: [] });
-  const indexTokens = tokens - counter.count(frame);
+  const frameTokens = counter.count(frame);
+  const indexTokens = tokens - frameTokens;
   if (indexTokens <= bound) return { replacement, tokens };
   // Tokens per character as `shortenIndex` counts characters, so the cut keeps what the bound holds.
   const indexChars = indexBudgetChars(parts.anchors);
-  const cut = joinFoldParts(
-    shortenIndex(parts, Math.floor((indexChars * bound * FOLD_INDEX.cutShare) / indexTokens)),
-  );
-  return { replacement: cut, tokens: counter.count(cut) };
+  let kept = shortenIndex(parts, Math.floor((indexChars * bound * FOLD_INDEX.cutShare) / indexTokens));
+  let cut = joinFoldParts(kept);
+  let cutTokens = counter.count(cut);
+  // The ratio is the whole index's: a kept part denser than the whole (short names after long
+  // entries take a blank each where the count allows two) can still overrun, by a few entries.
+  while (cutTokens - frameTokens > bound && kept.anchors.length > 0) {
+    kept = { ...kept, anchors: kept.anchors.slice(0, -1) };
+    cut = joinFoldParts(kept);
+    cutTokens = counter.count(cut);
+  }
+  return { replacement: cut, tokens: cutTokens };
 }
 
 /** Keep one operation per object: the strongest. */

@@ -359,7 +359,7 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
       passed.add(value);
       return;
     }
-    const words = new Set(wordsOf(value).map((entry) => entry.word));
+    const words = distinctWordsOf(value);
     const within = new Set<string>();
     for (const word of words)
       for (const earlier of byWord.get(word) ?? [])
@@ -367,7 +367,7 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
     let freed = 0;
     for (const earlier of within) freed += earlier.length + 2;
     if (chars - freed + value.length + 2 > maxChars) return;
-    if (words.size > 0) passed.add(value);
+    if (words.length > 0) passed.add(value);
     let slot = chosen.length;
     for (const earlier of within) {
       const at = slots.get(earlier)!;
@@ -436,15 +436,32 @@ const wordsOfValue = new Map<string, Words>();
 const REMEMBERED_VALUES = 20_000;
 const REMEMBERED_VALUE_CHARS = 160;
 
+/** The distinct words of short texts, as `wordsOf` remembers them. */
+const distinctWordsOfValue = new Map<string, readonly string[]>();
+
+function remembered<T>(cache: Map<string, T>, text: string, value: T): T {
+  if (text.length <= REMEMBERED_VALUE_CHARS) {
+    if (cache.size >= REMEMBERED_VALUES) cache.clear();
+    cache.set(text, value);
+  }
+  return value;
+}
+
 function wordsOf(text: string): Words {
   const known = wordsOfValue.get(text);
   if (known !== undefined) return known;
-  const words = [...text.matchAll(WORD)].map((match) => ({ word: match[0], start: match.index }));
-  if (text.length <= REMEMBERED_VALUE_CHARS) {
-    if (wordsOfValue.size >= REMEMBERED_VALUES) wordsOfValue.clear();
-    wordsOfValue.set(text, words);
-  }
-  return words;
+  return remembered(
+    wordsOfValue,
+    text,
+    [...text.matchAll(WORD)].map((match) => ({ word: match[0], start: match.index })),
+  );
+}
+
+/** A text's words, each once. */
+function distinctWordsOf(text: string): readonly string[] {
+  const known = distinctWordsOfValue.get(text);
+  if (known !== undefined) return known;
+  return remembered(distinctWordsOfValue, text, [...new Set(wordsOf(text).map((entry) => entry.word))]);
 }
 
 /**

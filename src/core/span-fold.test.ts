@@ -5,7 +5,7 @@ import { createLedger, indexTranscript, type Ledger } from './ledger.js';
 import { parseObjectPayload } from './object-payload.js';
 import type { PlannedOperation } from './operations.js';
 import { projectView } from './project-view.js';
-import { createVerdictMemo, latestTurnStart, rehearsePlan } from './rehearse-plan.js';
+import { createVerdictMemo, foldWithinBound, latestTurnStart, rehearsePlan } from './rehearse-plan.js';
 import { emptySessionState, payloadKey } from './session-state.js';
 import { longSession } from './testing/long-session.js';
 import { longOutput, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
@@ -153,6 +153,23 @@ describe('span folds: the work after a request', () => {
     expect(indexTokens).toBeLessThanOrEqual(bound);
     // The cut keeps its share of the bound (`FOLD_INDEX.cutShare`, 0.9), less a name at most.
     expect(indexTokens).toBeGreaterThanOrEqual(0.85 * bound);
+  });
+
+  it('keeps a cut index within its bound when its first entries are longer than the rest', () => {
+    // The cut's ratio is the whole index's; here the kept part is denser than the whole.
+    const dense = { name: 'dense', count: (text: string) => Math.ceil(text.length / 1.5) };
+    const anchors = [
+      ...Array.from({ length: 10 }, (_, index) => `long_name_${String(index).padStart(5, '0')}`),
+      ...Array.from({ length: 200 }, (_, index) => `n${index.toString(36).padStart(2, '0')}`),
+    ];
+    const parts = { head: ['[folded x: work]'], anchors, tail: ['(expand("x") recovers it)'] };
+    const frame = dense.count('[folded x: work]\n(expand("x") recovers it)');
+    for (const bound of [60, 100, 150]) {
+      const { replacement, tokens } = foldWithinBound(dense, parts, bound);
+      expect(tokens).toBe(dense.count(replacement));
+      expect(tokens - frame).toBeLessThanOrEqual(bound);
+      expect(replacement).toContain('long_name_00000');
+    }
   });
 
   it('gives every folded step its best anchor, and the latest steps more, when its index is full', () => {
