@@ -439,6 +439,7 @@ const REMEMBERED_VALUE_CHARS = 160;
 /** The distinct words of short texts, as `wordsOf` remembers them. */
 const distinctWordsOfValue = new Map<string, readonly string[]>();
 
+/** `value`, kept under `text` when the text is short, in a cache emptied when full. */
 function remembered<T>(cache: Map<string, T>, text: string, value: T): T {
   if (text.length <= REMEMBERED_VALUE_CHARS) {
     if (cache.size >= REMEMBERED_VALUES) cache.clear();
