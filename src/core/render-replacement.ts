@@ -355,10 +355,6 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
   const passed = new Set<string>();
   const take = (value: string) => {
     if (passed.has(value)) return;
-    if (shown.contains(value) || options.shownElsewhere?.contains(value)) {
-      passed.add(value);
-      return;
-    }
     const words = distinctWordsOf(value);
     const within = new Set<string>();
     for (const word of words)
@@ -366,7 +362,13 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
         if (slots.has(earlier) && showsWhole(value, earlier)) within.add(earlier);
     let freed = 0;
     for (const earlier of within) freed += earlier.length + 2;
+    // A value without room is not taken, shown or not: the room is the cheaper question (once an
+    // index is nearly full, most values are weighed for room alone).
     if (chars - freed + value.length + 2 > maxChars) return;
+    if (shown.contains(value) || options.shownElsewhere?.contains(value)) {
+      passed.add(value);
+      return;
+    }
     if (words.length > 0) passed.add(value);
     let slot = chosen.length;
     for (const earlier of within) {
