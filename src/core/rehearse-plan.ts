@@ -164,9 +164,23 @@ function judgeFor(
   }
   // What judging reads besides the state and the operation (`project` only measures the view).
   const { verdicts: _memo, project: _project, entryModel: _model, ...judged } = options;
-  const context = JSON.stringify([ledger.messages.length, ledger.totalTokens, protectFrom, judged]);
+  const contextOf = (read: object) =>
+    JSON.stringify([ledger.messages.length, ledger.totalTokens, protectFrom, read]);
+  // Only a prune reads the tombstone options, and a span fold given its own index bound does not
+  // read the shared one: a round that changes those alone finds the other verdicts judged.
+  const { tombstones: _t, namedTombstones: _n, renameTombstones: _r, ...notPruning } = judged;
+  const { spanAnchorTokens: _s, ...boundOwn } = notPruning;
+  const contexts = { prune: contextOf(judged), other: contextOf(notPruning), bounded: contextOf(boundOwn) };
+  const contextFor = (operation: PlannedOperation) =>
+    operation.operation === 'prune'
+      ? contexts.prune
+      : operation.operation === 'fold' &&
+          operation.spanEnd !== undefined &&
+          operation.indexTokens !== undefined
+        ? contexts.bounded
+        : contexts.other;
   return (operation) => {
-    const key = `${context}\n${JSON.stringify(operation)}`;
+    const key = `${contextFor(operation)}\n${JSON.stringify(operation)}`;
     let verdict = known.get(key);
     if (verdict === undefined) {
       verdict = judge(operation);

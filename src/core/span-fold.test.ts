@@ -5,7 +5,13 @@ import { createLedger, indexTranscript, type Ledger } from './ledger.js';
 import { parseObjectPayload } from './object-payload.js';
 import type { PlannedOperation } from './operations.js';
 import { projectView } from './project-view.js';
-import { createVerdictMemo, foldWithinBound, latestTurnStart, rehearsePlan } from './rehearse-plan.js';
+import {
+  createVerdictMemo,
+  foldWithinBound,
+  latestTurnStart,
+  type RehearseOptions,
+  rehearsePlan,
+} from './rehearse-plan.js';
 import { emptySessionState, payloadKey } from './session-state.js';
 import { longSession } from './testing/long-session.js';
 import { longOutput, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
@@ -312,6 +318,42 @@ describe('a reduction judges each operation once per committed state and options
     const again = counted.folds;
     rehearsePlan(ledger, { ...state }, plan, { verdicts });
     expect(counted.folds).toBeGreaterThan(again);
+  });
+
+  it('keeps a fold judged across options it does not read, and judges a prune anew under them', () => {
+    const { ledger, counted } = countedLedger();
+    const verdicts = createVerdictMemo();
+    // An output after the folded span, before the latest turn.
+    const output = ledger.objects.find(
+      (object) => object.kind !== 'conversation' && !object.pinned && object.messageIndex > 12,
+    );
+    expect(output).toBeDefined();
+    const prune: PlannedOperation = { objectId: output!.id, operation: 'prune', reason: 'test' };
+    const plan = { planner: 'test', operations: [spanFold(10), prune] };
+    const state = {};
+    rehearsePlan(ledger, state, plan, { verdicts });
+    const judged = counted.folds;
+    /** The fold indexes a memoized rehearsal renders, after checking it against a fresh one. */
+    const rendered = (operations: PlannedOperation[], options: RehearseOptions) => {
+      const before = counted.folds;
+      const memoized = rehearsePlan(ledger, state, { planner: 'test', operations }, { verdicts, ...options });
+      const renders = counted.folds - before;
+      expect(memoized).toEqual(rehearsePlan(ledger, state, { planner: 'test', operations }, options));
+      return { renders, memoized };
+    };
+    // Tombstone options are a prune's alone: the fold comes from the memo, the prune does not.
+    for (const options of [{ namedTombstones: false }, { tombstones: false }, { renameTombstones: true }])
+      expect(rendered(plan.operations, options).renders).toBe(0);
+    const { memoized: bare } = rendered(plan.operations, { tombstones: false });
+    expect(bare.stateAfter[output!.id]?.replacement).toBe('');
+    expect(rendered(plan.operations, {}).memoized.stateAfter[output!.id]?.replacement).not.toBe('');
+    expect(judged).toBeGreaterThan(0);
+
+    // A fold with its own index bound does not read the shared one; a fold without one does.
+    const bounded = [{ ...spanFold(10), indexTokens: 60 }];
+    expect(rendered(bounded, { spanAnchorTokens: 400 }).renders).toBeGreaterThan(0);
+    expect(rendered(bounded, { spanAnchorTokens: 300 }).renders).toBe(0);
+    expect(rendered(plan.operations, { spanAnchorTokens: 300 }).renders).toBeGreaterThan(0);
   });
 
   it('judges anew once the ledger has grown', () => {
