@@ -235,9 +235,10 @@ function judgeOperation(
   const before = current ? counter.count(current.replacement) : liveTokens(ledger, object);
   const overhead = rules.replacementOverhead;
   const commitId = options.commitId ?? 'pending';
-  const accept = (proposed: ObjectState | undefined): AcceptedOperation => {
-    // Counted once here; projection reads it instead of counting again.
-    const next = proposed && { ...proposed, tokens: counter.count(proposed.replacement) };
+  const accept = (proposed: ObjectState | undefined, tokens?: number): AcceptedOperation => {
+    // Counted once here (or by the caller, which passes the count); projection reads it instead
+    // of counting again.
+    const next = proposed && { ...proposed, tokens: tokens ?? counter.count(proposed.replacement) };
     return {
       operation,
       state: next,
@@ -265,7 +266,7 @@ function judgeOperation(
         ...ranking(ledger, options),
         shownElsewhere: shownElsewhere(ledger, state, object),
       };
-      const replacement =
+      const { replacement, tokens } =
         object.kind === 'conversation'
           ? foldWithinBound(
               ledger.options.tokenCounter,
@@ -274,7 +275,7 @@ function judgeOperation(
                 ...messagesIndexBudget(liveTokens(ledger, object), options),
               }),
               options.spanAnchorTokens,
-            ).replacement
+            )
           : foldWithinBound(
               ledger.options.tokenCounter,
               foldParts(ledger, object, {
@@ -286,8 +287,8 @@ function judgeOperation(
               }),
               // Long names (a listing of paths) must not make the index as big as the output.
               auto ? outputIndexTokens(object.tokens) : undefined,
-            ).replacement;
-      return accept({ operation: 'fold', replacement, commitId });
+            );
+      return accept({ operation: 'fold', replacement, commitId }, tokens);
     }
     case 'mask': {
       if (current) return { reason: 'no-op', detail: `${object.id} is already ${current.operation}ed` };
