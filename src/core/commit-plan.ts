@@ -11,7 +11,7 @@ import type { ContentBinding, ObjectState } from './operations.js';
 import { bindingAt, coveredEnd } from './reconcile-state.js';
 import type { Rehearsal } from './rehearse-plan.js';
 import { sidecarKey } from './render-replacement.js';
-import { payloadKey, readSessionState, type SessionState } from './session-state.js';
+import { payloadKey, readSessionState, type SessionState, withoutDeferral } from './session-state.js';
 import {
   type CommitRecord,
   type CommittedOperation,
@@ -115,7 +115,8 @@ export async function commitRehearsal(
     payloads: bound,
     head: bindingAt(ledger, ledger.messages.length),
     sequence: record.sequence,
-    triggers: { ...snapshot.state.triggers, lastCommitAt: ledger.messages.length },
+    // A deferral was weighed on the view this commit changes.
+    triggers: { ...withoutDeferral(snapshot.state.triggers), lastCommitAt: ledger.messages.length },
   };
   // Sidecars before the view: if this throws, nothing the model sees has changed.
   if (payloads.length > 0) await context.store.putPayloads(payloads);

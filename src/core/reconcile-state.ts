@@ -8,7 +8,7 @@
  */
 import type { Ledger } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
-import type { SessionState } from './session-state.js';
+import { type SessionState, withoutDeferral } from './session-state.js';
 
 export interface Reconciliation {
   /** The state that holds for this transcript. */
@@ -80,7 +80,8 @@ export function reconcileState(
     objects: objects as ViewState,
     payloads,
     triggers: {
-      ...state.triggers,
+      // What a deferred plan could reach was measured on the other content.
+      ...withoutDeferral(state.triggers),
       lastRunAt: clamp(state.triggers.lastRunAt),
       lastCommitAt: clamp(state.triggers.lastCommitAt),
       fruitlessRuns: 0,

@@ -29,6 +29,13 @@ export interface TriggerBookkeeping {
    * governor also keeps the time of every call it sees in memory, and the later one counts).
    */
   lastCallTime?: number;
+  /**
+   * The last run's plan, which the cost rule deferred under a warm cache: `reach` is the view's
+   * tokens before the latest turn then (what that plan could touch), `shortfall` how many more
+   * tokens it would have had to free to pay for breaking the cache (`breakEvenGrowth`). Soft
+   * pressure does not run again under a warm cache until the view has grown past both.
+   */
+  deferral?: { reach: number; shortfall: number };
 }
 
 /**
@@ -63,6 +70,12 @@ export interface SessionState {
   triggers: TriggerBookkeeping;
   /** The plan held pending, if any. */
   pending?: PendingPlan;
+}
+
+/** Trigger bookkeeping without a deferral (`TriggerBookkeeping.deferral`). */
+export function withoutDeferral(triggers: TriggerBookkeeping): TriggerBookkeeping {
+  const { deferral: _weighed, ...rest } = triggers;
+  return rest;
 }
 
 export function emptySessionState(): SessionState {
@@ -124,6 +137,7 @@ const triggersSchema = z.object({
   lastCommitAt: z.number(),
   fruitlessRuns: z.number(),
   lastCallTime: z.number().optional(),
+  deferral: z.object({ reach: z.number(), shortfall: z.number() }).optional(),
 });
 
 const plannedOperationSchema = z.object({

@@ -30,3 +30,21 @@ export function commitsNow(entry: CommitCase): boolean {
   // Small edits wait until together they are worth breaking the cache for.
   return entry.freed >= entry.minBatch && entry.pays;
 }
+
+/**
+ * How many more tokens a plan the cost rule deferred would have had to free to commit: the saving
+ * it lacked against the cache break (and the planner's call), at the saving per token it had, or
+ * what it lacked of the smallest batch, whichever is more. The view must grow by about as much
+ * before a plan on it can pay: new work frees at most its own tokens, and the latest turn, out of
+ * that plan's reach, counts as grown (`TriggerBookkeeping.deferral`).
+ */
+export function breakEvenGrowth(
+  economics: { saving: number; breakCost: number; gcCost: number },
+  freed: number,
+  minBatch: number,
+): number {
+  const batch = Math.max(0, minBatch - freed);
+  if (freed <= 0 || economics.saving <= 0) return batch;
+  const lacking = Math.max(0, economics.breakCost + economics.gcCost - economics.saving);
+  return Math.max(batch, Math.ceil((lacking * freed) / economics.saving));
+}

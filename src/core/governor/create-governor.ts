@@ -13,7 +13,13 @@ import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
 import { bindingAt, reconcileState } from '../reconcile-state.js';
 import { createVerdictMemo, latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
-import { payloadKey, readSessionState, type SessionState } from '../session-state.js';
+import {
+  payloadKey,
+  readSessionState,
+  type SessionState,
+  type TriggerBookkeeping,
+  withoutDeferral,
+} from '../session-state.js';
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
@@ -21,7 +27,7 @@ import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
 import { entryFeaturizer } from '../valuator/entry-features.js';
 import { defaultEntryModel } from '../valuator/entry-model.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
-import { commitsNow } from './commit-policy.js';
+import { breakEvenGrowth, commitsNow } from './commit-policy.js';
 import { type CallLimits, deepen, reduceWithFallback } from './deep-reduction.js';
 import type {
   AgentPlanResult,
@@ -108,6 +114,8 @@ interface Governed {
   snapshot: Snapshot;
   decision: GovernanceDecision;
   commits: CommitRecord[];
+  /** Set when the cost rule deferred the plan under a warm cache (`TriggerBookkeeping.deferral`). */
+  deferral?: NonNullable<TriggerBookkeeping['deferral']>;
 }
 
 /** The snapshot without its pending plan (a run that takes the plan up). */
@@ -261,6 +269,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       const reconciled = await readReconciled(sessionId, ledger, divergedAt, warnings);
       let snapshot = reconciled.snapshot;
       let view = projectView(ledger, snapshot.state.objects, project);
+      const cacheWarm = isCacheWarm(snapshot.state, previousCall, callTime, pricing.ttlMs);
       const triggerAt = (viewTokens: number) =>
         chooseTrigger({
           ledger,
@@ -270,6 +279,7 @@ export function createGovernor(options: GovernorOptions): Governor {
           softPressure,
           options: options.triggers ?? {},
           force: callOptions.force === true,
+          cacheWarm,
         });
       let trigger = triggerAt(view.tokens);
       // On bounds no trigger means none on counts (bounds are never below them, and no trigger
@@ -293,20 +303,14 @@ export function createGovernor(options: GovernorOptions): Governor {
           snapshot,
           view,
           trigger: trigger.trigger,
-          cacheWarm: isCacheWarm(snapshot.state, previousCall, callTime, pricing.ttlMs),
+          cacheWarm,
           warnings,
           ...(callOptions.signal ? { signal: callOptions.signal } : {}),
         });
         decision = governed.decision;
         commits.push(...governed.commits);
         view = projectView(ledger, governed.snapshot.state.objects, project);
-        snapshot = await recordRun(
-          sessionId,
-          governed.snapshot,
-          ledger,
-          governed.commits.length > 0,
-          callTime,
-        );
+        snapshot = await recordRun(sessionId, governed, ledger, callTime);
       }
       const fitted = await fitTheWindow(sessionId, ledger, limits, snapshot, view, warnings);
       if (fitted.commits.length > 0) decision = { ...decision, outcome: 'fallback' };
@@ -516,7 +520,16 @@ export function createGovernor(options: GovernorOptions): Governor {
       cache: { saving: economics.saving, breakCost: economics.breakCost, gcCost: economics.gcCost },
     };
     const commits: CommitRecord[] = [];
-    if (!commitNow) return { snapshot, decision, commits, planned };
+    if (!commitNow) {
+      const deferral =
+        decision.outcome === 'deferred' && commitPolicy === 'cost' && run.cacheWarm
+          ? {
+              reach: prefixTokens(ledger, run.view, latestTurnStart(ledger)),
+              shortfall: breakEvenGrowth(economics, freed, limits.minBatch),
+            }
+          : undefined;
+      return { snapshot, decision, commits, planned, ...(deferral ? { deferral } : {}) };
+    }
     const outcome = await commit(run.sessionId, ledger, snapshot, rehearsal, run.trigger, pendingSince);
     if (outcome.status === 'committed' || outcome.status === 'duplicate') {
       snapshot = { version: outcome.version, state: outcome.state };
@@ -615,21 +628,18 @@ export function createGovernor(options: GovernorOptions): Governor {
     return outcome.status === 'committed' ? outcome : undefined;
   }
 
-  async function recordRun(
-    sessionId: string,
-    snapshot: Snapshot,
-    ledger: Ledger,
-    committed: boolean,
-    callTime: number,
-  ) {
+  async function recordRun(sessionId: string, governed: Governed, ledger: Ledger, callTime: number) {
+    const { snapshot } = governed;
+    const triggers = withoutDeferral(snapshot.state.triggers);
     const state: SessionState = {
       ...snapshot.state,
       ...(ledger.messages.length > 0 ? { head: bindingAt(ledger, ledger.messages.length) } : {}),
       triggers: {
-        ...snapshot.state.triggers,
+        ...triggers,
         lastRunAt: ledger.messages.length,
-        fruitlessRuns: committed ? 0 : snapshot.state.triggers.fruitlessRuns + 1,
+        fruitlessRuns: governed.commits.length > 0 ? 0 : triggers.fruitlessRuns + 1,
         lastCallTime: callTime,
+        ...(governed.deferral ? { deferral: governed.deferral } : {}),
       },
     };
     const written = await options.store.writeState(sessionId, state, snapshot.version);

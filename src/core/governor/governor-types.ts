@@ -167,13 +167,18 @@ export type RecoveryScope = Readonly<Record<string, string>>;
 export interface GovernanceDecision {
   /** The trigger that fired, or `none`. */
   trigger: 'pressure' | 'milestone' | 'periodic' | 'request' | 'overflow' | 'none';
-  /** What happened: committed, deferred by the cache rule, nothing to do, breaker open, ... */
+  /**
+   * What happened: committed, deferred by the cache rule, nothing to do, breaker open, ...;
+   * `below-break-even`: soft pressure did not run, since the last run's deferred plan lacked more
+   * than the view has grown since (`TriggerBookkeeping.deferral`).
+   */
   outcome:
     | 'committed'
     | 'deferred'
     | 'nothing-to-free'
     | 'cooldown'
     | 'breaker-open'
+    | 'below-break-even'
     | 'below-threshold'
     | 'fallback';
   /** The cache rule's numbers when it was consulted. */

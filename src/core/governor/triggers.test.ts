@@ -35,6 +35,7 @@ function input(
     softPressure: overrides.softPressure ?? 0.7,
     options: overrides.options ?? {},
     force: overrides.force ?? false,
+    cacheWarm: overrides.cacheWarm ?? true,
   };
 }
 
@@ -115,6 +116,22 @@ describe('chooseTrigger', () => {
     expect(
       chooseTrigger(input(ledger, { options: { periodicMessages: 12 }, triggers: { lastRunAt: 10 } })),
     ).toEqual({ trigger: 'none' });
+  });
+
+  it('under a warm cache, waits for the growth a deferred plan lacked before pressure runs again', () => {
+    const length = ledger.messages.length;
+    // The last run's plan could touch 600 tokens of the view and lacked 150 to pay.
+    const deferral = { reach: 600, shortfall: 150 };
+    const at = (viewTokens: number, cacheWarm = true) =>
+      chooseTrigger(input(ledger, { viewTokens, cacheWarm, triggers: { lastRunAt: length - 4, deferral } }));
+    expect(at(749)).toEqual({ trigger: 'pressure', skip: 'below-break-even' });
+    expect(at(750)).toEqual({ trigger: 'pressure' });
+    // A cold cache costs nothing to break; the window forces a commit whatever it costs.
+    expect(at(700, false)).toEqual({ trigger: 'pressure' });
+    expect(at(1_001)).toEqual({ trigger: 'overflow' });
+    // Below pressure a milestone still runs.
+    const withRequest = ledgerOf([...work(2), userMessage('next task')]);
+    expect(chooseTrigger(input(withRequest, { triggers: { deferral } }))).toEqual({ trigger: 'milestone' });
   });
 
   it('skips within the cooldown after a run', () => {

@@ -1,6 +1,7 @@
 /**
  * When governance runs: on overflow always; otherwise on pressure, milestones or a period —
- * never twice within a cooldown, and not at all while the circuit breaker is open.
+ * never twice within a cooldown, and not at all while the circuit breaker is open; under soft
+ * pressure and a warm cache, not before the view has grown enough for a plan to pay.
  */
 import { carriesOutput, type Ledger } from '../ledger.js';
 import type { SessionState } from '../session-state.js';
@@ -15,12 +16,14 @@ export interface TriggerInput {
   softPressure: number;
   options: TriggerOptions;
   force: boolean;
+  /** The provider's cache still holds the last call's prompt (a commit would break it). */
+  cacheWarm: boolean;
 }
 
 export interface TriggerChoice {
   trigger: GovernanceDecision['trigger'];
   /** Set when governance should not run although a trigger fired. */
-  skip?: 'cooldown' | 'breaker-open';
+  skip?: 'cooldown' | 'breaker-open' | 'below-break-even';
 }
 
 const TODO_TOOL = /todo|plan|task/i;
@@ -54,5 +57,15 @@ export function chooseTrigger(input: TriggerInput): TriggerChoice {
   if (state.triggers.lastRunAt > 0 && since < cooldown) return { trigger, skip: 'cooldown' };
   if (state.triggers.fruitlessRuns >= (options.breakerRuns ?? TRIGGERS.breakerRuns) && since < cooldown * 4)
     return { trigger, skip: 'breaker-open' };
+  // The last run's plan could not pay for breaking the cache: under soft pressure, no plan can
+  // until the view has grown by what it lacked (a cold cache costs nothing to break).
+  const deferral = state.triggers.deferral;
+  if (
+    trigger === 'pressure' &&
+    input.cacheWarm &&
+    deferral !== undefined &&
+    input.viewTokens - deferral.reach < deferral.shortfall
+  )
+    return { trigger, skip: 'below-break-even' };
   return { trigger };
 }
