@@ -84,7 +84,7 @@ describe('soft pressure under a warm cache waits for the growth a deferred plan 
   });
 
   it('forgets a deferral when the transcript diverges', async () => {
-    const { store, governor } = setup();
+    const { governor } = setup();
     await governor.project('s', readsUpTo(30));
     const edited = readsUpTo(32).map((message, index) =>
       index === 1 ? userMessage('Review only the handlers that changed.') : message,
