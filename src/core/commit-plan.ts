@@ -168,7 +168,13 @@ export async function undoCommit(context: CommitContext, commitId: string): Prom
     tokensAfter: target.tokensBefore,
     undoes: commitId,
   };
-  const state: SessionState = { ...snapshot.state, objects, sequence: record.sequence };
+  const state: SessionState = {
+    ...snapshot.state,
+    objects,
+    sequence: record.sequence,
+    // A deferral was weighed on the view this undo changes.
+    triggers: withoutDeferral(snapshot.state.triggers),
+  };
   const result = await context.store.writeCommit(context.sessionId, record, state, snapshot.version);
   if (result.status === 'conflict') return { status: 'conflict', version: result.version };
   if (result.status === 'duplicate')

@@ -9,6 +9,7 @@ import { approximateTokenCounter } from '../tokens.js';
 import type { Message } from '../transcript.js';
 import { breakEvenGrowth } from './commit-policy.js';
 import { createGovernor } from './create-governor.js';
+import type { GovernorOptions } from './governor-types.js';
 
 const NOW = 1_767_225_600_000;
 const TTL_MS = 60_000;
@@ -21,10 +22,15 @@ const tokensAt = (rounds: number) =>
 const window = Math.ceil(tokensAt(36) * 1.05);
 const OLD_READS = ['function:read_file:2', 'function:read_file:3', 'function:read_file:4'];
 
-/** A governor whose cache writes are so dear that no commit pays while the cache is warm. */
-function setup() {
-  const store = createMemoryStore();
-  const counting = countingPlanner(OLD_READS);
+/**
+ * A governor whose cache writes are so dear that no commit pays while the cache is warm (unless
+ * `options` say otherwise), and its planner's calls.
+ */
+function setup(
+  options: Partial<GovernorOptions> = {},
+  counting = countingPlanner(OLD_READS),
+  store = createMemoryStore(),
+) {
   const clock = { now: NOW };
   const governor = createGovernor({
     provider: 'openai',
@@ -35,6 +41,7 @@ function setup() {
     now: () => clock.now,
     cache: { input: 1, cacheWrite: 1_000, cacheRead: 0.1, ttlMs: TTL_MS },
     triggers: { milestones: false, minBatch: 0, deep: false },
+    ...options,
   });
   return { store, counting, clock, governor };
 }
@@ -84,7 +91,7 @@ describe('soft pressure under a warm cache waits for the growth a deferred plan 
   });
 
   it('forgets a deferral when the transcript diverges', async () => {
-    const { governor } = setup();
+    const { counting, governor } = setup();
     await governor.project('s', readsUpTo(30));
     const edited = readsUpTo(32).map((message, index) =>
       index === 1 ? userMessage('Review only the handlers that changed.') : message,
@@ -92,6 +99,56 @@ describe('soft pressure under a warm cache waits for the growth a deferred plan 
     const after = await governor.project('s', edited);
     expect(after.divergence).toBeDefined();
     expect(after.decision.outcome).not.toBe('below-break-even');
+    expect(counting.calls()).toBe(2);
+  });
+
+  it('keeps the stored cache clock within half a TTL while it skips', async () => {
+    const { store, clock, governor } = setup();
+    await governor.project('s', readsUpTo(30));
+    const ran = await readSessionState(store, 's');
+    clock.now += TTL_MS / 4;
+    expect((await governor.project('s', readsUpTo(32))).decision.outcome).toBe('below-break-even');
+    // Within half a TTL of the stored time: nothing written.
+    expect((await readSessionState(store, 's')).version).toBe(ran.version);
+    clock.now += TTL_MS / 2;
+    expect((await governor.project('s', readsUpTo(34))).decision.outcome).toBe('below-break-even');
+    const kept = await readSessionState(store, 's');
+    expect(kept.state.triggers).toEqual({ ...ran.state.triggers, lastCallTime: clock.now });
+    // Another governor on the store (another instance) takes the cache as warm, and skips too.
+    const other = setup({}, countingPlanner(OLD_READS), store);
+    other.clock.now = clock.now + TTL_MS / 2;
+    expect((await other.governor.project('s', readsUpTo(36))).decision.outcome).toBe('below-break-even');
+  });
+
+  it('lets the next run weigh a plan held pending', async () => {
+    // Default prices: the planner's call is what the plan could not pay for at once.
+    const counting = countingPlanner(OLD_READS, { inputTokens: 1_000_000, outputTokens: 100 });
+    const { store, governor } = setup({ cache: 'aware' }, counting);
+    const first = await governor.project('s', readsUpTo(30));
+    expect(first.decision).toMatchObject({ outcome: 'deferred', pending: { status: 'held' } });
+    expect((await readSessionState(store, 's')).state.triggers.deferral).toBeDefined();
+    // The next pressure run takes the held plan up (here the rule defers it again, and the
+    // planner plans afresh) instead of skipping on a shortfall that counted the planner's call.
+    const second = await governor.project('s', readsUpTo(32));
+    expect(second.decision.trigger).toBe('pressure');
+    expect(second.decision.outcome).not.toBe('below-break-even');
+    expect(second.warnings.map((warning) => warning.code)).toContain('pending-plan-dropped');
+    expect(counting.calls()).toBe(2);
+  });
+
+  it('records nothing for a run that frees nothing, or under the paper rule', async () => {
+    const { store, governor } = setup();
+    await governor.project('s', readsUpTo(30));
+    expect((await readSessionState(store, 's')).state.triggers.deferral).toBeDefined();
+    // Another planner on the same session, whose plan frees nothing: the run leaves no deferral.
+    const idle = setup({}, countingPlanner([]), store);
+    const nothing = await idle.governor.project('s', readsUpTo(32), { force: true });
+    expect(nothing.decision.outcome).toBe('nothing-to-free');
+    expect((await readSessionState(store, 's')).state.triggers.deferral).toBeUndefined();
+
+    const paper = setup({ commitPolicy: 'paper' });
+    expect((await paper.governor.project('s', readsUpTo(30))).decision.outcome).toBe('deferred');
+    expect((await readSessionState(paper.store, 's')).state.triggers.deferral).toBeUndefined();
   });
 });
 

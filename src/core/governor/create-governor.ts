@@ -311,6 +311,8 @@ export function createGovernor(options: GovernorOptions): Governor {
         commits.push(...governed.commits);
         view = projectView(ledger, governed.snapshot.state.objects, project);
         snapshot = await recordRun(sessionId, governed, ledger, callTime);
+      } else if (trigger.skip === 'below-break-even') {
+        snapshot = await keepCallTime(sessionId, snapshot, callTime);
       }
       const fitted = await fitTheWindow(sessionId, ledger, limits, snapshot, view, warnings);
       if (fitted.commits.length > 0) decision = { ...decision, outcome: 'fallback' };
@@ -521,12 +523,13 @@ export function createGovernor(options: GovernorOptions): Governor {
     };
     const commits: CommitRecord[] = [];
     if (!commitNow) {
-      const deferral =
+      const shortfall =
         decision.outcome === 'deferred' && commitPolicy === 'cost' && run.cacheWarm
-          ? {
-              reach: prefixTokens(ledger, run.view, latestTurnStart(ledger)),
-              shortfall: breakEvenGrowth(economics, freed, limits.minBatch),
-            }
+          ? breakEvenGrowth(economics, freed, limits.minBatch)
+          : 0;
+      const deferral =
+        shortfall > 0
+          ? { reach: prefixTokens(ledger, run.view, latestTurnStart(ledger)), shortfall }
           : undefined;
       return { snapshot, decision, commits, planned, ...(deferral ? { deferral } : {}) };
     }
@@ -626,6 +629,22 @@ export function createGovernor(options: GovernorOptions): Governor {
     if (!rehearsal || rehearsal.accepted.length === 0) return undefined;
     const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'overflow');
     return outcome.status === 'committed' ? outcome : undefined;
+  }
+
+  /**
+   * A skip that may last many calls still keeps the stored cache clock within half a TTL of this
+   * call: a governor that has not seen the session (another instance or worker) reads it from the
+   * state, and would take a warm cache for a cold one and break it.
+   */
+  async function keepCallTime(sessionId: string, snapshot: Snapshot, callTime: number) {
+    const stored = snapshot.state.triggers.lastCallTime;
+    if (stored !== undefined && callTime - stored <= pricing.ttlMs / 2) return snapshot;
+    const state: SessionState = {
+      ...snapshot.state,
+      triggers: { ...snapshot.state.triggers, lastCallTime: callTime },
+    };
+    const written = await options.store.writeState(sessionId, state, snapshot.version);
+    return written.status === 'written' ? { version: written.version, state } : snapshot;
   }
 
   async function recordRun(sessionId: string, governed: Governed, ledger: Ledger, callTime: number) {

@@ -129,9 +129,16 @@ describe('chooseTrigger', () => {
     // A cold cache costs nothing to break; the window forces a commit whatever it costs.
     expect(at(700, false)).toEqual({ trigger: 'pressure' });
     expect(at(1_001)).toEqual({ trigger: 'overflow' });
-    // Below pressure a milestone still runs.
+    // A milestone still runs, below pressure and under it.
     const withRequest = ledgerOf([...work(2), userMessage('next task')]);
     expect(chooseTrigger(input(withRequest, { triggers: { deferral } }))).toEqual({ trigger: 'milestone' });
+    expect(
+      chooseTrigger(input(withRequest, { viewTokens: 700, triggers: { lastRunAt: 1, deferral } })),
+    ).toEqual({ trigger: 'pressure' });
+    // So does a plan held pending: it is weighed again without its planner's cost.
+    const held = input(ledger, { viewTokens: 700, triggers: { lastRunAt: length - 4, deferral } });
+    const pending = { plan: { planner: 'llm', operations: [] }, binding: { end: 3, link: 'x' } };
+    expect(chooseTrigger({ ...held, state: { ...held.state, pending } })).toEqual({ trigger: 'pressure' });
   });
 
   it('skips within the cooldown after a run', () => {

@@ -58,13 +58,17 @@ export function chooseTrigger(input: TriggerInput): TriggerChoice {
   if (state.triggers.fruitlessRuns >= (options.breakerRuns ?? TRIGGERS.breakerRuns) && since < cooldown * 4)
     return { trigger, skip: 'breaker-open' };
   // The last run's plan could not pay for breaking the cache: under soft pressure, no plan can
-  // until the view has grown by what it lacked (a cold cache costs nothing to break).
+  // until the view has grown by what it lacked (a cold cache costs nothing to break). A plan held
+  // pending is weighed again at the next run without its planner's cost, and a milestone is a new
+  // moment to plan for: both run.
   const deferral = state.triggers.deferral;
   if (
     trigger === 'pressure' &&
     input.cacheWarm &&
     deferral !== undefined &&
-    input.viewTokens - deferral.reach < deferral.shortfall
+    input.viewTokens - deferral.reach < deferral.shortfall &&
+    state.pending === undefined &&
+    !(options.milestones !== false && hasMilestone(ledger, state.triggers.lastRunAt))
   )
     return { trigger, skip: 'below-break-even' };
   return { trigger };
