@@ -33,7 +33,8 @@ export interface TriggerBookkeeping {
    * The last run's plan, which the cost rule deferred under a warm cache: `reach` is the view's
    * tokens before the latest turn then (what that plan could touch), `shortfall` how many more
    * tokens it would have had to free to pay for breaking the cache (`breakEvenGrowth`). Soft
-   * pressure does not run again under a warm cache until the view has grown past both.
+   * pressure does not run again under a warm cache until the view has grown past `reach` by
+   * `shortfall`.
    */
   deferral?: { reach: number; shortfall: number };
 }

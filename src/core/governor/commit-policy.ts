@@ -35,8 +35,8 @@ export function commitsNow(entry: CommitCase): boolean {
  * How many more tokens a plan the cost rule deferred would have had to free to commit: the saving
  * it lacked against the cache break (and the planner's call), at the saving per token it had, or
  * what it lacked of the smallest batch, whichever is more. The view must grow by about as much
- * before a plan on it can pay: new work frees at most its own tokens, and the latest turn, out of
- * that plan's reach, counts as grown (`TriggerBookkeeping.deferral`).
+ * before a plan on it can pay: new work frees about its own tokens at most, and the latest turn,
+ * out of that plan's reach, counts as grown (`TriggerBookkeeping.deferral`).
  */
 export function breakEvenGrowth(
   economics: { saving: number; breakCost: number; gcCost: number },
