@@ -361,10 +361,10 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
       for (const earlier of byWord.get(word) ?? [])
         if (slots.has(earlier) && showsWhole(value, earlier)) within.add(earlier);
     let freed = 0;
-    for (const earlier of within) freed += earlier.length + 2;
+    for (const earlier of within) freed += budgetChars(earlier);
     // A value without room is not taken, shown or not: the room is the cheaper question (once an
     // index is nearly full, most values are weighed for room alone).
-    if (chars - freed + value.length + 2 > maxChars) return;
+    if (chars - freed + budgetChars(value) > maxChars) return;
     if (shown.contains(value) || options.shownElsewhere?.contains(value)) {
       passed.add(value);
       return;
@@ -380,7 +380,7 @@ function chooseAnchors(entries: Iterable<Anchor>, options: FoldOptions, exclude:
     chosen[slot] = value;
     slots.set(value, slot);
     count += 1 - within.size;
-    chars += value.length + 2 - freed;
+    chars += budgetChars(value) - freed;
     shown.add(value);
     let under: string | undefined;
     let fewest = Number.POSITIVE_INFINITY;
