@@ -5,6 +5,7 @@
  */
 import { type Anchor, callExpressions, extractAnchors } from './anchors.js';
 import { messageReferenceText, rankAnchors } from './ledger.js';
+import { messageMemo } from './message-memo.js';
 import type { Message } from './transcript.js';
 
 /**
@@ -18,7 +19,7 @@ export interface IndexEntries {
   lines: readonly Anchor[];
   calls: readonly Anchor[];
 }
-const entriesByMessage = new WeakMap<Message, IndexEntries>();
+const entriesByMessage = messageMemo<IndexEntries>();
 
 export function messageEntries(message: Message): IndexEntries {
   let entries = entriesByMessage.get(message);

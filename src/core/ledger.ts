@@ -5,6 +5,7 @@
  */
 import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
 import { chainLink, messageDigest } from './content-hash.js';
+import { carryMessageMemos } from './message-memo.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
 
@@ -597,7 +598,10 @@ export function createLedger(options: LedgerOptions): Ledger {
     },
     adoptMessages(incoming) {
       const shared = Math.min(incoming.length, messages.length);
-      for (let index = 0; index < shared; index += 1) messages[index] = incoming[index]!;
+      for (let index = 0; index < shared; index += 1) {
+        carryMessageMemos(messages[index]!, incoming[index]!);
+        messages[index] = incoming[index]!;
+      }
     },
   };
 }

@@ -7,6 +7,7 @@ import { type Anchor, anchorWeight } from '../anchors.js';
 import { entriesOf, messageEntries } from '../index-entries.js';
 import { carriesOutput, type Ledger, messageReferenceText } from '../ledger.js';
 import { recentStepsStart } from '../ledger-measures.js';
+import { messageMemo } from '../message-memo.js';
 import type { Message } from '../transcript.js';
 
 /** Feature names, in the order `entryFeatures` returns them (and a model stores its weights). */
@@ -114,7 +115,7 @@ function latestWords(ledger: Ledger, stats: LedgerStats): Set<string> {
   return words;
 }
 
-const ranksByMessage = new WeakMap<Message, Map<string, number>>();
+const ranksByMessage = messageMemo<Map<string, number>>();
 
 /** Each anchor of a message by its place in the message's ranked anchors (the first place kept). */
 function anchorRanks(message: Message): Map<string, number> {
