@@ -66,6 +66,11 @@ export interface AgentCli {
    */
   window: number;
   tools: AgentTools;
+  /**
+   * The prompt that has the CLI compact the conversation it resumes, in a run of its own (Claude
+   * Code's `/compact`). Without one, the CLI has no `compaction` scenario.
+   */
+  compactCommand?: string;
   launch(context: AgentContext): AgentLaunch;
 }
 
@@ -114,6 +119,7 @@ const claudeCode: AgentCli = {
     }),
     loopTools: ['Read', 'Bash'],
   },
+  compactCommand: '/compact',
   launch: ({ home, baseUrl, prompt, continues }) => ({
     command: claudeCode.binary,
     // Root may not skip permissions; the tools the scripted model calls are allowed by name instead.

@@ -9,7 +9,13 @@
  */
 import { randomBytes } from 'node:crypto';
 
-export type ScenarioName = 'two-runs' | 'long-task' | 'streaming-recovery' | 'resume' | 'subagent';
+export type ScenarioName =
+  | 'two-runs'
+  | 'long-task'
+  | 'streaming-recovery'
+  | 'resume'
+  | 'subagent'
+  | 'compaction';
 
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'two-runs',
@@ -17,6 +23,7 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'streaming-recovery',
   'resume',
   'subagent',
+  'compaction',
 ];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
@@ -61,11 +68,22 @@ export interface ScenarioRun {
    * (`resume`): same project, same files, its steps already taken there.
    */
   continues?: boolean;
+  /**
+   * The run only has the CLI compact the conversation it goes on with (`compaction`): its prompt
+   * is the CLI's compaction command, the scripted model writes the summary, and the CLI prints
+   * no answer.
+   */
+  compacts?: boolean;
 }
 
 export interface Scenario {
   name: ScenarioName;
   runs: ScenarioRun[];
+  /**
+   * The proxy's window, when the scenario needs a wider one than the CLI's (`compaction`: the turn
+   * after a compaction re-attaches the files the agent read last, and must fit whole).
+   */
+  window?: number;
 }
 
 /** Lines per step file: about 1,950 tokens, so a handful of steps outgrow the room a small window leaves. */
@@ -169,6 +187,9 @@ const RECOVERY_PROMPT =
 const RESUME_FIRST_PROMPT =
   'Read notes/secret.txt, then the notes part-02 to part-09 in notes/, and tell me the token the last one ends with.';
 const RESUME_PROMPT = 'Now tell me the release code from notes/secret.txt, as you read it earlier.';
+const COMPACTION_PROMPT =
+  'Go through all sixteen notes in notes/ (part-01 to part-16), one file after the other, and tell me the token the last one ends with.';
+const AFTER_COMPACTION_PROMPT = 'Which token did the last note end with? Answer as you did before.';
 const SUBAGENT_PROMPT =
   'Read the notes part-01 to part-07 in notes/, then have a subagent read notes/sub-01.txt to notes/sub-04.txt, and tell me the token it reports.';
 
@@ -180,6 +201,28 @@ const SUBAGENT_PROMPT =
 function resumedRuns(): ScenarioRun[] {
   const { secret, ...first } = makeRun('run-1', 9, RESUME_FIRST_PROMPT, true);
   return [first, { ...first, label: 'run-2', prompt: RESUME_PROMPT, secret: secret!, continues: true }];
+}
+
+/**
+ * The window of `compaction`. Claude Code re-attaches the five files it read last to the turn
+ * after its summary (about 10k tokens here), beside its 14.5k of prompt and tools: the turn must
+ * fit whole, and the task before must still outgrow the window.
+ */
+const COMPACTION_WINDOW = 40_000;
+
+/**
+ * A task long enough for the proxy to commit, then the CLI's own compaction of that conversation
+ * (the summary comes from the scripted model, out of the governed view), then a question that
+ * only the summary answers: the conversation the client goes on with opens with the summary, and
+ * none of what the proxy folded in the first may show in it.
+ */
+function compactedRuns(): ScenarioRun[] {
+  const first = makeRun('run-1', 16, COMPACTION_PROMPT, false);
+  return [
+    first,
+    { ...first, label: 'run-2', prompt: '', continues: true, compacts: true },
+    { ...first, label: 'run-3', prompt: AFTER_COMPACTION_PROMPT, continues: true },
+  ];
 }
 
 /**
@@ -223,6 +266,8 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: resumedRuns() };
     case 'subagent':
       return { name, runs: [delegatingRun()] };
+    case 'compaction':
+      return { name, runs: compactedRuns(), window: COMPACTION_WINDOW };
   }
 }
 
@@ -256,8 +301,9 @@ export function finalAnswer(seen: SeenValues): string {
   return parts.join(' ');
 }
 
-/** What the CLI must print when the run went as scripted. */
+/** What the CLI must print when the run went as scripted (nothing, for a run that only compacts). */
 export function expectedAnswer(run: ScenarioRun): string {
+  if (run.compacts === true) return '';
   if (run.secret !== undefined) return finalAnswer({ marker: run.marker, secret: run.secret });
   return finalAnswer({ marker: run.marker, steps: run.steps.length, token: run.lastToken });
 }

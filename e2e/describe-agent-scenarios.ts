@@ -42,9 +42,13 @@ export function describeAgentScenarios(agent: AgentName): void {
   // In CI the suite must run: a missing namespace or CLI fails there instead of skipping.
   const mustRun = runsInCi();
   const unavailable = namespaceUnavailable() ?? agentUnavailable(agent);
-  // A CLI without an agent tool to script (Codex) has no subagent to run.
+  // A CLI without an agent tool to script (Codex) has no subagent to run, and one without a
+  // compaction command to run on its own (Codex, opencode) no compaction.
+  const cli = AGENT_CLIS[agent];
   const scenarios = SCENARIO_NAMES.filter(
-    (name) => name !== 'subagent' || AGENT_CLIS[agent].tools.delegate !== undefined,
+    (name) =>
+      (name !== 'subagent' || cli.tools.delegate !== undefined) &&
+      (name !== 'compaction' || cli.compactCommand !== undefined),
   );
   describe(`${agent} through selfgc proxy (end to end)`, () => {
     for (const scenario of scenarios) {

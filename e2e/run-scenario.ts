@@ -137,6 +137,11 @@ interface CliOutcome {
   stderr: string;
 }
 
+function compactCommandOf(cli: AgentCli): string {
+  if (cli.compactCommand === undefined) throw new Error(`${cli.name} has no compaction command to run`);
+  return cli.compactCommand;
+}
+
 /** Run the CLI once in its own process group, which is stopped whole when it overruns. */
 function runCli(
   cli: AgentCli,
@@ -149,7 +154,7 @@ function runCli(
     home,
     project,
     baseUrl,
-    prompt: run.prompt,
+    prompt: run.compacts === true ? compactCommandOf(cli) : run.prompt,
     continues: run.continues === true,
   });
   writeFiles(launch.files);
@@ -214,10 +219,11 @@ async function runScenario(
 ): Promise<ScenarioResult> {
   const cli = AGENT_CLIS[agent];
   const scenario = createScenario(scenarioName);
+  const window = scenario.window ?? cli.window;
   const result: ScenarioResult = {
     agent,
     scenario: scenarioName,
-    window: cli.window,
+    window,
     proxied: !direct,
     runs: [],
     proxyLog: [],
@@ -237,7 +243,7 @@ async function runScenario(
   let proxy: ProxyChild | undefined;
   let relay: Awaited<ReturnType<typeof startRecordingRelay>> | undefined;
   try {
-    proxy = direct ? undefined : await startProxy(upstream.url, cli.window, base, result);
+    proxy = direct ? undefined : await startProxy(upstream.url, window, base, result);
     relay = await startRecordingRelay(proxy?.url ?? upstream.url);
     for (const run of scenario.runs) {
       current = run;

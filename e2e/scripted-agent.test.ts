@@ -253,4 +253,73 @@ describe('the scripted agent', () => {
       expect(parent).toEqual({ text: expectedAnswer(delegating) });
     });
   });
+  describe('around a compaction', () => {
+    const [first, compacting, after] = createScenario('compaction').runs;
+    const agentFor = (of: ScenarioRun) =>
+      createScriptedAgent({ tools: AGENT_CLIS['claude-code'].tools, project: '/p', run: () => of });
+    const request = (messages: unknown[]): ScriptedRequest => ({
+      index: 0,
+      method: 'POST',
+      path: '/v1/messages',
+      headers: {},
+      body: { model: 'claude', max_tokens: 100, tools: loopTools, messages },
+      rawBody: '',
+    });
+    const last = first!.steps.length - 1;
+    const compactionAsk = {
+      role: 'user',
+      content:
+        'Your task is to create a detailed summary of the conversation so far. Wrap it in <summary></summary> tags.',
+    };
+
+    it('plays three runs of one conversation: the task, the compaction, a question on it', () => {
+      expect(compacting).toMatchObject({ continues: true, compacts: true, marker: first!.marker });
+      expect(after).toMatchObject({ continues: true, marker: first!.marker });
+      expect(after!.compacts).toBeUndefined();
+      expect(expectedAnswer(compacting!)).toBe('');
+      expect(expectedAnswer(after!)).toBe(expectedAnswer(first!));
+    });
+
+    it('summarizes where it is when the client asks for a compaction, in whichever run', () => {
+      const messages = [
+        { role: 'user', content: first!.prompt },
+        {
+          role: 'user',
+          content: '[folded: notes/part-01.txt and 14 more, expand("conversation:user:1@30")]',
+        },
+        { role: 'assistant', content: [stepCall('toolu_last')] },
+        stepResult('toolu_last', first!.files[pathOf(first!, last)]!),
+        compactionAsk,
+      ];
+      for (const run of [compacting!, first!]) {
+        const reply = agentFor(run)(request(messages));
+        expect(reply.toolCalls).toBeUndefined();
+        expect(reply.text).toContain(
+          `<summary>\nE2E-SUMMARY ${first!.marker} steps=${first!.steps.length} token=${first!.lastToken}\n</summary>`,
+        );
+      }
+    });
+
+    it('answers from the summary that opens the conversation after the compaction', () => {
+      const summary = `This session is being continued. E2E-SUMMARY ${first!.marker} steps=${first!.steps.length} token=${first!.lastToken}`;
+      const reply = agentFor(after!)(
+        request([
+          { role: 'user', content: summary },
+          { role: 'user', content: after!.prompt },
+        ]),
+      );
+      expect(reply).toEqual({ text: expectedAnswer(after!) });
+    });
+
+    it('does not answer from the conversation as it was before the compaction', () => {
+      const reply = agentFor(after!)(
+        request([
+          { role: 'user', content: first!.prompt },
+          { role: 'assistant', content: [{ type: 'text', text: expectedAnswer(first!) }] },
+          { role: 'user', content: after!.prompt },
+        ]),
+      );
+      expect(reply.text).toMatch(/^E2E-FAILED the conversation does not open with the summary/);
+    });
+  });
 });

@@ -9,7 +9,9 @@
  * the proxy's `selfgc_expand` tool, as a real model would, if the request offers that tool. A run
  * that continues a resumed conversation (`resume`) asks for that value at once. A step it hands
  * to a subagent (`subagent`) it plays twice: the parent's call of the CLI's agent tool, and the
- * subagent's own conversation, told apart by the prompt that opens it.
+ * subagent's own conversation, told apart by the prompt that opens it. Asked to summarize the
+ * conversation for a compaction (`compaction`), it writes a summary of where it is; a run that
+ * goes on after the compaction answers from that summary alone.
  */
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
@@ -48,6 +50,15 @@ const MARKER = /E2E-RUN-[0-9a-f]+/;
 const TOKEN = /E2E-TOKEN-[0-9a-f]+/;
 const SECRET = new RegExp(`${SECRET_LEAD} ([a-z]+ [a-z]+ [a-z]+)\\.`);
 const POINTER = /expand\("([^"]+)"\)/g;
+/** A step file's last line, with the step and its token. */
+const STEP_END = /E2E-STEP-(\d+) ends with (E2E-TOKEN-[0-9a-f]+)/g;
+/** The summary line the scripted model writes for a compaction. */
+const SUMMARY_LINE = /E2E-SUMMARY (E2E-RUN-[0-9a-f]+) steps=(\d+) token=(E2E-TOKEN-[0-9a-f]+)/;
+/**
+ * What marks the request of a client's compaction in its last user turn: Claude Code asks for
+ * "a detailed summary of the conversation so far" inside `<summary>` tags.
+ */
+const COMPACTION_REQUEST = /summary of the conversation[\s\S]*<summary>/;
 /** The line that ends a recovered page with more to come (the proxy's `selfgc_expand` answer). */
 const NEXT_PAGE = /Call selfgc_expand with (\{"id": "[^"]+", "offset": \d+\}) for the next page\./;
 
@@ -136,6 +147,40 @@ function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]):
   return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: next } }] };
 }
 
+/** The request's last user turn (its text, not tool results). */
+function lastUserText(request: WireRequest): string {
+  for (let index = request.turns.length - 1; index >= 0; index -= 1) {
+    const turn = request.turns[index]!;
+    if (turn.role === 'user' && turn.text !== '') return turn.text;
+    if (turn.role === 'assistant') break;
+  }
+  return '';
+}
+
+/**
+ * The summary of a compaction, in the tags the client asks for: the run's marker, the latest
+ * step whose file's end the request still shows, and that file's token.
+ */
+function summarize(request: WireRequest): ScriptedReply {
+  const text = requestText(request);
+  let latest: { step: number; token: string } | undefined;
+  for (const match of text.matchAll(STEP_END)) {
+    const step = Number(match[1]);
+    if (latest === undefined || step > latest.step) latest = { step, token: match[2]! };
+  }
+  const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
+  return say(
+    `<analysis>The notes read so far, in order.</analysis>\n<summary>\nE2E-SUMMARY ${marker} steps=${latest?.step ?? 0} token=${latest?.token ?? 'none'}\n</summary>`,
+  );
+}
+
+/** After a compaction: the answer the conversation's opening summary gives, and nothing else. */
+function answerFromSummary(request: WireRequest): ScriptedReply {
+  const summary = SUMMARY_LINE.exec(openingText(request));
+  if (summary === null) return say('E2E-FAILED the conversation does not open with the summary');
+  return say(finalAnswer({ marker: summary[1]!, steps: Number(summary[2]), token: summary[3]! }));
+}
+
 /** The call that takes a file step with the CLI's own tool. */
 function fileCall(options: ScriptedAgentOptions, step: FileStep) {
   return step.tool === 'read'
@@ -180,7 +225,9 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     const request = readWireRequest(route, scripted.body);
     const loop = request.tools.some((tool) => options.tools.loopTools.includes(tool.name));
     if (!loop) return say('E2E notes');
+    if (COMPACTION_REQUEST.test(lastUserText(request))) return summarize(request);
     const run = options.run();
+    if (run.continues === true && run.secret === undefined) return answerFromSummary(request);
     const results = latestResults(request);
     const calls = lastCalls(request);
     const internal = results.some((result) => calls.get(result.id) === EXPAND_TOOL);
