@@ -62,17 +62,23 @@ export interface AgentCli {
    * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
    * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 10.4k with its
    * developer messages, opencode's 8.7k), and what is left holds only a few step files, so every
-   * scenario must fold.
+   * scenario must fold. A scenario may ask for a wider one (`Scenario.window`).
    */
   window: number;
   tools: AgentTools;
   /**
-   * The prompt that has the CLI compact the conversation it resumes, in a run of its own (Claude
-   * Code's `/compact`). Without one, the CLI has no `compaction` scenario.
+   * The prompt that has the CLI compact the conversation it resumes in a non-interactive run
+   * (Claude Code's `/compact`). Codex and opencode take `/compact` only interactively, so they
+   * have no `compaction` scenario.
    */
   compactCommand?: string;
   launch(context: AgentContext): AgentLaunch;
 }
+
+/** How long one CLI run may take in the runner before it is stopped. */
+export const RUN_TIMEOUT_MS = 150_000;
+/** How long the proxy may take to start listening in the runner (tsx compiles the sources on the way). */
+export const PROXY_START_TIMEOUT_MS = 60_000;
 
 /** The output reserve the CLIs are set to, scaled down with the window like a real one. */
 export const OUTPUT_RESERVE = 2048;

@@ -74,6 +74,8 @@ export interface ScenarioRun {
    * no answer.
    */
   compacts?: boolean;
+  /** The run goes on after that compaction: its conversation opens with the summary, which answers it. */
+  afterCompaction?: boolean;
 }
 
 export interface Scenario {
@@ -221,7 +223,7 @@ function compactedRuns(): ScenarioRun[] {
   return [
     first,
     { ...first, label: 'run-2', prompt: '', continues: true, compacts: true },
-    { ...first, label: 'run-3', prompt: AFTER_COMPACTION_PROMPT, continues: true },
+    { ...first, label: 'run-3', prompt: AFTER_COMPACTION_PROMPT, continues: true, afterCompaction: true },
   ];
 }
 
@@ -301,7 +303,21 @@ export function finalAnswer(seen: SeenValues): string {
   return parts.join(' ');
 }
 
-/** What the CLI must print when the run went as scripted (nothing, for a run that only compacts). */
+/**
+ * What marks the request of a client's compaction in its last user turn: Claude Code asks for
+ * "a detailed summary of the conversation so far" inside `<summary>` tags.
+ */
+export const COMPACTION_REQUEST = /summary of the conversation[\s\S]*<summary>/;
+
+/** The line the scripted model's summary of a compaction holds, with what it had seen. */
+export function summaryLine(seen: Required<Pick<SeenValues, 'marker' | 'steps' | 'token'>>): string {
+  return `E2E-SUMMARY ${seen.marker} steps=${seen.steps} token=${seen.token}`;
+}
+
+/**
+ * What the CLI must print when the run went as scripted. A run that only compacts prints
+ * nothing: the validator checks that it asked for the summary instead.
+ */
 export function expectedAnswer(run: ScenarioRun): string {
   if (run.compacts === true) return '';
   if (run.secret !== undefined) return finalAnswer({ marker: run.marker, secret: run.secret });

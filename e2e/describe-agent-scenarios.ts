@@ -9,13 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runsInCi } from '../src/testing/ci-environment.js';
-import { AGENT_CLIS, type AgentName } from './agent-clis.js';
-import { SCENARIO_NAMES } from './agent-scenarios.js';
+import { AGENT_CLIS, type AgentName, PROXY_START_TIMEOUT_MS, RUN_TIMEOUT_MS } from './agent-clis.js';
+import { createScenario, SCENARIO_NAMES } from './agent-scenarios.js';
 import { agentUnavailable, namespaceUnavailable, runInNamespace } from './run-in-namespace.js';
 import { CHECK_NAMES, type Violation, validateScenario } from './validate-run.js';
 
-/** Scenarios whose runs each take up to 150 s in the runner; this is the last resort. */
-const SCENARIO_TIMEOUT_MS = 330_000;
+/**
+ * The last resort for a scenario of `runs` CLI runs: the runner's own limits (the proxy's start,
+ * then each run's) end it first.
+ */
+function scenarioTimeoutMs(runs: number): number {
+  return PROXY_START_TIMEOUT_MS + runs * RUN_TIMEOUT_MS + 30_000;
+}
 /** Violations shown per check (the rest are counted). */
 const SHOWN = 4;
 
@@ -42,8 +47,8 @@ export function describeAgentScenarios(agent: AgentName): void {
   // In CI the suite must run: a missing namespace or CLI fails there instead of skipping.
   const mustRun = runsInCi();
   const unavailable = namespaceUnavailable() ?? agentUnavailable(agent);
-  // A CLI without an agent tool to script (Codex) has no subagent to run, and one without a
-  // compaction command to run on its own (Codex, opencode) no compaction.
+  // A CLI without an agent tool to script (Codex) has no subagent to run, and one that takes
+  // no compaction command outside its interactive mode (Codex, opencode) no compaction.
   const cli = AGENT_CLIS[agent];
   const scenarios = SCENARIO_NAMES.filter(
     (name) =>
@@ -52,14 +57,15 @@ export function describeAgentScenarios(agent: AgentName): void {
   );
   describe(`${agent} through selfgc proxy (end to end)`, () => {
     for (const scenario of scenarios) {
-      it(scenario, { timeout: SCENARIO_TIMEOUT_MS + 10_000 }, async (context) => {
+      const timeoutMs = scenarioTimeoutMs(createScenario(scenario).runs.length);
+      it(scenario, { timeout: timeoutMs + 10_000 }, async (context) => {
         if (unavailable !== undefined) {
           if (mustRun) throw new Error(`the end-to-end suite must run in CI: ${unavailable}`);
           context.skip(unavailable);
         }
         const gap = KNOWN_GAPS[`${agent}:${scenario}`];
         if (gap !== undefined && process.env.SELFGC_E2E_KNOWN_GAPS !== 'run') context.skip(gap);
-        const result = await runInNamespace(agent, scenario, { timeoutMs: SCENARIO_TIMEOUT_MS });
+        const result = await runInNamespace(agent, scenario, { timeoutMs });
         mkdirSync(RESULTS_DIRECTORY, { recursive: true });
         const file = join(RESULTS_DIRECTORY, `${agent}-${scenario}.json`);
         writeFileSync(file, JSON.stringify(result));

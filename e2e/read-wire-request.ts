@@ -232,6 +232,16 @@ export function openingText(request: WireRequest): string {
   return request.turns.find((turn) => turn.role === 'user')?.text ?? '';
 }
 
+/** The text of the request's last user turn after the last model turn (not its tool results). */
+export function lastUserText(request: WireRequest): string {
+  for (let index = request.turns.length - 1; index >= 0; index -= 1) {
+    const turn = request.turns[index]!;
+    if (turn.role === 'user' && turn.text !== '') return turn.text;
+    if (turn.role === 'assistant') break;
+  }
+  return '';
+}
+
 /** The results of the request's last turns: the tool results after the last model turn. */
 export function latestResults(request: WireRequest): WireResult[] {
   const results: WireResult[] = [];

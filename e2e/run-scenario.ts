@@ -18,7 +18,14 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { startScriptedUpstream } from '../src/testing/index.js';
-import { AGENT_CLIS, type AgentCli, type AgentName, OUTPUT_RESERVE } from './agent-clis.js';
+import {
+  AGENT_CLIS,
+  type AgentCli,
+  type AgentName,
+  OUTPUT_RESERVE,
+  PROXY_START_TIMEOUT_MS,
+  RUN_TIMEOUT_MS,
+} from './agent-clis.js';
 import {
   createScenario,
   expectedAnswer,
@@ -34,10 +41,6 @@ import { createScriptedAgent } from './scripted-agent.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** How long one CLI run may take before it is stopped. */
-const RUN_TIMEOUT_MS = 150_000;
-/** How long the proxy may take to start listening (tsx compiles the sources on the way). */
-const PROXY_START_TIMEOUT_MS = 60_000;
 /** Characters of the CLI's output kept. */
 const OUTPUT_TAIL = 16_000;
 
@@ -219,6 +222,7 @@ async function runScenario(
 ): Promise<ScenarioResult> {
   const cli = AGENT_CLIS[agent];
   const scenario = createScenario(scenarioName);
+  if (scenario.runs.some((run) => run.compacts === true)) compactCommandOf(cli);
   const window = scenario.window ?? cli.window;
   const result: ScenarioResult = {
     agent,
@@ -259,6 +263,7 @@ async function runScenario(
         expectedAnswer: expectedAnswer(run),
         ...(run.secret === undefined ? {} : { secret: run.secret }),
         ...(run.continues === true ? { continues: true } : {}),
+        ...(run.compacts === true ? { compacts: true } : {}),
         ...outcome,
         client: relay.exchanges.slice(firstClient) as RecordedExchange[],
         upstream: upstream.requests.slice(firstUpstream).map(

@@ -28,6 +28,8 @@ export interface RunRecord {
   secret?: string;
   /** The run resumed the previous run's conversation (`resume`). */
   continues?: boolean;
+  /** The run only had the CLI compact its conversation (`compaction`): it prints no answer. */
+  compacts?: boolean;
   exitCode: number | null;
   signal: string | null;
   timedOut: boolean;

@@ -276,6 +276,7 @@ describe('the scripted agent', () => {
       expect(compacting).toMatchObject({ continues: true, compacts: true, marker: first!.marker });
       expect(after).toMatchObject({ continues: true, marker: first!.marker });
       expect(after!.compacts).toBeUndefined();
+      expect(after!.afterCompaction).toBe(true);
       expect(expectedAnswer(compacting!)).toBe('');
       expect(expectedAnswer(after!)).toBe(expectedAnswer(first!));
     });

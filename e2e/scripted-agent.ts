@@ -16,6 +16,7 @@
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
 import {
+  COMPACTION_REQUEST,
   type DelegateStep,
   type FileStep,
   finalAnswer,
@@ -23,8 +24,10 @@ import {
   SECRET_LEAD,
   SUBSTEP_MARK,
   SUBTASK_MARK,
+  summaryLine,
 } from './agent-scenarios.js';
 import {
+  lastUserText,
   latestResults,
   openingText,
   readWireRequest,
@@ -52,13 +55,8 @@ const SECRET = new RegExp(`${SECRET_LEAD} ([a-z]+ [a-z]+ [a-z]+)\\.`);
 const POINTER = /expand\("([^"]+)"\)/g;
 /** A step file's last line, with the step and its token. */
 const STEP_END = /E2E-STEP-(\d+) ends with (E2E-TOKEN-[0-9a-f]+)/g;
-/** The summary line the scripted model writes for a compaction. */
-const SUMMARY_LINE = /E2E-SUMMARY (E2E-RUN-[0-9a-f]+) steps=(\d+) token=(E2E-TOKEN-[0-9a-f]+)/;
-/**
- * What marks the request of a client's compaction in its last user turn: Claude Code asks for
- * "a detailed summary of the conversation so far" inside `<summary>` tags.
- */
-const COMPACTION_REQUEST = /summary of the conversation[\s\S]*<summary>/;
+/** The summary line the scripted model writes for a compaction (`summaryLine`), whatever it saw. */
+const SUMMARY_LINE = /E2E-SUMMARY (\S+) steps=(\d+) token=(\S+)/;
 /** The line that ends a recovered page with more to come (the proxy's `selfgc_expand` answer). */
 const NEXT_PAGE = /Call selfgc_expand with (\{"id": "[^"]+", "offset": \d+\}) for the next page\./;
 
@@ -147,16 +145,6 @@ function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]):
   return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: next } }] };
 }
 
-/** The request's last user turn (its text, not tool results). */
-function lastUserText(request: WireRequest): string {
-  for (let index = request.turns.length - 1; index >= 0; index -= 1) {
-    const turn = request.turns[index]!;
-    if (turn.role === 'user' && turn.text !== '') return turn.text;
-    if (turn.role === 'assistant') break;
-  }
-  return '';
-}
-
 /**
  * The summary of a compaction, in the tags the client asks for: the run's marker, the latest
  * step whose file's end the request still shows, and that file's token.
@@ -169,9 +157,8 @@ function summarize(request: WireRequest): ScriptedReply {
     if (latest === undefined || step > latest.step) latest = { step, token: match[2]! };
   }
   const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
-  return say(
-    `<analysis>The notes read so far, in order.</analysis>\n<summary>\nE2E-SUMMARY ${marker} steps=${latest?.step ?? 0} token=${latest?.token ?? 'none'}\n</summary>`,
-  );
+  const line = summaryLine({ marker, steps: latest?.step ?? 0, token: latest?.token ?? 'none' });
+  return say(`<analysis>The notes read so far, in order.</analysis>\n<summary>\n${line}\n</summary>`);
 }
 
 /** After a compaction: the answer the conversation's opening summary gives, and nothing else. */
@@ -227,7 +214,7 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     if (!loop) return say('E2E notes');
     if (COMPACTION_REQUEST.test(lastUserText(request))) return summarize(request);
     const run = options.run();
-    if (run.continues === true && run.secret === undefined) return answerFromSummary(request);
+    if (run.afterCompaction === true) return answerFromSummary(request);
     const results = latestResults(request);
     const calls = lastCalls(request);
     const internal = results.some((result) => calls.get(result.id) === EXPAND_TOOL);

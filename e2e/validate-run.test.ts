@@ -118,6 +118,21 @@ describe('checkTask', () => {
       /did not finish within its time limit/,
     );
   });
+
+  it('passes a run that only compacts when it asked the model for the summary, whatever it printed', () => {
+    const asked = [
+      ...secondTurn,
+      {
+        role: 'user',
+        content: 'Your task is to create a detailed summary of the conversation so far, in <summary> tags.',
+      },
+    ];
+    const compacting = { compacts: true, expectedAnswer: '', stdout: '\n' };
+    expect(checkTask(soundRun({ ...compacting, upstream: [upstream(3, body(asked))] }))).toEqual([]);
+    expect(checkTask(soundRun(compacting))[0]).toMatch(
+      /^no request of the run asked the model for a compaction summary/,
+    );
+  });
 });
 
 describe('checkForeignContent', () => {

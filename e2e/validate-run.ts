@@ -6,6 +6,7 @@
  */
 import type { TokenCounter } from '../src/core/tokens.js';
 import { tokenCounterForProvider } from '../src/tokenizers/create-token-counter.js';
+import { COMPACTION_REQUEST } from './agent-scenarios.js';
 import {
   checkCacheBreakpoints,
   checkToolPairs,
@@ -14,6 +15,7 @@ import {
   measureRequest,
 } from './check-request.js';
 import {
+  lastUserText,
   latestResults,
   openingText,
   readWireRequest,
@@ -87,7 +89,15 @@ export function checkTask(run: RunRecord): string[] {
   const problems: string[] = [];
   if (run.timedOut) problems.push(`the CLI did not finish within its time limit (${run.durationMs} ms)`);
   else if (run.exitCode !== 0) problems.push(`the CLI exited with ${run.exitCode ?? `signal ${run.signal}`}`);
-  if (!run.stdout.includes(run.expectedAnswer)) problems.push(`its output lacks "${run.expectedAnswer}"`);
+  if (run.compacts === true) {
+    // A compaction prints nothing: the run must have asked the model for the summary.
+    const asked = readRequests(run.upstream).some(({ request }) =>
+      COMPACTION_REQUEST.test(lastUserText(request)),
+    );
+    if (!asked) problems.push('no request of the run asked the model for a compaction summary');
+  } else if (!run.stdout.includes(run.expectedAnswer)) {
+    problems.push(`its output lacks "${run.expectedAnswer}"`);
+  }
   if (problems.length === 0) return [];
   return [`${problems.join('; ')}. stdout: ${ending(run.stdout)} | stderr: ${ending(run.stderr)}`];
 }

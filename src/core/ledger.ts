@@ -162,6 +162,7 @@ export interface Ledger {
    * Take the caller's message objects in place of the indexed ones for the prefix they share.
    * The caller guarantees the same content (equal chain links); what may differ is what content
    * digests leave out, such as cache breakpoints, and the view must carry the caller's own.
+   * What the core memoized for the old objects goes over to the new (`message-memo.ts`).
    */
   adoptMessages(messages: readonly Message[]): void;
   readonly options: LedgerOptions;

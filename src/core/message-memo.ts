@@ -1,8 +1,10 @@
 /**
  * What the core works out once per message (its index entries, their ranks), kept by message
- * object. A cached ledger adopts the client's new objects at each call (`Ledger.adoptMessages`:
- * the proxy parses every request anew), with the same content; the memos of the old objects go
- * over to the new ones, so a call does not work out again what an earlier call knew.
+ * object. A cached ledger adopts the objects a caller sends at each call for the same content
+ * (`Ledger.adoptMessages`): a library caller that parses each request anew sends all new ones,
+ * the proxy new ones from the first message that changed (a moved cache breakpoint). The memos
+ * of the old objects go over to the new ones, so a call does not work out again what an earlier
+ * call knew. The adopting caller vouches that the content is the same (equal content digests).
  */
 import type { Message } from './transcript.js';
 
