@@ -23,8 +23,9 @@ const loopTools = [
   { name: 'Bash', input_schema: {} },
 ];
 
-function ask(messages: unknown[], tools: unknown[] = loopTools) {
-  const request: ScriptedRequest = {
+/** A Messages request of the agent loop as the scripted upstream gets it. */
+function messagesRequest(messages: unknown[], tools: unknown[] = loopTools): ScriptedRequest {
+  return {
     index: 0,
     method: 'POST',
     path: '/v1/messages',
@@ -32,7 +33,10 @@ function ask(messages: unknown[], tools: unknown[] = loopTools) {
     body: { model: 'claude', max_tokens: 100, tools, messages },
     rawBody: '',
   };
-  return agent(request);
+}
+
+function ask(messages: unknown[], tools: unknown[] = loopTools) {
+  return agent(messagesRequest(messages, tools));
 }
 
 const prompt = { role: 'user', content: run.prompt };
@@ -143,23 +147,14 @@ describe('the scripted agent', () => {
       run: () => resumed!,
     });
     const tools = [...loopTools, { name: 'selfgc_expand', input_schema: {} }];
-    const request: ScriptedRequest = {
-      index: 0,
-      method: 'POST',
-      path: '/v1/messages',
-      headers: {},
-      body: {
-        model: 'claude',
-        max_tokens: 100,
-        tools,
-        messages: [
-          ...afterLastStep,
-          { role: 'assistant', content: [{ type: 'text', text: 'E2E-DONE …' }] },
-          { role: 'user', content: resumed!.prompt },
-        ],
-      },
-      rawBody: '',
-    };
+    const request = messagesRequest(
+      [
+        ...afterLastStep,
+        { role: 'assistant', content: [{ type: 'text', text: 'E2E-DONE …' }] },
+        { role: 'user', content: resumed!.prompt },
+      ],
+      tools,
+    );
     expect(resumedAgent(request).toolCalls).toEqual([
       { name: 'selfgc_expand', arguments: { id: 'conversation:user:1@4' } },
     ]);
@@ -205,15 +200,7 @@ describe('the scripted agent', () => {
     });
     const delegate = delegating.steps.at(-1) as DelegateStep;
     const call = (id: string, name: string) => ({ type: 'tool_use', id, name, input: {} });
-    const ask = (messages: unknown[]) =>
-      delegatingAgent({
-        index: 0,
-        method: 'POST',
-        path: '/v1/messages',
-        headers: {},
-        body: { model: 'claude', max_tokens: 100, tools: loopTools, messages },
-        rawBody: '',
-      });
+    const ask = (messages: unknown[]) => delegatingAgent(messagesRequest(messages));
 
     it('hands the last step to a subagent with the agent tool, after its own steps', () => {
       const seventh = delegating.files[pathOf(delegating, 6)]!;
@@ -257,14 +244,6 @@ describe('the scripted agent', () => {
     const [first, compacting, after] = createScenario('compaction').runs;
     const agentFor = (of: ScenarioRun) =>
       createScriptedAgent({ tools: AGENT_CLIS['claude-code'].tools, project: '/p', run: () => of });
-    const request = (messages: unknown[]): ScriptedRequest => ({
-      index: 0,
-      method: 'POST',
-      path: '/v1/messages',
-      headers: {},
-      body: { model: 'claude', max_tokens: 100, tools: loopTools, messages },
-      rawBody: '',
-    });
     const last = first!.steps.length - 1;
     const compactionAsk = {
       role: 'user',
@@ -293,7 +272,7 @@ describe('the scripted agent', () => {
         compactionAsk,
       ];
       for (const run of [compacting!, first!]) {
-        const reply = agentFor(run)(request(messages));
+        const reply = agentFor(run)(messagesRequest(messages));
         expect(reply.toolCalls).toBeUndefined();
         expect(reply.text).toContain(
           `<summary>\nE2E-SUMMARY ${first!.marker} steps=${first!.steps.length} token=${first!.lastToken}\n</summary>`,
@@ -304,7 +283,7 @@ describe('the scripted agent', () => {
     it('answers from the summary that opens the conversation after the compaction', () => {
       const summary = `This session is being continued. E2E-SUMMARY ${first!.marker} steps=${first!.steps.length} token=${first!.lastToken}`;
       const reply = agentFor(after!)(
-        request([
+        messagesRequest([
           { role: 'user', content: summary },
           { role: 'user', content: after!.prompt },
         ]),
@@ -314,7 +293,7 @@ describe('the scripted agent', () => {
 
     it('does not answer from the conversation as it was before the compaction', () => {
       const reply = agentFor(after!)(
-        request([
+        messagesRequest([
           { role: 'user', content: first!.prompt },
           { role: 'assistant', content: [{ type: 'text', text: expectedAnswer(first!) }] },
           { role: 'user', content: after!.prompt },
