@@ -216,7 +216,7 @@ const COMPACTION_WINDOW = 40_000;
  * A task long enough for the proxy to commit, then the CLI's own compaction of that conversation
  * (the summary comes from the scripted model, out of the governed view), then a question that
  * only the summary answers: the conversation the client goes on with opens with the summary, and
- * none of what the proxy folded in the first may show in it.
+ * the proxy must govern it as a conversation of its own (no state of the first taken or dropped).
  */
 function compactedRuns(): ScenarioRun[] {
   const first = makeRun('run-1', 16, COMPACTION_PROMPT, false);
