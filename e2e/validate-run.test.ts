@@ -169,6 +169,16 @@ describe('checkLatestTurn', () => {
     expect(violation).toMatchObject({ check: 'latest-turn', request: 1 });
   });
 
+  it('flags a last user turn whose text did not reach the upstream as the client sent it', () => {
+    const asked = [...secondTurn, { role: 'user', content: 'Now summarize notes/part-01.txt' }];
+    const changed = [...secondTurn, { role: 'user', content: 'Now summarize [folded: notes/part-01.txt]' }];
+    const clean = soundRun({ client: [exchange(0, body(asked))], upstream: [upstream(0, body(asked))] });
+    expect(checkLatestTurn(clean)).toEqual([]);
+    const [violation] = checkLatestTurn({ ...clean, upstream: [upstream(0, body(changed))] });
+    expect(violation).toMatchObject({ check: 'latest-turn', request: 0 });
+    expect(violation?.message).toContain('"Now summarize notes/part-01.txt"');
+  });
+
   it("says where the closest upstream result parts from the client's", () => {
     const changed = { ...readResult, content: 'E2E-STEP-01 E2E-RUN-aaab' };
     const sent = [

@@ -123,14 +123,24 @@ export function checkForeignContent(run: RunRecord, others: readonly string[]): 
 
 /**
  * Governance never touches the latest turn: the tool results a client request ends with reach
- * the upstream as they were (some upstream request ends with the same results).
+ * the upstream as they were (some upstream request ends with the same results), and so does
+ * the text of its last user turn (a prompt, or what the client attaches to it).
  */
 export function checkLatestTurn(run: RunRecord): Violation[] {
-  const upstreamEndings = readRequests(run.upstream).map(({ request }) =>
-    latestResults(request).map((result) => result.text),
-  );
+  const upstream = readRequests(run.upstream);
+  const upstreamEndings = upstream.map(({ request }) => latestResults(request).map((result) => result.text));
+  const upstreamWords = new Set(upstream.map(({ request }) => lastUserText(request)));
   const violations: Violation[] = [];
   for (const { index, request } of clientRequests(run)) {
+    const words = lastUserText(request);
+    if (words !== '' && !upstreamWords.has(words)) {
+      violations.push({
+        check: 'latest-turn',
+        run: run.label,
+        request: index,
+        message: `the client's request ended with a user turn (${JSON.stringify(words.slice(0, 80))}…) whose text no upstream request ended with: the latest turn was changed or dropped`,
+      });
+    }
     const results = latestResults(request);
     if (results.length === 0) continue;
     if (upstreamEndings.some((ending) => results.every((result) => ending.includes(result.text)))) continue;
