@@ -24,6 +24,9 @@ const messages: Message[] = [
   },
 ];
 
+/** Module-level, as `messageMemo` asks: each memo is kept for the life of the process. */
+const memo = messageMemo<string>();
+
 describe('message memos', () => {
   it('follow a message into the object a ledger adopts for the same content', () => {
     const ledger = createLedger({ tokenCounter: approximateTokenCounter });
@@ -41,7 +44,6 @@ describe('message memos', () => {
   });
 
   it('leave alone what the new object already has, and what a message never had', () => {
-    const memo = messageMemo<string>();
     const [from, to, other] = structuredClone(messages);
     memo.set(from!, 'old');
     memo.set(to!, 'own');
