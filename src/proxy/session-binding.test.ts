@@ -95,6 +95,49 @@ describe('session state bound to content, through the proxy', () => {
 });
 
 /**
+ * Runs of one prompt at once (an eval's repeated trials) with a client that sends no session id:
+ * their calls come in turns and every one opens as the others do. They part at their first reply,
+ * by a real model's call ids alone, and each goes on from its own state: none drops another's at
+ * every call (each of them committing anew, the cache broken each time), as they did when they
+ * shared a session.
+ */
+async function runsAtOnce(route: WireRoute) {
+  const runs = ['run-A', 'run-B', 'run-C'];
+  /** Each run's upstream requests and session ids, its calls sent in turns with the others'. */
+  const play = async (playing: readonly string[]) => {
+    fixture = await startProxyFixture({ window: 4_000, script: () => ({ text: 'ok' }) });
+    const sent = new Map<string, string[]>(playing.map((run) => [run, []]));
+    const sessions = new Map<string, Set<string | null>>(playing.map((run) => [run, new Set()]));
+    for (let turns = 2; turns <= 14; turns += 1) {
+      for (const run of playing) {
+        const body = conversationBody(route, { turns, marker: run, callIds: `${run}_`, stream: false });
+        const response = await fixture.post(route, body);
+        expect(response.status).toBe(200);
+        await response.text();
+        sessions.get(run)!.add(response.headers.get('x-selfgc-session'));
+        sent.get(run)!.push(fixture.upstream.requests.at(-1)!.rawBody);
+      }
+    }
+    const logs = fixture.logs;
+    await fixture.close();
+    fixture = undefined;
+    return { sent, sessions, logs };
+  };
+  const together = await play(runs);
+  const ids = [...together.sessions.values()].map((set) => [...set]);
+  for (const own of ids) expect(own).toHaveLength(1);
+  expect(new Set(ids.flat()).size).toBe(runs.length);
+  expect(together.logs.filter((entry) => entry.commit !== undefined).length).toBeGreaterThan(runs.length);
+  expect(together.logs.filter((entry) => entry.divergedAt !== undefined)).toEqual([]);
+  // Each run was shown, call by call, what it is shown alone.
+  for (const run of runs) expect(together.sent.get(run)).toEqual((await play([run])).sent.get(run));
+}
+
+describe('runs of one prompt at once, without a session id', () => {
+  it.each(ROUTES)('%s: each run keeps a session and a state of its own', (route) => runsAtOnce(route));
+});
+
+/**
  * Claude Code's subagents and side requests send the parent's session id (the subagent adds
  * `x-claude-code-agent-id`, older versions nothing). Calls of the parent and of a subagent, in
  * turns under one id: each conversation goes on from its own state, and nothing of one reaches the

@@ -2,7 +2,13 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
 import { type Message, text } from '../core/transcript.js';
-import { conversationStart, deriveSessionIdentity, hashApiKey, SESSION_HEADER } from './session-identity.js';
+import {
+  conversationStart,
+  deriveSessionIdentity,
+  firstReply,
+  hashApiKey,
+  SESSION_HEADER,
+} from './session-identity.js';
 import type { JsonObject } from './wire-dialect.js';
 
 const identify = (headers: Headers, messages: Message[], seed = '', body: JsonObject = {}) =>
@@ -17,11 +23,39 @@ const bearer = (key: string, extra: Record<string, string> = {}) =>
   new Headers({ authorization: `Bearer ${key}`, ...extra });
 
 describe('deriveSessionIdentity', () => {
-  it('keeps one session for every turn of a conversation', () => {
-    const first = identify(bearer('sk-a'), [system, task]);
+  it('keeps one session for every turn of a conversation from its first reply on', () => {
+    const second = identify(bearer('sk-a'), [system, task, reply]);
     const third = identify(bearer('sk-a'), [system, task, reply, later]);
-    expect(third).toEqual(first);
+    const next: Message = { role: 'assistant', parts: [text('Added.')] };
+    expect(third).toEqual(second);
+    expect(identify(bearer('sk-a'), [system, task, reply, later, next])).toEqual(second);
     expect(conversationStart([system, task, reply, later])).toBe(conversationStart([system, task]));
+  });
+
+  it('tells apart runs of one prompt by their first replies, call ids included', () => {
+    const call = (id: string): Message => ({
+      role: 'assistant',
+      parts: [{ type: 'tool-call', id, name: 'read_file', arguments: '{"path":"src/app.ts"}' }],
+    });
+    const runA = identify(bearer('sk-a'), [system, task, call('call_a1')]).sessionId;
+    const runB = identify(bearer('sk-a'), [system, task, call('call_b1')]).sessionId;
+    expect(runA).not.toBe(runB);
+    // Before any reply both are the conversation's start, as earlier versions derived it.
+    const opening = identify(bearer('sk-a'), [system, task]).sessionId;
+    expect([runA, runB]).not.toContain(opening);
+    const keyHash = hashApiKey(bearer('sk-a'));
+    const earlier = createHash('sha256')
+      .update(`${keyHash}\0\0${conversationStart([system, task])}`, 'utf8')
+      .digest('hex')
+      .slice(0, 32);
+    expect(opening).toBe(`auto-${earlier}`);
+    // Reasoning a client drops from later requests does not move it.
+    const thought: Message = {
+      role: 'assistant',
+      parts: [{ type: 'reasoning', text: 'plan' }, ...call('call_a1').parts],
+    };
+    expect(identify(bearer('sk-a'), [system, task, thought]).sessionId).toBe(runA);
+    expect(firstReply([system, task])).toBe('');
   });
 
   it('tells conversations apart by system prompt, task and instructions seed', () => {

@@ -2,8 +2,8 @@
  * Who a governed request belongs to. The session id is, in this order: the explicit
  * `x-selfgc-session` header; the id the client already sends for its conversation
  * (`client-session-id.ts`: Claude Code, Codex, opencode, `prompt_cache_key`) with a hash of the
- * conversation's start; a hash of the start of the conversation. A Claude Code subagent's agent id
- * joins the first two. Sessions are namespaced by a hash of the API key, so a key that guesses
+ * conversation's start; a hash of the start of the conversation and, once there is one, of its
+ * first reply. A Claude Code subagent's agent id joins the first two. Sessions are namespaced by a hash of the API key, so a key that guesses
  * (or is sent) another key's session id reaches a different store session and sees nothing. The
  * API key itself is only ever hashed here; it is never stored or logged.
  */
@@ -101,6 +101,27 @@ export function conversationStart(messages: readonly Message[]): string {
   return start.join('\0');
 }
 
+/**
+ * The first reply of a conversation: the first assistant message after its start, as the model
+ * wrote it (its text and its calls, call ids included; not its reasoning, which clients may drop
+ * from later requests). Empty while the conversation has none. Two runs of one prompt part here:
+ * a model's call ids alone differ from run to run.
+ */
+export function firstReply(messages: readonly Message[]): string {
+  let started = false;
+  for (const message of messages) {
+    if (message.role === 'user') started = true;
+    if (!started || message.role !== 'assistant') continue;
+    return message.parts
+      .flatMap((part) => {
+        if (part.type === 'text') return [part.text];
+        return part.type === 'tool-call' ? [`${part.id}\0${part.name}\0${part.arguments}`] : [];
+      })
+      .join('\0');
+  }
+  return '';
+}
+
 export interface IdentityInput {
   headers: Headers;
   /** The parsed request body (client session fields are read from it). */
@@ -144,10 +165,14 @@ export function deriveSessionIdentity(input: IdentityInput): SessionIdentity {
     const conversation = sha256(conversationStart(messages)).slice(0, CONVERSATION_HEX);
     return identity(`${client.sessionId}#${conversation}`, client.source);
   }
-  // Without an end user the hash is the one earlier versions derived, so their sessions carry on.
+  // Runs of one prompt at once (an eval's repeated trials) share their start: from the first
+  // reply on, it joins the hash, so that each run keeps its own state instead of dropping the
+  // other's at every call. Before it (and without an end user), the hash is the one earlier
+  // versions derived.
   const endUser = endUserOf(body);
   const start = `${endUser === '' ? '' : `${endUser}\0`}${conversationStart(messages)}`;
-  const hash = sha256(`${keyHash}\0${seed}\0${start}`).slice(0, 32);
+  const reply = firstReply(messages);
+  const hash = sha256(`${keyHash}\0${seed}\0${start}${reply === '' ? '' : `\0reply\0${reply}`}`).slice(0, 32);
   return identity(`auto-${hash}`, 'auto');
 }
 

@@ -33,6 +33,8 @@ export interface ConversationOptions {
   lines?: number;
   /** Written into every file read, to make the conversation's payloads its own. */
   marker?: string;
+  /** Written into every call id (`call_<callIds><turn>`): a real model's ids differ from run to run. */
+  callIds?: string;
 }
 
 function fileOf(turn: number, options: ConversationOptions): string {
@@ -49,7 +51,7 @@ export function chatConversation(options: ConversationOptions): Array<Record<str
     { role: 'user', content: taskOf(options) },
   ];
   for (let turn = 0; turn < options.turns; turn += 1) {
-    const id = `call_${turn}`;
+    const id = `call_${options.callIds ?? ''}${turn}`;
     const call = {
       id,
       type: 'function',
@@ -64,7 +66,7 @@ export function chatConversation(options: ConversationOptions): Array<Record<str
 export function responsesConversation(options: ConversationOptions): Array<Record<string, unknown>> {
   const items: Array<Record<string, unknown>> = [{ type: 'message', role: 'user', content: taskOf(options) }];
   for (let turn = 0; turn < options.turns; turn += 1) {
-    const callId = `call_${turn}`;
+    const callId = `call_${options.callIds ?? ''}${turn}`;
     items.push({
       type: 'function_call',
       call_id: callId,
@@ -79,7 +81,7 @@ export function responsesConversation(options: ConversationOptions): Array<Recor
 export function anthropicConversation(options: ConversationOptions): Array<Record<string, unknown>> {
   const messages: Array<Record<string, unknown>> = [{ role: 'user', content: taskOf(options) }];
   for (let turn = 0; turn < options.turns; turn += 1) {
-    const id = `toolu_${turn}`;
+    const id = `toolu_${options.callIds ?? ''}${turn}`;
     messages.push({
       role: 'assistant',
       content: [{ type: 'tool_use', id, name: 'read_file', input: { path: pathOf(turn) } }],
