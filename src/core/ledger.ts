@@ -89,6 +89,11 @@ export interface LedgerObject {
   callMessageIndex?: number;
   /** The tool call's arguments (JSON text), for summaries and supersession. */
   callArguments?: string;
+  /**
+   * For a tool's output a client attached to a user message (`clientAttachments`): the id of the
+   * request it came with, which stays when the work after it folds.
+   */
+  attachedTo?: string;
   /** True when the tool reported a failure (or the output reads as one). */
   isError: boolean;
   /** Tokens of the payload itself (the user message, the system prompt, the tool result). */
@@ -258,13 +263,73 @@ export function clientObservation(
 }
 
 /**
+ * A tool's output a client attached to a user message as a text part of its own: Claude Code's
+ * files (one the user `@`-mentioned, those it read last when it compacted the conversation),
+ * each `Result of calling the Read tool:` in a reminder, after a reminder of the call.
+ */
+const ATTACHED_RESULT = /^<system-reminder>\nResult of calling the ([\w-]+) tool:\n/;
+const ATTACHED_CALL =
+  /^<system-reminder>\nCalled the ([\w-]+) tool with the following input: (\{[^\n]*\})\n<\/system-reminder>\s*$/;
+const REMINDER_END = '</system-reminder>';
+
+/** A tool's output attached to a user message (`clientAttachments`): its part, tool and call. */
+export interface ClientAttachment {
+  partIndex: number;
+  toolName: string;
+  /** The call's JSON arguments, when the part before says them. */
+  callArguments?: string;
+}
+
+/**
+ * The tool outputs a client attached to a user message as text parts of their own, each with the
+ * call the part before it names (in this message, or last in `previous`, a user message too:
+ * clients send the two apart). Such a part is output, not the user's words: it folds, masks and
+ * prunes as a tool result does, while the request around it stays.
+ */
+export function clientAttachments(message: Message, previous: Message | undefined): ClientAttachment[] {
+  if (message.role !== 'user') return [];
+  const attachments: ClientAttachment[] = [];
+  let before = previous?.role === 'user' ? previous.parts.at(-1) : undefined;
+  message.parts.forEach((part, partIndex) => {
+    const call = before?.type === 'text' ? ATTACHED_CALL.exec(before.text) : null;
+    before = part;
+    if (part.type !== 'text') return;
+    const result = ATTACHED_RESULT.exec(part.text);
+    if (!result || !part.text.trimEnd().endsWith(REMINDER_END)) return;
+    const toolName = result[1]!;
+    attachments.push({
+      partIndex,
+      toolName,
+      ...(call?.[1] === toolName ? { callArguments: call[2]! } : {}),
+    });
+  });
+  return attachments;
+}
+
+/** Whether an object is a tool's output that stands for a whole user message (`clientObservation`). */
+export function isObservation(object: LedgerObject): boolean {
+  return isToolOutput(object) && object.partIndex === undefined;
+}
+
+/**
  * Whether message `index` carries a tool's output: a tool message, or a user message that is an
- * observation a text-protocol client sent (`clientObservation`).
+ * observation a text-protocol client sent (`clientObservation`). A user message with outputs
+ * attached (`clientAttachments`) is still a request.
  */
 export function carriesOutput(ledger: Pick<Ledger, 'messages' | 'objectsByMessage'>, index: number): boolean {
   const role = ledger.messages[index]?.role;
   if (role === 'tool') return true;
-  return role === 'user' && (ledger.objectsByMessage.get(index)?.some(isToolOutput) ?? false);
+  return role === 'user' && (ledger.objectsByMessage.get(index)?.some(isObservation) ?? false);
+}
+
+/** A request's own words: the text of a user message without the tool outputs a client attached to it. */
+export function requestText(message: Message): string {
+  const attached = new Set(clientAttachments(message, undefined).map((attachment) => attachment.partIndex));
+  if (attached.size === 0) return messageText(message);
+  return message.parts
+    .filter((_, part) => !attached.has(part))
+    .map(partText)
+    .join('\n');
 }
 
 /**
@@ -429,12 +494,14 @@ export function createLedger(options: LedgerOptions): Ledger {
         indexObjectAnchors(object, anchors);
       }
       // Only what the agent and the user say counts as use; tool output echoing a path does not,
-      // nor does an observation a text-protocol client sent as a user message.
+      // nor does an observation a text-protocol client sent as a user message, nor a tool's
+      // output a client attached to one.
       const said =
         message.role === 'assistant' ||
-        (message.role === 'user' && !created.some(([object]) => isToolOutput(object)));
+        (message.role === 'user' && !created.some(([object]) => isObservation(object)));
       if (said) {
-        recordReferences(index, messageReferenceText(message), new Set(created.map(([object]) => object)));
+        const words = message.role === 'user' ? requestText(message) : messageReferenceText(message);
+        recordReferences(index, words, new Set(created.map(([object]) => object)));
       }
     }
   };
@@ -507,6 +574,17 @@ export function createLedger(options: LedgerOptions): Ledger {
         else object.restates = first;
       }
       if (taskGoal === undefined && note === undefined) taskGoal = object.id;
+      for (const attachment of clientAttachments(message, messages[index - 1])) {
+        functionCount += 1;
+        const { partIndex, callArguments } = attachment;
+        const output = partText(message.parts[partIndex]!);
+        const attached = outputObject(attachment, output, index, functionCount, partCounts[partIndex] ?? 0);
+        attached.attachedTo = object.id;
+        created.push([
+          attached,
+          () => extractAnchors(`${argumentValuesText(callArguments ?? '')}\n${output}`),
+        ]);
+      }
     } else if (message.role === 'assistant') {
       for (const part of message.parts) {
         if (part.type === 'tool-call')

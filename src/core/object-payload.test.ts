@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from './errors.js';
 import { indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
-import { objectPayload, parseObjectPayload, payloadSearchText, payloadText } from './object-payload.js';
+import {
+  ATTACHED_OUTPUT_SPEC_VERSION,
+  objectPayload,
+  parseObjectPayload,
+  payloadSearchText,
+  payloadText,
+} from './object-payload.js';
 import { CLI_SOURCE, threeRequestSession } from './testing/sample-session.js';
 import { approximateTokenCounter } from './tokens.js';
 import { TRANSCRIPT_SPEC_VERSION } from './transcript.js';
@@ -68,7 +74,7 @@ describe('parseObjectPayload', () => {
   });
 
   it('refuses an unknown spec version', () => {
-    const textValue = JSON.stringify({ specVersion: TRANSCRIPT_SPEC_VERSION + 1, objectId: 'x' });
+    const textValue = JSON.stringify({ specVersion: ATTACHED_OUTPUT_SPEC_VERSION + 1, objectId: 'x' });
     expect(() => parseObjectPayload(textValue, 'here')).toThrow(BadInputError);
     expect(() => parseObjectPayload(textValue, 'here')).toThrow(/spec version/);
   });

@@ -4,7 +4,13 @@
 import { BadInputError, parseJson } from './errors.js';
 import { isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
 import { objectText, spanText } from './render-replacement.js';
-import { type Message, messageText, type ToolResultPart, TRANSCRIPT_SPEC_VERSION } from './transcript.js';
+import {
+  type Message,
+  messageText,
+  type TextPart,
+  type ToolResultPart,
+  TRANSCRIPT_SPEC_VERSION,
+} from './transcript.js';
 
 /** What a sidecar record's `payload` holds (as JSON text). */
 export type ObjectPayload =
@@ -14,8 +20,11 @@ export type ObjectPayload =
       kind: 'function';
       messageIndex: number;
       partIndex: number;
-      /** The tool-result part exactly as it was in the transcript. */
-      part: ToolResultPart;
+      /**
+       * The tool-result part exactly as it was in the transcript; or the text part of a user
+       * message that a client attached a tool's output in (`clientAttachments`).
+       */
+      part: ToolResultPart | TextPart;
       message?: never;
       /**
        * The assistant message that made the call, exactly as it was, so that an output pruned
@@ -55,7 +64,7 @@ export function objectPayload(
     const shell =
       object.callMessageIndex === undefined ? undefined : ledger.messages[object.callMessageIndex];
     const shellField = shell ? { shell: { messageIndex: object.callMessageIndex!, message: shell } } : {};
-    if (message?.role === 'user') {
+    if (message?.role === 'user' && object.partIndex === undefined) {
       return {
         specVersion: TRANSCRIPT_SPEC_VERSION,
         objectId: object.id,
@@ -66,9 +75,11 @@ export function objectPayload(
       };
     }
     const part = message?.parts[object.partIndex ?? 0];
-    if (part?.type !== 'tool-result') throw new BadInputError(`${object.id}: its tool result is missing`);
+    const attached = message?.role === 'user' && part?.type === 'text';
+    if (part?.type !== 'tool-result' && !attached)
+      throw new BadInputError(`${object.id}: its tool result is missing`);
     return {
-      specVersion: TRANSCRIPT_SPEC_VERSION,
+      specVersion: attached ? ATTACHED_OUTPUT_SPEC_VERSION : TRANSCRIPT_SPEC_VERSION,
       objectId: object.id,
       kind: 'function',
       messageIndex: object.messageIndex,
@@ -91,15 +102,26 @@ export function payloadSearchText(ledger: Ledger, object: LedgerObject, spanEnd 
   return object.kind === 'conversation' ? spanText(ledger, object, spanEnd) : objectText(ledger, object);
 }
 
+/**
+ * The version of the payload of a tool's output a client attached to a user message, whose `part`
+ * is a text part: readers before it would take it for a tool result and misread it, so they
+ * refuse it (and read every other payload, still written at `TRANSCRIPT_SPEC_VERSION`).
+ */
+export const ATTACHED_OUTPUT_SPEC_VERSION = 3;
+
 /** Spec versions whose payloads read as the current one unchanged (version 2 only added a part type). */
-const READABLE_SPEC_VERSIONS: ReadonlySet<unknown> = new Set([1, TRANSCRIPT_SPEC_VERSION]);
+const READABLE_SPEC_VERSIONS: ReadonlySet<unknown> = new Set([
+  1,
+  TRANSCRIPT_SPEC_VERSION,
+  ATTACHED_OUTPUT_SPEC_VERSION,
+]);
 
 /** Read a stored payload back, checking its spec version. */
 export function parseObjectPayload(payload: string, where: string): ObjectPayload {
   const value = parseJson(payload, where) as Partial<ObjectPayload>;
   if (!READABLE_SPEC_VERSIONS.has(value.specVersion)) {
     throw new BadInputError(
-      `${where}: payload spec version ${String(value.specVersion)} is not ${TRANSCRIPT_SPEC_VERSION}`,
+      `${where}: payload spec version ${String(value.specVersion)} is not one this version reads (${[...READABLE_SPEC_VERSIONS].join(', ')})`,
     );
   }
   return value as ObjectPayload;
@@ -109,6 +131,7 @@ export function parseObjectPayload(payload: string, where: string): ObjectPayloa
 export function payloadText(payload: ObjectPayload): string {
   if (payload.kind === 'function') {
     if (payload.message) return messageText(payload.message);
+    if (payload.part.type === 'text') return payload.part.text;
     const content = payload.part.content;
     return typeof content === 'string'
       ? content

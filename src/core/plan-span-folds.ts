@@ -68,8 +68,32 @@ export function planSpanFolds(
     if (planned) planned.spanEnd = spanEnd;
     else operations.push({ objectId: conversation.id, operation: 'fold', spanEnd, reason });
     projected -= Math.max(0, freed - spanIndexTokens(folded, entryChars));
+    projected -= foldAttached(ledger, state, operations, conversation.span.start, reason);
   }
   return projected;
+}
+
+/**
+ * The request stays when its work folds, and so would the outputs a client attached to it (the
+ * files Claude Code sends with a request): they fold too, each on its own. Returns the tokens
+ * they free, about.
+ */
+function foldAttached(
+  ledger: Ledger,
+  state: ViewState,
+  operations: PlannedOperation[],
+  request: number,
+  reason: string,
+): number {
+  let freed = 0;
+  for (const inner of ledger.objectsByMessage.get(request) ?? []) {
+    if (inner.attachedTo === undefined || inner.pinned || state[inner.id]) continue;
+    if (operations.some((operation) => operation.objectId === inner.id)) continue;
+    operations.push({ objectId: inner.id, operation: 'fold', reason });
+    const left = EMBEDDED_PLANNER.foldFrameTokens + 4 * autoAnchorBudget(inner.tokens);
+    freed += Math.max(0, inner.tokens - left);
+  }
+  return freed;
 }
 
 /**

@@ -3,7 +3,7 @@
  * messages are passed through by reference and keep their cached token counts, so projecting
  * costs time in the number of messages, not in their size.
  */
-import { countMessageTokens, isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
+import { countMessageTokens, isObservation, type Ledger, type LedgerObject } from './ledger.js';
 import { isSpanFold, type ViewState } from './operations.js';
 import { MESSAGE_OVERHEAD_TOKENS } from './tokens.js';
 import type { Message, Part } from './transcript.js';
@@ -124,7 +124,7 @@ function projectObservation(
   showIds: boolean,
   droppedShells: Set<number>,
 ): { message?: Message; tokens?: number } | undefined {
-  const object = ledger.objectsByMessage.get(index)?.find(isToolOutput);
+  const object = ledger.objectsByMessage.get(index)?.find(isObservation);
   const entry = object ? state[object.id] : undefined;
   if (!object || (!entry && !showIds)) return undefined;
   if (entry?.replacement === '') {
@@ -142,14 +142,56 @@ function projectObservation(
 }
 
 /**
+ * A request with tool outputs a client attached to it (`clientAttachments`), under their states:
+ * each attached part replaced by its object's replacement, or gone when pruned without one (a
+ * request left with no part at all names what left). Undefined when no attached part has a state
+ * or an id to show.
+ */
+function projectAttached(
+  ledger: Ledger,
+  index: number,
+  message: Message,
+  state: ViewState,
+  showIds: boolean,
+): { message: Message; tokens: number | undefined } | undefined {
+  const attached = (ledger.objectsByMessage.get(index) ?? []).filter(
+    (object) => object.attachedTo !== undefined,
+  );
+  if (!attached.some((object) => state[object.id] || showIds)) return undefined;
+  let tokens: number | undefined = showIds ? undefined : (ledger.messageTokens[index] ?? 0);
+  const gone: string[] = [];
+  const parts = message.parts.flatMap((part, partIndex): Part[] => {
+    const object = attached.find((candidate) => candidate.partIndex === partIndex);
+    const entry = object ? state[object.id] : undefined;
+    if (!object || part.type !== 'text') return [part];
+    if (entry && tokens !== undefined)
+      tokens = entry.tokens === undefined ? undefined : tokens - object.tokens + entry.tokens;
+    if (entry?.replacement === '') {
+      gone.push(object.id);
+      return [];
+    }
+    const textValue = entry ? entry.replacement : part.text;
+    return [{ ...part, text: showIds ? `${textValue}\n[id: ${object.id}]` : textValue }];
+  });
+  if (parts.length > 0) return { message: { ...message, parts }, tokens };
+  return {
+    message: { ...message, parts: [{ type: 'text', text: `[pruned ${gone.join(', ')}]` }] },
+    tokens: undefined,
+  };
+}
+
+/**
  * Whether an object lies inside the folded or pruned span of its conversation, so that it (and
- * any replacement of its own) is out of the view.
+ * any replacement of its own) is out of the view. A span fold keeps its request, and the outputs
+ * attached to it with their own states.
  */
 export function coveredByConversation(ledger: Ledger, state: ViewState, object: LedgerObject): boolean {
   if (object.kind === 'conversation') return false;
   const conversation = ledger.conversationAt(object.messageIndex);
   const around = conversation ? state[conversation.id] : undefined;
-  return around !== undefined && object.messageIndex < (around.spanEnd ?? conversation!.span.end);
+  if (around === undefined) return false;
+  if (isSpanFold(around) && object.messageIndex === conversation!.span.start) return false;
+  return object.messageIndex < (around.spanEnd ?? conversation!.span.end);
 }
 
 /** Project the view of the ledger under the given committed states. */
@@ -178,7 +220,11 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
     if (conversation && spanState && index === conversation.span.start && spanEnd <= end) {
       // A folded or pruned conversation: its span leaves, its replacement stays — after the
       // request itself for a span fold, which leaves only the work up to `spanEnd`.
-      if (isSpanFold(spanState)) push(index, message, false);
+      if (isSpanFold(spanState)) {
+        const request = projectAttached(ledger, index, message, state, false);
+        if (request) push(index, request.message, true, request.tokens);
+        else push(index, message, false);
+      }
       const replacement = spanReplacement(conversation, state);
       const known = spanState.tokens === undefined ? undefined : spanState.tokens + MESSAGE_OVERHEAD_TOKENS;
       if (replacement) push(index, replacement, true, known);
@@ -204,11 +250,14 @@ export function projectView(ledger: Ledger, state: ViewState, options: ProjectOp
         continue;
       }
     }
+    const request =
+      message.role === 'user' ? projectAttached(ledger, index, message, state, showIds) : undefined;
     if (message.role === 'user' && showIds && conversation?.messageIndex === index) {
-      push(index, withIdHeader(message, conversation.id), true);
+      push(index, withIdHeader(request?.message ?? message, conversation.id), true);
       continue;
     }
-    push(index, message, false);
+    if (request) push(index, request.message, true, request.tokens);
+    else push(index, message, false);
   }
   return repairLineage(withoutShells(items, droppedShells, tokens), droppedCalls, counter);
 }

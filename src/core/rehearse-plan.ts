@@ -537,19 +537,32 @@ function mergeOperations(operations: readonly PlannedOperation[]) {
  * Only accepted conversation operations cover: a refused one (pinned, latest turn) removes nothing.
  */
 function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rejected: RejectedOperation[]) {
-  // Conversation id → the end of what it removes (a span fold removes less than the whole).
-  const covering = new Map<string, number>();
+  // Conversation id → what it removes: messages from `start` up to `end` (a span fold keeps its
+  // request, and the outputs attached to it, and removes less than the whole).
+  const covering = new Map<string, { start: number; end: number }>();
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
-    if (object?.kind === 'conversation' && verdict.state)
-      covering.set(object.id, verdict.state.spanEnd ?? object.span.end);
+    if (object?.kind === 'conversation' && verdict.state) {
+      const kept = isSpanFold(verdict.state) ? 1 : 0;
+      covering.set(object.id, {
+        start: object.span.start + kept,
+        end: verdict.state.spanEnd ?? object.span.end,
+      });
+    }
   }
   const accepted: AcceptedOperation[] = [];
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
     const conversation =
       object !== undefined && isToolOutput(object) ? ledger.conversationAt(object.messageIndex) : undefined;
-    if (object && conversation && object.messageIndex < (covering.get(conversation.id) ?? -1)) {
+    const removed = conversation ? covering.get(conversation.id) : undefined;
+    if (
+      object &&
+      conversation &&
+      removed &&
+      object.messageIndex >= removed.start &&
+      object.messageIndex < removed.end
+    ) {
       rejected.push({
         operation: verdict.operation,
         reason: 'covered',

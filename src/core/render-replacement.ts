@@ -6,24 +6,27 @@ import { type Anchor, callExpressions } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import { messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
-import { isToolOutput, type LedgerObject, rankAnchors } from './ledger.js';
+import { isToolOutput, type LedgerObject, rankAnchors, requestText } from './ledger.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
 import { FOLD_INDEX, TOMBSTONE } from './tuning.js';
 
 /** The text payload of an object, as the model saw it. */
 export function objectText(ledger: Ledger, object: LedgerObject): string {
+  const message = ledger.messages[object.messageIndex];
+  if (!message) return '';
   if (isToolOutput(object)) {
-    const message = ledger.messages[object.messageIndex];
-    // An observation a text-protocol client sent is its whole user message.
-    if (message?.role === 'user') return messageText(message);
-    const part = message?.parts[object.partIndex ?? 0];
+    const part = message.parts[object.partIndex ?? 0];
+    // An observation a text-protocol client sent is its whole user message; an output a client
+    // attached to a request, its own part.
+    if (message.role === 'user')
+      return object.partIndex === undefined || !part ? messageText(message) : partText(part);
     if (part?.type !== 'tool-result') return '';
     return typeof part.content === 'string'
       ? part.content
       : part.content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
   }
-  const message = ledger.messages[object.messageIndex];
-  return message ? messageText(message) : '';
+  // A request's own words, without the outputs a client attached to it.
+  return message.role === 'user' ? requestText(message) : messageText(message);
 }
 
 /** Text of every message of a conversation object's span. */

@@ -11,6 +11,8 @@ import { countBreakpoints, MAX_CACHE_BREAKPOINTS } from '../adapters/index.js';
 import { anthropicConversation, fileContent, responsesConversation } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { pointerKeys } from './testing/recovery-pointers.js';
+import { EXPAND_TOOL } from './transparent-recovery.js';
 
 let fixture: ProxyFixture | undefined;
 afterEach(async () => {
@@ -333,6 +335,75 @@ describe('a client compacting its own history through the proxy', () => {
       expect(raw).toContain(JSON.stringify(fileContent(29)).slice(1, -1));
     },
   );
+});
+
+/**
+ * Claude Code's first request after `/compact`: the summary, then the files it read last,
+ * re-attached as reminders in two user messages (the first call alone, then each result with the
+ * next call), and the user's question last. The attached files are outputs: when that latest turn
+ * alone is over the window they fold, recoverably, and the question goes up as the user wrote it.
+ */
+describe('Claude Code after a compaction, through the proxy', () => {
+  const reminder = (body: string) => `<system-reminder>\n${body}\n</system-reminder>\n`;
+  const called = (turn: number) =>
+    reminder(`Called the Read tool with the following input: {"file_path":"/p/src/module${turn}.ts"}`);
+  const attached = (turn: number) => reminder(`Result of calling the Read tool:\n${fileContent(turn, 160)}`);
+  const question = 'Which value does module 2 compute on line 90? Answer with its name.';
+
+  it('folds the files it re-attached when they alone are over the window, and the model can expand them', async () => {
+    let expanded = false;
+    fixture = await startProxyFixture({
+      window: 6_000,
+      script: (request) => {
+        const key = pointerKeys(request.rawBody).find((pointer) => pointer.startsWith('function:Read:'));
+        if (expanded || key === undefined) return { text: 'value2_90' };
+        expanded = true;
+        return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }] };
+      },
+    });
+    const body = {
+      model: 'claude-opus-4-8',
+      max_tokens: 1024,
+      system: 'You are Claude Code.',
+      messages: [
+        {
+          role: 'user',
+          content:
+            'This session is being continued from a previous conversation. Summary: modules 1 to 3 read.',
+        },
+        { role: 'assistant', content: [{ type: 'text', text: 'Read them all.' }] },
+        { role: 'user', content: called(1) },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: attached(1) },
+            { type: 'text', text: called(2) },
+            { type: 'text', text: attached(2) },
+            { type: 'text', text: called(3) },
+            { type: 'text', text: attached(3) },
+            { type: 'text', text: question },
+          ],
+        },
+      ],
+    };
+    const response = await fixture.post('messages', body);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('value2_90');
+    expect(fixture.logs[0]?.warnings ?? []).toContain('latest-turn-folded');
+    expect(fixture.logs[0]?.warnings ?? []).not.toContain('over-window');
+    const [first, second] = fixture.upstream.requests;
+    const sent = JSON.parse(first!.rawBody) as { messages: Array<{ content: unknown }> };
+    const latest = sent.messages.at(-1)!.content as Block[];
+    expect(latest.at(-1)).toEqual({ type: 'text', text: question });
+    // Files folded to fit; the model asked for one back, and got it byte for byte.
+    const folded = [1, 2, 3].filter(
+      (turn) => !first!.rawBody.includes(JSON.stringify(attached(turn)).slice(1, -1)),
+    );
+    expect(folded.length).toBeGreaterThan(0);
+    // (Its first page: the recovery pages what does not fit the room.)
+    const page = fileContent(folded[0]!, 160).slice(0, 2_000);
+    expect(second!.rawBody).toContain(JSON.stringify(page).slice(1, -1));
+  });
 });
 
 describe('Chat audio and file parts through the proxy', () => {

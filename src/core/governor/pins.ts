@@ -9,8 +9,9 @@ import {
   type PinContext,
   RULES_FILE_PIN,
   readsRulesFile,
+  requestText,
 } from '../ledger.js';
-import { type Message, messageText } from '../transcript.js';
+import type { Message } from '../transcript.js';
 import type { PinOptions } from './governor-types.js';
 
 const CONSTRAINT =
@@ -47,7 +48,8 @@ export function createPinRule(options: PinOptions = {}) {
       if (paths.some((pattern) => pattern.test(call))) return 'pinned path';
     }
     if (object.kind === 'conversation' && userConstraints) {
-      const textValue = messageText(message);
+      // The user's words: files a client attached to them state no rule.
+      const textValue = requestText(message);
       // Short turns that state a rule are constraints; long pastes merely containing "must" are not.
       if (textValue.length < 2000 && CONSTRAINT.test(textValue)) return 'user constraint';
     }

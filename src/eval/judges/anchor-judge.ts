@@ -272,13 +272,16 @@ function sidecarPayload(ledger: Ledger, object: LedgerObject, spanEnd: number | 
   if (object.kind === 'function' || object.kind === 'skill') {
     const message = ledger.messages[object.messageIndex];
     const part = message?.parts[object.partIndex ?? 0];
-    // A text-protocol client's observation is its whole user message.
+    // A text-protocol client's observation is its whole user message; an output a client
+    // attached to a request, its own text part.
     const output =
-      message?.role === 'user'
-        ? messageText(message)
-        : part?.type === 'tool-result'
-          ? toolOutputText(part.content)
-          : '';
+      part?.type === 'text' && object.partIndex !== undefined
+        ? part.text
+        : message?.role === 'user'
+          ? messageText(message)
+          : part?.type === 'tool-result'
+            ? toolOutputText(part.content)
+            : '';
     return `${object.callArguments ?? ''}\n${output}`;
   }
   const message = ledger.messages[object.messageIndex];

@@ -1,0 +1,222 @@
+/**
+ * Tool outputs a client attaches to a user message as text parts of their own: Claude Code's
+ * files (one the user `@`-mentioned; those it read last, re-attached after it compacted the
+ * conversation), each a `Result of calling the Read tool:` reminder after a reminder of the call.
+ * They are outputs inside a request: they fold, mask and prune as tool results do, the request
+ * and the user's words around them stay.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../stores/memory-store.js';
+import { createGovernor } from './governor/create-governor.js';
+import { createPinRule } from './governor/pins.js';
+import { carriesOutput, clientAttachments, indexTranscript, type Ledger, turnStartOf } from './ledger.js';
+import {
+  ATTACHED_OUTPUT_SPEC_VERSION,
+  objectPayload,
+  parseObjectPayload,
+  payloadText,
+} from './object-payload.js';
+import { isSpanFold, type ViewState } from './operations.js';
+import { projectView } from './project-view.js';
+import { objectText } from './render-replacement.js';
+import { readSessionState } from './session-state.js';
+import { moduleSource } from './testing/long-session.js';
+import { assistantMessage, toolRound, userMessage } from './testing/transcript-builders.js';
+import { approximateTokenCounter } from './tokens.js';
+import { type Message, messageText, text } from './transcript.js';
+
+const called = (path: string) =>
+  `<system-reminder>\nCalled the Read tool with the following input: {"file_path":"/work/${path}"}\n</system-reminder>\n`;
+const result = (body: string) =>
+  `<system-reminder>\nResult of calling the Read tool:\n${body}\n</system-reminder>\n`;
+const fileA = moduleSource(101, 120);
+const fileB = moduleSource(202, 120);
+const QUESTION = 'You must answer with the token alone: which one ended notes/part-13.txt?';
+
+/**
+ * The request Claude Code sends after `/compact`: the summary, the files it read last as two
+ * user messages (the first call alone, then each result with the next call), and the question.
+ */
+function afterCompaction(): Message[] {
+  return [
+    userMessage('This session is being continued from a previous conversation. Summary: notes read.'),
+    assistantMessage('Understood.'),
+    userMessage(called('src/a.py')),
+    {
+      role: 'user',
+      parts: [
+        text(result(fileA)),
+        text(called('src/b.py')),
+        text(result(fileB)),
+        text('<local-command-stdout>Compacted</local-command-stdout>'),
+        text(QUESTION),
+      ],
+    },
+  ];
+}
+
+function ledgerOf(messages: readonly Message[]): Ledger {
+  return indexTranscript(messages, { tokenCounter: approximateTokenCounter });
+}
+
+describe('outputs a client attached to a user message', () => {
+  it('are read with their tool and their call, also from the user message before', () => {
+    const messages = afterCompaction();
+    expect(clientAttachments(messages[3]!, messages[2])).toEqual([
+      { partIndex: 0, toolName: 'Read', callArguments: '{"file_path":"/work/src/a.py"}' },
+      { partIndex: 2, toolName: 'Read', callArguments: '{"file_path":"/work/src/b.py"}' },
+    ]);
+    // A reminder that is not a tool's result, or a result that does not end its part, is the user's.
+    const own: Message = {
+      role: 'user',
+      parts: [
+        text('<system-reminder>\nThe user opened src/a.py\n</system-reminder>'),
+        text(`${result('x')} and more`),
+      ],
+    };
+    expect(clientAttachments(own, undefined)).toEqual([]);
+    expect(clientAttachments({ role: 'user', parts: [text(result('x'))] }, undefined)).toEqual([
+      { partIndex: 0, toolName: 'Read' },
+    ]);
+  });
+
+  it('are tool outputs of the request they came with, which stays a request', () => {
+    const ledger = ledgerOf(afterCompaction());
+    const attached = ledger.objectsByMessage.get(3)!;
+    expect(attached.map((object) => [object.id, object.kind, object.partIndex])).toEqual([
+      ['conversation:user:3', 'conversation', undefined],
+      ['function:Read:1', 'function', 0],
+      ['function:Read:2', 'function', 2],
+    ]);
+    expect(attached[1]!.callArguments).toBe('{"file_path":"/work/src/a.py"}');
+    expect(attached[2]!.tokens).toBe(approximateTokenCounter.count(result(fileB)));
+    expect(objectText(ledger, attached[1]!)).toBe(result(fileA));
+    // The request reads as the user's words: its header and tombstone do not quote a file.
+    expect(objectText(ledger, attached[0]!)).not.toContain('Result of calling');
+    expect(objectText(ledger, attached[0]!)).toContain(QUESTION);
+    expect(carriesOutput(ledger, 3)).toBe(false);
+    expect(turnStartOf(ledger.messages, (index) => carriesOutput(ledger, index))).toBe(3);
+    // What a file says is not what the user said.
+    expect(ledger.spokenAnchors.has('handler_101_7')).toBe(false);
+    expect(ledger.spokenAnchors.has('notes/part-13.txt')).toBe(true);
+  });
+
+  it('project under their states in place, the rest of the request as it was', () => {
+    const ledger = ledgerOf(afterCompaction());
+    const binding = { end: 4, link: ledger.chain[3]! };
+    const folded: ViewState = {
+      'function:Read:1': {
+        operation: 'fold',
+        replacement: '[folded function:Read:1]',
+        commitId: 'c1',
+        binding,
+      },
+    };
+    const view = projectView(ledger, folded);
+    const request = view.items.at(-1)!.message;
+    expect(request.parts.map((part) => (part.type === 'text' ? part.text : part.type))).toEqual([
+      '[folded function:Read:1]',
+      called('src/b.py'),
+      result(fileB),
+      '<local-command-stdout>Compacted</local-command-stdout>',
+      QUESTION,
+    ]);
+    expect(view.tokens).toBe(
+      projectView(ledger, {}).tokens -
+        ledger.get('function:Read:1')!.tokens +
+        approximateTokenCounter.count('[folded function:Read:1]'),
+    );
+    // Pruned without a tombstone, a part leaves; a request left with nothing names what left.
+    const prune = () => ({ operation: 'prune' as const, replacement: '', commitId: 'c1', binding });
+    const pruned = projectView(ledger, { 'function:Read:1': prune() }).items.at(-1)!.message;
+    expect(pruned.parts).toHaveLength(4);
+    const alone = ledgerOf([
+      userMessage('Read them.'),
+      assistantMessage('Reading.'),
+      { role: 'user', parts: [text(result(fileA))] },
+    ]);
+    const bare = projectView(alone, {
+      'function:Read:1': { ...prune(), binding: { end: 3, link: alone.chain[2]! } },
+    });
+    expect(messageText(bare.items.at(-1)!.message)).toBe('[pruned function:Read:1]');
+    // With ids shown, each attached output carries its own.
+    const shown = projectView(ledger, {}, { showIds: true }).items.at(-1)!.message;
+    expect(messageText(shown)).toContain('[id: function:Read:2]');
+    expect(messageText(shown)).toContain('[id: conversation:user:3]');
+  });
+
+  it('keep their text exactly in the sidecar, at a payload version older readers refuse', () => {
+    const ledger = ledgerOf(afterCompaction());
+    const payload = objectPayload(ledger, ledger.get('function:Read:2')!);
+    expect(payload.specVersion).toBe(ATTACHED_OUTPUT_SPEC_VERSION);
+    expect(payload).toMatchObject({
+      kind: 'function',
+      messageIndex: 3,
+      partIndex: 2,
+      part: { type: 'text' },
+    });
+    const read = parseObjectPayload(JSON.stringify(payload), 'here');
+    expect(payloadText(read)).toBe(result(fileB));
+  });
+});
+
+describe('a latest turn whose attached outputs alone are over the window', () => {
+  it('folds them recoverably and keeps the question as the client sent it', async () => {
+    const messages = afterCompaction();
+    const whole = ledgerOf(messages).totalTokens;
+    const window = Math.floor(whole * 0.6);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window,
+      store: createMemoryStore(),
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', messages);
+    expect(governed.viewTokens).toBeLessThanOrEqual(window);
+    expect(governed.warnings.map((warning) => warning.code)).toContain('latest-turn-folded');
+    expect(governed.warnings.map((warning) => warning.code)).not.toContain('over-window');
+    const request = governed.view.at(-1)!;
+    expect(request.parts.at(-1)).toEqual(text(QUESTION));
+    const shown = messageText(request);
+    const folded = ['function:Read:1', 'function:Read:2'].filter((id) => shown.includes(`expand("${id}")`));
+    expect(folded.length).toBeGreaterThan(0);
+    for (const id of folded) {
+      const expanded = await governor.expand('s', id);
+      expect([result(fileA), result(fileB)]).toContain(expanded);
+    }
+    // The call the first file came with, in the user message before, stays where it was.
+    expect(governed.view.at(-2)).toEqual(messages[2]);
+  });
+
+  it('lets the planner fold or mask them like any output once the work went on, the request pinned', async () => {
+    const messages: Message[] = [...afterCompaction(), assistantMessage('E2E-TOKEN-1 it was.')];
+    messages.push(userMessage('Now review src/c.py and the modules it imports.'));
+    for (let step = 0; step < 8; step += 1) {
+      const path = `/work/src/m${step}.py`;
+      messages.push(...toolRound(`read-${step}`, 'Read', { file_path: path }, moduleSource(300 + step, 40)));
+    }
+    const store = createMemoryStore();
+    const window = Math.floor(ledgerOf(messages).totalTokens * 0.8);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', messages);
+    expect(governed.viewTokens).toBeLessThanOrEqual(window);
+    // The question states a rule: its request is pinned, and stays; the files it came with do not.
+    const pinned = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    expect(pinned.get('conversation:user:3')?.pinReason).toBe('user constraint');
+    const touched = governed.commits.flatMap((commit) =>
+      commit.operations.map((operation) => operation.objectId),
+    );
+    expect(touched).toContain('function:Read:1');
+    // Only the work after it may fold: the request itself stays.
+    const request = (await readSessionState(store, 's')).state.objects['conversation:user:3'];
+    if (request) expect(isSpanFold(request)).toBe(true);
+    const shown = JSON.stringify(governed.view);
+    expect(shown).not.toContain('handler_101_60');
+    expect(shown).toContain(JSON.stringify(QUESTION));
+  });
+});
