@@ -62,7 +62,7 @@ export interface AgentCli {
    * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
    * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 10.4k with its
    * developer messages, opencode's 8.7k), and what is left holds only a few step files, so every
-   * scenario must fold. A scenario may ask for a wider one (`Scenario.window`).
+   * scenario must fold.
    */
   window: number;
   tools: AgentTools;

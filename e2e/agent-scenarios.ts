@@ -81,11 +81,6 @@ export interface ScenarioRun {
 export interface Scenario {
   name: ScenarioName;
   runs: ScenarioRun[];
-  /**
-   * The proxy's window, when the scenario needs a wider one than the CLI's (`compaction`: the turn
-   * after a compaction re-attaches the files the agent read last, and must fit whole).
-   */
-  window?: number;
 }
 
 /** Lines per step file: about 1,950 tokens, so a handful of steps outgrow the room a small window leaves. */
@@ -206,13 +201,6 @@ function resumedRuns(): ScenarioRun[] {
 }
 
 /**
- * The window of `compaction`. Claude Code re-attaches the five files it read last to the turn
- * after its summary (about 10k tokens here), beside its 14.5k of prompt and tools: the turn must
- * fit whole, and the task before must still outgrow the window.
- */
-const COMPACTION_WINDOW = 40_000;
-
-/**
  * A task long enough for the proxy to commit, then the CLI's own compaction of that conversation
  * (the summary comes from the scripted model, out of the governed view), then a question that
  * only the summary answers: the conversation the client goes on with opens with the summary, and
@@ -269,7 +257,7 @@ export function createScenario(name: ScenarioName): Scenario {
     case 'subagent':
       return { name, runs: [delegatingRun()] };
     case 'compaction':
-      return { name, runs: compactedRuns(), window: COMPACTION_WINDOW };
+      return { name, runs: compactedRuns() };
   }
 }
 

@@ -223,7 +223,7 @@ async function runScenario(
   const cli = AGENT_CLIS[agent];
   const scenario = createScenario(scenarioName);
   if (scenario.runs.some((run) => run.compacts === true)) compactCommandOf(cli);
-  const window = scenario.window ?? cli.window;
+  const { window } = cli;
   const result: ScenarioResult = {
     agent,
     scenario: scenarioName,

@@ -179,6 +179,28 @@ describe('checkLatestTurn', () => {
     expect(violation?.message).toContain('"Now summarize notes/part-01.txt"');
   });
 
+  it('lets the window rescue fold the files a client attached to the last user turn, and nothing else', () => {
+    const file = '<system-reminder>\nResult of calling the Read tool:\n1\tE2E-STEP-01\n</system-reminder>\n';
+    const fold =
+      '[folded function:Read:1: Read file_path=/p/notes/part-01.txt → ok, 9 tokens]\nanchors: E2E-STEP-01\n(exact output kept; expand("function:Read:1") recovers it)';
+    const turn = (...texts: string[]) => [
+      ...secondTurn,
+      { role: 'user', content: texts.map((text) => ({ type: 'text', text })) },
+    ];
+    const sent = turn(file, 'Which step was it?');
+    const rescued = soundRun({
+      client: [exchange(0, body(sent))],
+      upstream: [upstream(0, body(turn(fold, 'Which step was it?')))],
+    });
+    expect(checkLatestTurn(rescued)).toEqual([]);
+    // The user's words changed beside the fold: flagged.
+    const changed = { ...rescued, upstream: [upstream(0, body(turn(fold, 'Which step?')))] };
+    expect(checkLatestTurn(changed)).toMatchObject([{ check: 'latest-turn', request: 0 }]);
+    // The file dropped without a fold in its place: flagged.
+    const dropped = { ...rescued, upstream: [upstream(0, body(turn('Which step was it?')))] };
+    expect(checkLatestTurn(dropped)).toMatchObject([{ check: 'latest-turn', request: 0 }]);
+  });
+
   it("says where the closest upstream result parts from the client's", () => {
     const changed = { ...readResult, content: 'E2E-STEP-01 E2E-RUN-aaab' };
     const sent = [

@@ -121,19 +121,40 @@ export function checkForeignContent(run: RunRecord, others: readonly string[]): 
   return violations;
 }
 
+/** A file Claude Code attaches to a user turn (after `/compact`, or `@`-mentioned). */
+const ATTACHED_FILE =
+  /<system-reminder>\nResult of calling the [\w-]+ tool:\n[\s\S]*?<\/system-reminder>\n?/g;
+/** What the proxy's window rescue leaves of one. */
+const FOLDED_FILE = /\[folded function:[\w.-]+:\d+: [\s\S]*?expand\("function:[\w.-]+:\d+"\) recovers it\)/g;
+
+/** A user turn's text without the files attached to it, or what their folds left (and the blank lines). */
+function withoutFiles(text: string): string {
+  return text.replace(ATTACHED_FILE, '').replace(FOLDED_FILE, '').replace(/\n+/g, '\n');
+}
+
 /**
  * Governance never touches the latest turn: the tool results a client request ends with reach
  * the upstream as they were (some upstream request ends with the same results), and so does
- * the text of its last user turn (a prompt, or what the client attaches to it).
+ * the text of its last user turn (a prompt, or what the client attaches to it). One exception:
+ * when that turn alone is over the window, the files a client attached to it may fold (the
+ * proxy's window rescue); the rest of its text still reaches the upstream as it was.
  */
 export function checkLatestTurn(run: RunRecord): Violation[] {
   const upstream = readRequests(run.upstream);
   const upstreamEndings = upstream.map(({ request }) => latestResults(request).map((result) => result.text));
   const upstreamWords = new Set(upstream.map(({ request }) => lastUserText(request)));
+  const rescued = new Set(
+    upstream
+      .map(({ request }) => lastUserText(request))
+      .filter((text) => text.replace(FOLDED_FILE, '') !== text)
+      .map(withoutFiles),
+  );
   const violations: Violation[] = [];
   for (const { index, request } of clientRequests(run)) {
     const words = lastUserText(request);
-    if (words !== '' && !upstreamWords.has(words)) {
+    const kept =
+      upstreamWords.has(words) || (withoutFiles(words) !== words && rescued.has(withoutFiles(words)));
+    if (words !== '' && !kept) {
       violations.push({
         check: 'latest-turn',
         run: run.label,

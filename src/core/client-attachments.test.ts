@@ -95,7 +95,8 @@ describe('outputs a client attached to a user message', () => {
     expect(objectText(ledger, attached[0]!)).not.toContain('Result of calling');
     expect(objectText(ledger, attached[0]!)).toContain(QUESTION);
     expect(carriesOutput(ledger, 3)).toBe(false);
-    expect(turnStartOf(ledger.messages, (index) => carriesOutput(ledger, index))).toBe(3);
+    // The latest turn holds both user messages: the model has seen neither.
+    expect(turnStartOf(ledger.messages, (index) => carriesOutput(ledger, index))).toBe(2);
     // What a file says is not what the user said.
     expect(ledger.spokenAnchors.has('handler_101_7')).toBe(false);
     expect(ledger.spokenAnchors.has('notes/part-13.txt')).toBe(true);

@@ -333,18 +333,29 @@ export function requestText(message: Message): string {
 }
 
 /**
+ * Whether a user message goes on with the request in `previous`: its first part is an output the
+ * client attached to the call the previous message names last (`clientAttachments`).
+ */
+function continuesRequest(message: Message, previous: Message | undefined): boolean {
+  const [first] = clientAttachments(message, previous);
+  return previous?.role === 'user' && first?.partIndex === 0 && first.callArguments !== undefined;
+}
+
+/**
  * Where the latest turn of `messages` starts, `isOutput` telling which messages carry a tool's
  * output: the last user request if nothing answered it yet, otherwise the last assistant message
  * (with the outputs that follow it). A request that comes right after outputs no assistant
  * message has answered yet joins their turn (a client's compaction prompt, a message the user
  * sent while the tools ran), past any instructions in between: the model has not seen those
- * outputs, so they reach it as the tools wrote them.
+ * outputs, so they reach it as the tools wrote them. So does a request a client sent in two user
+ * messages (`continuesRequest`): Claude Code names a file it attaches at the end of one.
  */
 export function turnStartOf(messages: readonly Message[], isOutput: (index: number) => boolean): number {
   for (let index = messages.length - 1; index >= 0; index -= 1) {
     const role = messages[index]?.role;
     if (role === 'assistant') return index;
     if (role !== 'user' || isOutput(index)) continue;
+    if (continuesRequest(messages[index]!, messages[index - 1])) continue;
     let before = index - 1;
     while (before >= 0 && messages[before]?.role === 'system') before -= 1;
     if (before < 0 || !isOutput(before)) return index;

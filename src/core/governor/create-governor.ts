@@ -604,16 +604,12 @@ export function createGovernor(options: GovernorOptions): Governor {
   }
 
   /**
-   * Last resort when the latest turn alone is over the window: fold its outputs, largest first,
-   * until the view fits (or nothing is left to fold). Those a client attached to the user
-   * messages the model has not answered yet count too (clients send such outputs, as Claude Code
-   * its files after a compaction, apart from the request they go with).
+   * Last resort when the latest turn alone is over the window: fold its outputs (those a client
+   * attached to its requests too), largest first, until the view fits (or nothing is left to fold).
    */
   async function foldLatestTurn(sessionId: string, ledger: Ledger, limits: CallLimits, snapshot: Snapshot) {
     const state = snapshot.state.objects;
-    let from = latestTurnStart(ledger);
-    const unanswered = (index: number) => ['user', 'system'].includes(ledger.messages[index]?.role ?? '');
-    if (ledger.messages[from]?.role === 'user') while (from > 0 && unanswered(from - 1)) from -= 1;
+    const from = latestTurnStart(ledger);
     const outputs = ledger.objects
       .filter((object) => isToolOutput(object) && object.messageIndex >= from && !state[object.id])
       .sort((a, b) => b.tokens - a.tokens);
