@@ -85,7 +85,8 @@ through); every other path is forwarded untouched. GET /healthz and GET /metrics
                              by kind
 
 Sessions: the x-selfgc-session header; else the id the client sends for its conversation
-(Claude Code, Codex, opencode, prompt_cache_key); else a hash of the conversation's start.
+(Claude Code, Codex, opencode, prompt_cache_key); else a hash of the conversation's start and,
+from the second call on, of its first reply (runs of one prompt at once part there).
 Response headers: x-selfgc-session, x-selfgc-tokens-before and -after (the prompt: messages, tool
 definitions, instructions), x-selfgc-output-reserve, x-selfgc-warnings (codes), x-selfgc-commit.
 

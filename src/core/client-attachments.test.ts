@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../stores/memory-store.js';
+import type { Anchor } from './anchors.js';
 import { createGovernor } from './governor/create-governor.js';
 import { createPinRule } from './governor/pins.js';
 import { carriesOutput, clientAttachments, indexTranscript, type Ledger, turnStartOf } from './ledger.js';
@@ -18,12 +19,14 @@ import {
 } from './object-payload.js';
 import { isSpanFold, type ViewState } from './operations.js';
 import { projectView } from './project-view.js';
+import { rehearsePlan } from './rehearse-plan.js';
 import { objectText } from './render-replacement.js';
 import { readSessionState } from './session-state.js';
 import { moduleSource } from './testing/long-session.js';
 import { assistantMessage, toolRound, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { type Message, messageText, text } from './transcript.js';
+import { entryFeaturizer } from './valuator/entry-features.js';
 
 const called = (path: string) =>
   `<system-reminder>\nCalled the Read tool with the following input: {"file_path":"/work/${path}"}\n</system-reminder>\n`;
@@ -161,6 +164,70 @@ describe('outputs a client attached to a user message', () => {
   });
 });
 
+describe('outputs attached to a request, beside the rest of the ledger', () => {
+  it('keep a pin of their own: a request holding a pinned file does not fold or prune whole', () => {
+    const rules = `<system-reminder>\nCalled the Read tool with the following input: {"file_path":"/work/CLAUDE.md"}\n</system-reminder>\n`;
+    const messages: Message[] = [
+      userMessage('Set the project up.'),
+      assistantMessage('Done.'),
+      { role: 'user', parts: [text(rules), text(result('Never push to main.')), text('Follow @CLAUDE.md')] },
+      assistantMessage('Understood.'),
+      userMessage('Now the tests.'),
+      assistantMessage('Running them.'),
+    ];
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    const file = ledger.objectsByMessage.get(2)!.find((object) => object.attachedTo !== undefined)!;
+    expect([file.id, file.kind, file.pinReason]).toEqual(['skill:Read:1', 'skill', 'rules file']);
+    for (const operation of ['fold', 'prune'] as const) {
+      const plan = {
+        planner: 'test',
+        operations: [{ objectId: 'conversation:user:2', operation, reason: 'test' }],
+      };
+      const rehearsal = rehearsePlan(ledger, {}, plan);
+      expect(rehearsal.accepted).toEqual([]);
+      expect(rehearsal.rejected[0]?.detail).toContain('skill:Read:1');
+    }
+  });
+
+  it('join the turn of the request that names their call, and only that', () => {
+    const isOutput = (ledger: Ledger) => (index: number) => carriesOutput(ledger, index);
+    const start = [userMessage('Summary.'), assistantMessage('Ok.')];
+    const named = [
+      ...start,
+      userMessage(called('src/a.py')),
+      { role: 'user' as const, parts: [text(result(fileA)), text(QUESTION)] },
+    ];
+    expect(turnStartOf(named, isOutput(ledgerOf(named)))).toBe(2);
+    // A request before that does not name the call starts no turn with it.
+    const apart = [
+      ...start,
+      userMessage('Look at this.'),
+      { role: 'user' as const, parts: [text(result(fileA)), text(QUESTION)] },
+    ];
+    expect(turnStartOf(apart, isOutput(ledgerOf(apart)))).toBe(3);
+    // Nor does a request whose first part is the user's own.
+    const words = [
+      ...start,
+      userMessage(called('src/a.py')),
+      { role: 'user' as const, parts: [text(QUESTION), text(result(fileA))] },
+    ];
+    expect(turnStartOf(words, isOutput(ledgerOf(words)))).toBe(3);
+  });
+
+  it("are output to the valuator: what only they hold is not the user's words", () => {
+    // Older than the latest steps, which show everything they hold.
+    const steps = Array.from({ length: 8 }, (_, step) =>
+      toolRound(`later-${step}`, 'Read', { file_path: `/work/src/n${step}.py` }, moduleSource(400 + step, 4)),
+    );
+    const ledger = ledgerOf([...afterCompaction(), ...steps.flat()]);
+    const featurizer = entryFeaturizer(ledger);
+    const entry = (value: string) => ({ value, kind: 'identifier' }) as Anchor;
+    expect(featurizer.shownElsewhere(entry('handler_101_7'))).toBe(false);
+    // What the request says itself is.
+    expect(featurizer.shownElsewhere(entry('notes/part-13.txt'))).toBe(true);
+  });
+});
+
 describe('a latest turn whose attached outputs alone are over the window', () => {
   it('folds them recoverably and keeps the question as the client sent it', async () => {
     const messages = afterCompaction();
@@ -213,9 +280,9 @@ describe('a latest turn whose attached outputs alone are over the window', () =>
       commit.operations.map((operation) => operation.objectId),
     );
     expect(touched).toContain('function:Read:1');
-    // Only the work after it may fold: the request itself stays.
+    // Only the work after it folded: the request itself stays.
     const request = (await readSessionState(store, 's')).state.objects['conversation:user:3'];
-    if (request) expect(isSpanFold(request)).toBe(true);
+    expect(request !== undefined && isSpanFold(request)).toBe(true);
     const shown = JSON.stringify(governed.view);
     expect(shown).not.toContain('handler_101_60');
     expect(shown).toContain(JSON.stringify(QUESTION));

@@ -267,7 +267,7 @@ export function clientObservation(
  * files (one the user `@`-mentioned, those it read last when it compacted the conversation),
  * each `Result of calling the Read tool:` in a reminder, after a reminder of the call.
  */
-const ATTACHED_RESULT = /^<system-reminder>\nResult of calling the ([\w-]+) tool:\n/;
+const ATTACHED_RESULT = /^<system-reminder>\nResult of calling the ([\w-]+) tool:[ \n]/;
 const ATTACHED_CALL =
   /^<system-reminder>\nCalled the ([\w-]+) tool with the following input: (\{[^\n]*\})\n<\/system-reminder>\s*$/;
 const REMINDER_END = '</system-reminder>';
@@ -322,14 +322,22 @@ export function carriesOutput(ledger: Pick<Ledger, 'messages' | 'objectsByMessag
   return role === 'user' && (ledger.objectsByMessage.get(index)?.some(isObservation) ?? false);
 }
 
+/**
+ * A user message as the request's own words and the outputs a client attached to it
+ * (`clientAttachments`), each a message of those parts; `attached` is absent when there are none.
+ */
+export function requestParts(message: Message): { words: Message; attached?: Message } {
+  const attached = new Set(clientAttachments(message, undefined).map((attachment) => attachment.partIndex));
+  if (attached.size === 0) return { words: message };
+  return {
+    words: { ...message, parts: message.parts.filter((_, part) => !attached.has(part)) },
+    attached: { ...message, parts: message.parts.filter((_, part) => attached.has(part)) },
+  };
+}
+
 /** A request's own words: the text of a user message without the tool outputs a client attached to it. */
 export function requestText(message: Message): string {
-  const attached = new Set(clientAttachments(message, undefined).map((attachment) => attachment.partIndex));
-  if (attached.size === 0) return messageText(message);
-  return message.parts
-    .filter((_, part) => !attached.has(part))
-    .map(partText)
-    .join('\n');
+  return messageText(requestParts(message).words);
 }
 
 /**
@@ -576,7 +584,8 @@ export function createLedger(options: LedgerOptions): Ledger {
         sumOf(partCounts),
       );
       const textValue = payloadText(message.parts);
-      created.push([object, () => extractAnchors(textValue)]);
+      // The request's own words: the outputs attached to it hold their anchors themselves.
+      created.push([object, () => extractAnchors(requestText(message))]);
       openConversation = object;
       const note = clientNote(message);
       if (note === 'instructions') {

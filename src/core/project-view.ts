@@ -181,17 +181,28 @@ function projectAttached(
 }
 
 /**
+ * Whether folding or pruning `conversation` removes message `index`: a whole fold or prune its
+ * span; a span fold (up to `spanEnd`) the work after its request, which stays with the outputs
+ * attached to it.
+ */
+export function removesMessage(
+  conversation: LedgerObject,
+  spanEnd: number | undefined,
+  index: number,
+): boolean {
+  const start = conversation.span.start + (spanEnd === undefined ? 0 : 1);
+  return index >= start && index < (spanEnd ?? conversation.span.end);
+}
+
+/**
  * Whether an object lies inside the folded or pruned span of its conversation, so that it (and
- * any replacement of its own) is out of the view. A span fold keeps its request, and the outputs
- * attached to it with their own states.
+ * any replacement of its own) is out of the view.
  */
 export function coveredByConversation(ledger: Ledger, state: ViewState, object: LedgerObject): boolean {
   if (object.kind === 'conversation') return false;
   const conversation = ledger.conversationAt(object.messageIndex);
   const around = conversation ? state[conversation.id] : undefined;
-  if (around === undefined) return false;
-  if (isSpanFold(around) && object.messageIndex === conversation!.span.start) return false;
-  return object.messageIndex < (around.spanEnd ?? conversation!.span.end);
+  return around !== undefined && removesMessage(conversation!, around.spanEnd, object.messageIndex);
 }
 
 /** Project the view of the ledger under the given committed states. */

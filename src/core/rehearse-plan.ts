@@ -15,7 +15,7 @@ import {
   type RejectionReason,
   type ViewState,
 } from './operations.js';
-import { coveredByConversation, type ProjectOptions, projectView } from './project-view.js';
+import { coveredByConversation, type ProjectOptions, projectView, removesMessage } from './project-view.js';
 import {
   conversationFoldParts,
   createShownTexts,
@@ -104,10 +104,15 @@ export function latestTurnStart(ledger: Ledger): number {
 
 const STRENGTH: Record<string, number> = { prune: 3, fold: 2, mask: 1, expand: 0, keep: -1 };
 
-/** The first pinned object inside a conversation's span: removing the span would remove it too. */
+/**
+ * The first pinned object inside a conversation's span (an output attached to its request too):
+ * removing the span would remove it too.
+ */
 function pinnedWithin(ledger: Ledger, conversation: LedgerObject): LedgerObject | undefined {
-  for (let index = conversation.span.start + 1; index < conversation.span.end; index += 1) {
-    const pinned = ledger.objectsByMessage.get(index)?.find((inner) => inner.pinned);
+  for (let index = conversation.span.start; index < conversation.span.end; index += 1) {
+    const pinned = ledger.objectsByMessage
+      .get(index)
+      ?.find((inner) => inner !== conversation && inner.pinned);
     if (pinned) return pinned;
   }
   return undefined;
@@ -537,31 +542,22 @@ function mergeOperations(operations: readonly PlannedOperation[]) {
  * Only accepted conversation operations cover: a refused one (pinned, latest turn) removes nothing.
  */
 function dropCovered(ledger: Ledger, verdicts: readonly AcceptedOperation[], rejected: RejectedOperation[]) {
-  // Conversation id → what it removes: messages from `start` up to `end` (a span fold keeps its
-  // request, and the outputs attached to it, and removes less than the whole).
-  const covering = new Map<string, { start: number; end: number }>();
+  // The conversations the plan removes, whole or (a span fold) up to where.
+  const covering = new Map<string, number | undefined>();
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
-    if (object?.kind === 'conversation' && verdict.state) {
-      const kept = isSpanFold(verdict.state) ? 1 : 0;
-      covering.set(object.id, {
-        start: object.span.start + kept,
-        end: verdict.state.spanEnd ?? object.span.end,
-      });
-    }
+    if (object?.kind === 'conversation' && verdict.state) covering.set(object.id, verdict.state.spanEnd);
   }
   const accepted: AcceptedOperation[] = [];
   for (const verdict of verdicts) {
     const object = ledger.get(verdict.operation.objectId);
     const conversation =
       object !== undefined && isToolOutput(object) ? ledger.conversationAt(object.messageIndex) : undefined;
-    const removed = conversation ? covering.get(conversation.id) : undefined;
     if (
       object &&
       conversation &&
-      removed &&
-      object.messageIndex >= removed.start &&
-      object.messageIndex < removed.end
+      covering.has(conversation.id) &&
+      removesMessage(conversation, covering.get(conversation.id), object.messageIndex)
     ) {
       rejected.push({
         operation: verdict.operation,

@@ -18,8 +18,10 @@ export function objectText(ledger: Ledger, object: LedgerObject): string {
     const part = message.parts[object.partIndex ?? 0];
     // An observation a text-protocol client sent is its whole user message; an output a client
     // attached to a request, its own part.
-    if (message.role === 'user')
-      return object.partIndex === undefined || !part ? messageText(message) : partText(part);
+    if (message.role === 'user') {
+      if (object.partIndex === undefined) return messageText(message);
+      return part ? partText(part) : '';
+    }
     if (part?.type !== 'tool-result') return '';
     return typeof part.content === 'string'
       ? part.content

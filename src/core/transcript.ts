@@ -9,7 +9,9 @@
 
 /**
  * Version of this spec. Bump on any change that an older reader would misread. Version 2 added
- * `OpaquePart`; a version 1 record is a valid version 2 record as it is.
+ * `OpaquePart`; a version 1 record is a valid version 2 record as it is. Sidecar payloads use 3
+ * for a tool's output a client attached to a request (`ATTACHED_OUTPUT_SPEC_VERSION`): the next
+ * version of this spec is 4.
  */
 export const TRANSCRIPT_SPEC_VERSION = 2;
 

@@ -33,6 +33,7 @@ const CONTRACT = [
 
 /** Where the view shows an object. */
 function locate(object: LedgerObject, ledger: Ledger): string {
+  if (object.attachedTo !== undefined) return `file attached to ${object.attachedTo}`;
   if (isToolOutput(object)) return `result of call ${object.callId ?? '?'}`;
   if (object.kind === 'system') return 'system prompt';
   const number = object.id.split(':').at(-1);

@@ -3,9 +3,10 @@
  * `x-selfgc-session` header; the id the client already sends for its conversation
  * (`client-session-id.ts`: Claude Code, Codex, opencode, `prompt_cache_key`) with a hash of the
  * conversation's start; a hash of the start of the conversation and, once there is one, of its
- * first reply. A Claude Code subagent's agent id joins the first two. Sessions are namespaced by a hash of the API key, so a key that guesses
- * (or is sent) another key's session id reaches a different store session and sees nothing. The
- * API key itself is only ever hashed here; it is never stored or logged.
+ * first reply. A Claude Code subagent's agent id joins the first two. Sessions are namespaced by a
+ * hash of the API key, so a key that guesses (or is sent) another key's session id reaches a
+ * different store session and sees nothing. The API key itself is only ever hashed here; it is
+ * never stored or logged.
  */
 import { createHash } from 'node:crypto';
 import { BadInputError } from '../core/errors.js';
@@ -112,9 +113,10 @@ export function firstReply(messages: readonly Message[]): string {
   for (const message of messages) {
     if (message.role === 'user') started = true;
     if (!started || message.role !== 'assistant') continue;
+    // Blank text is left out: clients send an empty reply as `null`, `""` or no block at all.
     return message.parts
       .flatMap((part) => {
-        if (part.type === 'text') return [part.text];
+        if (part.type === 'text') return part.text.trim() === '' ? [] : [part.text.trim()];
         return part.type === 'tool-call' ? [`${part.id}\0${part.name}\0${part.arguments}`] : [];
       })
       .join('\0');

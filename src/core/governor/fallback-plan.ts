@@ -8,6 +8,7 @@ import { isToolOutput, type Ledger, type LedgerObject } from '../ledger.js';
 import { recentStepsStart } from '../ledger-measures.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { messageViewTokens, planSpanFolds } from '../plan-span-folds.js';
+import { removesMessage } from '../project-view.js';
 import { latestTurnStart } from '../rehearse-plan.js';
 import { renderTombstone } from '../render-replacement.js';
 
@@ -58,8 +59,10 @@ export function planFallback(
     // A request is not inside the fold of its own work.
     if (!isToolOutput(object)) return false;
     const conversation = ledger.conversationAt(object.messageIndex);
-    const end = conversation ? (foldedUpTo.get(conversation.id) ?? state[conversation.id]?.spanEnd ?? 0) : 0;
-    return object.messageIndex < end;
+    const end = conversation
+      ? (foldedUpTo.get(conversation.id) ?? state[conversation.id]?.spanEnd)
+      : undefined;
+    return end !== undefined && removesMessage(conversation!, end, object.messageIndex);
   };
   // Savings already counted inside each conversation, so that pruning the conversation after its
   // outputs does not count them twice.

@@ -12,7 +12,7 @@ import { assistantStepsAfter, recentStepsStart } from '../ledger-measures.js';
 import { liveTokens } from '../object-kinds.js';
 import type { PlannedOperation, ViewState } from '../operations.js';
 import { planSpanFolds, spanIndexTokens } from '../plan-span-folds.js';
-import { coveredByConversation } from '../project-view.js';
+import { coveredByConversation, removesMessage } from '../project-view.js';
 import { autoAnchorBudget } from '../rehearse-plan.js';
 import { isMaskable, objectText } from '../render-replacement.js';
 import { tokensForChars } from '../tokens.js';
@@ -218,7 +218,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
       // The request's fold covers its outputs: their savings are now part of its own.
       for (const inner of ledger.objects) {
         if (!isToolOutput(inner) || !savings.has(inner.id)) continue;
-        if (inner.messageIndex <= object.span.start || inner.messageIndex >= object.span.end) continue;
+        if (!removesMessage(object, undefined, inner.messageIndex)) continue;
         counted += savings.get(inner.id)!;
         savings.delete(inner.id);
       }
@@ -231,7 +231,7 @@ export function planEmbedded(input: PlannerInput, options: EmbeddedPlannerOption
   const coveredByPlan = (object: LedgerObject) => {
     const conversation = ledger.conversationAt(object.messageIndex);
     const planned = conversation && operations.find((operation) => operation.objectId === conversation.id);
-    return planned !== undefined && object.messageIndex < (planned.spanEnd ?? conversation!.span.end);
+    return planned !== undefined && removesMessage(conversation!, planned.spanEnd, object.messageIndex);
   };
   // An output folds (or masks) alone only when that frees most of it.
   const proposeOutput = (object: LedgerObject, reason: string, minShare = minFoldShare) => {

@@ -5,7 +5,7 @@
  */
 import { type Anchor, anchorWeight } from '../anchors.js';
 import { entriesOf, messageEntries } from '../index-entries.js';
-import { carriesOutput, type Ledger, messageReferenceText } from '../ledger.js';
+import { carriesOutput, type Ledger, messageReferenceText, requestParts } from '../ledger.js';
 import { recentStepsStart } from '../ledger-measures.js';
 import { messageMemo } from '../message-memo.js';
 import type { Message } from '../transcript.js';
@@ -74,29 +74,33 @@ function statsOf(ledger: Ledger): LedgerStats {
     stats = { upTo: 0, byValue: new Map(), assistantBefore: [0], latestWords: undefined };
     statsByLedger.set(ledger, stats);
   }
+  const { byValue } = stats;
   for (let index = stats.upTo; index < ledger.messages.length; index += 1) {
     const message = ledger.messages[index]!;
     const agent = message.role === 'assistant';
-    // A user message that is a text-protocol client's observation is output, not the user's words.
+    // A user message that is a text-protocol client's observation is output, not the user's words;
+    // so are the outputs a client attached to a request.
     const user = message.role === 'user' && !carriesOutput(ledger, index);
     const request = user || message.role === 'system';
-    for (const entry of entriesOf(message)) {
-      const known = stats.byValue.get(entry.value);
+    const record = (entry: Anchor, spoken: boolean) => {
+      const known = byValue.get(entry.value);
       if (known) {
         known.count += 1;
         if (agent) known.agent += 1;
-        if (user) known.user = true;
-        if (request) known.request = true;
+        if (user && spoken) known.user = true;
+        if (request && spoken) known.request = true;
         known.last = index;
       } else {
-        stats.byValue.set(entry.value, {
-          count: 1,
-          agent: agent ? 1 : 0,
-          user,
-          request,
-          last: index,
-        });
+        const said = { user: user && spoken, request: request && spoken };
+        byValue.set(entry.value, { count: 1, agent: agent ? 1 : 0, ...said, last: index });
       }
+    };
+    const { words, attached } = user ? requestParts(message) : { words: message };
+    const own = entriesOf(words);
+    for (const entry of own) record(entry, true);
+    if (attached) {
+      const heard = new Set(own.map((entry) => entry.value));
+      for (const entry of entriesOf(attached)) if (!heard.has(entry.value)) record(entry, false);
     }
     stats.assistantBefore[index + 1] = (stats.assistantBefore[index] ?? 0) + (agent ? 1 : 0);
   }
