@@ -81,6 +81,21 @@ describe('outputs a client attached to a user message', () => {
     expect(clientAttachments({ role: 'user', parts: [text(result('x'))] }, undefined)).toEqual([
       { partIndex: 0, toolName: 'Read' },
     ]);
+    // opencode's `@`-mentioned file: the call bare, its output the next part, then the words.
+    const bareCall = 'Called the Read tool with the following input: {"filePath":"/p/src/a.ts"}';
+    const opencode: Message = {
+      role: 'user',
+      parts: [
+        text(bareCall),
+        text('<file>\n00001| export const a = 1;\n</file>'),
+        text('What does a.ts export?'),
+      ],
+    };
+    expect(clientAttachments(opencode, undefined)).toEqual([
+      { partIndex: 1, toolName: 'Read', callArguments: '{"filePath":"/p/src/a.ts"}' },
+    ]);
+    // A bare call names only the part after it in its own message.
+    expect(clientAttachments({ role: 'user', parts: [text('Look.')] }, userMessage(bareCall))).toEqual([]);
   });
 
   it('are tool outputs of the request they came with, which stays a request', () => {

@@ -263,14 +263,16 @@ export function clientObservation(
 }
 
 /**
- * A tool's output a client attached to a user message as a text part of its own: Claude Code's
- * files (one the user `@`-mentioned, those it read last when it compacted the conversation),
- * each `Result of calling the Read tool:` in a reminder, after a reminder of the call.
+ * Tools' outputs a client attaches to a user message as text parts of their own, each after a part
+ * that names the call. Claude Code (a file the user `@`-mentioned, those it read last when it
+ * compacted the conversation) wraps both in reminders; opencode (an `@`-mentioned file) sends the
+ * call bare and the output as the next part.
  */
-const ATTACHED_RESULT = /^<system-reminder>\nResult of calling the ([\w-]+) tool:[ \n]/;
-const ATTACHED_CALL =
+const REMINDED_CALL =
   /^<system-reminder>\nCalled the ([\w-]+) tool with the following input: (\{[^\n]*\})\n<\/system-reminder>\s*$/;
+const REMINDED_RESULT = /^<system-reminder>\nResult of calling the ([\w-]+) tool:[ \n]/;
 const REMINDER_END = '</system-reminder>';
+const BARE_CALL = /^Called the ([\w-]+) tool with the following input: (\{[^\n]*\})\s*$/;
 
 /** A tool's output attached to a user message (`clientAttachments`): its part, tool and call. */
 export interface ClientAttachment {
@@ -278,6 +280,27 @@ export interface ClientAttachment {
   toolName: string;
   /** The call's JSON arguments, when the part before says them. */
   callArguments?: string;
+}
+
+/**
+ * The attachment `part` is, after `before`: its tool, and its call when `before` names it. A bare
+ * call names the output after it only within one message (`inMessage`), as opencode sends them.
+ */
+function attachmentOf(
+  part: Part,
+  before: Part | undefined,
+  inMessage: boolean,
+): Omit<ClientAttachment, 'partIndex'> | undefined {
+  if (part.type !== 'text') return undefined;
+  const previous = before?.type === 'text' ? before.text : '';
+  const result = REMINDED_RESULT.exec(part.text);
+  if (result && part.text.trimEnd().endsWith(REMINDER_END)) {
+    const call = REMINDED_CALL.exec(previous);
+    return { toolName: result[1]!, ...(call && call[1] === result[1] ? { callArguments: call[2]! } : {}) };
+  }
+  const bare = inMessage ? BARE_CALL.exec(previous) : null;
+  if (!bare || part.text.trim() === '' || BARE_CALL.test(part.text)) return undefined;
+  return { toolName: bare[1]!, callArguments: bare[2]! };
 }
 
 /**
@@ -291,17 +314,9 @@ export function clientAttachments(message: Message, previous: Message | undefine
   const attachments: ClientAttachment[] = [];
   let before = previous?.role === 'user' ? previous.parts.at(-1) : undefined;
   message.parts.forEach((part, partIndex) => {
-    const call = before?.type === 'text' ? ATTACHED_CALL.exec(before.text) : null;
+    const attachment = attachmentOf(part, before, partIndex > 0);
     before = part;
-    if (part.type !== 'text') return;
-    const result = ATTACHED_RESULT.exec(part.text);
-    if (!result || !part.text.trimEnd().endsWith(REMINDER_END)) return;
-    const toolName = result[1]!;
-    attachments.push({
-      partIndex,
-      toolName,
-      ...(call?.[1] === toolName ? { callArguments: call[2]! } : {}),
-    });
+    if (attachment) attachments.push({ partIndex, ...attachment });
   });
   return attachments;
 }
