@@ -204,6 +204,18 @@ describe('outputs attached to a request, beside the rest of the ledger', () => {
     }
   });
 
+  it('leave the task goal to the words they came with, not to the reminder of their call', () => {
+    // Claude Code's first request for a prompt that `@`-mentions a file.
+    const messages: Message[] = [
+      userMessage(called('src/a.py')),
+      { role: 'user', parts: [text(result(fileA)), text(`@src/a.py ${QUESTION}`)] },
+    ];
+    const ledger = indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+    expect(ledger.get('conversation:user:1')?.pinned).toBe(false);
+    expect(ledger.get('conversation:user:2')?.pinReason).toBe('first user request (task goal)');
+    expect(ledger.get('function:Read:1')?.pinned).toBe(false);
+  });
+
   it('join the turn of the request that names their call, and only that', () => {
     const isOutput = (ledger: Ledger) => (index: number) => carriesOutput(ledger, index);
     const start = [userMessage('Summary.'), assistantMessage('Ok.')];

@@ -187,8 +187,12 @@ export interface PinContext {
 /** Instructions a client sends as a user message: Codex CLI's `AGENTS.md` and environment blocks. */
 const CLIENT_INSTRUCTIONS =
   /^# AGENTS\.md instructions for [^\n]*\s*|<(INSTRUCTIONS|user_instructions|environment_context)>[\s\S]*?<\/\1>/g;
-/** Notes a client sends as a user message (Claude Code's local-command caveats and output). */
-const CLIENT_NOTE = /<(local-command-caveat|local-command-stdout)>[\s\S]*?<\/\1>/g;
+/**
+ * Notes a client sends as a user message: Claude Code's local-command caveats and output, and the
+ * reminder of a call whose result it attaches to the next user message (`clientAttachments`).
+ */
+const CLIENT_NOTE =
+  /<(local-command-caveat|local-command-stdout)>[\s\S]*?<\/\1>|<system-reminder>\nCalled the [\w-]+ tool with the following input: \{[^\n]*\}\n<\/system-reminder>/g;
 
 /** Whether `pattern` matches the text, and nothing but blank space is left beside its matches. */
 function onlyBlocks(textValue: string, pattern: RegExp): boolean {
