@@ -27,6 +27,11 @@ export interface AgentContext {
   /** The endpoint's origin, without `/v1`. */
   baseUrl: string;
   prompt: string;
+  /**
+   * A project file the prompt comes with, attached the CLI's own way (Claude Code's `@path` in the
+   * prompt, opencode's `--file`); a CLI that has none leaves it out.
+   */
+  attach?: string;
   /** Resume the CLI's latest saved conversation in this project instead of starting one. */
   continues: boolean;
 }
@@ -126,12 +131,12 @@ const claudeCode: AgentCli = {
     loopTools: ['Read', 'Bash'],
   },
   compactCommand: '/compact',
-  launch: ({ home, baseUrl, prompt, continues }) => ({
+  launch: ({ home, baseUrl, prompt, attach, continues }) => ({
     command: claudeCode.binary,
     // Root may not skip permissions; the tools the scripted model calls are allowed by name instead.
     args: [
       '-p',
-      prompt,
+      attach === undefined ? prompt : `@${attach} ${prompt}`,
       ...(continues ? ['--continue'] : []),
       '--allowedTools',
       'Read,Bash,Agent',
@@ -214,7 +219,7 @@ const opencode: AgentCli = {
     }),
     loopTools: ['read', 'bash'],
   },
-  launch: ({ home, baseUrl, prompt, continues }) => {
+  launch: ({ home, baseUrl, prompt, attach, continues }) => {
     const config = {
       $schema: 'https://opencode.ai/config.json',
       autoupdate: false,
@@ -234,7 +239,13 @@ const opencode: AgentCli = {
     };
     return {
       command: opencode.binary,
-      args: ['run', ...(continues ? ['--continue'] : []), prompt],
+      // `--file` takes every word after it: the prompt goes first.
+      args: [
+        'run',
+        ...(continues ? ['--continue'] : []),
+        prompt,
+        ...(attach === undefined ? [] : ['--file', attach]),
+      ],
       env: {
         ...baseEnv(home),
         OPENCODE_DISABLE_AUTOUPDATE: '1',

@@ -76,6 +76,11 @@ export interface ScenarioRun {
   compacts?: boolean;
   /** The run goes on after that compaction: its conversation opens with the summary, which answers it. */
   afterCompaction?: boolean;
+  /**
+   * A file of the run that the prompt comes with, attached the CLI's own way (`long-task`: the
+   * first note, so the task's request carries a file the proxy must be able to fold).
+   */
+  attach?: string;
 }
 
 export interface Scenario {
@@ -249,7 +254,7 @@ export function createScenario(name: ScenarioName): Scenario {
         runs: [makeRun('run-1', 6, TWO_RUNS_PROMPT, false), makeRun('run-2', 6, TWO_RUNS_PROMPT, false)],
       };
     case 'long-task':
-      return { name, runs: [makeRun('run-1', 15, LONG_TASK_PROMPT, false)] };
+      return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT, false), attach: stepPath(1) }] };
     case 'streaming-recovery':
       return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, true)] };
     case 'resume':
@@ -259,6 +264,15 @@ export function createScenario(name: ScenarioName): Scenario {
     case 'compaction':
       return { name, runs: compactedRuns() };
   }
+}
+
+/**
+ * A line of the file the run's prompt comes with (`ScenarioRun.attach`) that no fold index lists
+ * whole (over 80 characters): while a request holds it, it holds the file.
+ */
+export function attachedLine(run: ScenarioRun): string | undefined {
+  const file = run.attach === undefined ? undefined : run.files[run.attach];
+  return file?.split('\n').find((line) => line.length > 80);
 }
 
 /**

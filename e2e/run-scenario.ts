@@ -27,6 +27,7 @@ import {
   RUN_TIMEOUT_MS,
 } from './agent-clis.js';
 import {
+  attachedLine,
   createScenario,
   expectedAnswer,
   SCENARIO_NAMES,
@@ -158,6 +159,7 @@ function runCli(
     project,
     baseUrl,
     prompt: run.compacts === true ? compactCommandOf(cli) : run.prompt,
+    ...(run.attach === undefined ? {} : { attach: run.attach }),
     continues: run.continues === true,
   });
   writeFiles(launch.files);
@@ -256,6 +258,7 @@ async function runScenario(
       const firstUpstream = upstream.requests.length;
       const firstClient = relay.exchanges.length;
       const outcome = await runCli(cli, home, project, relay.url, run);
+      const attached = attachedLine(run);
       const record: RunRecord = {
         label: run.label,
         marker: run.marker,
@@ -264,6 +267,7 @@ async function runScenario(
         ...(run.secret === undefined ? {} : { secret: run.secret }),
         ...(run.continues === true ? { continues: true } : {}),
         ...(run.compacts === true ? { compacts: true } : {}),
+        ...(attached === undefined ? {} : { attachedLine: attached }),
         ...outcome,
         client: relay.exchanges.slice(firstClient) as RecordedExchange[],
         upstream: upstream.requests.slice(firstUpstream).map(

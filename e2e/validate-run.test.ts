@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RecordedExchange } from './recording-relay.js';
 import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
 import {
+  checkAttachedFile,
   checkForeignContent,
   checkKeptState,
   checkLatestTurn,
@@ -331,6 +332,49 @@ describe('recovery', () => {
       client: [exchange(0, body(firstTurn), 200, 'data: {"text":"no selfgc_expand here"}')],
     });
     expect(checkRecoveryHidden(told)).toEqual([]);
+  });
+});
+
+describe('checkAttachedFile', () => {
+  const line =
+    'part 1 line 011: planner cache upstream result index fold commit harness token checksum=0123abcd';
+  const withFile = [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: `1\t${line}` },
+        { type: 'text', text: 'go' },
+      ],
+    },
+  ];
+  const folded = [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: '[folded function:Read:1]' },
+        { type: 'text', text: 'go' },
+      ],
+    },
+  ];
+  const attachedRun = (...sent: unknown[][]) =>
+    soundRun({
+      attachedLine: line,
+      client: [exchange(0, body(withFile))],
+      upstream: sent.map((messages, index) => upstream(index, body(messages))),
+    });
+
+  it('flags a file the CLI attached that stayed whole in every upstream request', () => {
+    expect(checkAttachedFile(attachedRun(withFile, withFile))).toHaveLength(1);
+  });
+
+  it('passes once some upstream request folded it', () => {
+    expect(checkAttachedFile(attachedRun(withFile, folded))).toEqual([]);
+  });
+
+  it('has nothing to check when the CLI attached no file (Codex), or the scenario none', () => {
+    const unattached = { ...attachedRun(withFile, withFile), client: [exchange(0, body(firstTurn))] };
+    expect(checkAttachedFile(unattached)).toEqual([]);
+    expect(checkAttachedFile(soundRun())).toEqual([]);
   });
 });
 

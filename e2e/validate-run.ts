@@ -19,6 +19,7 @@ import {
   latestResults,
   openingText,
   readWireRequest,
+  requestText,
   routeOfPath,
   type WireRequest,
   type WireRoute,
@@ -41,6 +42,7 @@ export const CHECK_NAMES = [
   'recovery-hidden',
   'kept-state',
   'one-session',
+  'attached-file',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];
@@ -295,6 +297,21 @@ export function checkProxyAnswers(run: RunRecord): Violation[] {
     }));
 }
 
+/**
+ * A file the CLI attached to the task's request is an output the proxy can fold: when a user turn
+ * of the client's first request holds it (Codex attaches none), some upstream request of the run
+ * does not. The task's request is pinned, and would otherwise carry it whole in every one.
+ */
+export function checkAttachedFile(run: RunRecord): string[] {
+  const line = run.attachedLine;
+  const [first] = clientRequests(run);
+  if (line === undefined || first === undefined) return [];
+  if (!first.request.turns.some((turn) => turn.role === 'user' && turn.text.includes(line))) return [];
+  const upstream = readRequests(run.upstream);
+  if (!upstream.every(({ request }) => requestText(request).includes(line))) return [];
+  return [`the file the CLI attached to the task stayed whole in all ${upstream.length} upstream requests`];
+}
+
 /** The scenario really pressed the window: some request the client sent would not fit it. */
 export function checkScenarioPressure(runs: readonly RunRecord[], window: number): string[] {
   let largest: ReturnType<typeof measureRequest> | undefined;
@@ -391,6 +408,8 @@ export function validateScenario(result: ScenarioResult): Violation[] {
       for (const message of checkRecovery(run))
         violations.push({ check: 'recovery', run: run.label, message });
       violations.push(...checkRecoveryHidden(run));
+      for (const message of checkAttachedFile(run))
+        violations.push({ check: 'attached-file', run: run.label, message });
     }
     earlier.push(...run.uniqueStrings);
   }
