@@ -299,14 +299,15 @@ export function checkProxyAnswers(run: RunRecord): Violation[] {
 
 /**
  * A file the CLI attached to the task's request is an output the proxy can fold: when a user turn
- * of the client's first request holds it (Codex attaches none), some upstream request of the run
- * does not. The task's request is pinned, and would otherwise carry it whole in every one.
+ * of the client's requests holds it (Codex attaches none), some upstream request of the run does
+ * not. The task's request is pinned, and would otherwise carry it whole in every one.
  */
 export function checkAttachedFile(run: RunRecord): string[] {
   const line = run.attachedLine;
-  const [first] = clientRequests(run);
-  if (line === undefined || first === undefined) return [];
-  if (!first.request.turns.some((turn) => turn.role === 'user' && turn.text.includes(line))) return [];
+  if (line === undefined) return [];
+  const inUserTurn = ({ request }: { request: WireRequest }) =>
+    request.turns.some((turn) => turn.role === 'user' && turn.text.includes(line));
+  if (!clientRequests(run).some(inUserTurn)) return [];
   const upstream = readRequests(run.upstream);
   if (!upstream.every(({ request }) => requestText(request).includes(line))) return [];
   return [`the file the CLI attached to the task stayed whole in all ${upstream.length} upstream requests`];
