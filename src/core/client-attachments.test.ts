@@ -11,6 +11,7 @@ import type { Anchor } from './anchors.js';
 import { createGovernor } from './governor/create-governor.js';
 import { createPinRule } from './governor/pins.js';
 import { carriesOutput, clientAttachments, indexTranscript, type Ledger, turnStartOf } from './ledger.js';
+import { pinnedTokens } from './ledger-measures.js';
 import {
   ATTACHED_OUTPUT_SPEC_VERSION,
   objectPayload,
@@ -214,6 +215,9 @@ describe('outputs attached to a request, beside the rest of the ledger', () => {
     expect(ledger.get('conversation:user:1')?.pinned).toBe(false);
     expect(ledger.get('conversation:user:2')?.pinReason).toBe('first user request (task goal)');
     expect(ledger.get('function:Read:1')?.pinned).toBe(false);
+    // What stays whatever happens is the prompt, not the file that came with it.
+    const prompt = ledger.messageTokens[1]! - ledger.get('function:Read:1')!.tokens;
+    expect(pinnedTokens(ledger)).toBe(prompt);
   });
 
   it('join the turn of the request that names their call, and only that', () => {

@@ -13,13 +13,20 @@ export function spanTokens(ledger: Ledger, object: LedgerObject): number {
 
 /**
  * Tokens of what no reduction removes: the pinned objects (instructions, pinned requests and
- * outputs), as the transcript holds them.
+ * outputs), as the transcript holds them. The outputs a client attached to a pinned request fold
+ * apart from it: they count only when pinned themselves.
  */
 export function pinnedTokens(ledger: Ledger): number {
   let total = 0;
   for (const object of ledger.objects) {
     if (!object.pinned) continue;
-    total += isToolOutput(object) ? object.tokens : (ledger.messageTokens[object.messageIndex] ?? 0);
+    if (isToolOutput(object)) {
+      total += object.tokens;
+      continue;
+    }
+    total += ledger.messageTokens[object.messageIndex] ?? 0;
+    for (const inner of ledger.objectsByMessage.get(object.messageIndex) ?? [])
+      if (inner.attachedTo === object.id) total -= inner.tokens;
   }
   return total;
 }
