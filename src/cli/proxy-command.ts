@@ -28,7 +28,9 @@ export const PROXY_HELP = `Usage: selfgc proxy [options]
 
 An OpenAI- and Anthropic-compatible HTTP endpoint that governs the context of any agent pointed
 at it: POST /v1/chat/completions, /v1/responses and /v1/messages are governed (streaming passes
-through); every other path is forwarded untouched. GET /healthz and GET /metrics (Prometheus).
+through; bodies in zstd, gzip, deflate or br are decoded first); every other path is forwarded
+untouched. A WebSocket handshake gets 426, which has Codex CLI use HTTP. GET /healthz and
+GET /metrics (Prometheus).
 
   --port N                   port to listen on (default 8787)
   --host H                   address to bind (default 127.0.0.1)

@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'upstream-failure'
   | 'upstream-timeout'
   | 'payload-too-large'
+  | 'upgrade-required'
   | 'internal';
 
 /** HTTP status and process exit code for each error code: the only such table. */
@@ -24,6 +25,8 @@ export const ERROR_TABLE: Record<ErrorCode, { status: number; exitCode: number }
   'store-failure': { status: 503, exitCode: 5 },
   'upstream-failure': { status: 502, exitCode: 6 },
   'upstream-timeout': { status: 504, exitCode: 6 },
+  // A transport the proxy does not carry (a WebSocket): the client is to use plain HTTP.
+  'upgrade-required': { status: 426, exitCode: 2 },
   internal: { status: 500, exitCode: 1 },
 };
 

@@ -7,7 +7,7 @@
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { handleGoverned } from './handle-governed.js';
-import { handlePassThrough } from './handle-pass-through.js';
+import { handlePassThrough, isWebSocketUpgrade, refuseWebSocket } from './handle-pass-through.js';
 import {
   answerToWeb,
   jsonAnswer,
@@ -43,6 +43,7 @@ export function createProxy(options: ProxyOptions): SelfGcProxy {
         body: settings.metrics.render(),
       };
     }
+    if (isWebSocketUpgrade(request)) return refuseWebSocket(settings, request);
     const dialect = GOVERNED_ROUTES[`${method} ${pathname}`];
     if (dialect !== undefined) return handleGoverned(settings, dialect, request);
     return handlePassThrough(settings, request);

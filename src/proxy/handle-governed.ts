@@ -11,8 +11,9 @@ import {
   type UpstreamCall,
   upstreamRequestHeaders,
 } from './call-upstream.js';
+import { decodeBody } from './content-coding.js';
 import { usageHolderOf } from './json-layout.js';
-import { prepareUpstream } from './prepare-upstream.js';
+import { markPassThrough, prepareUpstream } from './prepare-upstream.js';
 import { REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
@@ -38,7 +39,12 @@ interface Exchange {
   trace: RequestTrace;
   /** The `x-selfgc-*` headers of the answer. */
   headers: Headers;
+  /** The client's headers as they go upstream (without the body's coding once it is decoded). */
+  forwarded: Headers;
 }
+
+/** Why a governed route's body went upstream ungoverned: it is in a coding the proxy cannot read. */
+export const UNREADABLE_ENCODING = 'unreadable-encoding';
 
 /** Logged once, with the first keyless request, when nothing tells keyless clients apart. */
 export const KEYLESS_NOTICE =
@@ -57,9 +63,17 @@ export async function handleGoverned(
   const recoveryAllowed = settings.recovery && !shared;
   if (settings.recovery && shared && settings.firstNotice('keyless')) trace.entry.notice = KEYLESS_NOTICE;
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
-  const exchange: Exchange = { settings, dialect, request, trace, headers };
+  const forwarded = upstreamRequestHeaders(request.headers);
+  const exchange: Exchange = { settings, dialect, request, trace, headers, forwarded };
   try {
-    const body = await request.chunks(settings.bodyLimitBytes);
+    const received = await request.chunks(settings.bodyLimitBytes);
+    const coding = request.headers.get('content-encoding');
+    const body = await decodeBody(received, coding, settings.bodyLimitBytes);
+    if (body === undefined) {
+      markPassThrough(exchange, UNREADABLE_ENCODING, `content-encoding: ${coding}`.slice(0, 100));
+      return await forward(exchange, joinChunks(received));
+    }
+    if (body !== received) forwarded.delete('content-encoding');
     // A body over governance's budget never waits for it: the stateless lane takes it.
     const lane =
       settings.governs && body.byteLength > settings.governanceMaxBytes ? ('over-size' as const) : undefined;
@@ -156,8 +170,8 @@ async function send(
   body: string | Uint8Array,
   signal: AbortSignal = exchange.request.signal,
 ): Promise<{ call: UpstreamCall; started: number }> {
-  const { settings, request, trace } = exchange;
-  const headers = upstreamRequestHeaders(request.headers);
+  const { settings, trace } = exchange;
+  const headers = new Headers(exchange.forwarded);
   headers.set('content-type', 'application/json');
   const started = settings.now();
   try {

@@ -2,6 +2,7 @@
  * Every route the proxy does not govern (model lists, embeddings, token counting, …): forwarded
  * untouched, body and answer streamed, to the upstream of the provider the request speaks.
  */
+import { SelfGcError } from '../core/errors.js';
 import { chooseArm } from './ab-split.js';
 import { callUpstream, clientResponseHeaders, upstreamRequestHeaders } from './call-upstream.js';
 import { type ProviderName, REQUEST_ID_HEADER } from './proxy-errors.js';
@@ -51,6 +52,28 @@ export async function handlePassThrough(
   } catch (error) {
     return trace.fail(error, provider, new Headers());
   }
+}
+
+/** Whether a request asks to become a WebSocket (RFC 6455's `Upgrade: websocket`). */
+export function isWebSocketUpgrade(request: ProxyRequest): boolean {
+  const upgrade = request.headers.get('upgrade');
+  return upgrade !== null && /(^|,)\s*websocket\s*(,|$)/i.test(upgrade);
+}
+
+/**
+ * A WebSocket handshake, on any path, is refused with 426: governance reads HTTP bodies, and
+ * forwarded without its upgrade the handshake would reach the upstream as a plain GET. Codex
+ * CLI's built-in OpenAI provider opens a Responses WebSocket first and takes a 426 as the word to
+ * use HTTP for the session; any other answer costs it five retries and about twenty seconds.
+ */
+export function refuseWebSocket(settings: ProxySettings, request: ProxyRequest): ProxyAnswer {
+  const { keyHash } = namespaceOf(request.headers, settings.tenancy, request.remoteAddress);
+  const trace = createRequestTrace(settings, request, 'websocket', chooseArm(keyHash, settings.abSplit));
+  const refusal = new SelfGcError(
+    'upgrade-required',
+    `${request.method} ${request.pathname}: the selfgc proxy does not carry WebSockets; send the request over HTTP`,
+  );
+  return trace.fail(refusal, providerOf(request), new Headers());
 }
 
 /** The same bytes, with a callback when the stream is done. */

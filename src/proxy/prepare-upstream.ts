@@ -126,6 +126,24 @@ function checkArgumentDepth(transcript: readonly Message[], from = 0): void {
 /** Why a governed route's body went upstream ungoverned: the adapters could not read it. */
 export const UNREADABLE_SHAPE = 'unreadable-shape';
 
+/** Flag, count and log a governed route's body that goes upstream ungoverned, and why. */
+export function markPassThrough(
+  {
+    settings,
+    trace,
+    headers,
+  }: Pick<PrepareInput, 'trace' | 'headers'> & { settings: Pick<GovernSettings, 'metrics'> },
+  reason: string,
+  unreadable: string,
+): void {
+  settings.metrics.count('selfgc_proxy_passthrough_total', { arm: trace.arm, reason });
+  headers.set('x-selfgc-governance', 'passthrough');
+  headers.set('x-selfgc-passthrough', reason);
+  trace.entry.governance = 'passthrough';
+  trace.entry.passthrough = reason;
+  trace.entry.unreadable = unreadable;
+}
+
 /** The body parsed, through the transcript cache when there is one and it can read the bytes. */
 function readBody(input: PrepareInput): { body: JsonObject; reading?: BodyReading } {
   const reading = input.transcripts?.read({
@@ -240,13 +258,7 @@ function readOrPassThrough(
     return { messages: bound.messages, ends: bound.ends, bound };
   } catch (error) {
     if (!(error instanceof BadInputError)) throw error;
-    const { settings, trace, headers } = input;
-    settings.metrics.count('selfgc_proxy_passthrough_total', { arm: trace.arm, reason: UNREADABLE_SHAPE });
-    headers.set('x-selfgc-governance', 'passthrough');
-    headers.set('x-selfgc-passthrough', UNREADABLE_SHAPE);
-    trace.entry.governance = 'passthrough';
-    trace.entry.passthrough = UNREADABLE_SHAPE;
-    trace.entry.unreadable = error.message.slice(0, UNREADABLE_DETAIL_CHARS);
+    markPassThrough(input, UNREADABLE_SHAPE, error.message.slice(0, UNREADABLE_DETAIL_CHARS));
     return undefined;
   }
 }

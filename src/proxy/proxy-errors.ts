@@ -17,6 +17,7 @@ const ERROR_TYPES: Record<ErrorCode, Record<ProviderName, string>> = {
   'store-failure': { openai: 'server_error', anthropic: 'api_error' },
   'upstream-failure': { openai: 'server_error', anthropic: 'api_error' },
   'upstream-timeout': { openai: 'server_error', anthropic: 'timeout_error' },
+  'upgrade-required': { openai: 'invalid_request_error', anthropic: 'invalid_request_error' },
   internal: { openai: 'server_error', anthropic: 'api_error' },
 };
 
@@ -30,6 +31,7 @@ const PUBLIC_MESSAGES: Record<ErrorCode, string | undefined> = {
   'bad-input': undefined,
   'payload-too-large': undefined,
   'upstream-timeout': undefined,
+  'upgrade-required': undefined,
   'not-found': 'not found',
   'plan-rejected': 'the governance plan was rejected',
   'store-failure': 'the session store is unavailable; retry later',

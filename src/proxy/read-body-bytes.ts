@@ -9,7 +9,8 @@
 import type { IncomingMessage } from 'node:http';
 import { BadInputError, SelfGcError } from '../core/errors.js';
 
-function tooLarge(limitBytes: number): SelfGcError {
+/** The refusal of a body past the limit. */
+export function tooLarge(limitBytes: number): SelfGcError {
   return new SelfGcError('payload-too-large', `request body is larger than the ${limitBytes}-byte limit`);
 }
 

@@ -1,0 +1,114 @@
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { BadInputError, SelfGcError } from '../core/errors.js';
+import { decodeBody } from './content-coding.js';
+import { type BodyChunks, joinChunks } from './read-body-bytes.js';
+import { zstdRawFrame } from './testing/zstd-frame.js';
+
+/** 400 lines the real `zstd -3` (v1.5.4) compressed into the frame below (with its checksum). */
+const TEXT = Array.from(
+  { length: 400 },
+  (_, i) => `line ${i}: the ledger folds object ${(i * 7919) % 1000} into the sidecar`,
+).join('\n');
+const ZSTD_OF_TEXT = [
+  'KLUv/WRSVL0kAAZ8cxhwS0Fzyc9Avv62FP3/H7S0ZMtkH/p/N1mDAGwAXABGZ1RHQ0L6GR3rkIzMTDNqrIZs5qZCylFqmUpF',
+  'OHIjRUIlYv3aEiv3dkhNWtOhW9M+u+65nN9bJ6EMJ46iFckoxzl4JOt7aq2UkOZmqEhqqlb7eDwkEhQLgAUBggRCwaDQkKA4',
+  'jEMDQQJhQOHAgFgoFBwWEgaIxOKQOGg4BIxDIkGxCCQWi8YjyTlL4ZBILBqPJLm0QpETqREikerWcbUjyVmWwiGxWDQeSZKz',
+  'MkRlk8XBebSDMngyasbQYGvQxrhBOzrh/Y2e9UhO5qZj3ZWV2ZzVSDtabVOr2GODyqioSqy+qiKWXG1R6IRqaIhaxHdZnuna',
+  'tu/5f5dnmq7te86/y/NM1/b9/HuXZ7q27Xv+3+WZpmv75t/leaZr++eP2fF1XDKeGZfGrPGwsdnxSHLOUjgkEovGI0lurS02',
+  'pmyKqKRqq3FlR5KzLIUTRkd1Yvddy95WKp1Sq1brtextWymZmmpUWRVZr2XZaUoV4tANFdEUidE3LXtbqXRKrVqt17L3ttIp',
+  'tVq1Xsuyt5VOp9Sq9dqyt5VKp9Sq1Xote28rnVKrtX3P+Xd5nunavp8fgx+okihz+7FnYo6R0IjwDRJIEPgVBEYQaRFY75uH',
+  'oyNpYvFcHUopQMVD0rX1oOoqbsrMlcZHAzlXxxZ3W0NkCQVirg4JDlDO6FxpYwPE0VaSK43OrorGRFIptE3cheaZu0LbgWeB',
+  'mmAtcFccemAtYD+0L9wVFZEBb+vj/HX+nl0d7n2/ND7OX7erv64uIq58PjvO1847dgW9Vi7+nTRznq+vn4e6mrXNn2PX+/Kk',
+  'rjhd7eOuyvfX2Wr2jteVA1Z9GfL7fDl2f18v6OpLny+t3/fPGV1hmqsb44zCE1Mq/LtAbXB2XUEvKg1TVFhm6AW52oe5erVh',
+  'BMIYgjCMIBwjBRRTrmpctS+u/HA18FZBbtXXVhm26l0rerXqppUWWtnPajErKavIycuqgMpqTFZhrNy6HIt65C/zqkGhrkp+',
+  'V9WxqiFVBaOq3VTFSRU/qrSgqu+puJ2q2lSLqZSlon+pFpQqKKn6kSpzVD1GRV9UXaLSGiq6UNWC6gGq91ONUPgp+f2Um09Z',
+  'T71TS5V1YNZnM4PCxVT+x1QGU3kvhe5SvZbSxVL2lcqq1JCU8qGUxkk5k2olRf+S6pLUkJGCidSOQyrsBlL9/0fpezyq99VR',
+  '+h2O6nVt1HrTqO8O3rzKm04jRTnCZN/PL4O/L7vzDeTmi7zjC9/hOOxfL8dDL+sRbCjkJR1B+0CgbSvmncxD97MbKedEt8Xb',
+  'ENXmPsgWHdwmURzep7Kfyp3oFnhvCOI5GvywXWlm5b15sy/a0vEgCaIIwsmtMPHBbBD3Ul19D6kMdKQMfU8s2oa9MPHB2nYQ',
+  '4sRzyGpflDup7zlzQ0wB5Zj73O6HZq6/3U/lTnR7odQevEZDyF1/yGPHObmHLe6wjzl0IhsqsYZ+JEMtxlD8Ag4GDbcLayx4',
+  'USjEzXbOtHNNOzbXzHbOtHNMO2ek7Rz+mYP9tbUWgF8rWzfc4Q==',
+].join('');
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** `bytes` in chunks of `size`, as a socket would hand them over. */
+function chunked(bytes: Uint8Array, size = 1_000): BodyChunks {
+  const chunks: Uint8Array[] = [];
+  for (let offset = 0; offset < bytes.byteLength; offset += size)
+    chunks.push(bytes.subarray(offset, offset + size));
+  return { chunks, byteLength: bytes.byteLength };
+}
+
+async function decodedText(bytes: Uint8Array, coding: string, limit = 1 << 20): Promise<string> {
+  const body = await decodeBody(chunked(bytes), coding, limit);
+  if (body === undefined) throw new Error(`${coding}: not decoded`);
+  expect(body.byteLength).toBe(body.chunks.reduce((sum, chunk) => sum + chunk.byteLength, 0));
+  return decoder.decode(joinChunks(body));
+}
+
+describe('decodeBody', () => {
+  const plain = encoder.encode(TEXT);
+
+  it('reads a frame the real zstd encoder wrote (compressed blocks, checksum)', async () => {
+    const frame = Buffer.from(ZSTD_OF_TEXT, 'base64');
+    expect(frame.byteLength).toBeLessThan(plain.byteLength / 10);
+    expect(await decodedText(frame, 'zstd')).toBe(TEXT);
+  });
+
+  it('reads zstd raw blocks, the test encoder, over several blocks', async () => {
+    const big = encoder.encode(TEXT.repeat(8));
+    expect(big.byteLength).toBeGreaterThan(128 * 1024);
+    expect(await decodedText(zstdRawFrame(big), 'zstd')).toBe(TEXT.repeat(8));
+  });
+
+  it.each([
+    ['gzip', gzipSync],
+    ['x-gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+  ] as const)('reads %s', async (coding, compress) => {
+    expect(await decodedText(compress(plain), coding)).toBe(TEXT);
+  });
+
+  it('undoes stacked codings last first, in any case and spacing', async () => {
+    expect(await decodedText(zstdRawFrame(gzipSync(plain)), 'GZIP , zstd')).toBe(TEXT);
+  });
+
+  it('leaves a body without a coding (or identity) as it came', async () => {
+    const body = chunked(plain);
+    expect(await decodeBody(body, null, 1 << 20)).toBe(body);
+    expect(await decodeBody(body, 'identity', 1 << 20)).toBe(body);
+  });
+
+  it('reads nothing in a coding it does not know', async () => {
+    expect(await decodeBody(chunked(plain), 'compress', 1 << 20)).toBeUndefined();
+    expect(await decodeBody(chunked(plain), 'gzip, x-custom', 1 << 20)).toBeUndefined();
+  });
+
+  it('refuses bytes that are not what the coding says, as bad input', async () => {
+    for (const coding of ['zstd', 'gzip', 'br']) {
+      const refused = decodeBody(chunked(plain), coding, 1 << 20);
+      await expect(refused).rejects.toBeInstanceOf(BadInputError);
+      await expect(refused).rejects.toThrow(`request body is not valid ${coding} data`);
+    }
+    // A body cut short is refused too, never read as far as it goes.
+    const cutGzip = gzipSync(plain).subarray(0, 200);
+    await expect(decodeBody(chunked(cutGzip), 'gzip', 1 << 20)).rejects.toBeInstanceOf(BadInputError);
+    const cutZstd = Buffer.from(ZSTD_OF_TEXT, 'base64').subarray(0, 1_000);
+    await expect(decodeBody(chunked(cutZstd), 'zstd', 1 << 20)).rejects.toBeInstanceOf(BadInputError);
+  });
+
+  it('stops at the limit: a small body that inflates past it is too large', async () => {
+    const bomb = gzipSync(new Uint8Array(64 << 20));
+    expect(bomb.byteLength).toBeLessThan(100_000);
+    const refused = decodeBody(chunked(bomb), 'gzip', 1 << 20);
+    await expect(refused).rejects.toBeInstanceOf(SelfGcError);
+    await expect(refused).rejects.toMatchObject({ code: 'payload-too-large' });
+    const zstdBomb = zstdRawFrame(new Uint8Array(4 << 20));
+    await expect(decodeBody(chunked(zstdBomb, 65_536), 'zstd', 1 << 20)).rejects.toMatchObject({
+      code: 'payload-too-large',
+    });
+  });
+});
