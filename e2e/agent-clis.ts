@@ -11,11 +11,12 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScriptedToolCall } from '../src/testing/index.js';
+import type { ScenarioName } from './agent-scenarios.js';
 import type { WireRoute } from './read-wire-request.js';
 
-export type AgentName = 'claude-code' | 'codex' | 'opencode';
+export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode';
 
-export const AGENT_NAMES: readonly AgentName[] = ['claude-code', 'codex', 'opencode'];
+export const AGENT_NAMES: readonly AgentName[] = ['claude-code', 'codex', 'codex-chatgpt', 'opencode'];
 
 /** Where `npm ci --prefix e2e/agents` puts the CLIs. */
 export const AGENTS_DIRECTORY = join(dirname(fileURLToPath(import.meta.url)), 'agents');
@@ -77,6 +78,8 @@ export interface AgentCli {
    * have no `compaction` scenario.
    */
   compactCommand?: string;
+  /** The scenarios it plays, when not all it can (a second sign-in of the same CLI). */
+  scenarios?: readonly ScenarioName[];
   launch(context: AgentContext): AgentLaunch;
 }
 
@@ -161,6 +164,91 @@ const claudeCode: AgentCli = {
   }),
 };
 
+/** An unsigned JSON Web Token: Codex reads a ChatGPT sign-in's claims and never checks a signature. */
+function unsignedJwt(claims: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.${Buffer.from('e2e').toString('base64url')}`;
+}
+
+/**
+ * A ChatGPT sign-in as `codex login` leaves it in `auth.json`, for an account that exists nowhere:
+ * its tokens expire in 2100, so Codex never tries to refresh them.
+ */
+function chatGptAuth(): string {
+  const token = unsignedJwt({
+    email: 'e2e@example.com',
+    exp: 4_102_444_800,
+    'https://api.openai.com/auth': {
+      chatgpt_plan_type: 'plus',
+      chatgpt_account_id: 'acct-e2e',
+      chatgpt_user_id: 'user-e2e',
+    },
+  });
+  const tokens = { id_token: token, access_token: token, refresh_token: 'rt-e2e', account_id: 'acct-e2e' };
+  return `${JSON.stringify({ auth_mode: 'chatgpt', OPENAI_API_KEY: null, tokens, last_refresh: new Date().toISOString() })}\n`;
+}
+
+/**
+ * Codex, signed in one of two ways. With an API key, a custom provider (`wire_api = "responses"`)
+ * points it at the proxy. Signed in with ChatGPT, as most Codex users are, the built-in OpenAI
+ * provider does (`openai_base_url`), and then Codex opens a Responses WebSocket first and sends
+ * its HTTP bodies zstd-compressed.
+ */
+function codexLaunch(cli: AgentCli, signIn: 'api-key' | 'chatgpt', context: AgentContext): AgentLaunch {
+  const { home, baseUrl, prompt, continues } = context;
+  const codexHome = join(home, '.codex');
+  // Top-level keys come before the first table in TOML.
+  const provider =
+    signIn === 'api-key'
+      ? {
+          keys: ['model_provider = "selfgc"'],
+          tables: [
+            '[model_providers.selfgc]',
+            'name = "selfgc proxy"',
+            `base_url = "${baseUrl}/v1"`,
+            'wire_api = "responses"',
+            'env_key = "SELFGC_E2E_API_KEY"',
+          ],
+        }
+      : {
+          keys: [`openai_base_url = "${baseUrl}/v1"`],
+          // A ChatGPT sign-in also reaches chatgpt.com for its apps connector and plugin catalog,
+          // each try taking seconds to fail in the namespace: off, like the other outside traffic.
+          tables: ['[features]', 'apps = false', 'plugins = false'],
+        };
+  const config = [
+    'model = "gpt-5-codex"',
+    ...provider.keys,
+    'approval_policy = "never"',
+    // The run is inside a network namespace of its own in a throwaway directory.
+    'sandbox_mode = "danger-full-access"',
+    'check_for_update_on_startup = false',
+    '',
+    '[analytics]',
+    'enabled = false',
+    '',
+    '[feedback]',
+    'enabled = false',
+    '',
+    ...provider.tables,
+    '',
+  ].join('\n');
+  const files: Record<string, string> = { [join(codexHome, 'config.toml')]: config };
+  if (signIn === 'chatgpt') files[join(codexHome, 'auth.json')] = chatGptAuth();
+  return {
+    command: cli.binary,
+    args: continues
+      ? ['exec', '--color', 'never', 'resume', '--last', '--skip-git-repo-check', prompt]
+      : ['exec', '--skip-git-repo-check', '--color', 'never', prompt],
+    env: {
+      ...baseEnv(home),
+      CODEX_HOME: codexHome,
+      ...(signIn === 'api-key' ? { SELFGC_E2E_API_KEY: API_KEY } : {}),
+    },
+    files,
+  };
+}
+
 const codex: AgentCli = {
   name: 'codex',
   route: 'responses',
@@ -171,38 +259,19 @@ const codex: AgentCli = {
     shell: (command) => ({ name: 'exec_command', arguments: { cmd: command } }),
     loopTools: ['exec_command'],
   },
-  launch: ({ home, baseUrl, prompt, continues }) => {
-    const codexHome = join(home, '.codex');
-    const config = [
-      'model = "gpt-5-codex"',
-      'model_provider = "selfgc"',
-      'approval_policy = "never"',
-      // The run is inside a network namespace of its own in a throwaway directory.
-      'sandbox_mode = "danger-full-access"',
-      'check_for_update_on_startup = false',
-      '',
-      '[analytics]',
-      'enabled = false',
-      '',
-      '[feedback]',
-      'enabled = false',
-      '',
-      '[model_providers.selfgc]',
-      'name = "selfgc proxy"',
-      `base_url = "${baseUrl}/v1"`,
-      'wire_api = "responses"',
-      'env_key = "SELFGC_E2E_API_KEY"',
-      '',
-    ].join('\n');
-    return {
-      command: codex.binary,
-      args: continues
-        ? ['exec', '--color', 'never', 'resume', '--last', '--skip-git-repo-check', prompt]
-        : ['exec', '--skip-git-repo-check', '--color', 'never', prompt],
-      env: { ...baseEnv(home), CODEX_HOME: codexHome, SELFGC_E2E_API_KEY: API_KEY },
-      files: { [join(codexHome, 'config.toml')]: config },
-    };
-  },
+  launch: (context) => codexLaunch(codex, 'api-key', context),
+};
+
+/**
+ * The same Codex signed in with ChatGPT: the proxy must refuse its WebSocket so that it falls back
+ * to HTTP at once, and read its zstd bodies. Two scenarios cover that: a long task, which
+ * governance folds, and a recovery, whose rounds the proxy sends upstream itself.
+ */
+const codexChatGpt: AgentCli = {
+  ...codex,
+  name: 'codex-chatgpt',
+  scenarios: ['long-task', 'streaming-recovery'],
+  launch: (context) => codexLaunch(codex, 'chatgpt', context),
 };
 
 const opencode: AgentCli = {
@@ -264,5 +333,6 @@ const opencode: AgentCli = {
 export const AGENT_CLIS: Readonly<Record<AgentName, AgentCli>> = {
   'claude-code': claudeCode,
   codex,
+  'codex-chatgpt': codexChatGpt,
   opencode,
 };

@@ -52,6 +52,7 @@ export function describeAgentScenarios(agent: AgentName): void {
   const cli = AGENT_CLIS[agent];
   const scenarios = SCENARIO_NAMES.filter(
     (name) =>
+      (cli.scenarios === undefined || cli.scenarios.includes(name)) &&
       (name !== 'subagent' || cli.tools.delegate !== undefined) &&
       (name !== 'compaction' || cli.compactCommand !== undefined),
   );

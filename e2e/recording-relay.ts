@@ -5,6 +5,7 @@
  */
 import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { decompress } from 'fzstd';
 
 export interface RecordedExchange {
   index: number;
@@ -13,7 +14,7 @@ export interface RecordedExchange {
   method: string;
   path: string;
   headers: Record<string, string>;
-  /** The request body as text. */
+  /** The request body as text (decoded from zstd). */
   body: string;
   /** Undefined when the answer never came (the relay could not reach the proxy). */
   status?: number;
@@ -40,6 +41,15 @@ function flatten(headers: IncomingHttpHeaders): Record<string, string> {
   return flat;
 }
 
+/**
+ * A request body as text: a zstd body (Codex signed in with ChatGPT) decoded with fzstd's one-shot
+ * decoder rather than the proxy's own streaming one, so that what the client sent is read
+ * without the code under test.
+ */
+function bodyText(body: Buffer, contentEncoding: string | undefined): string {
+  return (contentEncoding === 'zstd' ? Buffer.from(decompress(body)) : body).toString('utf8');
+}
+
 /** Listen on 127.0.0.1 (ephemeral port) and relay to `target` (`http://host:port`). */
 export async function startRecordingRelay(target: string): Promise<RecordingRelay> {
   const exchanges: RecordedExchange[] = [];
@@ -56,7 +66,7 @@ export async function startRecordingRelay(target: string): Promise<RecordingRela
         method: incoming.method ?? 'GET',
         path: incoming.url ?? '/',
         headers: flatten(incoming.headers),
-        body: body.toString('utf8'),
+        body: bodyText(body, incoming.headers['content-encoding']),
         answer: '',
       };
       exchanges.push(exchange);

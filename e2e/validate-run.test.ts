@@ -249,6 +249,18 @@ describe('checkProxyAnswers', () => {
       },
     ]);
   });
+
+  it('takes a 426 for the answer to a WebSocket handshake, and only for it', () => {
+    const handshake = (status: number, upgrade = 'websocket'): RecordedExchange => ({
+      ...exchange(0, '', status, '{"error":{"code":"selfgc_upgrade_required"}}'),
+      method: 'GET',
+      headers: { connection: 'Upgrade', upgrade },
+    });
+    expect(checkProxyAnswers(soundRun({ client: [handshake(426)] }))).toEqual([]);
+    expect(checkProxyAnswers(soundRun({ client: [handshake(502)] }))).toHaveLength(1);
+    expect(checkProxyAnswers(soundRun({ client: [handshake(426, 'h2c')] }))).toHaveLength(1);
+    expect(checkProxyAnswers(soundRun({ client: [exchange(0, body(firstTurn), 426)] }))).toHaveLength(1);
+  });
 });
 
 describe('recovery', () => {

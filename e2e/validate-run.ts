@@ -24,6 +24,7 @@ import {
   type WireRequest,
   type WireRoute,
 } from './read-wire-request.js';
+import type { RecordedExchange } from './recording-relay.js';
 import type { RunRecord, ScenarioResult } from './scenario-result.js';
 import { EXPAND_TOOL } from './scripted-agent.js';
 
@@ -285,10 +286,19 @@ export function checkRecoveryHidden(run: RunRecord): Violation[] {
   return violations;
 }
 
-/** Every request the client sent got a 2xx answer from the proxy. */
+/**
+ * A WebSocket handshake (Codex signed in with ChatGPT opens one first) that the proxy refused with
+ * 426, the answer that has the client use HTTP at once.
+ */
+function refusedWebSocket(exchange: RecordedExchange): boolean {
+  return exchange.status === 426 && /websocket/i.test(exchange.headers.upgrade ?? '');
+}
+
+/** Every request the client sent got a 2xx answer from the proxy (a WebSocket handshake its 426). */
 export function checkProxyAnswers(run: RunRecord): Violation[] {
   return run.client
     .filter((exchange) => exchange.status === undefined || exchange.status < 200 || exchange.status > 299)
+    .filter((exchange) => !refusedWebSocket(exchange))
     .map((exchange) => ({
       check: 'proxy-answers' as const,
       run: run.label,
