@@ -191,8 +191,8 @@ function chatGptAuth(): string {
 /**
  * Codex, signed in one of two ways. With an API key, a custom provider (`wire_api = "responses"`)
  * points it at the proxy. Signed in with ChatGPT, as most Codex users are, the built-in OpenAI
- * provider does (`openai_base_url`), and then Codex opens a Responses WebSocket first and sends
- * its HTTP bodies zstd-compressed.
+ * provider does (`openai_base_url`, without `/v1`), and then Codex opens a Responses WebSocket
+ * first and sends its HTTP bodies zstd-compressed to `/responses`.
  */
 function codexLaunch(cli: AgentCli, signIn: 'api-key' | 'chatgpt', context: AgentContext): AgentLaunch {
   const { home, baseUrl, prompt, continues } = context;
@@ -211,7 +211,8 @@ function codexLaunch(cli: AgentCli, signIn: 'api-key' | 'chatgpt', context: Agen
           ],
         }
       : {
-          keys: [`openai_base_url = "${baseUrl}/v1"`],
+          // No `/v1`: its upstream is the ChatGPT backend, `…/backend-api/codex/responses`.
+          keys: [`openai_base_url = "${baseUrl}"`],
           // A ChatGPT sign-in also reaches chatgpt.com for its apps connector and plugin catalog,
           // each try taking seconds to fail in the namespace: off, like the other outside traffic.
           tables: ['[features]', 'apps = false', 'plugins = false'],

@@ -27,10 +27,12 @@ export const DEFAULT_RETAIN = '7d';
 export const PROXY_HELP = `Usage: selfgc proxy [options]
 
 An OpenAI- and Anthropic-compatible HTTP endpoint that governs the context of any agent pointed
-at it: POST /v1/chat/completions, /v1/responses and /v1/messages are governed (streaming passes
-through; bodies in zstd, gzip, deflate or br are decoded first); every other path is forwarded
-untouched. A WebSocket handshake gets 426, which has Codex CLI use HTTP. GET /healthz and
-GET /metrics (Prometheus).
+at it: POST /v1/chat/completions, /v1/responses and /v1/messages are governed, and /responses
+and /chat/completions for a base URL without /v1 (streaming passes through; bodies in zstd, gzip,
+deflate or br are decoded first); every other path is forwarded untouched. A WebSocket handshake
+gets 426, which has Codex CLI use HTTP. GET /healthz and GET /metrics (Prometheus).
+Codex CLI signed in with ChatGPT: --upstream-openai https://chatgpt.com/backend-api/codex, and
+openai_base_url = "http://127.0.0.1:8787" in ~/.codex/config.toml.
 
   --port N                   port to listen on (default 8787)
   --host H                   address to bind (default 127.0.0.1)

@@ -29,6 +29,11 @@ const GOVERNED_ROUTES: Readonly<Record<string, WireDialect>> = {
   'POST /v1/chat/completions': chatDialect,
   'POST /v1/responses': responsesDialect,
   'POST /v1/messages': anthropicMessagesDialect,
+  // A client whose base URL has no version: Codex signed in with ChatGPT, whose upstream is the
+  // ChatGPT backend (`https://chatgpt.com/backend-api/codex/responses`), and OpenAI-compatible
+  // servers with such a base.
+  'POST /responses': responsesDialect,
+  'POST /chat/completions': chatDialect,
 };
 
 export function createProxy(options: ProxyOptions): SelfGcProxy {

@@ -83,6 +83,10 @@ const ROUTES: Record<string, Route> = {
   'POST /v1/messages/count_tokens': 'count-tokens',
   'POST /v1/responses/input_tokens': 'count-tokens',
   'GET /v1/models': 'models',
+  // An upstream whose base has no version, as the ChatGPT backend's (`…/backend-api/codex`).
+  'POST /responses': 'responses',
+  'POST /chat/completions': 'chat',
+  'GET /models': 'models',
 };
 
 const GENERATORS = {

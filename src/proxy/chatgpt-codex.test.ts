@@ -1,8 +1,9 @@
 /**
- * Request bodies a client compressed, and WebSocket handshakes: what Codex CLI signed in with
- * ChatGPT sends to the `openai_base_url` it is given (seen from Codex 0.171.0 against a loopback
- * server). It opens a Responses WebSocket first, and on HTTP its bodies are zstd
- * (`content-encoding: zstd`), which the proxy refused as "not valid UTF-8" before it read codings.
+ * What Codex CLI signed in with ChatGPT sends to the `openai_base_url` it is given (seen from Codex
+ * 0.171.0 against a loopback server): a Responses WebSocket handshake first, then bodies in zstd
+ * (`content-encoding: zstd`), which the proxy refused as "not valid UTF-8" before it read codings,
+ * to `/responses` when the base has no `/v1`, as it must not for its upstream, the ChatGPT
+ * backend (`https://chatgpt.com/backend-api/codex/responses`).
  */
 import { request as httpRequest } from 'node:http';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
@@ -150,6 +151,34 @@ function handshake(url: string, path: string, headers: Record<string, string>): 
     outgoing.end();
   });
 }
+
+describe('a base URL without /v1', () => {
+  it('POST /responses is governed, and goes to the upstream base plus /responses', async () => {
+    const proxy = await fixture();
+    const headers = { ...CODEX_HEADERS, 'content-encoding': 'zstd' };
+    const body = zstdRawFrame(new TextEncoder().encode(CODEX_BODY));
+    const answer = await proxy.fetch('/responses', { method: 'POST', headers, body });
+    expect(answer.status).toBe(200);
+    await answer.text();
+    expect(answer.headers.get('x-selfgc-governance')).not.toBe('passthrough');
+    expect(answer.headers.get('x-selfgc-session')).toMatch(/^codex:thread-zstd/);
+    expect(proxy.upstream.requests.map((sent) => sent.path)).toEqual(['/responses']);
+    expect(proxy.logs[0]).toMatchObject({ path: '/responses', route: 'responses', status: 200 });
+  });
+
+  it('POST /chat/completions is governed too', async () => {
+    const proxy = await fixture();
+    const body = JSON.stringify(conversationBody('chat', { turns: 12 }));
+    const answer = await proxy.fetch('/chat/completions', {
+      method: 'POST',
+      headers: authHeaders('chat', 'sk-test-key'),
+      body,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-selfgc-governance')).not.toBe('passthrough');
+    expect(proxy.upstream.requests.map((sent) => sent.path)).toEqual(['/chat/completions']);
+  });
+});
 
 describe('a WebSocket handshake', () => {
   it('is refused with 426 in the provider error format, so Codex uses HTTP at once', async () => {
