@@ -47,7 +47,13 @@ function flatten(headers: IncomingHttpHeaders): Record<string, string> {
  * without the code under test.
  */
 function bodyText(body: Buffer, contentEncoding: string | undefined): string {
-  return (contentEncoding === 'zstd' ? Buffer.from(decompress(body)) : body).toString('utf8');
+  if (contentEncoding?.trim().toLowerCase() !== 'zstd') return body.toString('utf8');
+  try {
+    return Buffer.from(decompress(body)).toString('utf8');
+  } catch (error) {
+    // Recorded as sent; the proxy's answer says what it made of it.
+    return `relay: not zstd (${(error as Error).message}): ${body.toString('utf8')}`;
+  }
 }
 
 /** Listen on 127.0.0.1 (ephemeral port) and relay to `target` (`http://host:port`). */

@@ -12,6 +12,7 @@ import {
   checkRecoveryHidden,
   checkScenarioPressure,
   checkTask,
+  checkUpstreamCoding,
   validateScenario,
 } from './validate-run.js';
 
@@ -260,6 +261,31 @@ describe('checkProxyAnswers', () => {
     expect(checkProxyAnswers(soundRun({ client: [handshake(502)] }))).toHaveLength(1);
     expect(checkProxyAnswers(soundRun({ client: [handshake(426, 'h2c')] }))).toHaveLength(1);
     expect(checkProxyAnswers(soundRun({ client: [exchange(0, body(firstTurn), 426)] }))).toHaveLength(1);
+  });
+});
+
+describe('checkUpstreamCoding', () => {
+  const upstream = (headers: Record<string, string>, body: unknown = { model: 'm' }) => ({
+    index: 3,
+    method: 'POST',
+    path: '/responses',
+    headers,
+    body,
+  });
+  it('flags a JSON body that goes upstream still naming a coding, and only that', () => {
+    expect(checkUpstreamCoding(soundRun({ upstream: [upstream({ 'content-encoding': 'zstd' })] }))).toEqual([
+      {
+        check: 'upstream-coding',
+        run: 'run-1',
+        request: 3,
+        message: 'POST /responses went upstream as JSON with content-encoding: zstd',
+      },
+    ]);
+    expect(checkUpstreamCoding(soundRun({ upstream: [upstream({})] }))).toEqual([]);
+    // A body passed on in a coding the proxy cannot read is not JSON upstream.
+    expect(
+      checkUpstreamCoding(soundRun({ upstream: [upstream({ 'content-encoding': 'x-custom' }, '\u0000')] })),
+    ).toEqual([]);
   });
 });
 

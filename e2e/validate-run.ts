@@ -44,6 +44,7 @@ export const CHECK_NAMES = [
   'kept-state',
   'one-session',
   'attached-file',
+  'upstream-coding',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];
@@ -402,7 +403,24 @@ function checkUpstreamRequests(run: RunRecord, window: number): Violation[] {
     add('cache-breakpoints', checkCacheBreakpoints(request));
     add('window', checkWindow(request, counterForRoute(request.route), window));
   }
+  violations.push(...checkUpstreamCoding(run));
   return violations;
+}
+
+/**
+ * A body that reached the upstream as JSON names no content coding: a client's compressed body
+ * (Codex signed in with ChatGPT) goes upstream decoded, the proxy's own recovery rounds too, and a
+ * real upstream would try to undo a coding still named.
+ */
+export function checkUpstreamCoding(run: RunRecord): Violation[] {
+  return run.upstream
+    .filter((record) => typeof record.body === 'object' && record.headers['content-encoding'] !== undefined)
+    .map((record) => ({
+      check: 'upstream-coding' as const,
+      run: run.label,
+      request: record.index,
+      message: `${record.method} ${record.path} went upstream as JSON with content-encoding: ${record.headers['content-encoding']}`,
+    }));
 }
 
 export function validateScenario(result: ScenarioResult): Violation[] {

@@ -191,7 +191,7 @@ describe('a WebSocket handshake', () => {
       error: { type: 'invalid_request_error', code: 'selfgc_upgrade_required' },
     });
     const anthropic = await proxy.fetch(ROUTE_PATHS.messages, {
-      headers: { ...authHeaders('messages', 'sk-ant'), upgrade: 'WebSocket' },
+      headers: { ...authHeaders('messages', 'sk-ant'), upgrade: 'WebSocket/13' },
     });
     expect(anthropic.status).toBe(426);
     expect(await anthropic.json()).toMatchObject({
@@ -199,10 +199,14 @@ describe('a WebSocket handshake', () => {
       error: { code: 'selfgc_upgrade_required' },
     });
     expect(proxy.upstream.requests).toHaveLength(0);
+    // A request answered as designed, not an error: every such Codex session sends one.
     expect(proxy.logs.map((entry) => [entry.route, entry.status, entry.error])).toEqual([
-      ['websocket', 426, 'upgrade-required'],
-      ['websocket', 426, 'upgrade-required'],
+      ['websocket', 426, undefined],
+      ['websocket', 426, undefined],
     ]);
+    const samples = await proxy.metrics();
+    expect(sampleSum(samples, 'selfgc_proxy_requests_total', { route: 'websocket', status: '426' })).toBe(2);
+    expect(sampleSum(samples, 'selfgc_proxy_errors_total')).toBe(0);
   });
 
   it('over real HTTP gets the 426 as an answer, never an upgrade; the next POST is governed', async () => {

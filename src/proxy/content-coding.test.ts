@@ -1,9 +1,9 @@
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BadInputError, SelfGcError } from '../core/errors.js';
-import { decodeBody } from './content-coding.js';
+import { decodeBody, readZstdFrames } from './content-coding.js';
 import { type BodyChunks, joinChunks } from './read-body-bytes.js';
-import { zstdRawFrame } from './testing/zstd-frame.js';
+import { zstdFrame, zstdRawFrame } from './testing/zstd-frame.js';
 
 /** 400 lines the real `zstd -3` (v1.5.4) compressed into the frame below (with its checksum). */
 const TEXT = Array.from(
@@ -106,9 +106,69 @@ describe('decodeBody', () => {
     const refused = decodeBody(chunked(bomb), 'gzip', 1 << 20);
     await expect(refused).rejects.toBeInstanceOf(SelfGcError);
     await expect(refused).rejects.toMatchObject({ code: 'payload-too-large' });
-    const zstdBomb = zstdRawFrame(new Uint8Array(4 << 20));
-    await expect(decodeBody(chunked(zstdBomb, 65_536), 'zstd', 1 << 20)).rejects.toMatchObject({
+  });
+
+  it('reads the size of a zstd body from its headers before decoding any of it', async () => {
+    // RLE blocks: 4 bytes each for 128 KiB of output, 400 bytes for 12.5 MiB.
+    const rle = zstdFrame(Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })));
+    expect(rle.byteLength).toBeLessThan(500);
+    expect(readZstdFrames(rle)).toEqual({ outputBound: 100 * 128 * 1024, decodable: true });
+    await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
+    // A declared size past the limit is refused whatever the blocks hold.
+    const declared = zstdFrame([plain.subarray(0, 10)], { contentSize: 4 << 20 });
+    await expect(decodeBody(chunked(declared), 'zstd', 1 << 20)).rejects.toMatchObject({
+      code: 'payload-too-large',
+    });
+    // Within the limit, RLE and raw blocks decode.
+    const mixed = zstdFrame([{ byte: 0x61, size: 1_000 }, plain.subarray(0, 5), { byte: 0x62, size: 3 }]);
+    expect(await decodedText(mixed, 'zstd')).toBe(`${'a'.repeat(1_000)}${TEXT.slice(0, 5)}bbb`);
+  });
+
+  it('passes on a valid zstd body it will not decode: a dictionary, a huge window, unbounded work', async () => {
+    const text = plain.subarray(0, 100);
+    const cases = [
+      zstdFrame([text], { dictionary: 7 }),
+      // A window past RFC 9659's 8 MiB, in a frame that declares no size: fzstd would allocate it.
+      zstdFrame([text], { windowLog: 24 }),
+      // 8 MiB of window shifted for each of 200 one-byte blocks.
+      zstdFrame(
+        Array.from({ length: 200 }, () => plain.subarray(0, 1)),
+        { windowLog: 23 },
+      ),
+    ];
+    for (const frame of cases) {
+      expect(readZstdFrames(frame).decodable).toBe(false);
+      expect(await decodeBody(chunked(frame), 'zstd', 1 << 20)).toBeUndefined();
+    }
+    // The same blocks under a window it supports decode.
+    expect(await decodedText(zstdFrame([text], { windowLog: 23 }), 'zstd')).toBe(TEXT.slice(0, 100));
+  });
+
+  it('skips skippable frames, and reads frames one after another', async () => {
+    const skippable = Uint8Array.from([0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3]);
+    const body = Buffer.concat([
+      skippable,
+      zstdRawFrame(plain.subarray(0, 10)),
+      zstdRawFrame(plain.subarray(10, 20)),
+    ]);
+    expect(await decodedText(body, 'zstd')).toBe(TEXT.slice(0, 20));
+  });
+
+  it('refuses zstd headers the format does not allow, as bad input', async () => {
+    const reserved = zstdRawFrame(plain.subarray(0, 10));
+    reserved[4] = reserved[4]! | 0b1000;
+    const oversized = zstdFrame([{ byte: 0x61, size: 128 * 1024 + 1 }]);
+    const cutHeader = zstdRawFrame(plain.subarray(0, 10)).subarray(0, 9);
+    for (const frame of [reserved, oversized, cutHeader]) {
+      await expect(decodeBody(chunked(frame), 'zstd', 1 << 20)).rejects.toBeInstanceOf(BadInputError);
+    }
+  });
+
+  it('reads nothing stacked more than three deep', async () => {
+    const fourDeep = gzipSync(gzipSync(gzipSync(gzipSync(plain))));
+    expect(await decodeBody(chunked(fourDeep), 'gzip, gzip, gzip, gzip', 1 << 20)).toBeUndefined();
+    expect(await decodedText(gzipSync(gzipSync(gzipSync(plain))), 'gzip,gzip,gzip')).toBe(TEXT);
   });
 });

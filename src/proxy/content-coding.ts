@@ -1,95 +1,187 @@
 /**
- * HTTP content codings (`content-encoding`: gzip, deflate, br, zstd) as the proxy reads them: on
- * upstream answers, and on request bodies a client compressed. Codex CLI signed in with ChatGPT
- * sends its Responses bodies as zstd, to whatever `openai_base_url` names; governance reads the
- * JSON, so those bodies are decoded first and go upstream decoded. Node 20's zlib has no zstd:
- * fzstd (pure JavaScript) decodes it.
+ * Request bodies a client compressed (`content-encoding`: zstd, gzip, deflate, br). Codex CLI
+ * signed in with ChatGPT sends its Responses bodies as zstd to whatever `openai_base_url` names;
+ * governance reads the JSON, so such bodies are decoded first and go upstream decoded.
+ *
+ * A body is untrusted: each coding is undone whole, its output held to the body limit. zlib's
+ * codings stop at that limit themselves (`maxOutputLength`, off the proxy's thread). Node 20's
+ * zlib has no zstd, and fzstd (pure JavaScript, on this thread) sizes its buffers from what the
+ * frame header declares and checks no block size, so zstd frames are read first (`readZstdFrames`)
+ * and decoded only when their output is within the limit, their window a decoder must support
+ * (RFC 9659: 8 MiB), and their decoding work bounded.
  */
-import { pipeline, Readable, Transform, Writable } from 'node:stream';
-import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import { Decompress } from 'fzstd';
-import { BadInputError, SelfGcError } from '../core/errors.js';
-import { type BodyChunks, tooLarge } from './read-body-bytes.js';
+import { promisify } from 'node:util';
+import { brotliDecompress, gunzip, inflate } from 'node:zlib';
+import { decompress } from 'fzstd';
+import { BadInputError } from '../core/errors.js';
+import { type BodyChunks, joinChunks, tooLarge } from './read-body-bytes.js';
 
-/** A zstd decoder as a stream, like zlib's own. */
-function createZstdDecompress(): Transform {
-  const decoder = new Decompress();
-  const transform = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      try {
-        decoder.push(chunk);
-        callback();
-      } catch (error) {
-        callback(error as Error);
-      }
-    },
-    flush(callback) {
-      try {
-        decoder.push(new Uint8Array(0), true);
-        callback();
-      } catch (error) {
-        callback(error as Error);
-      }
-    },
-  });
-  decoder.ondata = (data) => {
-    transform.push(data);
+/** Undoes one coding: its output, or undefined for a valid body it will not decode. */
+type Decoder = (bytes: Uint8Array, limitBytes: number) => Promise<Uint8Array | undefined>;
+
+function zlibDecoder(
+  decode: (bytes: Uint8Array, options: { maxOutputLength: number }) => Promise<Buffer>,
+  name: string,
+): Decoder {
+  return async (bytes, limitBytes) => {
+    try {
+      return await decode(bytes, { maxOutputLength: limitBytes });
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'ERR_BUFFER_TOO_LARGE') throw tooLarge(limitBytes);
+      throw notValid(name, error);
+    }
   };
-  return transform;
 }
 
+function notValid(coding: string, cause?: unknown): BadInputError {
+  return new BadInputError(`request body is not valid ${coding} data`, { cause });
+}
+
+/** The largest window a zstd decoder must support for HTTP (RFC 9659 §3). */
+const MAX_WINDOW = 8 * 1024 * 1024;
+/** The largest block a frame may hold (RFC 8878 §3.1.1.2.4). */
+const MAX_BLOCK = 128 * 1024;
 /**
- * Decoders for a `content-encoding` list, in the order they apply (the last coding listed was
- * applied last, so it is undone first); undefined when a coding is unknown. `lenient` accepts a
- * gzip or deflate stream that stops early (an answer cut off is passed on as far as it came).
+ * Window bytes fzstd may move in all: it shifts its whole window once per block of a frame that
+ * declares no content size, so a body of many tiny blocks under a large window costs seconds.
+ * A real encoder's full blocks stay far below it for any body under the limit.
  */
-export function decodersFor(
-  contentEncoding: string | null | undefined,
-  lenient = false,
-): Transform[] | undefined {
-  if (contentEncoding === null || contentEncoding === undefined) return [];
-  const zlib = lenient ? { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH } : {};
-  const decoders: Transform[] = [];
-  for (const coding of contentEncoding.toLowerCase().split(',').reverse()) {
-    const name = coding.trim();
-    if (name === 'gzip' || name === 'x-gzip') decoders.push(createGunzip(zlib));
-    else if (name === 'deflate') decoders.push(createInflate(zlib));
-    else if (name === 'br') decoders.push(createBrotliDecompress());
-    else if (name === 'zstd') decoders.push(createZstdDecompress());
-    else if (name !== '' && name !== 'identity') return undefined;
-  }
-  return decoders;
+const MAX_WINDOW_WORK = 1024 * 1024 * 1024;
+
+/** What a zstd body's frames hold, read from their headers alone. */
+interface ZstdFrames {
+  /** The most its frames can decode to. */
+  outputBound: number;
+  /** Whether fzstd can decode them safely: no dictionary, a window within `MAX_WINDOW`, bounded work. */
+  decodable: boolean;
 }
 
 /**
- * A request body without its content coding: the same chunks when it has none; undefined when a
- * coding is unknown (the caller passes the body on as it came). Refused as `payload-too-large`
- * once the decoded bytes pass `limitBytes`, without decoding the rest, and as bad input when the
- * bytes are not what the coding says.
+ * Walk a zstd body's frames and blocks (RFC 8878 §3.1) without decoding them. Throws bad input
+ * when the headers are not what the format allows.
+ */
+export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const need = (end: number) => {
+    if (end > bytes.byteLength) throw notValid('zstd');
+  };
+  let offset = 0;
+  let outputBound = 0;
+  let work = 0;
+  let decodable = true;
+  while (offset < bytes.byteLength) {
+    need(offset + 8);
+    const magic = view.getUint32(offset, true);
+    if ((magic & 0xfffffff0) === 0x184d2a50) {
+      // A skippable frame: its length, then that many bytes.
+      offset += 8 + view.getUint32(offset + 4, true);
+      need(offset);
+      continue;
+    }
+    if (magic !== 0xfd2fb528) throw notValid('zstd');
+    const descriptor = bytes[offset + 4]!;
+    if ((descriptor & 0b1000) !== 0) throw notValid('zstd');
+    const singleSegment = (descriptor & 0b10_0000) !== 0;
+    let position = offset + 5;
+    let window = 0;
+    if (!singleSegment) {
+      const exponent = bytes[position]! >> 3;
+      const base = 2 ** (10 + exponent);
+      window = base + (base / 8) * (bytes[position]! & 7);
+      position += 1;
+    }
+    const dictionaryBytes = [0, 1, 2, 4][descriptor & 3]!;
+    const sizeBytes = [singleSegment ? 1 : 0, 2, 4, 8][descriptor >> 6]!;
+    need(position + dictionaryBytes + sizeBytes);
+    let dictionary = 0;
+    for (let index = 0; index < dictionaryBytes; index += 1)
+      dictionary += bytes[position + index]! * 256 ** index;
+    position += dictionaryBytes;
+    let contentSize: number | undefined;
+    if (sizeBytes > 0) {
+      contentSize = 0;
+      for (let index = 0; index < sizeBytes; index += 1)
+        contentSize += bytes[position + index]! * 256 ** index;
+      if (sizeBytes === 2) contentSize += 256;
+    }
+    position += sizeBytes;
+    if (singleSegment) window = contentSize!;
+    let blocks = 0;
+    let blocksBound = 0;
+    for (let last = false; !last; blocks += 1) {
+      need(position + 3);
+      const header = bytes[position]! | (bytes[position + 1]! << 8) | (bytes[position + 2]! << 16);
+      last = (header & 1) === 1;
+      const type = (header >> 1) & 3;
+      const size = header >>> 3;
+      if (type === 3 || size > MAX_BLOCK) throw notValid('zstd');
+      // Raw and RLE blocks are as long as they say; a compressed one is at most a block.
+      blocksBound += type === 2 ? Math.min(window, MAX_BLOCK) : size;
+      position += 3 + (type === 1 ? 1 : size);
+    }
+    if ((descriptor & 0b100) !== 0) position += 4;
+    need(position);
+    outputBound += contentSize ?? blocksBound;
+    // A frame that declares its size is decoded in place, in a buffer of that size (at most the
+    // limit); one that does not gets a buffer of its window, shifted once per block.
+    if (contentSize === undefined) {
+      work += blocks * window;
+      if (window > MAX_WINDOW) decodable = false;
+    }
+    if (dictionary !== 0) decodable = false;
+    offset = position;
+  }
+  return { outputBound, decodable: decodable && work <= MAX_WINDOW_WORK };
+}
+
+const decodeZstd: Decoder = async (bytes, limitBytes) => {
+  const frames = readZstdFrames(bytes);
+  if (frames.outputBound > limitBytes) throw tooLarge(limitBytes);
+  if (!frames.decodable) return undefined;
+  try {
+    return decompress(bytes);
+  } catch (error) {
+    throw notValid('zstd', error);
+  }
+};
+
+const DECODERS: Readonly<Record<string, Decoder>> = {
+  zstd: decodeZstd,
+  gzip: zlibDecoder(promisify(gunzip), 'gzip'),
+  'x-gzip': zlibDecoder(promisify(gunzip), 'gzip'),
+  deflate: zlibDecoder(promisify(inflate), 'deflate'),
+  br: zlibDecoder(promisify(brotliDecompress), 'br'),
+};
+
+/** Codings one body may stack; more is no client's, and each costs a pass over the limit. */
+const MAX_CODINGS = 3;
+
+/**
+ * A request body without its content coding: the same chunks when it has none. Undefined when the
+ * proxy does not read it (a coding it does not know, more than `MAX_CODINGS`, a zstd frame it will
+ * not decode): the caller passes the body on as it came. Refused as `payload-too-large` once a
+ * coding's output would pass `limitBytes`, and as bad input when the bytes are not what the
+ * coding says.
  */
 export async function decodeBody(
   body: BodyChunks,
   contentEncoding: string | null,
   limitBytes: number,
 ): Promise<BodyChunks | undefined> {
-  const decoders = decodersFor(contentEncoding);
-  if (decoders === undefined || decoders.length === 0) return decoders && body;
-  const chunks: Uint8Array[] = [];
-  let byteLength = 0;
-  const collect = new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      byteLength += chunk.byteLength;
-      if (byteLength > limitBytes) return callback(tooLarge(limitBytes));
-      chunks.push(chunk);
-      callback();
-    },
-  });
-  await new Promise<void>((resolve, reject) => {
-    pipeline([Readable.from(body.chunks), ...decoders, collect], (error) => {
-      if (error === null || error === undefined) resolve();
-      else if (error instanceof SelfGcError) reject(error);
-      else reject(new BadInputError(`request body is not valid ${contentEncoding} data`, { cause: error }));
-    });
-  });
-  return { chunks, byteLength };
+  if (contentEncoding === null) return body;
+  const codings = contentEncoding
+    .toLowerCase()
+    .split(',')
+    .map((coding) => coding.trim())
+    .filter((coding) => coding !== '' && coding !== 'identity');
+  if (codings.length === 0) return body;
+  if (codings.length > MAX_CODINGS || codings.some((coding) => !Object.hasOwn(DECODERS, coding)))
+    return undefined;
+  // The last coding listed was applied last: it is undone first.
+  let bytes: Uint8Array | undefined = joinChunks(body);
+  for (const coding of codings.reverse()) {
+    bytes = await DECODERS[coding]!(bytes, limitBytes);
+    if (bytes === undefined) return undefined;
+  }
+  return { chunks: [bytes], byteLength: bytes.byteLength };
 }

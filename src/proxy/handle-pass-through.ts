@@ -5,7 +5,7 @@
 import { SelfGcError } from '../core/errors.js';
 import { chooseArm } from './ab-split.js';
 import { callUpstream, clientResponseHeaders, upstreamRequestHeaders } from './call-upstream.js';
-import { type ProviderName, REQUEST_ID_HEADER } from './proxy-errors.js';
+import { errorAnswer, type ProviderName, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { createRequestTrace } from './request-trace.js';
@@ -54,17 +54,19 @@ export async function handlePassThrough(
   }
 }
 
-/** Whether a request asks to become a WebSocket (RFC 6455's `Upgrade: websocket`). */
+/** Whether a request asks to become a WebSocket (RFC 6455's `Upgrade: websocket`, any version). */
 export function isWebSocketUpgrade(request: ProxyRequest): boolean {
   const upgrade = request.headers.get('upgrade');
-  return upgrade !== null && /(^|,)\s*websocket\s*(,|$)/i.test(upgrade);
+  return upgrade !== null && /(^|,)\s*websocket(\/[^,\s]*)?\s*(,|$)/i.test(upgrade);
 }
 
 /**
  * A WebSocket handshake, on any path, is refused with 426: governance reads HTTP bodies, and
- * forwarded without its upgrade the handshake would reach the upstream as a plain GET. Codex
- * CLI's built-in OpenAI provider opens a Responses WebSocket first and takes a 426 as the word to
- * use HTTP for the session; any other answer costs it five retries and about twenty seconds.
+ * forwarded without its upgrade the handshake would reach the upstream as a plain GET (no
+ * WebSocket API, Realtime included, is carried). Codex CLI's built-in OpenAI provider opens a
+ * Responses WebSocket first and takes a 426 as the word to use HTTP for the session; any other
+ * answer costs it five retries and about twenty seconds. Logged and counted as a request (route
+ * `websocket`), not as an error: every such Codex session sends one.
  */
 export function refuseWebSocket(settings: ProxySettings, request: ProxyRequest): ProxyAnswer {
   const { keyHash } = namespaceOf(request.headers, settings.tenancy, request.remoteAddress);
@@ -73,7 +75,10 @@ export function refuseWebSocket(settings: ProxySettings, request: ProxyRequest):
     'upgrade-required',
     `${request.method} ${request.pathname}: the selfgc proxy does not carry WebSockets; send the request over HTTP`,
   );
-  return trace.fail(refusal, providerOf(request), new Headers());
+  const answer = errorAnswer(providerOf(request), refusal, trace.requestId);
+  trace.respond(answer.status);
+  trace.end();
+  return answer;
 }
 
 /** The same bytes, with a callback when the stream is done. */

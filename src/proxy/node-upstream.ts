@@ -1,8 +1,8 @@
 /**
  * The default upstream transport: node:http and node:https over keep-alive connections. It keeps
  * what the proxy relied on `fetch` for — redirects are not followed; gzip, deflate and br answers
- * (which it asks for, as `fetch` does) are decoded, and zstd ones — without `fetch`'s web streams
- * and request objects, which cost more CPU per request than the rest of a forward. Answers read whole never
+ * (which it asks for, as `fetch` does) are decoded — without `fetch`'s web streams and request
+ * objects, which cost more CPU per request than the rest of a forward. Answers read whole never
  * become a web stream; streamed ones do, with backpressure and cancellation through to the socket.
  */
 import {
@@ -12,10 +12,10 @@ import {
   type IncomingMessage,
 } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { finished, pipeline, Readable } from 'node:stream';
+import { finished, pipeline, Readable, type Transform } from 'node:stream';
 import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import { constants, createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { TransportRequest, UpstreamAnswer, UpstreamTransport } from './call-upstream.js';
-import { decodersFor } from './content-coding.js';
 
 // Idle connections are closed after 4 s (as `fetch` does) or before the server's own keep-alive
 // timeout, whichever is sooner, so a reused connection is rarely one the server just dropped.
@@ -27,6 +27,22 @@ const agents = {
 
 /** Statuses whose answers have no body. */
 const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
+
+const ZLIB_OPTIONS = { flush: constants.Z_SYNC_FLUSH, finishFlush: constants.Z_SYNC_FLUSH };
+
+/** Decoders for a `content-encoding` list, applied last-first; none when a coding is unknown. */
+function decodersFor(contentEncoding: string | undefined): Transform[] {
+  if (contentEncoding === undefined) return [];
+  const decoders: Transform[] = [];
+  for (const coding of contentEncoding.toLowerCase().split(',').reverse()) {
+    const name = coding.trim();
+    if (name === 'gzip' || name === 'x-gzip') decoders.push(createGunzip(ZLIB_OPTIONS));
+    else if (name === 'deflate') decoders.push(createInflate(ZLIB_OPTIONS));
+    else if (name === 'br') decoders.push(createBrotliDecompress());
+    else if (name !== '' && name !== 'identity') return [];
+  }
+  return decoders;
+}
 
 function readAll(source: Readable): Promise<Buffer> {
   return new Promise((resolve, reject) => {
@@ -75,8 +91,7 @@ function answerOf(incoming: IncomingMessage, method: string): UpstreamAnswer {
   for (let index = 0; index + 1 < raw.length; index += 2) headers.append(raw[index]!, raw[index + 1]!);
   const status = incoming.statusCode ?? 502;
   const empty = method === 'HEAD' || NULL_BODY_STATUSES.has(status);
-  // An answer in a coding it does not know is passed on as it came.
-  const decoders = empty ? [] : (decodersFor(incoming.headers['content-encoding'], true) ?? []);
+  const decoders = empty ? [] : decodersFor(incoming.headers['content-encoding']);
   let body: Readable = incoming;
   if (decoders.length > 0) {
     // Errors reach the last stream of the pipeline, which is the one read.

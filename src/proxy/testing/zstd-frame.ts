@@ -1,31 +1,55 @@
 /**
- * Zstandard frames for tests, on a Node without a zstd encoder (Node 20's zlib has none): the
- * bytes as raw blocks (RFC 8878 §3.1.1.2), which every decoder must read, checked against a real
- * encoder's output in `content-coding.test.ts`.
+ * Zstandard frames for tests, on a Node without a zstd encoder (Node 20's zlib has none): raw and
+ * RLE blocks (RFC 8878 §3.1.1.2), which every decoder must read, under any header a test needs,
+ * checked against a real encoder's output in `content-coding.test.ts`.
  */
 
 /** The largest block a frame may hold (RFC 8878 §3.1.1.2.4). */
 const MAX_BLOCK = 128 * 1024;
 
-/** `bytes` as one zstd frame of raw blocks, with its content size and no checksum. */
+/** A block's content: bytes as they are (raw), or one byte repeated `size` times (RLE). */
+export type ZstdBlock = Uint8Array | { byte: number; size: number };
+
+export interface ZstdFrameOptions {
+  /**
+   * The content size the header declares (single segment: then no window descriptor); leave it
+   * out for a frame that declares none, under `windowLog`.
+   */
+  contentSize?: number;
+  /** The window, as its base-2 logarithm (10 to 41). Default 17: 128 KiB. */
+  windowLog?: number;
+  /** A dictionary id in the header (4 bytes). */
+  dictionary?: number;
+}
+
+/** One frame of the given blocks, no checksum. */
+export function zstdFrame(blocks: readonly ZstdBlock[], options: ZstdFrameOptions = {}): Uint8Array {
+  const header: number[] = [0x28, 0xb5, 0x2f, 0xfd];
+  const declares = options.contentSize !== undefined;
+  // Frame header descriptor: 8-byte content size and single segment, or neither; a 4-byte dictionary id.
+  header.push((declares ? 0b1110_0000 : 0) | (options.dictionary === undefined ? 0 : 3));
+  if (!declares) header.push(((options.windowLog ?? 17) - 10) << 3);
+  if (options.dictionary !== undefined) header.push(...littleEndian(options.dictionary, 4));
+  if (declares) header.push(...littleEndian(options.contentSize!, 8));
+  const parts: number[][] = [header];
+  blocks.forEach((block, index) => {
+    const rle = !(block instanceof Uint8Array);
+    const size = rle ? block.size : block.byteLength;
+    const last = index === blocks.length - 1 ? 1 : 0;
+    parts.push(littleEndian((size << 3) | ((rle ? 1 : 0) << 1) | last, 3));
+    parts.push(rle ? [block.byte] : [...block]);
+  });
+  return Uint8Array.from(parts.flat());
+}
+
+function littleEndian(value: number, bytes: number): number[] {
+  return Array.from({ length: bytes }, (_, index) => Math.floor(value / 256 ** index) % 256);
+}
+
+/** `bytes` as one frame of raw blocks that declares its content size. */
 export function zstdRawFrame(bytes: Uint8Array): Uint8Array {
-  const blocks = Math.max(1, Math.ceil(bytes.byteLength / MAX_BLOCK));
-  const frame = new Uint8Array(4 + 1 + 8 + blocks * 3 + bytes.byteLength);
-  const view = new DataView(frame.buffer);
-  view.setUint32(0, 0xfd2fb528, true);
-  // Frame header descriptor: an 8-byte content size, single segment (no window descriptor).
-  frame[4] = 0b1110_0000;
-  view.setBigUint64(5, BigInt(bytes.byteLength), true);
-  let offset = 13;
-  for (let block = 0; block < blocks; block += 1) {
-    const part = bytes.subarray(block * MAX_BLOCK, (block + 1) * MAX_BLOCK);
-    // Block header: last-block bit, type 0 (raw), then the size.
-    const header = (part.byteLength << 3) | (block === blocks - 1 ? 1 : 0);
-    frame[offset] = header & 0xff;
-    frame[offset + 1] = (header >> 8) & 0xff;
-    frame[offset + 2] = (header >> 16) & 0xff;
-    frame.set(part, offset + 3);
-    offset += 3 + part.byteLength;
-  }
-  return frame;
+  const blocks: Uint8Array[] = [];
+  for (let offset = 0; offset < bytes.byteLength || blocks.length === 0; offset += MAX_BLOCK)
+    blocks.push(bytes.subarray(offset, offset + MAX_BLOCK));
+  return zstdFrame(blocks, { contentSize: bytes.byteLength });
 }
