@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { BadInputError, SelfGcError } from '../core/errors.js';
 import { decodeBody, readZstdFrames } from './content-coding.js';
 import { type BodyChunks, joinChunks } from './read-body-bytes.js';
-import { zstdFrame, zstdRawFrame } from './testing/zstd-frame.js';
+import { zstdFrame, zstdRawFrame, zstdSlowFrame } from './testing/zstd-frame.js';
 
 /** 400 lines the real `zstd -3` (v1.5.4) compressed into the frame below (with its checksum). */
 const TEXT = Array.from(
@@ -112,7 +112,7 @@ describe('decodeBody', () => {
     // RLE blocks: 4 bytes each for 128 KiB of output, 400 bytes for 12.5 MiB.
     const rle = zstdFrame(Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })));
     expect(rle.byteLength).toBeLessThan(500);
-    expect(readZstdFrames(rle)).toEqual({ outputBound: 100 * 128 * 1024, decodable: true });
+    expect(readZstdFrames(rle)).toEqual({ outputBound: 100 * 128 * 1024, declared: 0, decodable: true });
     await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
@@ -126,17 +126,16 @@ describe('decodeBody', () => {
     expect(await decodedText(mixed, 'zstd')).toBe(`${'a'.repeat(1_000)}${TEXT.slice(0, 5)}bbb`);
   });
 
-  it('passes on a valid zstd body it will not decode: a dictionary, a huge window, unbounded work', async () => {
+  it('passes on a valid zstd body it will not decode: a dictionary, a huge window, too many windows', async () => {
     const text = plain.subarray(0, 100);
     const cases = [
       zstdFrame([text], { dictionary: 7 }),
       // A window past RFC 9659's 8 MiB, in a frame that declares no size: fzstd would allocate it.
       zstdFrame([text], { windowLog: 24 }),
-      // 8 MiB of window shifted for each of 200 one-byte blocks.
-      zstdFrame(
-        Array.from({ length: 200 }, () => plain.subarray(0, 1)),
-        { windowLog: 23 },
-      ),
+      // Nine frames of 8 MiB windows: 72 MiB of buffers for 100 bytes of text each.
+      Buffer.concat(Array.from({ length: 9 }, () => zstdFrame([text], { windowLog: 23 }))),
+      // More frames than any encoder writes.
+      Buffer.concat(Array.from({ length: 65 }, () => zstdRawFrame(text))),
     ];
     for (const frame of cases) {
       expect(readZstdFrames(frame).decodable).toBe(false);
@@ -144,6 +143,33 @@ describe('decodeBody', () => {
     }
     // The same blocks under a window it supports decode.
     expect(await decodedText(zstdFrame([text], { windowLog: 23 }), 'zstd')).toBe(TEXT.slice(0, 100));
+  });
+
+  it('counts a frame that declares a size of 0 by its blocks, as fzstd decodes it', async () => {
+    const rle = zstdFrame(
+      Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })),
+      { contentSize: 0, singleSegment: false },
+    );
+    expect(readZstdFrames(rle)).toMatchObject({ outputBound: 100 * 128 * 1024, declared: 0 });
+    await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
+      code: 'payload-too-large',
+    });
+  });
+
+  it('decodes off the proxy thread: a crafted slow block runs out its deadline and passes on', async () => {
+    const slow = zstdSlowFrame(98_303);
+    expect(slow.byteLength).toBeLessThan(30);
+    let ticks = 0;
+    const ticking = setInterval(() => {
+      ticks += 1;
+    }, 10);
+    const decoded = await decodeBody(chunked(slow), 'zstd', 1 << 20);
+    clearInterval(ticking);
+    expect(decoded).toBeUndefined();
+    // The proxy's thread kept running all along.
+    expect(ticks).toBeGreaterThan(20);
+    // A new thread decodes the next body.
+    expect(await decodedText(zstdRawFrame(plain), 'zstd')).toBe(TEXT);
   });
 
   it('skips skippable frames, and reads frames one after another', async () => {

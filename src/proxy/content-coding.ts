@@ -5,16 +5,16 @@
  *
  * A body is untrusted: each coding is undone whole, its output held to the body limit. zlib's
  * codings stop at that limit themselves (`maxOutputLength`, off the proxy's thread). Node 20's
- * zlib has no zstd, and fzstd (pure JavaScript, on this thread) sizes its buffers from what the
- * frame header declares and checks no block size, so zstd frames are read first (`readZstdFrames`)
- * and decoded only when their output is within the limit, their window a decoder must support
- * (RFC 9659: 8 MiB), and their decoding work bounded.
+ * zlib has no zstd, and fzstd (pure JavaScript) trusts what a frame says: it allocates the window
+ * a header declares, and a crafted block can keep it busy for seconds. So a zstd body's frame and
+ * block headers are read first (`readZstdFrames`), to bound what decoding may allocate, and fzstd
+ * runs in a thread of its own (`zstd-thread.ts`) under a deadline, never on the proxy's.
  */
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
-import { decompress } from 'fzstd';
 import { BadInputError } from '../core/errors.js';
 import { type BodyChunks, joinChunks, tooLarge } from './read-body-bytes.js';
+import { decodeZstdInThread } from './zstd-thread.js';
 
 /** Undoes one coding: its output, or undefined for a valid body it will not decode. */
 type Decoder = (bytes: Uint8Array, limitBytes: number) => Promise<Uint8Array | undefined>;
@@ -41,18 +41,27 @@ function notValid(coding: string, cause?: unknown): BadInputError {
 const MAX_WINDOW = 8 * 1024 * 1024;
 /** The largest block a frame may hold (RFC 8878 §3.1.1.2.4). */
 const MAX_BLOCK = 128 * 1024;
+/** Frames one body may hold: an encoder writes one, a concatenation a few. */
+const MAX_FRAMES = 64;
 /**
- * Window bytes fzstd may move in all: it shifts its whole window once per block of a frame that
- * declares no content size, so a body of many tiny blocks under a large window costs seconds.
- * A real encoder's full blocks stay far below it for any body under the limit.
+ * Windows fzstd may allocate for one body, in all: one for each frame that declares no size.
+ * Eight times the largest, so a handful of concatenated frames fit.
  */
-const MAX_WINDOW_WORK = 1024 * 1024 * 1024;
+const MAX_WINDOWS_BYTES = 8 * MAX_WINDOW;
+/**
+ * How far the frames' output may be estimated past the limit and still be decoded: a compressed
+ * block is counted as a whole block, and a streaming encoder that flushes often writes small ones.
+ * What decodes past the limit is refused then; the estimate bounds what decoding may allocate.
+ */
+const ESTIMATE_SLACK = 4;
 
 /** What a zstd body's frames hold, read from their headers alone. */
-interface ZstdFrames {
-  /** The most its frames can decode to. */
+export interface ZstdFrames {
+  /** The most its frames can decode to (a compressed block counted as a whole block). */
   outputBound: number;
-  /** Whether fzstd can decode them safely: no dictionary, a window within `MAX_WINDOW`, bounded work. */
+  /** What the frames that declare their size say they hold: a floor of the output. */
+  declared: number;
+  /** Whether fzstd can decode them within bounds: no dictionary, windows within `MAX_WINDOW`. */
   decodable: boolean;
 }
 
@@ -67,9 +76,12 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
   };
   let offset = 0;
   let outputBound = 0;
-  let work = 0;
+  let declared = 0;
+  let frames = 0;
+  let windows = 0;
   let decodable = true;
   while (offset < bytes.byteLength) {
+    frames += 1;
     need(offset + 8);
     const magic = view.getUint32(offset, true);
     if ((magic & 0xfffffff0) === 0x184d2a50) {
@@ -106,9 +118,8 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     }
     position += sizeBytes;
     if (singleSegment) window = contentSize!;
-    let blocks = 0;
     let blocksBound = 0;
-    for (let last = false; !last; blocks += 1) {
+    for (let last = false; !last; ) {
       need(position + 3);
       const header = bytes[position]! | (bytes[position + 1]! << 8) | (bytes[position + 2]! << 16);
       last = (header & 1) === 1;
@@ -121,28 +132,35 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     }
     if ((descriptor & 0b100) !== 0) position += 4;
     need(position);
-    outputBound += contentSize ?? blocksBound;
-    // A frame that declares its size is decoded in place, in a buffer of that size (at most the
-    // limit); one that does not gets a buffer of its window, shifted once per block.
-    if (contentSize === undefined) {
-      work += blocks * window;
+    // fzstd decodes a frame that declares its size (a size of 0 only in a single segment) in
+    // place, in a buffer of that size; any other gets a buffer of its window, and a block at most.
+    const inPlace = contentSize !== undefined && (contentSize > 0 || singleSegment);
+    outputBound += inPlace ? contentSize! : blocksBound;
+    if (inPlace) declared += contentSize!;
+    if (!inPlace) {
+      windows += window;
       if (window > MAX_WINDOW) decodable = false;
     }
     if (dictionary !== 0) decodable = false;
     offset = position;
   }
-  return { outputBound, decodable: decodable && work <= MAX_WINDOW_WORK };
+  return {
+    outputBound,
+    declared,
+    decodable: decodable && frames <= MAX_FRAMES && windows <= MAX_WINDOWS_BYTES,
+  };
 }
 
 const decodeZstd: Decoder = async (bytes, limitBytes) => {
   const frames = readZstdFrames(bytes);
-  if (frames.outputBound > limitBytes) throw tooLarge(limitBytes);
+  if (frames.declared > limitBytes || frames.outputBound > ESTIMATE_SLACK * limitBytes)
+    throw tooLarge(limitBytes);
   if (!frames.decodable) return undefined;
-  try {
-    return decompress(bytes);
-  } catch (error) {
-    throw notValid('zstd', error);
-  }
+  const decoded = await decodeZstdInThread(bytes);
+  if (decoded === 'invalid') throw notValid('zstd');
+  if (decoded === 'timed-out') return undefined;
+  if (decoded.byteLength > limitBytes) throw tooLarge(limitBytes);
+  return decoded;
 };
 
 const DECODERS: Readonly<Record<string, Decoder>> = {

@@ -20,15 +20,20 @@ export interface ZstdFrameOptions {
   windowLog?: number;
   /** A dictionary id in the header (4 bytes). */
   dictionary?: number;
+  /** Leave out to declare the size in a single segment; false to declare it beside a window. */
+  singleSegment?: false;
 }
 
 /** One frame of the given blocks, no checksum. */
 export function zstdFrame(blocks: readonly ZstdBlock[], options: ZstdFrameOptions = {}): Uint8Array {
   const header: number[] = [0x28, 0xb5, 0x2f, 0xfd];
   const declares = options.contentSize !== undefined;
-  // Frame header descriptor: 8-byte content size and single segment, or neither; a 4-byte dictionary id.
-  header.push((declares ? 0b1110_0000 : 0) | (options.dictionary === undefined ? 0 : 3));
-  if (!declares) header.push(((options.windowLog ?? 17) - 10) << 3);
+  const single = declares && options.singleSegment !== false;
+  // Frame header descriptor: an 8-byte content size, single segment or not; a 4-byte dictionary id.
+  header.push(
+    (declares ? 0b1100_0000 : 0) | (single ? 0b10_0000 : 0) | (options.dictionary === undefined ? 0 : 3),
+  );
+  if (!single) header.push(((options.windowLog ?? 17) - 10) << 3);
   if (options.dictionary !== undefined) header.push(...littleEndian(options.dictionary, 4));
   if (declares) header.push(...littleEndian(options.contentSize!, 8));
   const parts: number[][] = [header];
@@ -52,4 +57,20 @@ export function zstdRawFrame(bytes: Uint8Array): Uint8Array {
   for (let offset = 0; offset < bytes.byteLength || blocks.length === 0; offset += MAX_BLOCK)
     blocks.push(bytes.subarray(offset, offset + MAX_BLOCK));
   return zstdFrame(blocks, { contentSize: bytes.byteLength });
+}
+
+/**
+ * A crafted frame that declares 100 bytes and holds one compressed block of `sequences` matches,
+ * each far longer than the frame, which fzstd does not check: each costs it a long copy.
+ * The block: raw literals of size 0, then all three sequence codes in RLE mode (literal length 0,
+ * a repeat offset, match length code 52).
+ */
+export function zstdSlowFrame(sequences: number): Uint8Array {
+  const block: number[] = [0x00];
+  if (sequences < 128) block.push(sequences);
+  else if (sequences < 0x7f00) block.push((sequences >> 8) + 128, sequences & 0xff);
+  else block.push(255, (sequences - 0x7f00) & 0xff, (sequences - 0x7f00) >> 8);
+  block.push(0x54, 0, 0, 52, 0xff, 0xff, 0xff, 0xff);
+  const header = (block.length << 3) | (2 << 1) | 1;
+  return Uint8Array.from([0x28, 0xb5, 0x2f, 0xfd, 0x20, 100, ...littleEndian(header, 3), ...block]);
 }
