@@ -108,22 +108,30 @@ describe('decodeBody', () => {
     await expect(refused).rejects.toMatchObject({ code: 'payload-too-large' });
   });
 
-  it('reads the size of a zstd body from its headers before decoding any of it', async () => {
+  it('stops decoding zstd past the limit: a small body that inflates past it is too large', async () => {
     // RLE blocks: 4 bytes each for 128 KiB of output, 400 bytes for 12.5 MiB.
     const rle = zstdFrame(Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })));
     expect(rle.byteLength).toBeLessThan(500);
-    expect(readZstdFrames(rle)).toEqual({ outputBound: 100 * 128 * 1024, declared: 0, decodable: true });
+    expect(readZstdFrames(rle)).toEqual({ declared: 0, inPlace: false, decodable: true });
     await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
-    // A declared size past the limit is refused whatever the blocks hold.
+    // A declared size past the limit is refused from the header, whatever the blocks hold.
     const declared = zstdFrame([plain.subarray(0, 10)], { contentSize: 4 << 20 });
+    expect(readZstdFrames(declared)).toEqual({ declared: 4 << 20, inPlace: true, decodable: true });
     await expect(decodeBody(chunked(declared), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
     // Within the limit, RLE and raw blocks decode.
     const mixed = zstdFrame([{ byte: 0x61, size: 1_000 }, plain.subarray(0, 5), { byte: 0x62, size: 3 }]);
     expect(await decodedText(mixed, 'zstd')).toBe(`${'a'.repeat(1_000)}${TEXT.slice(0, 5)}bbb`);
+  });
+
+  it('decodes many small compressed blocks, as an encoder that flushes often writes them', async () => {
+    // 1,100 blocks of 20 bytes: each would count as 128 KiB if the output were guessed from headers.
+    const parts = Array.from({ length: 1_100 }, (_, index) => plain.subarray(index * 20, index * 20 + 20));
+    const frame = zstdFrame(parts.map((part) => ({ literals: part })));
+    expect(await decodedText(frame, 'zstd', 1 << 20)).toBe(TEXT.slice(0, 22_000));
   });
 
   it('passes on a valid zstd body it will not decode: a dictionary, a huge window, too many windows', async () => {
@@ -145,15 +153,24 @@ describe('decodeBody', () => {
     expect(await decodedText(zstdFrame([text], { windowLog: 23 }), 'zstd')).toBe(TEXT.slice(0, 100));
   });
 
-  it('counts a frame that declares a size of 0 by its blocks, as fzstd decodes it', async () => {
+  it('decodes a frame that declares a size of 0 block by block, as fzstd does, and counts it', async () => {
     const rle = zstdFrame(
       Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })),
       { contentSize: 0, singleSegment: false },
     );
-    expect(readZstdFrames(rle)).toMatchObject({ outputBound: 100 * 128 * 1024, declared: 0 });
+    expect(readZstdFrames(rle)).toEqual({ declared: 0, inPlace: false, decodable: true });
     await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
+  });
+
+  it('reads no further than a million blocks: such a body passes on', async () => {
+    const blocks = 1_000_001;
+    const frame = new Uint8Array(6 + 3 * blocks);
+    frame.set([0x28, 0xb5, 0x2f, 0xfd, 0, (17 - 10) << 3]);
+    frame[frame.byteLength - 3] = 1;
+    expect(readZstdFrames(frame).decodable).toBe(false);
+    expect(await decodeBody(chunked(frame, 1 << 20), 'zstd', 32 << 20)).toBeUndefined();
   });
 
   it('decodes off the proxy thread: a crafted slow block runs out its deadline and passes on', async () => {
@@ -170,6 +187,18 @@ describe('decodeBody', () => {
     expect(ticks).toBeGreaterThan(20);
     // A new thread decodes the next body.
     expect(await decodedText(zstdRawFrame(plain), 'zstd')).toBe(TEXT);
+  });
+
+  it('decodes the bodies queued behind a slow one', async () => {
+    const slow = decodeBody(chunked(zstdSlowFrame(98_303)), 'zstd', 1 << 20);
+    const valid = [0, 1, 2].map((index) =>
+      decodedText(zstdRawFrame(plain.subarray(index * 100, index * 100 + 100)), 'zstd'),
+    );
+    // The slow one runs out its deadline and passes on; the others decode after it.
+    expect(await Promise.all(valid)).toEqual(
+      [0, 1, 2].map((index) => TEXT.slice(index * 100, index * 100 + 100)),
+    );
+    expect(await slow).toBeUndefined();
   });
 
   it('skips skippable frames, and reads frames one after another', async () => {

@@ -7,8 +7,9 @@
  * codings stop at that limit themselves (`maxOutputLength`, off the proxy's thread). Node 20's
  * zlib has no zstd, and fzstd (pure JavaScript) trusts what a frame says: it allocates the window
  * a header declares, and a crafted block can keep it busy for seconds. So a zstd body's frame and
- * block headers are read first (`readZstdFrames`), to bound what decoding may allocate, and fzstd
- * runs in a thread of its own (`zstd-thread.ts`) under a deadline, never on the proxy's.
+ * block headers are read first (`readZstdFrames`), to bound the buffers decoding allocates, and
+ * fzstd runs in a thread of its own (`zstd-thread.ts`) under a deadline, never on the proxy's,
+ * counting its output.
  */
 import { promisify } from 'node:util';
 import { brotliDecompress, gunzip, inflate } from 'node:zlib';
@@ -44,24 +45,29 @@ const MAX_BLOCK = 128 * 1024;
 /** Frames one body may hold: an encoder writes one, a concatenation a few. */
 const MAX_FRAMES = 64;
 /**
- * Windows fzstd may allocate for one body, in all: one for each frame that declares no size.
+ * Blocks one body may hold, so that reading their headers stays cheap on the proxy's thread: a
+ * real encoder writes blocks of up to 128 KiB, and one that flushes often, blocks of some bytes.
+ */
+const MAX_BLOCKS = 1_000_000;
+/**
+ * Windows fzstd may allocate for one body, in all: one for each frame decoded block by block.
  * Eight times the largest, so a handful of concatenated frames fit.
  */
 const MAX_WINDOWS_BYTES = 8 * MAX_WINDOW;
-/**
- * How far the frames' output may be estimated past the limit and still be decoded: a compressed
- * block is counted as a whole block, and a streaming encoder that flushes often writes small ones.
- * What decodes past the limit is refused then; the estimate bounds what decoding may allocate.
- */
-const ESTIMATE_SLACK = 4;
 
 /** What a zstd body's frames hold, read from their headers alone. */
 export interface ZstdFrames {
-  /** The most its frames can decode to (a compressed block counted as a whole block). */
-  outputBound: number;
   /** What the frames that declare their size say they hold: a floor of the output. */
   declared: number;
-  /** Whether fzstd can decode them within bounds: no dictionary, windows within `MAX_WINDOW`. */
+  /**
+   * Every frame declares its size (a size of 0 only in a single segment): fzstd decodes them in
+   * place, into buffers of those sizes, and never past them.
+   */
+  inPlace: boolean;
+  /**
+   * Whether fzstd can decode them within bounds: no dictionary, at most `MAX_FRAMES` frames and
+   * `MAX_BLOCKS` blocks, windows within `MAX_WINDOW` and `MAX_WINDOWS_BYTES` in all.
+   */
   decodable: boolean;
 }
 
@@ -75,10 +81,11 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     if (end > bytes.byteLength) throw notValid('zstd');
   };
   let offset = 0;
-  let outputBound = 0;
   let declared = 0;
   let frames = 0;
+  let blocks = 0;
   let windows = 0;
+  let inPlace = true;
   let decodable = true;
   while (offset < bytes.byteLength) {
     frames += 1;
@@ -118,26 +125,23 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     }
     position += sizeBytes;
     if (singleSegment) window = contentSize!;
-    let blocksBound = 0;
-    for (let last = false; !last; ) {
+    for (let last = false; !last; blocks += 1) {
+      // Past the cap the body is not decoded: the rest need not be read.
+      if (blocks >= MAX_BLOCKS) return { declared, inPlace: false, decodable: false };
       need(position + 3);
       const header = bytes[position]! | (bytes[position + 1]! << 8) | (bytes[position + 2]! << 16);
       last = (header & 1) === 1;
       const type = (header >> 1) & 3;
       const size = header >>> 3;
       if (type === 3 || size > MAX_BLOCK) throw notValid('zstd');
-      // Raw and RLE blocks are as long as they say; a compressed one is at most a block.
-      blocksBound += type === 2 ? Math.min(window, MAX_BLOCK) : size;
       position += 3 + (type === 1 ? 1 : size);
     }
     if ((descriptor & 0b100) !== 0) position += 4;
     need(position);
-    // fzstd decodes a frame that declares its size (a size of 0 only in a single segment) in
-    // place, in a buffer of that size; any other gets a buffer of its window, and a block at most.
-    const inPlace = contentSize !== undefined && (contentSize > 0 || singleSegment);
-    outputBound += inPlace ? contentSize! : blocksBound;
-    if (inPlace) declared += contentSize!;
-    if (!inPlace) {
+    if (contentSize !== undefined && (contentSize > 0 || singleSegment)) declared += contentSize;
+    else inPlace = false;
+    // Decoded block by block, a frame gets a buffer of its window (a single segment's is its size).
+    if (!singleSegment) {
       windows += window;
       if (window > MAX_WINDOW) decodable = false;
     }
@@ -145,21 +149,21 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     offset = position;
   }
   return {
-    outputBound,
     declared,
+    inPlace,
     decodable: decodable && frames <= MAX_FRAMES && windows <= MAX_WINDOWS_BYTES,
   };
 }
 
 const decodeZstd: Decoder = async (bytes, limitBytes) => {
   const frames = readZstdFrames(bytes);
-  if (frames.declared > limitBytes || frames.outputBound > ESTIMATE_SLACK * limitBytes)
-    throw tooLarge(limitBytes);
+  if (frames.declared > limitBytes) throw tooLarge(limitBytes);
   if (!frames.decodable) return undefined;
-  const decoded = await decodeZstdInThread(bytes);
+  const decoded = await decodeZstdInThread(bytes, limitBytes, frames.inPlace);
+  if (decoded === 'too-large') throw tooLarge(limitBytes);
   if (decoded === 'invalid') throw notValid('zstd');
-  if (decoded === 'timed-out') return undefined;
-  if (decoded.byteLength > limitBytes) throw tooLarge(limitBytes);
+  // Out of time or memory: passed on as it came.
+  if (decoded === 'timed-out' || decoded === 'failed') return undefined;
   return decoded;
 };
 

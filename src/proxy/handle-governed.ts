@@ -13,7 +13,7 @@ import {
 } from './call-upstream.js';
 import { decodeBody } from './content-coding.js';
 import { usageHolderOf } from './json-layout.js';
-import { markPassThrough, prepareUpstream } from './prepare-upstream.js';
+import { markPassThrough, prepareUpstream, UNREADABLE_ENCODING } from './prepare-upstream.js';
 import { REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
@@ -42,9 +42,6 @@ interface Exchange {
   /** The client's headers as they go upstream (without the body's coding once it is decoded). */
   forwarded: Headers;
 }
-
-/** Why a governed route's body went upstream ungoverned: it is in a coding the proxy cannot read. */
-export const UNREADABLE_ENCODING = 'unreadable-encoding';
 
 /** Logged once, with the first keyless request, when nothing tells keyless clients apart. */
 export const KEYLESS_NOTICE =

@@ -126,6 +126,9 @@ function checkArgumentDepth(transcript: readonly Message[], from = 0): void {
 /** Why a governed route's body went upstream ungoverned: the adapters could not read it. */
 export const UNREADABLE_SHAPE = 'unreadable-shape';
 
+/** Why a governed route's body went upstream ungoverned: the proxy does not read its coding. */
+export const UNREADABLE_ENCODING = 'unreadable-encoding';
+
 /** Flag, count and log a governed route's body that goes upstream ungoverned, and why. */
 export function markPassThrough(
   {

@@ -7,8 +7,11 @@
 /** The largest block a frame may hold (RFC 8878 §3.1.1.2.4). */
 const MAX_BLOCK = 128 * 1024;
 
-/** A block's content: bytes as they are (raw), or one byte repeated `size` times (RLE). */
-export type ZstdBlock = Uint8Array | { byte: number; size: number };
+/**
+ * A block's content: bytes as they are (raw), one byte repeated `size` times (RLE), or a compressed
+ * block of raw literals (fewer than 32 bytes) and no sequences.
+ */
+export type ZstdBlock = Uint8Array | { byte: number; size: number } | { literals: Uint8Array };
 
 export interface ZstdFrameOptions {
   /**
@@ -38,13 +41,25 @@ export function zstdFrame(blocks: readonly ZstdBlock[], options: ZstdFrameOption
   if (declares) header.push(...littleEndian(options.contentSize!, 8));
   const parts: number[][] = [header];
   blocks.forEach((block, index) => {
-    const rle = !(block instanceof Uint8Array);
-    const size = rle ? block.size : block.byteLength;
     const last = index === blocks.length - 1 ? 1 : 0;
-    parts.push(littleEndian((size << 3) | ((rle ? 1 : 0) << 1) | last, 3));
-    parts.push(rle ? [block.byte] : [...block]);
+    // Type 0 raw, 1 RLE, 2 compressed; the size is what the block regenerates, but for a compressed one.
+    const [type, size, content] =
+      block instanceof Uint8Array
+        ? [0, block.byteLength, [...block]]
+        : 'literals' in block
+          ? literalsBlock(block.literals)
+          : [1, block.size, [block.byte]];
+    parts.push(littleEndian((size << 3) | (type << 1) | last, 3));
+    parts.push(content);
   });
   return Uint8Array.from(parts.flat());
+}
+
+/** A compressed block: raw literals with a 1-byte header (RFC 8878 §3.1.1.3.1.1), no sequences. */
+function literalsBlock(literals: Uint8Array): [number, number, number[]] {
+  if (literals.byteLength >= 32) throw new Error('literalsBlock: at most 31 bytes');
+  const content = [literals.byteLength << 3, ...literals, 0];
+  return [2, content.length, content];
 }
 
 function littleEndian(value: number, bytes: number): number[] {
