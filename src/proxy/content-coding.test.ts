@@ -112,13 +112,19 @@ describe('decodeBody', () => {
     // RLE blocks: 4 bytes each for 128 KiB of output, 400 bytes for 12.5 MiB.
     const rle = zstdFrame(Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })));
     expect(rle.byteLength).toBeLessThan(500);
-    expect(readZstdFrames(rle)).toEqual({ declared: 0, inPlace: false, decodable: true });
+    expect(readZstdFrames(rle)).toEqual({
+      declared: 0,
+      inPlace: false,
+      blocks: 100,
+      shifted: 100 * 128 * 1024,
+      decodable: true,
+    });
     await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
     // A declared size past the limit is refused from the header, whatever the blocks hold.
     const declared = zstdFrame([plain.subarray(0, 10)], { contentSize: 4 << 20 });
-    expect(readZstdFrames(declared)).toEqual({ declared: 4 << 20, inPlace: true, decodable: true });
+    expect(readZstdFrames(declared)).toMatchObject({ declared: 4 << 20, inPlace: true, decodable: true });
     await expect(decodeBody(chunked(declared), 'zstd', 1 << 20)).rejects.toMatchObject({
       code: 'payload-too-large',
     });
@@ -153,15 +159,17 @@ describe('decodeBody', () => {
     expect(await decodedText(zstdFrame([text], { windowLog: 23 }), 'zstd')).toBe(TEXT.slice(0, 100));
   });
 
-  it('decodes a frame that declares a size of 0 block by block, as fzstd does, and counts it', async () => {
+  it('refuses raw and RLE blocks past what their frame declares, and blocks past the window', async () => {
+    // fzstd would decode a declared size of 0 beside a window block by block, 12.5 MiB of it.
     const rle = zstdFrame(
       Array.from({ length: 100 }, () => ({ byte: 0x61, size: 128 * 1024 })),
       { contentSize: 0, singleSegment: false },
     );
-    expect(readZstdFrames(rle)).toEqual({ declared: 0, inPlace: false, decodable: true });
-    await expect(decodeBody(chunked(rle), 'zstd', 1 << 20)).rejects.toMatchObject({
-      code: 'payload-too-large',
-    });
+    const over = zstdFrame([plain.subarray(0, 20)], { contentSize: 10 });
+    const wide = zstdFrame([plain.subarray(0, 2_000)], { windowLog: 10 });
+    for (const frame of [rle, over, wide]) {
+      await expect(decodeBody(chunked(frame), 'zstd', 1 << 20)).rejects.toBeInstanceOf(BadInputError);
+    }
   });
 
   it('reads no further than a million blocks: such a body passes on', async () => {
@@ -183,8 +191,8 @@ describe('decodeBody', () => {
     const decoded = await decodeBody(chunked(slow), 'zstd', 1 << 20);
     clearInterval(ticking);
     expect(decoded).toBeUndefined();
-    // The proxy's thread kept running all along.
-    expect(ticks).toBeGreaterThan(20);
+    // The proxy's thread kept running all along (on it, fzstd would have held it for seconds).
+    expect(ticks).toBeGreaterThan(5);
     // A new thread decodes the next body.
     expect(await decodedText(zstdRawFrame(plain), 'zstd')).toBe(TEXT);
   });

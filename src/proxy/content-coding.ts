@@ -64,6 +64,10 @@ export interface ZstdFrames {
    * place, into buffers of those sizes, and never past them.
    */
   inPlace: boolean;
+  /** Their blocks. */
+  blocks: number;
+  /** Window bytes fzstd shifts decoding them block by block: once per block of each frame. */
+  shifted: number;
   /**
    * Whether fzstd can decode them within bounds: no dictionary, at most `MAX_FRAMES` frames and
    * `MAX_BLOCKS` blocks, windows within `MAX_WINDOW` and `MAX_WINDOWS_BYTES` in all.
@@ -84,11 +88,13 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
   let declared = 0;
   let frames = 0;
   let blocks = 0;
+  let shifted = 0;
   let windows = 0;
   let inPlace = true;
   let decodable = true;
   while (offset < bytes.byteLength) {
     frames += 1;
+    if (frames > MAX_FRAMES) return { declared, inPlace: false, blocks, shifted, decodable: false };
     need(offset + 8);
     const magic = view.getUint32(offset, true);
     if ((magic & 0xfffffff0) === 0x184d2a50) {
@@ -125,17 +131,25 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     }
     position += sizeBytes;
     if (singleSegment) window = contentSize!;
+    // A block is at most the window and 128 KiB (RFC 8878 §3.1.1.2.4); raw and RLE blocks say
+    // what they regenerate, which a declared size must hold.
+    const blockMaximum = Math.min(window, MAX_BLOCK);
+    let regenerated = 0;
+    const firstBlock = blocks;
     for (let last = false; !last; blocks += 1) {
       // Past the cap the body is not decoded: the rest need not be read.
-      if (blocks >= MAX_BLOCKS) return { declared, inPlace: false, decodable: false };
+      if (blocks >= MAX_BLOCKS) return { declared, inPlace: false, blocks, shifted, decodable: false };
       need(position + 3);
       const header = bytes[position]! | (bytes[position + 1]! << 8) | (bytes[position + 2]! << 16);
       last = (header & 1) === 1;
       const type = (header >> 1) & 3;
       const size = header >>> 3;
-      if (type === 3 || size > MAX_BLOCK) throw notValid('zstd');
+      if (type === 3 || size > blockMaximum) throw notValid('zstd');
+      if (type !== 2) regenerated += size;
       position += 3 + (type === 1 ? 1 : size);
     }
+    if (contentSize !== undefined && regenerated > contentSize) throw notValid('zstd');
+    shifted += (blocks - firstBlock) * window;
     if ((descriptor & 0b100) !== 0) position += 4;
     need(position);
     if (contentSize !== undefined && (contentSize > 0 || singleSegment)) declared += contentSize;
@@ -151,7 +165,9 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
   return {
     declared,
     inPlace,
-    decodable: decodable && frames <= MAX_FRAMES && windows <= MAX_WINDOWS_BYTES,
+    blocks,
+    shifted,
+    decodable: decodable && windows <= MAX_WINDOWS_BYTES,
   };
 }
 
@@ -159,7 +175,7 @@ const decodeZstd: Decoder = async (bytes, limitBytes) => {
   const frames = readZstdFrames(bytes);
   if (frames.declared > limitBytes) throw tooLarge(limitBytes);
   if (!frames.decodable) return undefined;
-  const decoded = await decodeZstdInThread(bytes, limitBytes, frames.inPlace);
+  const decoded = await decodeZstdInThread(bytes, limitBytes, frames);
   if (decoded === 'too-large') throw tooLarge(limitBytes);
   if (decoded === 'invalid') throw notValid('zstd');
   // Out of time or memory: passed on as it came.

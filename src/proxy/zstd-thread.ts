@@ -7,14 +7,20 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import type { ZstdFrames } from './content-coding.js';
 
 /**
- * How long the thread may take over one body. A real body at the size limit decodes in well under
- * a second; only a crafted one comes near.
+ * How long the thread may take over one body: 250 ms, and 1 ms per KiB of it, half a millisecond
+ * per block and 1 ms per 2 MiB of window it shifts block by block, at most two seconds. That is
+ * some three times what fzstd takes for a real body (its blocks cost it a buffer and a shift
+ * each), so only a crafted body runs it out, and a small crafted one costs the thread little.
  */
-const DEADLINE_MS = 2_000;
-/** How long a body may wait for the thread: a body queued behind one that runs out its deadline still decodes. */
-const WAIT_MS = 2 * DEADLINE_MS;
+function deadlineMs({ bytes, frames }: Job): number {
+  const perBlock = frames.inPlace ? 0 : frames.blocks / 2 + frames.shifted / (2 * 1024 * 1024);
+  return Math.min(2_000, 250 + bytes.byteLength / 1024 + perBlock);
+}
+/** How long a body may wait for the thread: behind a body that runs out its deadline, it still decodes. */
+const WAIT_MS = 4_000;
 /** An idle thread is stopped after this long; the next body starts one. */
 const IDLE_MS = 30_000;
 
@@ -26,6 +32,7 @@ const IDLE_MS = 30_000;
 const THREAD_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { Decompress, decompress } = require(workerData.fzstd);
+parentPort.postMessage({ ready: true });
 class TooLarge extends Error {}
 function decode(bytes, limit, inPlace) {
   if (inPlace) return decompress(bytes);
@@ -37,6 +44,7 @@ function decode(bytes, limit, inPlace) {
     if (part.length > 0) parts.push(part);
   });
   decoder.push(bytes, true);
+  if (parts.length === 1) return parts[0];
   const out = new Uint8Array(length);
   let offset = 0;
   for (const part of parts) {
@@ -47,10 +55,14 @@ function decode(bytes, limit, inPlace) {
 }
 parentPort.on('message', ({ bytes, limit, inPlace }) => {
   try {
-    const out = decode(bytes, limit, inPlace);
-    parentPort.postMessage({ buffer: out.buffer, offset: out.byteOffset, length: out.byteLength }, [out.buffer]);
+    let out = decode(bytes, limit, inPlace);
+    // Bytes that own their buffer, copied here rather than on the proxy's thread.
+    if (out.byteOffset !== 0 || out.byteLength !== out.buffer.byteLength) out = out.slice();
+    parentPort.postMessage({ buffer: out.buffer, length: out.byteLength }, [out.buffer]);
   } catch (error) {
-    const outcome = error instanceof TooLarge ? 'too-large' : error instanceof RangeError ? 'failed' : 'invalid';
+    // fzstd's checks throw errors and RangeErrors alike; only a failed allocation is not the body's.
+    const outcome =
+      error instanceof TooLarge ? 'too-large' : /allocation failed/i.test(String(error)) ? 'failed' : 'invalid';
     parentPort.postMessage({ outcome });
   }
 });
@@ -62,20 +74,25 @@ export type ZstdOutcome = Uint8Array | 'too-large' | 'invalid' | 'timed-out' | '
 interface Job {
   bytes: Uint8Array;
   limit: number;
-  inPlace: boolean;
+  frames: ZstdFrames;
   settle(outcome: ZstdOutcome): void;
 }
 
 interface Reply {
+  ready?: true;
   buffer?: ArrayBuffer;
-  offset?: number;
   length?: number;
   outcome?: 'too-large' | 'invalid' | 'failed';
 }
 
+/** How long a new thread may take to start (load fzstd) before its first body fails. */
+const STARTUP_MS = 5_000;
+
 const queue: Job[] = [];
 let worker: Worker | undefined;
-let busy: { job: Job; timer: NodeJS.Timeout } | undefined;
+/** Whether `worker` has started: a body's deadline runs from when the thread takes it. */
+let ready = false;
+let busy: { job: Job; timer?: NodeJS.Timeout } | undefined;
 let idle: NodeJS.Timeout | undefined;
 
 function startWorker(): Worker | undefined {
@@ -84,14 +101,20 @@ function startWorker(): Worker | undefined {
     const started = new Worker(THREAD_CODE, {
       eval: true,
       workerData: { fzstd },
-      // What fzstd builds besides the bytes (a part per block) stays small.
+      // Its heap (a part object per block; not the bytes, which readZstdFrames and the limit
+      // bound) is capped: a thread that runs out fails the body it held.
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
     started.on('message', (reply: Reply) => {
       if (started !== worker) return;
+      if (reply.ready === true) {
+        ready = true;
+        if (busy !== undefined) send(busy.job);
+        return;
+      }
       finish(
         reply.outcome ??
-          (reply.buffer === undefined ? 'invalid' : new Uint8Array(reply.buffer, reply.offset, reply.length)),
+          (reply.buffer === undefined ? 'invalid' : new Uint8Array(reply.buffer, 0, reply.length)),
       );
     });
     // A thread that dies (out of memory, stopped) fails the body it held; the next starts another.
@@ -128,42 +151,64 @@ function next(): void {
     return;
   }
   clearTimeout(idle);
-  worker ??= startWorker();
+  if (worker === undefined) {
+    ready = false;
+    worker = startWorker();
+  }
   if (worker === undefined) {
     job.settle('failed');
     next();
     return;
   }
-  const running = worker;
-  running.ref();
-  const timer = setTimeout(() => {
-    // Stuck on this body: the thread is stopped, and the next body gets a new one.
-    worker = undefined;
-    void running.terminate();
-    finish('timed-out');
-  }, DEADLINE_MS);
-  busy = { job, timer };
-  running.postMessage({ bytes: job.bytes, limit: job.limit, inPlace: job.inPlace }, [
-    job.bytes.buffer as ArrayBuffer,
-  ]);
+  worker.ref();
+  busy = { job };
+  if (ready) send(job);
+  else busy.timer = stopAfter(worker, STARTUP_MS, 'failed');
 }
 
-/** Stop the thread (idle, or at shutdown); the next body starts another. */
-export function stopThread(): void {
+/** Stop `running` after `ms` unless the body it holds is done by then, which fails with `outcome`. */
+function stopAfter(running: Worker, ms: number, outcome: ZstdOutcome): NodeJS.Timeout {
+  return setTimeout(() => {
+    // Stuck: the thread is stopped, and the next body gets a new one.
+    if (worker === running) worker = undefined;
+    void running.terminate();
+    finish(outcome);
+  }, ms);
+}
+
+/** Hand the busy body to the started thread, under its deadline. */
+function send(job: Job): void {
+  const running = worker!;
+  clearTimeout(busy!.timer);
+  busy!.timer = stopAfter(running, deadlineMs(job), 'timed-out');
+  // A copy of its own moves to the thread: the caller's bytes go upstream as they came if this fails.
+  const bytes = new Uint8Array(job.bytes);
+  try {
+    running.postMessage({ bytes, limit: job.limit, inPlace: job.frames.inPlace }, [bytes.buffer]);
+  } catch {
+    finish('failed');
+  }
+}
+
+/** Stop the idle thread; the next body starts another. */
+function stopThread(): void {
   const running = worker;
   worker = undefined;
   if (running !== undefined) void running.terminate();
 }
 
 /**
- * `bytes` decoded (whole zstd frames, already read by `readZstdFrames`; `inPlace` when all of them
+ * `bytes` decoded (whole zstd frames, as `readZstdFrames` read them: in place when all of them
  * declare their size, at most `limit` in all), or why not. A body that waits for the thread longer
  * than `WAIT_MS` is `timed-out` too.
  */
-export function decodeZstdInThread(bytes: Uint8Array, limit: number, inPlace: boolean): Promise<ZstdOutcome> {
+export function decodeZstdInThread(
+  bytes: Uint8Array,
+  limit: number,
+  frames: ZstdFrames,
+): Promise<ZstdOutcome> {
   return new Promise<ZstdOutcome>((resolve) => {
-    // A copy the thread may keep: the caller's bytes go upstream as they came if this fails.
-    const job: Job = { bytes: bytes.slice(), limit, inPlace, settle: resolve };
+    const job: Job = { bytes, limit, frames, settle: resolve };
     const waiting = setTimeout(() => {
       const index = queue.indexOf(job);
       if (index < 0) return;
