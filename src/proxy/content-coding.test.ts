@@ -172,6 +172,12 @@ describe('decodeBody', () => {
     }
   });
 
+  it('gives a body decoding time only for blocks that hold something', () => {
+    const empty = Array.from({ length: 400 }, () => new Uint8Array(0));
+    const frame = zstdFrame([...empty, plain.subarray(0, 10)], { windowLog: 23 });
+    expect(readZstdFrames(frame)).toMatchObject({ blocks: 1, shifted: 8 * 1024 * 1024, decodable: true });
+  });
+
   it('reads no further than a million blocks: such a body passes on', async () => {
     const blocks = 1_000_001;
     const frame = new Uint8Array(6 + 3 * blocks);

@@ -64,9 +64,9 @@ export interface ZstdFrames {
    * place, into buffers of those sizes, and never past them.
    */
   inPlace: boolean;
-  /** Their blocks. */
+  /** Their blocks that hold something (compressed, or raw and RLE of some bytes): what costs fzstd. */
   blocks: number;
-  /** Window bytes fzstd shifts decoding them block by block: once per block of each frame. */
+  /** Window bytes fzstd shifts decoding them block by block: once per such block of each frame. */
   shifted: number;
   /**
    * Whether fzstd can decode them within bounds: no dictionary, at most `MAX_FRAMES` frames and
@@ -87,6 +87,7 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
   let offset = 0;
   let declared = 0;
   let frames = 0;
+  let seen = 0;
   let blocks = 0;
   let shifted = 0;
   let windows = 0;
@@ -94,7 +95,6 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
   let decodable = true;
   while (offset < bytes.byteLength) {
     frames += 1;
-    if (frames > MAX_FRAMES) return { declared, inPlace: false, blocks, shifted, decodable: false };
     need(offset + 8);
     const magic = view.getUint32(offset, true);
     if ((magic & 0xfffffff0) === 0x184d2a50) {
@@ -136,9 +136,9 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     const blockMaximum = Math.min(window, MAX_BLOCK);
     let regenerated = 0;
     const firstBlock = blocks;
-    for (let last = false; !last; blocks += 1) {
+    for (let last = false; !last; seen += 1) {
       // Past the cap the body is not decoded: the rest need not be read.
-      if (blocks >= MAX_BLOCKS) return { declared, inPlace: false, blocks, shifted, decodable: false };
+      if (seen >= MAX_BLOCKS) return { declared, inPlace: false, blocks, shifted, decodable: false };
       need(position + 3);
       const header = bytes[position]! | (bytes[position + 1]! << 8) | (bytes[position + 2]! << 16);
       last = (header & 1) === 1;
@@ -146,6 +146,7 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
       const size = header >>> 3;
       if (type === 3 || size > blockMaximum) throw notValid('zstd');
       if (type !== 2) regenerated += size;
+      if (type === 2 || size > 0) blocks += 1;
       position += 3 + (type === 1 ? 1 : size);
     }
     if (contentSize !== undefined && regenerated > contentSize) throw notValid('zstd');
@@ -167,7 +168,7 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
     inPlace,
     blocks,
     shifted,
-    decodable: decodable && windows <= MAX_WINDOWS_BYTES,
+    decodable: decodable && frames <= MAX_FRAMES && windows <= MAX_WINDOWS_BYTES,
   };
 }
 

@@ -10,14 +10,17 @@ import { Worker } from 'node:worker_threads';
 import type { ZstdFrames } from './content-coding.js';
 
 /**
- * How long the thread may take over one body: 250 ms, and 1 ms per KiB of it, half a millisecond
- * per block and 1 ms per 2 MiB of window it shifts block by block, at most two seconds. That is
- * some three times what fzstd takes for a real body (its blocks cost it a buffer and a shift
- * each), so only a crafted body runs it out, and a small crafted one costs the thread little.
+ * How long the thread may take over one body: 250 ms, 1 ms per KiB of it and per 64 KiB it
+ * declares, and, decoded block by block, half a millisecond per block that holds something and
+ * 1 ms per 4 MiB of window shifted; at most two seconds. That is some three times what fzstd
+ * takes for a real body (a block costs it a buffer and a shift, a declared size a copy), so only a
+ * crafted body runs it out, and a small crafted one costs the thread little.
  */
 function deadlineMs({ bytes, frames }: Job): number {
-  const perBlock = frames.inPlace ? 0 : frames.blocks / 2 + frames.shifted / (2 * 1024 * 1024);
-  return Math.min(2_000, 250 + bytes.byteLength / 1024 + perBlock);
+  const workMs = frames.inPlace
+    ? frames.declared / (64 * 1024)
+    : frames.blocks / 2 + frames.shifted / (4 * 1024 * 1024);
+  return Math.min(2_000, 250 + bytes.byteLength / 1024 + workMs);
 }
 /** How long a body may wait for the thread: behind a body that runs out its deadline, it still decodes. */
 const WAIT_MS = 4_000;
@@ -181,9 +184,9 @@ function send(job: Job): void {
   const running = worker!;
   clearTimeout(busy!.timer);
   busy!.timer = stopAfter(running, deadlineMs(job), 'timed-out');
-  // A copy of its own moves to the thread: the caller's bytes go upstream as they came if this fails.
-  const bytes = new Uint8Array(job.bytes);
   try {
+    // A copy of its own moves to the thread: the caller's bytes go upstream as they came if this fails.
+    const bytes = new Uint8Array(job.bytes);
     running.postMessage({ bytes, limit: job.limit, inPlace: job.frames.inPlace }, [bytes.buffer]);
   } catch {
     finish('failed');
