@@ -112,7 +112,7 @@ function startWorker(): Worker | undefined {
       if (started !== worker) return;
       if (reply.ready === true) {
         ready = true;
-        if (busy !== undefined) send(busy.job);
+        if (busy !== undefined) send();
         return;
       }
       finish(
@@ -165,7 +165,7 @@ function next(): void {
   }
   worker.ref();
   busy = { job };
-  if (ready) send(job);
+  if (ready) send();
   else busy.timer = stopAfter(worker, STARTUP_MS, 'failed');
 }
 
@@ -180,10 +180,12 @@ function stopAfter(running: Worker, ms: number, outcome: ZstdOutcome): NodeJS.Ti
 }
 
 /** Hand the busy body to the started thread, under its deadline. */
-function send(job: Job): void {
+function send(): void {
   const running = worker!;
-  clearTimeout(busy!.timer);
-  busy!.timer = stopAfter(running, deadlineMs(job), 'timed-out');
+  const held = busy!;
+  const { job } = held;
+  clearTimeout(held.timer);
+  held.timer = stopAfter(running, deadlineMs(job), 'timed-out');
   try {
     // A copy of its own moves to the thread: the caller's bytes go upstream as they came if this fails.
     const bytes = new Uint8Array(job.bytes);
