@@ -22,9 +22,17 @@ import { isSpanFold, type ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { rehearsePlan } from './rehearse-plan.js';
 import { objectText } from './render-replacement.js';
-import { readSessionState } from './session-state.js';
+import { LEDGER_IDS, readSessionState, type SessionState } from './session-state.js';
 import { moduleSource } from './testing/long-session.js';
-import { assistantMessage, toolRound, userMessage } from './testing/transcript-builders.js';
+import {
+  assistantCalls,
+  assistantMessage,
+  toolCall,
+  toolMessage,
+  toolResult,
+  toolRound,
+  userMessage,
+} from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { type Message, messageText, text } from './transcript.js';
 import { entryFeaturizer } from './valuator/entry-features.js';
@@ -317,5 +325,98 @@ describe('a latest turn whose attached outputs alone are over the window', () =>
     const shown = JSON.stringify(governed.view);
     expect(shown).not.toContain('handler_101_60');
     expect(shown).toContain(JSON.stringify(QUESTION));
+  });
+});
+
+describe('states an older version wrote, which numbered attached outputs otherwise', () => {
+  // The ids of a read before the attached file agree in every numbering; after it, an older
+  // version's `function:Read:3` is this one's `function:Read:4`, and its `function:Read:3` the
+  // other result of the same message.
+  const messages: Message[] = [
+    userMessage('Set the project up.'),
+    ...toolRound('z', 'Read', { file_path: '/work/src/z.py' }, moduleSource(500, 40)),
+    userMessage(called('src/a.py')),
+    { role: 'user', parts: [text(result(fileA)), text('Now compare x.py and y.py.')] },
+    assistantCalls([
+      toolCall('x', 'Read', { file_path: '/work/src/x.py' }),
+      toolCall('y', 'Read', { file_path: '/work/src/y.py' }),
+    ]),
+    toolMessage(
+      toolResult('x', 'Read', moduleSource(600, 40)),
+      toolResult('y', 'Read', moduleSource(700, 40)),
+    ),
+    assistantMessage('They differ in handler_600_3.'),
+  ];
+  const ledger = ledgerOf(messages);
+  const fold = (replacement: string, end: number) => ({
+    operation: 'fold' as const,
+    replacement,
+    commitId: 'old',
+    binding: { end, link: ledger.chain[end - 1]! },
+  });
+  /** What a version before `LEDGER_IDS` stored: the z read and the y read folded, by its ids. */
+  const olderState = (): SessionState => ({
+    schemaVersion: 3,
+    objects: {
+      'function:Read:1': fold('[folded function:Read:1: Read /work/src/z.py]', 3),
+      'function:Read:3': fold('[folded function:Read:3: Read /work/src/y.py]', 7),
+    },
+    payloads: {
+      'function:Read:1': { end: 3, link: ledger.chain[2]! },
+      'function:Read:3': { end: 7, link: ledger.chain[6]! },
+    },
+    head: { end: messages.length, link: ledger.chain.at(-1)! },
+    sequence: 1,
+    triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
+  });
+
+  it('hold before the first attached output, and never apply past it to what their ids name now', async () => {
+    expect(ledger.get('function:Read:3')?.callId).toBe('x');
+    const store = createMemoryStore();
+    await store.writeState('s', olderState(), 0);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', messages);
+    const shown = JSON.stringify(governed.view);
+    expect(shown).toContain('[folded function:Read:1: Read /work/src/z.py]');
+    // The y read's fold does not take the x read's place: both results are there as they came.
+    expect(shown).not.toContain('/work/src/y.py]');
+    expect(governed.view[6]).toEqual(messages[6]);
+    const warning = governed.warnings.find((each) => each.code === 'transcript-diverged');
+    expect(warning?.messageIndex).toBe(4);
+    expect(warning?.message).toContain('an older version numbered the tool outputs from message 4 on');
+    // The run's write records the numbering, under which the next call reads the state as it is.
+    const stored = (await readSessionState(store, 's')).state;
+    expect(stored.ids).toBe(LEDGER_IDS);
+    expect(Object.keys(stored.objects)).toEqual(['function:Read:1']);
+    expect(Object.keys(stored.payloads)).toEqual(['function:Read:1']);
+    const again = await governor.project('s', messages);
+    expect(again.warnings.map((each) => each.code)).not.toContain('transcript-diverged');
+  });
+
+  it('hold whole in a transcript without attached outputs', async () => {
+    const plain = [...messages.slice(0, 3), userMessage('Now compare x.py and y.py.')];
+    const plainLedger = ledgerOf(plain);
+    const store = createMemoryStore();
+    const state: SessionState = {
+      ...olderState(),
+      objects: { 'function:Read:1': fold('[folded function:Read:1: Read /work/src/z.py]', 3) },
+      payloads: { 'function:Read:1': { end: 3, link: plainLedger.chain[2]! } },
+      head: { end: plain.length, link: plainLedger.chain.at(-1)! },
+    };
+    await store.writeState('s', state, 0);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', plain);
+    expect(governed.warnings).toEqual([]);
+    expect(JSON.stringify(governed.view)).toContain('[folded function:Read:1: Read /work/src/z.py]');
   });
 });

@@ -8,7 +8,7 @@
  */
 import type { Ledger } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
-import { type SessionState, withoutDeferral } from './session-state.js';
+import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
 
 export interface Reconciliation {
   /** The state that holds for this transcript. */
@@ -20,6 +20,11 @@ export interface Reconciliation {
    * did (`undefined` for a pure append). A lower bound when only the stored state was known.
    */
   divergedAt?: number;
+  /**
+   * Where the ids of a state an older version wrote stopped naming what they name now, when
+   * that left something out (`LEDGER_IDS`).
+   */
+  renumberedFrom?: number;
 }
 
 /** Whether the transcript holds the content `binding` was made for. */
@@ -53,11 +58,12 @@ function stateHolds(ledger: Ledger, objectId: string, entry: ObjectState): boole
  */
 export function reconcileState(
   ledger: Ledger,
-  state: SessionState,
+  stored: SessionState,
   knownDivergence?: number,
 ): Reconciliation {
+  const { state, renumberedFrom, droppedIds } = underLedgerIds(ledger, stored);
   const objects: Record<string, ObjectState> = {};
-  const dropped: string[] = [];
+  const dropped: string[] = [...droppedIds];
   for (const [id, entry] of Object.entries(state.objects)) {
     if (stateHolds(ledger, id, entry)) objects[id] = entry;
     else dropped.push(id);
@@ -72,8 +78,12 @@ export function reconcileState(
     } else payloadDropped = true;
   }
   const headHolds = state.head === undefined || holds(ledger, state.head);
-  if (headHolds && dropped.length === 0 && !payloadDropped) return { state, dropped };
-  const divergedAt = knownDivergence ?? agreed;
+  const contentHolds = headHolds && dropped.length === droppedIds.length && !payloadDropped;
+  if (contentHolds && renumberedFrom === undefined) return { state, dropped };
+  const divergedAt = Math.min(
+    knownDivergence ?? (contentHolds ? Number.POSITIVE_INFINITY : agreed),
+    renumberedFrom ?? Number.POSITIVE_INFINITY,
+  );
   const clamp = (value: number) => Math.min(value, divergedAt);
   const reconciled: SessionState = {
     ...state,
@@ -88,5 +98,45 @@ export function reconcileState(
     },
   };
   delete reconciled.head;
-  return { state: reconciled, dropped, divergedAt };
+  return {
+    state: reconciled,
+    dropped,
+    divergedAt,
+    ...(renumberedFrom === undefined ? {} : { renumberedFrom }),
+  };
+}
+
+/**
+ * `state` under this version's numbering of tool outputs (`LEDGER_IDS`). A state written before
+ * it may name by another number every output from the first one a client attached to a request
+ * on: what it bound past that output's message (states, payloads, a pending plan) is left out,
+ * and `renumberedFrom` says where, when that left anything out. Before it every numbering agrees,
+ * so a state of a transcript without such outputs holds as it is.
+ */
+function underLedgerIds(
+  ledger: Ledger,
+  state: SessionState,
+): { state: SessionState; renumberedFrom?: number; droppedIds: string[] } {
+  if (state.ids === LEDGER_IDS) return { state, droppedIds: [] };
+  const stamped = { ...state, ids: LEDGER_IDS };
+  const from = ledger.objects.find((object) => object.attachedTo !== undefined)?.messageIndex;
+  if (from === undefined) return { state: stamped, droppedIds: [] };
+  const before = (binding: ContentBinding | undefined) => (binding?.end ?? 0) <= from;
+  const objects = Object.entries(state.objects);
+  const payloads = Object.entries(state.payloads);
+  const droppedIds = objects.filter(([, entry]) => !before(entry.binding)).map(([id]) => id);
+  const keepsPending = state.pending === undefined || before(state.pending.binding);
+  if (droppedIds.length === 0 && keepsPending && payloads.every(([, binding]) => before(binding)))
+    return { state: stamped, droppedIds };
+  const { pending, ...rest } = stamped;
+  return {
+    state: {
+      ...rest,
+      objects: Object.fromEntries(objects.filter(([, entry]) => before(entry.binding))) as ViewState,
+      payloads: Object.fromEntries(payloads.filter(([, binding]) => before(binding))),
+      ...(pending !== undefined && keepsPending ? { pending } : {}),
+    },
+    renumberedFrom: from,
+    droppedIds,
+  };
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { StoreError } from './errors.js';
 import { isSpanFold } from './operations.js';
-import { emptySessionState, readSessionState, SESSION_STATE_VERSION } from './session-state.js';
+import { emptySessionState, LEDGER_IDS, readSessionState, SESSION_STATE_VERSION } from './session-state.js';
 import { STORE_SCHEMA_VERSION } from './store.js';
 
 describe('readSessionState', () => {
@@ -15,6 +15,7 @@ describe('readSessionState', () => {
       payloads: {},
       sequence: 0,
       triggers: { lastRunAt: 0, lastCommitAt: 0, fruitlessRuns: 0 },
+      ids: LEDGER_IDS,
     });
   });
 

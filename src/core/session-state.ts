@@ -16,6 +16,14 @@ import type { SidecarStore } from './store.js';
  */
 export const SESSION_STATE_VERSION = 3;
 
+/**
+ * How the ledger numbers tool outputs (`function:<tool>:N`), which state ids name. Version 2
+ * counts the outputs clients attach to requests (`clientAttachments`); versions before it, which
+ * wrote no `ids`, counted none or only some of them, so their ids differ from the first such
+ * output on (`reconcile-state.ts` drops what they bound past it).
+ */
+export const LEDGER_IDS = 2;
+
 /** Trigger bookkeeping carried from call to call (see `governor/`). */
 export interface TriggerBookkeeping {
   /** Transcript length at the last governance run, committed or not. */
@@ -71,6 +79,8 @@ export interface SessionState {
   triggers: TriggerBookkeeping;
   /** The plan held pending, if any. */
   pending?: PendingPlan;
+  /** The numbering the ids of `objects` and `payloads` follow (`LEDGER_IDS`); absent before it existed. */
+  ids?: number;
 }
 
 /** Trigger bookkeeping without a deferral (`TriggerBookkeeping.deferral`). */
@@ -86,6 +96,7 @@ export function emptySessionState(): SessionState {
     payloads: {},
     sequence: 0,
     triggers: { lastRunAt: 0, lastCommitAt: 0, fruitlessRuns: 0 },
+    ids: LEDGER_IDS,
   };
 }
 
@@ -164,6 +175,7 @@ const stateV2Schema = z.object({
   head: bindingSchema.optional(),
   sequence: z.number().int().nonnegative(),
   triggers: triggersSchema,
+  ids: z.number().int().positive().optional(),
 });
 
 const stateSchema = stateV2Schema.extend({

@@ -239,14 +239,19 @@ export function createGovernor(options: GovernorOptions): Governor {
   ): Promise<{ snapshot: Snapshot; divergence?: Divergence }> => {
     const stored = await readSessionState(options.store, sessionId);
     const reconciliation = reconcileState(ledger, stored.state, divergedAt);
-    if (reconciliation.divergedAt === undefined) return { snapshot: stored };
+    // On a pure append, the stored state (under this version's ids, which the run's write records).
+    const snapshot = { version: stored.version, state: reconciliation.state };
+    if (reconciliation.divergedAt === undefined) return { snapshot };
     const divergence = { at: reconciliation.divergedAt, dropped: reconciliation.dropped };
+    const renumbered = reconciliation.renumberedFrom === divergence.at;
     warnings.push({
       code: 'transcript-diverged',
       messageIndex: divergence.at,
-      message: `the transcript differs from the one governed before at message ${divergence.at}; ${divergence.dropped.length} object states made for the other content no longer apply`,
+      message: renumbered
+        ? `an older version numbered the tool outputs from message ${divergence.at} on otherwise; ${divergence.dropped.length} object states it made there no longer apply`
+        : `the transcript differs from the one governed before at message ${divergence.at}; ${divergence.dropped.length} object states made for the other content no longer apply`,
     });
-    return { snapshot: { version: stored.version, state: reconciliation.state }, divergence };
+    return { snapshot, divergence };
   };
 
   /** Sidecar keys of what this state's view can recover, by the key the view shows. */
