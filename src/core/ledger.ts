@@ -5,6 +5,7 @@
  */
 import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
 import { chainLink, messageDigest } from './content-hash.js';
+import { mentionBlocks } from './mention-blocks.js';
 import { carryMessageMemos } from './message-memo.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
@@ -94,6 +95,11 @@ export interface LedgerObject {
    * request it came with, which stays when the work after it folds.
    */
   attachedTo?: string;
+  /**
+   * For such an output inside the text part `partIndex` (Cline's mentioned files, after the
+   * user's words in the same text): where it stands in that text. Absent when it is the whole part.
+   */
+  range?: TextRange;
   /** True when the tool reported a failure (or the output reads as one). */
   isError: boolean;
   /** Tokens of the payload itself (the user message, the system prompt, the tool result). */
@@ -278,12 +284,33 @@ const REMINDED_RESULT = /^<system-reminder>\nResult of calling the ([\w-]+) tool
 const REMINDER_END = '</system-reminder>';
 const BARE_CALL = /^Called the ([\w-]+) tool with the following input: (\{[^\n]*\})\s*$/;
 
+/** Characters `[start, end)` of a text. */
+export interface TextRange {
+  start: number;
+  end: number;
+}
+
 /** A tool's output attached to a user message (`clientAttachments`): its part, tool and call. */
 export interface ClientAttachment {
   partIndex: number;
+  /** Where it stands in the part's text, when it is not the whole part (`mentionBlocks`). */
+  range?: TextRange;
   toolName: string;
   /** The call's JSON arguments, when the part before says them. */
   callArguments?: string;
+}
+
+/**
+ * What Cline and the clients built on it send after the user's words, as a text part of its own:
+ * the state of the IDE (open tabs, the time, at first the project's files). The client's, not the
+ * user's words, and sent again with every message.
+ */
+const ENVIRONMENT_DETAILS = /^<environment_details>\n[\s\S]*<\/environment_details>\s*$/;
+
+/** The text of an attached output: its part's, or its range of it. */
+export function attachedText(part: Part | undefined, range: TextRange | undefined): string {
+  if (part?.type !== 'text') return part ? partText(part) : '';
+  return range ? part.text.slice(range.start, range.end) : part.text;
 }
 
 /**
@@ -308,10 +335,12 @@ function attachmentOf(
 }
 
 /**
- * The tool outputs a client attached to a user message as text parts of their own, each with the
+ * The tool outputs a client attached to a user message: text parts of their own, each with the
  * call the part before it names (in this message, or last in `previous`, a user message too:
- * clients send the two apart). Such a part is output, not the user's words: it folds, masks and
- * prunes as a tool result does, while the request around it stays.
+ * clients send the two apart); the environment details Cline sends after the words; and the
+ * blocks of what the user mentioned at the end of a text (`mentionBlocks`). Such output is not the
+ * user's words: it folds, masks and prunes as a tool result does, while the request around it
+ * stays.
  */
 export function clientAttachments(message: Message, previous: Message | undefined): ClientAttachment[] {
   if (message.role !== 'user') return [];
@@ -321,6 +350,19 @@ export function clientAttachments(message: Message, previous: Message | undefine
     const attachment = attachmentOf(part, before, partIndex > 0);
     before = part;
     if (attachment) attachments.push({ partIndex, ...attachment });
+    else if (part.type !== 'text') return;
+    else if (partIndex > 0 && ENVIRONMENT_DETAILS.test(part.text))
+      attachments.push({ partIndex, toolName: 'environment_details' });
+    else {
+      for (const { start, end, tag, callArguments } of mentionBlocks(part.text)) {
+        attachments.push({
+          partIndex,
+          range: { start, end },
+          toolName: tag,
+          ...(callArguments === undefined ? {} : { callArguments }),
+        });
+      }
+    }
   });
   return attachments;
 }
@@ -346,12 +388,21 @@ export function carriesOutput(ledger: Pick<Ledger, 'messages' | 'objectsByMessag
  * (`clientAttachments`), each a message of those parts; `attached` is absent when there are none.
  */
 export function requestParts(message: Message): { words: Message; attached?: Message } {
-  const attached = new Set(clientAttachments(message, undefined).map((attachment) => attachment.partIndex));
-  if (attached.size === 0) return { words: message };
-  return {
-    words: { ...message, parts: message.parts.filter((_, part) => !attached.has(part)) },
-    attached: { ...message, parts: message.parts.filter((_, part) => attached.has(part)) },
-  };
+  const attachments = clientAttachments(message, undefined);
+  if (attachments.length === 0) return { words: message };
+  const words: Part[] = [];
+  const attached: Part[] = [];
+  message.parts.forEach((part, partIndex) => {
+    const own = attachments.filter((attachment) => attachment.partIndex === partIndex);
+    if (own.length === 0) words.push(part);
+    else if (part.type !== 'text' || own[0]!.range === undefined) attached.push(part);
+    else {
+      // Mention blocks end the text: the words are what comes before the first.
+      words.push({ ...part, text: part.text.slice(0, own[0]!.range.start) });
+      for (const { range } of own) attached.push({ type: 'text', text: attachedText(part, range) });
+    }
+  });
+  return { words: { ...message, parts: words }, attached: { ...message, parts: attached } };
 }
 
 /** A request's own words: the text of a user message without the tool outputs a client attached to it. */
@@ -365,7 +416,12 @@ export function requestText(message: Message): string {
  */
 function continuesRequest(message: Message, previous: Message | undefined): boolean {
   const [first] = clientAttachments(message, previous);
-  return previous?.role === 'user' && first?.partIndex === 0 && first.callArguments !== undefined;
+  return (
+    previous?.role === 'user' &&
+    first?.partIndex === 0 &&
+    first.range === undefined &&
+    first.callArguments !== undefined
+  );
 }
 
 /**
@@ -567,7 +623,12 @@ export function createLedger(options: LedgerOptions): Ledger {
   };
 
   const indexAnchors = options.indexAnchors !== false;
-  const indexMessage = (message: Message, index: number, partCounts: readonly number[]) => {
+  const indexMessage = (
+    message: Message,
+    index: number,
+    partCounts: readonly number[],
+    counter: TokenCounter,
+  ) => {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
     // Output a text-protocol client sent as a user message, inside a request the agent works on.
@@ -615,10 +676,12 @@ export function createLedger(options: LedgerOptions): Ledger {
       if (taskGoal === undefined && note === undefined) taskGoal = object.id;
       for (const attachment of clientAttachments(message, messages[index - 1])) {
         functionCount += 1;
-        const { partIndex, callArguments } = attachment;
-        const output = partText(message.parts[partIndex]!);
-        const attached = outputObject(attachment, output, index, functionCount, partCounts[partIndex] ?? 0);
+        const { partIndex, range, callArguments } = attachment;
+        const output = attachedText(message.parts[partIndex], range);
+        const tokens = range ? counter.count(output) : (partCounts[partIndex] ?? 0);
+        const attached = outputObject(attachment, output, index, functionCount, tokens);
         attached.attachedTo = object.id;
+        if (range) attached.range = range;
         created.push([
           attached,
           () => extractAnchors(`${argumentValuesText(callArguments ?? '')}\n${output}`),
@@ -700,7 +763,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         messageTokens.push(tokens);
         totalTokens += tokens;
         if (bound !== undefined) bounded.push(index);
-        indexMessage(message, index, partCounts);
+        indexMessage(message, index, partCounts, counter);
       });
     },
     settle() {
@@ -709,9 +772,17 @@ export function createLedger(options: LedgerOptions): Ledger {
         const parts = partCounts.reduce((sum, count) => sum + count, 0);
         totalTokens += MESSAGE_OVERHEAD_TOKENS + parts - messageTokens[index]!;
         messageTokens[index] = MESSAGE_OVERHEAD_TOKENS + parts;
-        // As `indexMessage` gave them: a tool result its part's count, any other object its message's.
-        for (const object of objectsByMessage.get(index) ?? [])
-          object.tokens = object.partIndex === undefined ? parts : (partCounts[object.partIndex] ?? 0);
+        // As `indexMessage` gave them: a tool result its part's count (or its range's), any other
+        // object its message's.
+        const message = messages[index]!;
+        for (const object of objectsByMessage.get(index) ?? []) {
+          if (object.partIndex === undefined) object.tokens = parts;
+          else if (object.range === undefined) object.tokens = partCounts[object.partIndex] ?? 0;
+          else
+            object.tokens = options.tokenCounter.count(
+              attachedText(message.parts[object.partIndex], object.range),
+            );
+        }
       }
     },
     adoptMessages(incoming) {

@@ -2,7 +2,7 @@
  * The exact payload of an object as the sidecar stores it, and its way back.
  */
 import { BadInputError, parseJson } from './errors.js';
-import { isToolOutput, type Ledger, type LedgerObject } from './ledger.js';
+import { attachedText, isToolOutput, type Ledger, type LedgerObject, type TextRange } from './ledger.js';
 import { objectText, spanText } from './render-replacement.js';
 import {
   type Message,
@@ -22,9 +22,11 @@ export type ObjectPayload =
       partIndex: number;
       /**
        * The tool-result part exactly as it was in the transcript; or the text part of a user
-       * message that a client attached a tool's output in (`clientAttachments`).
+       * message that a client attached a tool's output in (`clientAttachments`), or the output's
+       * own text when it stands inside that part (at `range` of it).
        */
       part: ToolResultPart | TextPart;
+      range?: TextRange;
       message?: never;
       /**
        * The assistant message that made the call, exactly as it was, so that an output pruned
@@ -78,13 +80,17 @@ export function objectPayload(
     const attached = message?.role === 'user' && part?.type === 'text';
     if (part?.type !== 'tool-result' && !attached)
       throw new BadInputError(`${object.id}: its tool result is missing`);
+    const { range } = object;
     return {
       specVersion: attached ? ATTACHED_OUTPUT_SPEC_VERSION : TRANSCRIPT_SPEC_VERSION,
       objectId: object.id,
       kind: 'function',
       messageIndex: object.messageIndex,
       partIndex: object.partIndex ?? 0,
-      part,
+      // An output inside a text part is stored as a text of its own: what a reader of version 3
+      // expands is then the output, byte for byte.
+      part: range ? { type: 'text', text: attachedText(part, range) } : part,
+      ...(range ? { range } : {}),
       ...shellField,
     };
   }

@@ -160,18 +160,34 @@ function projectAttached(
   if (!attached.some((object) => state[object.id] || showIds)) return undefined;
   let tokens: number | undefined = showIds ? undefined : (ledger.messageTokens[index] ?? 0);
   const gone: string[] = [];
+  const shown = (object: LedgerObject, original: string) => {
+    const entry = state[object.id];
+    const textValue = entry ? entry.replacement : original;
+    return showIds ? `${textValue}\n[id: ${object.id}]` : textValue;
+  };
   const parts = message.parts.flatMap((part, partIndex): Part[] => {
-    const object = attached.find((candidate) => candidate.partIndex === partIndex);
-    const entry = object ? state[object.id] : undefined;
-    if (!object || part.type !== 'text') return [part];
+    const own = attached.filter((candidate) => candidate.partIndex === partIndex);
+    if (own.length === 0 || part.type !== 'text') return [part];
+    if (own[0]!.range !== undefined) {
+      // Outputs inside the text (mention blocks, after the words): each replaced where it stands.
+      // Counted again: tokens of a text do not split exactly at the seams.
+      tokens = undefined;
+      let text = part.text;
+      for (const object of [...own].reverse()) {
+        const { start, end } = object.range!;
+        text = `${text.slice(0, start)}${shown(object, text.slice(start, end))}${text.slice(end)}`;
+      }
+      return [{ ...part, text }];
+    }
+    const object = own[0]!;
+    const entry = state[object.id];
     if (entry && tokens !== undefined)
       tokens = entry.tokens === undefined ? undefined : tokens - object.tokens + entry.tokens;
     if (entry?.replacement === '') {
       gone.push(object.id);
       return [];
     }
-    const textValue = entry ? entry.replacement : part.text;
-    return [{ ...part, text: showIds ? `${textValue}\n[id: ${object.id}]` : textValue }];
+    return [{ ...part, text: shown(object, part.text) }];
   });
   if (parts.length > 0) return { message: { ...message, parts }, tokens };
   return {

@@ -6,7 +6,7 @@ import { type Anchor, callExpressions } from './anchors.js';
 import { compactTokens, oneLine } from './compact-text.js';
 import { messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
-import { isToolOutput, type LedgerObject, rankAnchors, requestText } from './ledger.js';
+import { attachedText, isToolOutput, type LedgerObject, rankAnchors, requestText } from './ledger.js';
 import { type Message, messageText, type Part, partText } from './transcript.js';
 import { FOLD_INDEX, TOMBSTONE } from './tuning.js';
 
@@ -20,7 +20,7 @@ export function objectText(ledger: Ledger, object: LedgerObject): string {
     // attached to a request, its own part.
     if (message.role === 'user') {
       if (object.partIndex === undefined) return messageText(message);
-      return part ? partText(part) : '';
+      return attachedText(part, object.range);
     }
     if (part?.type !== 'tool-result') return '';
     return typeof part.content === 'string'

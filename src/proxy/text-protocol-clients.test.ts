@@ -11,6 +11,7 @@ import { createGovernorPool } from './governor-pool.js';
 import { fileContent } from './testing/agent-conversation.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { expandKeys, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
+import { EXPAND_TOOL } from './transparent-recovery.js';
 
 let fixture: ProxyFixture | undefined;
 afterEach(async () => {
@@ -174,5 +175,54 @@ describe('text-protocol clients behind the proxy', () => {
       if (output) expect(sent[index - 1]?.content).toContain(`cat src/module${output[1]}.ts`);
     });
     expect(sent.slice(-2)).toEqual(messages.slice(-2));
+  });
+});
+
+describe('Cline with files its task mentions, behind the proxy', () => {
+  const fileBlock = (turn: number) =>
+    `<file_content path="src/module${turn}.ts">\n${fileContent(turn, 160)}\n</file_content>`;
+  const words = `<task>\nWhy is value2_90 NaN? See 'src/lib/' (see below for folder content)\n</task>`;
+  const folder = `<folder_content path="src/lib/">\n├── module1.ts\n└── module2.ts\n\n${fileBlock(1)}\n\n${fileBlock(2)}\n</folder_content>`;
+
+  it('folds them in place to fit, the task in its own words, and the model can expand them', async () => {
+    let expanded = false;
+    fixture = await startProxyFixture({
+      window: 6_000,
+      script: (request) => {
+        const key = pointerKeys(request.rawBody).find((pointer) =>
+          pointer.startsWith('function:folder_content:'),
+        );
+        if (expanded || key === undefined)
+          return { text: '<attempt_completion>value2_90</attempt_completion>' };
+        expanded = true;
+        return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }] };
+      },
+    });
+    const messages = clineMessages(4);
+    messages[0] = {
+      role: 'user',
+      content: [
+        { type: 'text', text: `${words}\n\n${folder}` },
+        { type: 'text', text: '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>' },
+      ],
+    };
+    const response = await fixture.post('messages', {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 1024,
+      messages,
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('value2_90');
+    expect(fixture.logs[0]?.warnings ?? []).not.toContain('over-window');
+    const [first, second] = fixture.upstream.requests;
+    const sent = (first!.body as { messages: SentMessage[] }).messages;
+    // The task goes up in the user's words; its folder reduced where it stood, one expand away.
+    const task = (sent[0]!.content as Array<{ text: string }>)[0]!.text;
+    expect(task.startsWith(`${words}\n\n`)).toBe(true);
+    expect(task).toContain('expand("function:folder_content:1")');
+    expect(task).not.toContain('value2_90 = computeValue');
+    expect(sent.at(-1)).toEqual(messages.at(-1));
+    // Asked for, it comes back byte for byte (its first page: recovery pages what does not fit).
+    expect(second!.rawBody).toContain(JSON.stringify(folder.slice(0, 2_000)).slice(1, -1));
   });
 });

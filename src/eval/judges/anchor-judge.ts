@@ -276,7 +276,7 @@ function sidecarPayload(ledger: Ledger, object: LedgerObject, spanEnd: number | 
     // attached to a request, its own text part.
     const output =
       part?.type === 'text' && object.partIndex !== undefined
-        ? part.text
+        ? part.text.slice(object.range?.start ?? 0, object.range?.end ?? part.text.length)
         : message?.role === 'user'
           ? messageText(message)
           : part?.type === 'tool-result'
