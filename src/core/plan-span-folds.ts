@@ -75,8 +75,9 @@ export function planSpanFolds(
 
 /**
  * The request stays when its work folds, and so would the outputs a client attached to it (the
- * files Claude Code sends with a request): they fold too, each on its own. Returns the tokens
- * they free, about.
+ * files Claude Code sends with a request): they fold too, each on its own, but for those too small
+ * to be worth an operation (Cline's environment details are often a line or two). Returns the
+ * tokens they free, about.
  */
 function foldAttached(
   ledger: Ledger,
@@ -88,6 +89,7 @@ function foldAttached(
   let freed = 0;
   for (const inner of ledger.objectsByMessage.get(request) ?? []) {
     if (inner.attachedTo === undefined || inner.pinned || state[inner.id]) continue;
+    if (inner.tokens < EMBEDDED_PLANNER.minTokens) continue;
     if (operations.some((operation) => operation.objectId === inner.id)) continue;
     operations.push({ objectId: inner.id, operation: 'fold', reason });
     const left = EMBEDDED_PLANNER.foldFrameTokens + 4 * autoAnchorBudget(inner.tokens);

@@ -221,6 +221,8 @@ describe('Cline with files its task mentions, behind the proxy', () => {
     expect(task.startsWith(`${words}\n\n`)).toBe(true);
     expect(task).toContain('expand("function:folder_content:1")');
     expect(task).not.toContain('value2_90 = computeValue');
+    // Environment details of a line are not worth a fold, which would be bigger.
+    expect((sent[0]!.content as unknown[])[1]).toEqual((messages[0]!.content as unknown[])[1]);
     expect(sent.at(-1)).toEqual(messages.at(-1));
     // Asked for, it comes back byte for byte (its first page: recovery pages what does not fit).
     expect(second!.rawBody).toContain(JSON.stringify(folder.slice(0, 2_000)).slice(1, -1));
