@@ -215,6 +215,20 @@ describe('decodeBody', () => {
     expect(await slow).toBeUndefined();
   });
 
+  it("decodes one client's body while another's crafted slow bodies wait their turn", async () => {
+    // More slow bodies than one thread, or two taking them in order, would get through before the
+    // other client's body waited its limit (four seconds).
+    const flood = Array.from({ length: 40 }, () =>
+      decodeBody(chunked(zstdSlowFrame(98_303)), 'zstd', 1 << 20, 'tenant-a'),
+    );
+    const started = performance.now();
+    const other = await decodeBody(chunked(zstdRawFrame(plain)), 'zstd', 1 << 20, 'tenant-b');
+    expect(other && decoder.decode(joinChunks(other))).toBe(TEXT);
+    expect(performance.now() - started).toBeLessThan(4_000);
+    // The flood passes on undecoded: out of time, or of waiting.
+    expect(new Set(await Promise.all(flood))).toEqual(new Set([undefined]));
+  }, 20_000);
+
   it('skips skippable frames, and reads frames one after another', async () => {
     const skippable = Uint8Array.from([0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0, 1, 2, 3]);
     const body = Buffer.concat([

@@ -18,7 +18,8 @@ import { type BodyChunks, joinChunks, tooLarge } from './read-body-bytes.js';
 import { decodeZstdInThread } from './zstd-thread.js';
 
 /** Undoes one coding: its output, or undefined for a valid body it will not decode. */
-type Decoder = (bytes: Uint8Array, limitBytes: number) => Promise<Uint8Array | undefined>;
+/** Undoes one coding; `tenant` is whose body it is, for the zstd threads' turns. */
+type Decoder = (bytes: Uint8Array, limitBytes: number, tenant: string) => Promise<Uint8Array | undefined>;
 
 function zlibDecoder(
   decode: (bytes: Uint8Array, options: { maxOutputLength: number }) => Promise<Buffer>,
@@ -172,11 +173,11 @@ export function readZstdFrames(bytes: Uint8Array): ZstdFrames {
   };
 }
 
-const decodeZstd: Decoder = async (bytes, limitBytes) => {
+const decodeZstd: Decoder = async (bytes, limitBytes, tenant) => {
   const frames = readZstdFrames(bytes);
   if (frames.declared > limitBytes) throw tooLarge(limitBytes);
   if (!frames.decodable) return undefined;
-  const decoded = await decodeZstdInThread(bytes, limitBytes, frames);
+  const decoded = await decodeZstdInThread(bytes, limitBytes, frames, tenant);
   if (decoded === 'too-large') throw tooLarge(limitBytes);
   if (decoded === 'invalid') throw notValid('zstd');
   // Out of time or memory: passed on as it came.
@@ -200,12 +201,13 @@ const MAX_CODINGS = 3;
  * proxy does not read it (a coding it does not know, more than `MAX_CODINGS`, a zstd frame it will
  * not decode): the caller passes the body on as it came. Refused as `payload-too-large` once a
  * coding's output would pass `limitBytes`, and as bad input when the bytes are not what the
- * coding says.
+ * coding says. `tenant` (the client's namespace) takes its turn for the zstd threads with others.
  */
 export async function decodeBody(
   body: BodyChunks,
   contentEncoding: string | null,
   limitBytes: number,
+  tenant = '',
 ): Promise<BodyChunks | undefined> {
   if (contentEncoding === null) return body;
   const codings = contentEncoding
@@ -219,7 +221,7 @@ export async function decodeBody(
   // The last coding listed was applied last: it is undone first.
   let bytes: Uint8Array | undefined = joinChunks(body);
   for (const coding of codings.reverse()) {
-    bytes = await DECODERS[coding]!(bytes, limitBytes);
+    bytes = await DECODERS[coding]!(bytes, limitBytes, tenant);
     if (bytes === undefined) return undefined;
   }
   return { chunks: [bytes], byteLength: bytes.byteLength };

@@ -65,7 +65,7 @@ export async function handleGoverned(
   try {
     const received = await request.chunks(settings.bodyLimitBytes);
     const coding = request.headers.get('content-encoding');
-    const body = await decodeBody(received, coding, settings.bodyLimitBytes);
+    const body = await decodeBody(received, coding, settings.bodyLimitBytes, keyHash);
     if (body === undefined) {
       markPassThrough(exchange, UNREADABLE_ENCODING, `content-encoding: ${coding}`.slice(0, 100));
       return await forward(exchange, joinChunks(received));

@@ -1,13 +1,15 @@
 /**
- * zstd decoding in a thread of its own, one body at a time, each under a deadline. fzstd (pure
- * JavaScript; Node 20's zlib has no zstd) checks little of what a frame says, and a crafted block
- * of a few bytes can keep it busy for seconds: on the proxy's thread that would stall every
- * request. Here such a body costs the thread, which is stopped and started anew for the next
- * body in the queue. Output is counted as it is decoded and the decoding stops past the limit.
+ * zstd decoding in threads of its own, one body a thread at a time, each under a deadline. fzstd
+ * (pure JavaScript; Node 20's zlib has no zstd) checks little of what a frame says, and a crafted
+ * block of a few bytes can keep it busy for seconds: on the proxy's thread that would stall every
+ * request. Here such a body costs its thread, which is stopped and started anew for the next
+ * body. Bodies wait in turn by tenant, so one client's crafted bodies delay another's by one body
+ * at most. Output is counted as it is decoded and the decoding stops past the limit.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { ZstdFrames } from './content-coding.js';
+import { createFairQueue } from './fair-queue.js';
 
 /**
  * How long the thread may take over one body: 250 ms, 1 ms per KiB of it and per 64 KiB it
@@ -91,14 +93,31 @@ interface Reply {
 /** How long a new thread may take to start (load fzstd) before its first body fails. */
 const STARTUP_MS = 5_000;
 
-const queue: Job[] = [];
-let worker: Worker | undefined;
-/** Whether `worker` has started: a body's deadline runs from when the thread takes it. */
-let ready = false;
-let busy: { job: Job; timer?: NodeJS.Timeout } | undefined;
-let idle: NodeJS.Timeout | undefined;
+/**
+ * Threads that decode at once: a body that runs out its deadline holds one of them, and the
+ * bodies of other clients go on in the others.
+ */
+export const ZSTD_THREADS = 2;
 
-function startWorker(): Worker | undefined {
+/** One thread and the body it holds. */
+interface Lane {
+  worker: Worker | undefined;
+  /** Whether `worker` has started: a body's deadline runs from when the thread takes it. */
+  ready: boolean;
+  busy: { job: Job; timer?: NodeJS.Timeout } | undefined;
+  idle: NodeJS.Timeout | undefined;
+}
+
+/** Bodies waiting, by tenant, served in turn: one client's bodies never hold another's back. */
+const queue = createFairQueue<Job>();
+const lanes: Lane[] = Array.from({ length: ZSTD_THREADS }, () => ({
+  worker: undefined,
+  ready: false,
+  busy: undefined,
+  idle: undefined,
+}));
+
+function startWorker(lane: Lane): Worker | undefined {
   try {
     const fzstd = createRequire(import.meta.url).resolve('fzstd');
     const started = new Worker(THREAD_CODE, {
@@ -109,22 +128,23 @@ function startWorker(): Worker | undefined {
       resourceLimits: { maxOldGenerationSizeMb: 256 },
     });
     started.on('message', (reply: Reply) => {
-      if (started !== worker) return;
+      if (started !== lane.worker) return;
       if (reply.ready === true) {
-        ready = true;
-        if (busy !== undefined) send();
+        lane.ready = true;
+        if (lane.busy !== undefined) send(lane);
         return;
       }
       finish(
+        lane,
         reply.outcome ??
           (reply.buffer === undefined ? 'invalid' : new Uint8Array(reply.buffer, 0, reply.length)),
       );
     });
     // A thread that dies (out of memory, stopped) fails the body it held; the next starts another.
     const gone = () => {
-      if (started !== worker) return;
-      worker = undefined;
-      finish('failed');
+      if (started !== lane.worker) return;
+      lane.worker = undefined;
+      finish(lane, 'failed');
     };
     started.on('error', gone);
     started.on('exit', gone);
@@ -135,96 +155,107 @@ function startWorker(): Worker | undefined {
   }
 }
 
-function finish(outcome: ZstdOutcome): void {
-  if (busy === undefined) return;
-  clearTimeout(busy.timer);
-  const { job } = busy;
-  busy = undefined;
+function finish(lane: Lane, outcome: ZstdOutcome): void {
+  if (lane.busy === undefined) return;
+  clearTimeout(lane.busy.timer);
+  const { job } = lane.busy;
+  lane.busy = undefined;
   job.settle(outcome);
   next();
 }
 
+/** Each free thread takes the next body in turn. */
 function next(): void {
-  if (busy !== undefined) return;
-  const job = queue.shift();
-  if (job === undefined) {
-    worker?.unref();
-    clearTimeout(idle);
-    idle = setTimeout(stopThread, IDLE_MS).unref();
-    return;
+  for (const lane of lanes) {
+    // A body the lane cannot take (no thread starts) fails, and the lane takes the next.
+    while (lane.busy === undefined) {
+      const job = queue.next(() => true);
+      if (job === undefined) {
+        rest(lane);
+        break;
+      }
+      take(lane, job);
+    }
   }
-  clearTimeout(idle);
-  if (worker === undefined) {
-    ready = false;
-    worker = startWorker();
+}
+
+/** A thread with nothing to do lets the process exit, and stops after a while. */
+function rest(lane: Lane): void {
+  lane.worker?.unref();
+  clearTimeout(lane.idle);
+  lane.idle = setTimeout(() => stopThread(lane), IDLE_MS).unref();
+}
+
+function take(lane: Lane, job: Job): void {
+  clearTimeout(lane.idle);
+  if (lane.worker === undefined) {
+    lane.ready = false;
+    lane.worker = startWorker(lane);
   }
-  if (worker === undefined) {
+  if (lane.worker === undefined) {
     job.settle('failed');
-    next();
     return;
   }
-  worker.ref();
-  busy = { job };
-  if (ready) send();
-  else busy.timer = stopAfter(worker, STARTUP_MS, 'failed');
+  lane.worker.ref();
+  lane.busy = { job };
+  if (lane.ready) send(lane);
+  else lane.busy.timer = stopAfter(lane, lane.worker, STARTUP_MS, 'failed');
 }
 
 /** Stop `running` after `ms` unless the body it holds is done by then, which fails with `outcome`. */
-function stopAfter(running: Worker, ms: number, outcome: ZstdOutcome): NodeJS.Timeout {
+function stopAfter(lane: Lane, running: Worker, ms: number, outcome: ZstdOutcome): NodeJS.Timeout {
   return setTimeout(() => {
     // Stuck: the thread is stopped, and the next body gets a new one.
-    if (worker === running) worker = undefined;
+    if (lane.worker === running) lane.worker = undefined;
     void running.terminate();
-    finish(outcome);
+    finish(lane, outcome);
   }, ms);
 }
 
-/** Hand the busy body to the started thread, under its deadline. */
-function send(): void {
-  const running = worker!;
-  const held = busy!;
+/** Hand the lane's body to its started thread, under its deadline. */
+function send(lane: Lane): void {
+  const running = lane.worker!;
+  const held = lane.busy!;
   const { job } = held;
   clearTimeout(held.timer);
-  held.timer = stopAfter(running, deadlineMs(job), 'timed-out');
+  held.timer = stopAfter(lane, running, deadlineMs(job), 'timed-out');
   try {
     // A copy of its own moves to the thread: the caller's bytes go upstream as they came if this fails.
     const bytes = new Uint8Array(job.bytes);
     running.postMessage({ bytes, limit: job.limit, inPlace: job.frames.inPlace }, [bytes.buffer]);
   } catch {
-    finish('failed');
+    finish(lane, 'failed');
   }
 }
 
-/** Stop the idle thread; the next body starts another. */
-function stopThread(): void {
-  const running = worker;
-  worker = undefined;
+/** Stop an idle thread; the next body starts another. */
+function stopThread(lane: Lane): void {
+  const running = lane.worker;
+  lane.worker = undefined;
   if (running !== undefined) void running.terminate();
 }
 
 /**
  * `bytes` decoded (whole zstd frames, as `readZstdFrames` read them: in place when all of them
- * declare their size, at most `limit` in all), or why not. A body that waits for the thread longer
- * than `WAIT_MS` is `timed-out` too.
+ * declare their size, at most `limit` in all), or why not. Bodies wait in turn by `tenant`; one
+ * that waits for a thread longer than `WAIT_MS` is `timed-out` too.
  */
 export function decodeZstdInThread(
   bytes: Uint8Array,
   limit: number,
   frames: ZstdFrames,
+  tenant = '',
 ): Promise<ZstdOutcome> {
   return new Promise<ZstdOutcome>((resolve) => {
     const job: Job = { bytes, limit, frames, settle: resolve };
     const waiting = setTimeout(() => {
-      const index = queue.indexOf(job);
-      if (index < 0) return;
-      queue.splice(index, 1);
-      resolve('timed-out');
+      if (queue.remove(tenant, job)) resolve('timed-out');
     }, WAIT_MS).unref();
     job.settle = (outcome) => {
       clearTimeout(waiting);
       resolve(outcome);
     };
-    queue.push(job);
+    queue.push(tenant, job);
     next();
   });
 }
