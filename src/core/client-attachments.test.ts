@@ -22,7 +22,8 @@ import { isSpanFold, type ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { rehearsePlan } from './rehearse-plan.js';
 import { objectText } from './render-replacement.js';
-import { LEDGER_IDS, readSessionState, type SessionState } from './session-state.js';
+import { LEDGER_IDS, payloadKey, readSessionState, type SessionState } from './session-state.js';
+import { STORE_SCHEMA_VERSION } from './store.js';
 import { moduleSource } from './testing/long-session.js';
 import {
   assistantCalls,
@@ -398,6 +399,40 @@ describe('states an older version wrote, which numbered attached outputs otherwi
     expect(again.warnings.map((each) => each.code)).not.toContain('transcript-diverged');
   });
 
+  it("keep an older version's payload apart from this one's under the same id and binding", async () => {
+    const store = createMemoryStore();
+    await store.writeState('s', olderState(), 0);
+    // The y read's payload as an older version stored it, under the id that names the x read now.
+    const ySidecar = {
+      schemaVersion: STORE_SCHEMA_VERSION,
+      sessionId: 's',
+      objectId: payloadKey('function:Read:3', { end: 7, link: ledger.chain[6]! }),
+      operation: 'fold' as const,
+      payload: JSON.stringify({
+        ...objectPayload(ledger, ledger.get('function:Read:4')!),
+        objectId: 'function:Read:3',
+      }),
+      searchText: 'y',
+      tokens: 100,
+      commitId: 'old',
+      createdAt: 0,
+    };
+    await store.putPayloads([ySidecar]);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    await governor.project('s', messages);
+    const folded = await governor.applyAgentPlan('s', messages, {
+      planner: 'agent',
+      operations: [{ objectId: 'function:Read:3', operation: 'fold', reason: 'test' }],
+    });
+    expect(folded.accepted.map((entry) => entry.objectId)).toEqual(['function:Read:3']);
+    expect(await governor.expand('s', 'function:Read:3')).toBe(moduleSource(600, 40));
+  });
+
   it('hold whole in a transcript without attached outputs', async () => {
     const plain = [...messages.slice(0, 3), userMessage('Now compare x.py and y.py.')];
     const plainLedger = ledgerOf(plain);
@@ -418,5 +453,13 @@ describe('states an older version wrote, which numbered attached outputs otherwi
     const governed = await governor.project('s', plain);
     expect(governed.warnings).toEqual([]);
     expect(JSON.stringify(governed.view)).toContain('[folded function:Read:1: Read /work/src/z.py]');
+    // The next write records the numbering, and the state stays whole under it.
+    const forced = await governor.project('s', plain, { force: true });
+    expect(forced.warnings.map((warning) => warning.code)).not.toContain('transcript-diverged');
+    const stored = (await readSessionState(store, 's')).state;
+    expect(stored.ids).toBe(LEDGER_IDS);
+    expect(stored.objects['function:Read:1']?.replacement).toBe(
+      '[folded function:Read:1: Read /work/src/z.py]',
+    );
   });
 });

@@ -307,6 +307,22 @@ export interface ClientAttachment {
  */
 const ENVIRONMENT_DETAILS = /^<environment_details>\n[\s\S]*<\/environment_details>\s*$/;
 
+/** The tool name of the environment details a client sends (`ENVIRONMENT_DETAILS`). */
+export const ENVIRONMENT_TOOL = 'environment_details';
+
+/**
+ * Whether a user message holds nothing but environment details: with native tool calls, Cline and
+ * Roo Code send them after a step's results in the same message, which reaches the ledger as a
+ * user message of its own after the tool message. Right after outputs, it is one of them.
+ */
+export function reportsEnvironment(message: Message): boolean {
+  return (
+    message.role === 'user' &&
+    message.parts.length > 0 &&
+    message.parts.every((part) => part.type === 'text' && ENVIRONMENT_DETAILS.test(part.text))
+  );
+}
+
 /** The text of an attached output: its part's, or its range of it. */
 export function attachedText(part: Part | undefined, range: TextRange | undefined): string {
   if (part?.type !== 'text') return part ? partText(part) : '';
@@ -352,7 +368,7 @@ export function clientAttachments(message: Message, previous: Message | undefine
     if (attachment) attachments.push({ partIndex, ...attachment });
     else if (part.type !== 'text') return;
     else if (partIndex > 0 && ENVIRONMENT_DETAILS.test(part.text))
-      attachments.push({ partIndex, toolName: 'environment_details' });
+      attachments.push({ partIndex, toolName: ENVIRONMENT_TOOL });
     else {
       for (const { start, end, tag, callArguments } of mentionBlocks(part.text)) {
         attachments.push({
@@ -397,9 +413,15 @@ export function requestParts(message: Message): { words: Message; attached?: Mes
     if (own.length === 0) words.push(part);
     else if (part.type !== 'text' || own[0]!.range === undefined) attached.push(part);
     else {
-      // Mention blocks end the text: the words are what comes before the first.
-      words.push({ ...part, text: part.text.slice(0, own[0]!.range.start) });
-      for (const { range } of own) attached.push({ type: 'text', text: attachedText(part, range) });
+      // The words are the text around the blocks.
+      let text = '';
+      let at = 0;
+      for (const { range } of own) {
+        text += part.text.slice(at, range!.start);
+        at = range!.end;
+        attached.push({ type: 'text', text: attachedText(part, range) });
+      }
+      words.push({ ...part, text: text + part.text.slice(at) });
     }
   });
   return { words: { ...message, parts: words }, attached: { ...message, parts: attached } };
@@ -631,8 +653,16 @@ export function createLedger(options: LedgerOptions): Ledger {
   ) => {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
-    // Output a text-protocol client sent as a user message, inside a request the agent works on.
-    const observation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
+    // Output a text-protocol client sent as a user message, inside a request the agent works on;
+    // or what a client reports of the IDE right after a step's outputs (`reportsEnvironment`).
+    const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
+    const afterOutput =
+      messages[index - 1]?.role === 'tool' || (objectsByMessage.get(index - 1)?.some(isObservation) ?? false);
+    const observation =
+      shellObservation ??
+      (openConversation && afterOutput && reportsEnvironment(message)
+        ? { toolName: ENVIRONMENT_TOOL }
+        : undefined);
     if (message.role === 'system') {
       systemCount += 1;
       const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));
@@ -644,7 +674,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     } else if (message.role === 'user' && observation !== undefined) {
       functionCount += 1;
       const object = outputObject(
-        { ...observation, callMessageIndex: index - 1 },
+        { ...observation, ...(shellObservation ? { callMessageIndex: index - 1 } : {}) },
         messageText(message),
         index,
         functionCount,

@@ -9,11 +9,13 @@ import { createMemoryStore } from '../stores/memory-store.js';
 import { createGovernor } from './governor/create-governor.js';
 import { createPinRule } from './governor/pins.js';
 import {
+  carriesOutput,
   clientAttachments,
   countMessageTokens,
   indexTranscript,
   type Ledger,
   requestText,
+  turnStartOf,
 } from './ledger.js';
 import { pinnedTokens } from './ledger-measures.js';
 import { mentionBlocks } from './mention-blocks.js';
@@ -21,8 +23,9 @@ import { objectPayload, parseObjectPayload, payloadText } from './object-payload
 import type { ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { objectText } from './render-replacement.js';
+import { LEDGER_IDS, type SessionState } from './session-state.js';
 import { moduleSource } from './testing/long-session.js';
-import { assistantMessage } from './testing/transcript-builders.js';
+import { assistantMessage, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { type Message, messageText, text } from './transcript.js';
 
@@ -75,6 +78,19 @@ describe('mention blocks', () => {
     expect(taskText.slice(block!.start, block!.end)).toBe(tricky);
   });
 
+  it("pass over a slash command's block among them, which stays the user's words", () => {
+    // Roo Code and Kilo Code expand `/init` into a block of its own after the mentions.
+    const command = '<command name="init">\nDescription: Analyze the codebase\n</command>';
+    const roo = `<task>Command 'init' (see below for command content) on 'src/app.py' (see below for file content)\n</task>\n\n${APP}\n\n${command}\n\n${LIB}`;
+    expect(mentionBlocks(roo).map((block) => roo.slice(block.start, block.end))).toEqual([APP, LIB]);
+    const message: Message = { role: 'user', parts: [text(roo)] };
+    expect(requestText(message)).toContain(command);
+    expect(requestText(message)).not.toContain('handler_101_7');
+    expect(
+      mentionBlocks(`<task>Command 'init' (see below for command content)\n</task>\n\n${command}`),
+    ).toEqual([]);
+  });
+
   it("are not read where the words say nothing follows, or blocks don't run to the end", () => {
     expect(mentionBlocks(`Here is a file:\n\n${APP}`)).toEqual([]);
     expect(mentionBlocks(`${WORDS}\n\n${APP}\n\nAnd one more thing.`)).toEqual([]);
@@ -100,7 +116,7 @@ describe('what Cline attached to a request', () => {
     ]);
     // Environment details that open a message are not after anyone's words.
     expect(clientAttachments({ role: 'user', parts: [text(ENVIRONMENT)] }, undefined)).toEqual([]);
-    expect(requestText(message)).toBe(`${WORDS}\n\n`);
+    expect(requestText(message)).toBe(`${WORDS}\n\n\n\n`);
   });
 
   it('leaves the task goal its words: the files and the environment are not pinned with it', () => {
@@ -202,13 +218,140 @@ describe('a Cline session whose task mentions more than the window holds', () =>
     expect(task.startsWith(`${WORDS}\n\n`)).toBe(true);
     expect(task).not.toContain('handler_303_40');
     expect(governed.view.at(-1)).toEqual(messages.at(-1));
+    // Each block is folded or masked where it stood, and comes back as it was.
     const shown = JSON.stringify(governed.view);
     for (const [id, block] of [
       ['function:file_content:1', APP],
       ['function:folder_content:2', LIB],
     ] as const) {
-      if (shown.includes(`expand(\\"${id}\\")`)) expect(await governor.expand('s', id)).toBe(block);
+      expect(shown).toContain(`expand(\\"${id}\\")`);
+      expect(await governor.expand('s', id)).toBe(block);
     }
-    expect(shown).toContain('expand(\\"function:folder_content:2\\")');
+  });
+});
+
+describe('environment details alone after a step (native tool calls)', () => {
+  // Cline and Roo Code with native tool calls send them after the step's results, in the same
+  // user message: the ledger gets them as a user message of their own after the tool message.
+  const report = (round: number) =>
+    `<environment_details>\n# Current Time\n2026-05-16T19:${String(10 + round)}:17Z\n\n# Current Mode\nACT MODE\n</environment_details>`;
+  function session(rounds: number): Message[] {
+    const messages: Message[] = [taskMessage()];
+    for (let round = 0; round < rounds; round += 1) {
+      messages.push({
+        role: 'assistant',
+        parts: [
+          { type: 'tool-call', id: `r${round}`, name: 'read_file', arguments: `{"path":"src/m${round}.py"}` },
+        ],
+      });
+      messages.push({
+        role: 'tool',
+        parts: [
+          {
+            type: 'tool-result',
+            callId: `r${round}`,
+            name: 'read_file',
+            content: moduleSource(400 + round, 30),
+          },
+        ],
+      });
+      messages.push({ role: 'user', parts: [text(report(round))] });
+    }
+    return messages;
+  }
+
+  it('are an output of the step, inside the task: no request of their own', () => {
+    const messages = session(3);
+    const ledger = ledgerOf(messages);
+    expect(
+      ledger.objects.filter((object) => object.kind === 'conversation').map((object) => object.id),
+    ).toEqual(['conversation:user:1']);
+    const reported = ledger.objectsByMessage.get(3)![0]!;
+    expect([reported.id, reported.partIndex, reported.callMessageIndex]).toEqual([
+      'function:environment_details:5',
+      undefined,
+      undefined,
+    ]);
+    expect(ledger.get('conversation:user:1')!.span.end).toBe(messages.length);
+    // The latest turn is the step: its call, its result and the report after them.
+    expect(turnStartOf(messages, (index) => carriesOutput(ledger, index))).toBe(messages.length - 3);
+    // Not after outputs, they are a request's words as before.
+    const alone = ledgerOf([taskMessage(), assistantMessage('Which file?'), userMessage(report(0))]);
+    expect(alone.get('conversation:user:2')).toBeDefined();
+  });
+
+  it('leave out what a state without the numbering bound under a request id past the first report', async () => {
+    // An older version took each report for a request: its requests 2 to 4 were the reports, and
+    // this version's second request, the follow-up, was its fifth.
+    const messages = [...session(3), userMessage('Now fix module 401.'), assistantMessage('On it.')];
+    const ledger = ledgerOf(messages);
+    const followUp = ledger.get('conversation:user:2')!;
+    expect(followUp.span).toEqual({ start: 10, end: 12 });
+    const stored = (ids?: number): SessionState => ({
+      schemaVersion: 3,
+      objects: {
+        'conversation:user:2': {
+          operation: 'prune',
+          replacement: '[pruned conversation:user:2]',
+          commitId: 'old',
+          binding: { end: 12, link: ledger.chain[11]! },
+        },
+      },
+      payloads: {},
+      head: { end: messages.length, link: ledger.chain.at(-1)! },
+      sequence: 1,
+      triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
+      ...(ids === undefined ? {} : { ids }),
+    });
+    const shown = async (state: SessionState) => {
+      const store = createMemoryStore();
+      await store.writeState('s', state, 0);
+      const governor = createGovernor({
+        provider: 'anthropic',
+        window: 100_000,
+        store,
+        tokenCounter: approximateTokenCounter,
+      });
+      return governor.project('s', messages);
+    };
+    const older = await shown(stored());
+    expect(JSON.stringify(older.view)).not.toContain('[pruned conversation:user:2]');
+    expect(older.warnings.find((warning) => warning.code === 'transcript-diverged')?.messageIndex).toBe(0);
+    // Under this numbering, the same state holds.
+    expect(JSON.stringify((await shown(stored(LEDGER_IDS))).view)).toContain('[pruned conversation:user:2]');
+  });
+
+  it('never hold a span fold that ends outside its conversation, whatever its binding', async () => {
+    const messages = [...session(3), userMessage('Now fix module 401.'), assistantMessage('On it.')];
+    const ledger = ledgerOf(messages);
+    const store = createMemoryStore();
+    const state: SessionState = {
+      schemaVersion: 3,
+      ids: LEDGER_IDS,
+      objects: {
+        // Ends before the request it is stored for starts: as a view it would go back on itself.
+        'conversation:user:2': {
+          operation: 'fold',
+          keepRequest: true,
+          spanEnd: 6,
+          replacement: '[folded conversation:user:2]',
+          commitId: 'old',
+          binding: { end: 6, link: ledger.chain[5]! },
+        },
+      },
+      payloads: {},
+      head: { end: messages.length, link: ledger.chain.at(-1)! },
+      sequence: 1,
+      triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
+    };
+    await store.writeState('s', state, 0);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', messages);
+    expect(governed.view).toEqual(messages);
   });
 });

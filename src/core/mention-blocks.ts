@@ -36,16 +36,25 @@ const TAGS = [
   'git_commit',
   'terminal_output',
 ];
-const OPENING = new RegExp(`\\n\\n<(${TAGS.join('|')})(?: (path|url|hash)="([^"\\n]*)")?>\\n`, 'g');
+/**
+ * Roo Code and Kilo Code also expand a slash command the user typed into a block among these
+ * (`<command name="review">`): the user's own instructions, which stay words.
+ */
+const WORDS_TAG = 'command';
+const OPENING = new RegExp(
+  `\\n\\n<(${[...TAGS, WORDS_TAG].join('|')})(?: (path|url|hash|name)="([^"\\n]*)")?>\\n`,
+  'g',
+);
 /** The words say a mention's content follows: the client replaced each mention with this. */
 const MENTION_NOTE =
-  /\(see below for (?:file content|folder content|site content|diagnostics|details|commit info|output)\)/;
+  /\(see below for (?:file content|folder content|site content|diagnostics|details|commit info|output|command content)\)/;
 /** Starts tried before giving up on a text: a pasted block in the words can come before the real ones. */
 const MAX_STARTS = 16;
 
 /**
  * The mention blocks at the end of `text`, in order; empty unless the words before them say that
- * content follows, and the blocks run, one after another, to the end of the text.
+ * content follows, and the blocks run, one after another, to the end of the text (a command's
+ * block among them is not one of them: it stays words).
  */
 export function mentionBlocks(text: string): MentionBlock[] {
   if (!text.includes('(see below for ')) return [];
@@ -85,12 +94,14 @@ function blocksFrom(text: string, from: number): MentionBlock[] | undefined {
       close = text.indexOf(closing, after);
     }
     if (end < 0) return undefined;
-    blocks.push({
-      start: match.index + 2,
-      end,
-      tag: tag!,
-      ...(attribute === undefined ? {} : { callArguments: JSON.stringify({ [attribute]: value }) }),
-    });
+    if (tag !== WORDS_TAG) {
+      blocks.push({
+        start: match.index + 2,
+        end,
+        tag: tag!,
+        ...(attribute === undefined ? {} : { callArguments: JSON.stringify({ [attribute]: value }) }),
+      });
+    }
     at = end;
   }
   return blocks;

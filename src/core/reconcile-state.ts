@@ -6,7 +6,7 @@
  * (the sidecar keeps them, under keys no new content can take), and the trigger bookkeeping
  * goes back to where the transcripts still agree.
  */
-import type { Ledger } from './ledger.js';
+import { ENVIRONMENT_TOOL, isObservation, type Ledger, type LedgerObject } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
 import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
 
@@ -49,6 +49,14 @@ export function coveredEnd(ledger: Ledger, objectId: string, entry: ObjectState)
 }
 
 function stateHolds(ledger: Ledger, objectId: string, entry: ObjectState): boolean {
+  // A span fold ends inside its conversation's span, after the request: one stored for another
+  // object of that id (another numbering, another store's) would make no view.
+  const span = ledger.get(objectId)?.span;
+  if (
+    isSpanFold(entry) &&
+    (span === undefined || entry.spanEnd <= span.start + 1 || entry.spanEnd > span.end)
+  )
+    return false;
   return coveredEnd(ledger, objectId, entry) === entry.binding?.end && holds(ledger, entry.binding);
 }
 
@@ -107,36 +115,49 @@ export function reconcileState(
 }
 
 /**
- * `state` under this version's numbering of tool outputs (`LEDGER_IDS`). A state written before
- * it may name by another number every output from the first one a client attached to a request
- * on: what it bound past that output's message (states, payloads, a pending plan) is left out,
- * and `renumberedFrom` says where, when that left anything out. Before it every numbering agrees,
- * so a state of a transcript without such outputs holds as it is.
+ * `state` under this version's numbering (`LEDGER_IDS`). A state written before it may name by
+ * another number every tool output from the first output a client attached to a request on, and
+ * every request too from the first environment report it reads as an output (`reportsEnvironment`;
+ * an older version took it for a request): what it bound past there under such ids (states,
+ * payloads, a pending plan) is left out, and `renumberedFrom` says where, when that left anything
+ * out. Before there every numbering agrees, and system ids never move.
  */
 function underLedgerIds(
   ledger: Ledger,
   state: SessionState,
 ): { state: SessionState; renumberedFrom?: number; droppedIds: string[] } {
   if (state.ids === LEDGER_IDS) return { state, droppedIds: [] };
-  const stamped = { ...state, ids: LEDGER_IDS };
-  const from = ledger.objects.find((object) => object.attachedTo !== undefined)?.messageIndex;
-  if (from === undefined) return { state: stamped, droppedIds: [] };
-  const before = (binding: ContentBinding | undefined) => (binding?.end ?? 0) <= from;
+  const stamped: SessionState = { ...state, ids: LEDGER_IDS };
+  const first = (test: (object: LedgerObject) => boolean) =>
+    ledger.objects.find(test)?.messageIndex ?? Number.POSITIVE_INFINITY;
+  const reports = first((object) => isObservation(object) && object.toolName === ENVIRONMENT_TOOL);
+  const outputs = Math.min(
+    reports,
+    first((object) => object.attachedTo !== undefined),
+  );
+  // Where ids of each kind stop agreeing: tool outputs at `outputs`, requests at `reports`.
+  const holdsAt = (key: string, binding: ContentBinding | undefined) => {
+    const end = binding?.end ?? 0;
+    if (key.startsWith('function:') || key.startsWith('skill:')) return end <= outputs;
+    return key.startsWith('conversation:') ? end <= reports : true;
+  };
   const objects = Object.entries(state.objects);
   const payloads = Object.entries(state.payloads);
-  const droppedIds = objects.filter(([, entry]) => !before(entry.binding)).map(([id]) => id);
-  const keepsPending = state.pending === undefined || before(state.pending.binding);
-  if (droppedIds.length === 0 && keepsPending && payloads.every(([, binding]) => before(binding)))
+  const droppedIds = objects.filter(([id, entry]) => !holdsAt(id, entry.binding)).map(([id]) => id);
+  const pendingHolds =
+    state.pending === undefined ||
+    state.pending.plan.operations.every((operation) => holdsAt(operation.objectId, state.pending!.binding));
+  if (droppedIds.length === 0 && pendingHolds && payloads.every(([key, binding]) => holdsAt(key, binding)))
     return { state: stamped, droppedIds };
   const { pending, ...rest } = stamped;
   return {
     state: {
       ...rest,
-      objects: Object.fromEntries(objects.filter(([, entry]) => before(entry.binding))) as ViewState,
-      payloads: Object.fromEntries(payloads.filter(([, binding]) => before(binding))),
-      ...(pending !== undefined && keepsPending ? { pending } : {}),
+      objects: Object.fromEntries(objects.filter(([id, entry]) => holdsAt(id, entry.binding))) as ViewState,
+      payloads: Object.fromEntries(payloads.filter(([key, binding]) => holdsAt(key, binding))),
+      ...(pending !== undefined && pendingHolds ? { pending } : {}),
     },
-    renumberedFrom: from,
+    renumberedFrom: outputs,
     droppedIds,
   };
 }

@@ -17,10 +17,12 @@ import type { SidecarStore } from './store.js';
 export const SESSION_STATE_VERSION = 3;
 
 /**
- * How the ledger numbers tool outputs (`function:<tool>:N`), which state ids name. Version 2
- * counts the outputs clients attach to requests (`clientAttachments`); versions before it, which
- * wrote no `ids`, counted none or only some of them, so their ids differ from the first such
- * output on (`reconcile-state.ts` drops what they bound past it).
+ * How the ledger numbers objects, which state and payload ids name (`function:<tool>:N`,
+ * `conversation:user:K`). Version 2 counts the outputs clients attach to requests
+ * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's outputs
+ * (`reportsEnvironment`); versions before it wrote no `ids` and counted none or some of them, so
+ * their ids differ from the first such object on (`reconcile-state.ts` drops what they bound past
+ * it). Whatever changes what those recognise changes the numbering, and this number with it.
  */
 export const LEDGER_IDS = 2;
 
@@ -71,7 +73,7 @@ export interface SessionState {
    * The sidecar key itself is `payloadKey(key, binding)`: other content under the same id never
    * shares a record.
    */
-  payloads: Readonly<Record<string, ContentBinding>>;
+  payloads: Readonly<Record<string, PayloadBinding>>;
   /** The transcript at the last governance run, to tell an append from a divergence. */
   head?: ContentBinding;
   /** Commits written so far; the next commit's sequence is this plus one. */
@@ -100,9 +102,19 @@ export function emptySessionState(): SessionState {
   };
 }
 
+/**
+ * A payload's binding, with the numbering its id followed (`LEDGER_IDS`) when it was stored
+ * under one: a record another numbering stored for what is now another output of the same
+ * message (the same binding) keeps its own key.
+ */
+export interface PayloadBinding extends ContentBinding {
+  ids?: number;
+}
+
 /** The sidecar key of a payload: the key the view shows, and the content it was taken from. */
-export function payloadKey(key: string, binding: ContentBinding): string {
-  return `${key}#${binding.link.slice(0, 16)}`;
+export function payloadKey(key: string, binding: PayloadBinding): string {
+  const numbering = binding.ids === undefined ? '' : `.${binding.ids}`;
+  return `${key}#${binding.link.slice(0, 16)}${numbering}`;
 }
 
 /** The sidecar key behind a recovery key of `state`, or undefined when the state offers none. */
@@ -171,7 +183,7 @@ const pendingSchema = z.object({
 const stateV2Schema = z.object({
   schemaVersion: z.literal(2),
   objects: z.record(z.string(), objectStateSchema),
-  payloads: z.record(z.string(), bindingSchema),
+  payloads: z.record(z.string(), bindingSchema.extend({ ids: z.number().int().positive().optional() })),
   head: bindingSchema.optional(),
   sequence: z.number().int().nonnegative(),
   triggers: triggersSchema,

@@ -213,7 +213,8 @@ describe('Cline with files its task mentions, behind the proxy', () => {
     });
     expect(response.status).toBe(200);
     expect(await response.text()).toContain('value2_90');
-    expect(fixture.logs[0]?.warnings ?? []).not.toContain('over-window');
+    expect(fixture.logs[0]).toBeDefined();
+    expect(fixture.logs[0]!.warnings ?? []).not.toContain('over-window');
     const [first, second] = fixture.upstream.requests;
     const sent = (first!.body as { messages: SentMessage[] }).messages;
     // The task goes up in the user's words; its folder reduced where it stood, one expand away.

@@ -23,7 +23,7 @@ import {
 import type { CommitRecord } from '../store.js';
 import { approximateTokenCounter } from '../tokens.js';
 import type { Message, Warning } from '../transcript.js';
-import { DEEP_REDUCTION, GOVERNOR } from '../tuning.js';
+import { DEEP_REDUCTION, EMBEDDED_PLANNER, GOVERNOR } from '../tuning.js';
 import { entryFeaturizer } from '../valuator/entry-features.js';
 import { defaultEntryModel } from '../valuator/entry-model.js';
 import { defaultPricing, weighCommit } from './cache-cost.js';
@@ -622,7 +622,8 @@ export function createGovernor(options: GovernorOptions): Governor {
     const operations: PlannedOperation[] = [];
     let rehearsal: Rehearsal | undefined;
     for (const object of outputs) {
-      if (object.pinned) continue;
+      // A fold of an output smaller than that is about as big as it.
+      if (object.pinned || object.tokens < EMBEDDED_PLANNER.minTokens) continue;
       operations.push({
         objectId: object.id,
         operation: 'fold',
