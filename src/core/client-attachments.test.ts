@@ -22,7 +22,13 @@ import { isSpanFold, type ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { rehearsePlan } from './rehearse-plan.js';
 import { objectText } from './render-replacement.js';
-import { LEDGER_IDS, payloadKey, readSessionState, type SessionState } from './session-state.js';
+import {
+  LEDGER_IDS,
+  payloadKey,
+  readSessionState,
+  type SessionState,
+  sidecarKeyCandidates,
+} from './session-state.js';
 import { STORE_SCHEMA_VERSION } from './store.js';
 import { moduleSource } from './testing/long-session.js';
 import {
@@ -406,7 +412,9 @@ describe('states an older version wrote, which numbered attached outputs otherwi
     const ySidecar = {
       schemaVersion: STORE_SCHEMA_VERSION,
       sessionId: 's',
-      objectId: payloadKey('function:Read:3', { end: 7, link: ledger.chain[6]! }),
+      objectId: sidecarKeyCandidates(payloadKey('function:Read:3', { end: 7, link: ledger.chain[6]! })).at(
+        -1,
+      )!,
       operation: 'fold' as const,
       payload: JSON.stringify({
         ...objectPayload(ledger, ledger.get('function:Read:4')!),
@@ -431,6 +439,81 @@ describe('states an older version wrote, which numbered attached outputs otherwi
     });
     expect(folded.accepted.map((entry) => entry.objectId)).toEqual(['function:Read:3']);
     expect(await governor.expand('s', 'function:Read:3')).toBe(moduleSource(600, 40));
+    // Search finds the x read under its id, never the older record of the y read.
+    const hits = await governor.searchContext('s', 'handler_600_3 handler_700_3');
+    expect(hits.map((hit) => hit.objectId)).toEqual(['function:Read:3']);
+    expect(hits[0]!.snippet).toContain('handler_600');
+  });
+
+  it("read an older version's payload where its id still names it, and this one's after it wrote", async () => {
+    const store = createMemoryStore();
+    // What an older version stored for the z read, before any attached output: kept.
+    const zKey = payloadKey('function:Read:1', { end: 3, link: ledger.chain[2]! });
+    await store.putPayloads([
+      {
+        schemaVersion: STORE_SCHEMA_VERSION,
+        sessionId: 's',
+        objectId: sidecarKeyCandidates(zKey).at(-1)!,
+        operation: 'fold',
+        payload: JSON.stringify(objectPayload(ledger, ledger.get('function:Read:1')!)),
+        searchText: moduleSource(500, 40),
+        tokens: 100,
+        commitId: 'old',
+        createdAt: 0,
+      },
+    ]);
+    await store.writeState('s', olderState(), 0);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    await governor.project('s', messages);
+    expect(await governor.expand('s', 'function:Read:1')).toBe(moduleSource(500, 40));
+    expect((await governor.searchContext('s', 'handler_500_3')).map((hit) => hit.objectId)).toEqual([
+      'function:Read:1',
+    ]);
+    // This version folds the x read; an older one then writes the state back without the numbering.
+    await governor.applyAgentPlan('s', messages, {
+      planner: 'agent',
+      operations: [{ objectId: 'function:Read:3', operation: 'fold', reason: 'test' }],
+    });
+    const { version, state } = await readSessionState(store, 's');
+    const { ids: _dropped, ...older } = state;
+    await store.writeState('s', older, version);
+    // Its fold is out (its id is past the first attached output), the z read's stays, recoverable.
+    const governed = await governor.project('s', messages);
+    expect(governed.recoverable).toHaveProperty('function:Read:1');
+    expect(governed.recoverable).not.toHaveProperty('function:Read:3');
+    expect(await governor.expand('s', 'function:Read:1')).toBe(moduleSource(500, 40));
+  });
+
+  it('leave this version its payloads after an older one wrote the state back', async () => {
+    const plain = [
+      ...messages.slice(0, 3),
+      userMessage('Now compare x.py and y.py.'),
+      assistantMessage('Comparing them.'),
+    ];
+    const store = createMemoryStore();
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    const applied = await governor.applyAgentPlan('s', plain, {
+      planner: 'agent',
+      operations: [{ objectId: 'function:Read:1', operation: 'fold', reason: 'test' }],
+    });
+    expect(applied.rejected).toEqual([]);
+    // An older version reads the state and writes it back: it knows no `ids`, and drops it.
+    const { version, state } = await readSessionState(store, 's');
+    const { ids: _dropped, ...older } = state;
+    await store.writeState('s', older, version);
+    const governed = await governor.project('s', plain);
+    expect(JSON.stringify(governed.view)).toContain('expand(\\"function:Read:1\\")');
+    expect(await governor.expand('s', 'function:Read:1')).toBe(moduleSource(500, 40));
   });
 
   it('hold whole in a transcript without attached outputs', async () => {

@@ -122,7 +122,7 @@ describe('commitRehearsal', () => {
     // The state is bound to the content it was made from, and so is its payload.
     const binding = stored.state.objects['function:bash:5']!.binding!;
     expect(binding.link).toBe(ledger.chain[binding.end - 1]);
-    expect(stored.state.payloads).toEqual({ 'function:bash:5': { ...binding, ids: LEDGER_IDS } });
+    expect(stored.state.payloads).toEqual({ 'function:bash:5': binding });
     expect(stored.state.head).toEqual({ end: ledger.messages.length, link: ledger.chain.at(-1) });
     expect(projectView(ledger, stored.state.objects).tokens).toBe(rehearsal.tokensAfter);
   });

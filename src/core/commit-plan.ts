@@ -7,18 +7,11 @@ import { BadInputError, NotFoundError } from './errors.js';
 import { hashText } from './hash.js';
 import type { Ledger } from './ledger.js';
 import { objectPayload, payloadSearchText } from './object-payload.js';
-import type { ObjectState } from './operations.js';
+import type { ContentBinding, ObjectState } from './operations.js';
 import { bindingAt, coveredEnd } from './reconcile-state.js';
 import type { Rehearsal } from './rehearse-plan.js';
 import { sidecarKey } from './render-replacement.js';
-import {
-  LEDGER_IDS,
-  type PayloadBinding,
-  payloadKey,
-  readSessionState,
-  type SessionState,
-  withoutDeferral,
-} from './session-state.js';
+import { payloadKey, readSessionState, type SessionState, withoutDeferral } from './session-state.js';
 import {
   type CommitRecord,
   type CommittedOperation,
@@ -69,7 +62,7 @@ export async function commitRehearsal(
   const payloads: SidecarRecord[] = [];
   const operations: CommittedOperation[] = [];
   const objects: Record<string, ObjectState> = { ...snapshot.state.objects };
-  const bound: Record<string, PayloadBinding> = { ...snapshot.state.payloads };
+  const bound: Record<string, ContentBinding> = { ...snapshot.state.payloads };
   for (const entry of rehearsal.accepted) {
     const object = ledger.get(entry.operation.objectId)!;
     operations.push({
@@ -90,11 +83,11 @@ export async function commitRehearsal(
     objects[object.id] = { ...entry.state, commitId, binding };
     // A span fold is shown under its own key: a deeper one later holds more messages.
     const key = sidecarKey(object.id, entry.state.spanEnd);
-    bound[key] = { ...binding, ids: LEDGER_IDS };
+    bound[key] = binding;
     payloads.push({
       schemaVersion: STORE_SCHEMA_VERSION,
       sessionId: context.sessionId,
-      objectId: payloadKey(key, bound[key]),
+      objectId: payloadKey(key, binding),
       operation: entry.state.operation,
       payload: JSON.stringify(objectPayload(ledger, object, entry.state.spanEnd)),
       searchText: payloadSearchText(ledger, object, entry.state.spanEnd),

@@ -313,7 +313,7 @@ export const ENVIRONMENT_TOOL = 'environment_details';
 /**
  * Whether a user message holds nothing but environment details: with native tool calls, Cline and
  * Roo Code send them after a step's results in the same message, which reaches the ledger as a
- * user message of its own after the tool message. Right after outputs, it is one of them.
+ * user message of its own after the tool message. Right after that message, it is an output.
  */
 export function reportsEnvironment(message: Message): boolean {
   return (
@@ -656,11 +656,9 @@ export function createLedger(options: LedgerOptions): Ledger {
     // Output a text-protocol client sent as a user message, inside a request the agent works on;
     // or what a client reports of the IDE right after a step's outputs (`reportsEnvironment`).
     const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
-    const afterOutput =
-      messages[index - 1]?.role === 'tool' || (objectsByMessage.get(index - 1)?.some(isObservation) ?? false);
     const observation =
       shellObservation ??
-      (openConversation && afterOutput && reportsEnvironment(message)
+      (openConversation && messages[index - 1]?.role === 'tool' && reportsEnvironment(message)
         ? { toolName: ENVIRONMENT_TOOL }
         : undefined);
     if (message.role === 'system') {

@@ -182,8 +182,8 @@ describe('what Cline attached to a request', () => {
 
 describe('a Cline session whose task mentions more than the window holds', () => {
   /** The task, then read_file rounds in Cline's text protocol. */
-  function session(rounds: number): Message[] {
-    const messages: Message[] = [taskMessage()];
+  function session(rounds: number, task: Message = taskMessage()): Message[] {
+    const messages: Message[] = [task];
     for (let round = 0; round < rounds; round += 1) {
       messages.push(assistantMessage(`<read_file>\n<path>src/m${round}.py</path>\n</read_file>`));
       messages.push({
@@ -235,8 +235,8 @@ describe('environment details alone after a step (native tool calls)', () => {
   // user message: the ledger gets them as a user message of their own after the tool message.
   const report = (round: number) =>
     `<environment_details>\n# Current Time\n2026-05-16T19:${String(10 + round)}:17Z\n\n# Current Mode\nACT MODE\n</environment_details>`;
-  function session(rounds: number): Message[] {
-    const messages: Message[] = [taskMessage()];
+  function session(rounds: number, task: Message = taskMessage()): Message[] {
+    const messages: Message[] = [task];
     for (let round = 0; round < rounds; round += 1) {
       messages.push({
         role: 'assistant',
@@ -353,5 +353,77 @@ describe('environment details alone after a step (native tool calls)', () => {
     });
     const governed = await governor.project('s', messages);
     expect(governed.view).toEqual(messages);
+  });
+
+  it('leave out what a state without the numbering bound under a tool id past the first report', async () => {
+    // A task without attachments: ids agree up to the first report, one apart after it.
+    const messages = session(3, userMessage('Fix the NaN in src/app.py.'));
+    const ledger = ledgerOf(messages);
+    expect(ledger.get('function:read_file:1')?.messageIndex).toBe(2);
+    expect(ledger.get('function:read_file:3')?.messageIndex).toBe(5);
+    const fold = (id: string, end: number) => ({
+      [id]: {
+        operation: 'fold' as const,
+        replacement: `[folded ${id}]`,
+        commitId: 'old',
+        binding: { end, link: ledger.chain[end - 1]! },
+      },
+    });
+    const store = createMemoryStore();
+    await store.writeState(
+      's',
+      {
+        schemaVersion: 3,
+        objects: { ...fold('function:read_file:1', 3), ...fold('function:read_file:3', 6) },
+        payloads: {},
+        head: { end: messages.length, link: ledger.chain.at(-1)! },
+        sequence: 1,
+        triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
+      },
+      0,
+    );
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 100_000,
+      store,
+      tokenCounter: approximateTokenCounter,
+    });
+    const shown = JSON.stringify((await governor.project('s', messages)).view);
+    expect(shown).toContain('[folded function:read_file:1]');
+    expect(shown).not.toContain('[folded function:read_file:3]');
+  });
+});
+
+describe('the window rescue', () => {
+  it('leaves outputs too small for an operation: their fold would be bigger', async () => {
+    const messages: Message[] = [
+      userMessage('Read both.'),
+      {
+        role: 'assistant',
+        parts: [
+          { type: 'tool-call', id: 'big', name: 'read_file', arguments: '{"path":"big.py"}' },
+          { type: 'tool-call', id: 'small', name: 'read_file', arguments: '{"path":"small.py"}' },
+        ],
+      },
+      {
+        role: 'tool',
+        parts: [
+          { type: 'tool-result', callId: 'big', name: 'read_file', content: moduleSource(800, 200) },
+          { type: 'tool-result', callId: 'small', name: 'read_file', content: 'x = 1' },
+        ],
+      },
+    ];
+    // Even with the big output folded, the latest turn is over this window.
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window: 40,
+      store: createMemoryStore(),
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', messages);
+    expect(governed.warnings.map((warning) => warning.code)).toContain('latest-turn-folded');
+    const results = governed.view.at(-1)!.parts;
+    expect(JSON.stringify(results[0])).toContain('expand(\\"function:read_file:1\\")');
+    expect(results[1]).toEqual(messages[2]!.parts[1]);
   });
 });

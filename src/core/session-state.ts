@@ -73,7 +73,7 @@ export interface SessionState {
    * The sidecar key itself is `payloadKey(key, binding)`: other content under the same id never
    * shares a record.
    */
-  payloads: Readonly<Record<string, PayloadBinding>>;
+  payloads: Readonly<Record<string, ContentBinding>>;
   /** The transcript at the last governance run, to tell an append from a divergence. */
   head?: ContentBinding;
   /** Commits written so far; the next commit's sequence is this plus one. */
@@ -103,18 +103,27 @@ export function emptySessionState(): SessionState {
 }
 
 /**
- * A payload's binding, with the numbering its id followed (`LEDGER_IDS`) when it was stored
- * under one: a record another numbering stored for what is now another output of the same
- * message (the same binding) keeps its own key.
+ * The sidecar key of a payload: the key the view shows, the content it was taken from, and the
+ * numbering the key follows (`LEDGER_IDS`). A record another numbering stored for what is now
+ * another output of the same message (the same key and binding) keeps a key of its own.
  */
-export interface PayloadBinding extends ContentBinding {
-  ids?: number;
+export function payloadKey(key: string, binding: ContentBinding): string {
+  return `${key}#${binding.link.slice(0, LINK_CHARS)}.${LEDGER_IDS}`;
 }
 
-/** The sidecar key of a payload: the key the view shows, and the content it was taken from. */
-export function payloadKey(key: string, binding: PayloadBinding): string {
-  const numbering = binding.ids === undefined ? '' : `.${binding.ids}`;
-  return `${key}#${binding.link.slice(0, 16)}${numbering}`;
+/** Characters of the binding's link in a sidecar key. */
+const LINK_CHARS = 16;
+
+/**
+ * Where the payload of a sidecar key `payloadKey` gave may stand, this numbering's key first,
+ * then those of earlier ones (versions before `LEDGER_IDS` wrote none). Only the first that
+ * holds a record is the payload: a state keeps an earlier version's payload binding only where
+ * every numbering agrees on its id (`reconcile-state.ts`).
+ */
+export function sidecarKeyCandidates(sidecarKey: string): string[] {
+  const base = sidecarKey.slice(0, sidecarKey.lastIndexOf('#') + 1 + LINK_CHARS);
+  const earlier = Array.from({ length: LEDGER_IDS - 2 }, (_, index) => `${base}.${LEDGER_IDS - 1 - index}`);
+  return [sidecarKey, ...earlier, base];
 }
 
 /** The sidecar key behind a recovery key of `state`, or undefined when the state offers none. */
@@ -183,7 +192,7 @@ const pendingSchema = z.object({
 const stateV2Schema = z.object({
   schemaVersion: z.literal(2),
   objects: z.record(z.string(), objectStateSchema),
-  payloads: z.record(z.string(), bindingSchema.extend({ ids: z.number().int().positive().optional() })),
+  payloads: z.record(z.string(), bindingSchema),
   head: bindingSchema.optional(),
   sequence: z.number().int().nonnegative(),
   triggers: triggersSchema,

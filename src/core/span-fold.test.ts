@@ -12,7 +12,7 @@ import {
   type RehearseOptions,
   rehearsePlan,
 } from './rehearse-plan.js';
-import { emptySessionState, LEDGER_IDS, payloadKey } from './session-state.js';
+import { emptySessionState, payloadKey } from './session-state.js';
 import { longSession } from './testing/long-session.js';
 import { longOutput, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
@@ -208,7 +208,7 @@ describe('span folds: the work after a request', () => {
     );
     if (outcome.status !== 'committed') throw new Error(outcome.status);
     const binding = outcome.state.payloads['conversation:user:1@10']!;
-    expect(binding).toEqual({ end: 10, link: ledger.chain[9], ids: LEDGER_IDS });
+    expect(binding).toEqual({ end: 10, link: ledger.chain[9] });
     const record = await store.getPayload('s', payloadKey('conversation:user:1@10', binding));
     const payload = parseObjectPayload(record!.payload, 'test');
     expect(payload.kind === 'conversation' && payload.messages).toEqual(ledger.messages.slice(1, 10));

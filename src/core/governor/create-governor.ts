@@ -17,6 +17,7 @@ import {
   payloadKey,
   readSessionState,
   type SessionState,
+  sidecarKeyCandidates,
   type TriggerBookkeeping,
   withoutDeferral,
 } from '../session-state.js';
@@ -254,6 +255,15 @@ export function createGovernor(options: GovernorOptions): Governor {
     return { snapshot, divergence };
   };
 
+  /** The first of `keys` the sidecar holds a record under. */
+  const firstPayload = async (sessionId: string, keys: readonly string[]) => {
+    for (const key of keys) {
+      const record = await options.store.getPayload(sessionId, key);
+      if (record !== undefined) return record;
+    }
+    return undefined;
+  };
+
   /** Sidecar keys of what this state's view can recover, by the key the view shows. */
   const recoverableOf = (state: SessionState): Record<string, string> =>
     Object.fromEntries(
@@ -351,22 +361,33 @@ export function createGovernor(options: GovernorOptions): Governor {
         ? scope[key]
         : recoverableOf((await readSessionState(options.store, sessionId)).state)[key];
       if (sidecarKey === undefined) return undefined;
-      const record = await options.store.getPayload(sessionId, sidecarKey);
+      const record = await firstPayload(sessionId, sidecarKeyCandidates(sidecarKey));
       return record
         ? payloadText(parseObjectPayload(record.payload, `sidecar ${sessionId}/${key}`))
         : undefined;
     },
     async searchContext(sessionId, query, limit = 5, scope) {
       const recoverable = scope ?? recoverableOf((await readSessionState(options.store, sessionId)).state);
-      const shownAs = new Map(Object.entries(recoverable).map(([key, sidecarKey]) => [sidecarKey, key]));
+      // Each sidecar key a key's payload may stand under (`sidecarKeyCandidates`), and its place.
+      const shownAs = new Map<string, { key: string; earlier: string[] }>();
+      for (const [key, sidecarKey] of Object.entries(recoverable)) {
+        const candidates = sidecarKeyCandidates(sidecarKey);
+        candidates.forEach((candidate, index) => {
+          shownAs.set(candidate, { key, earlier: candidates.slice(0, index) });
+        });
+      }
       // The sidecar may hold other content under this session id: only this conversation's counts.
       const hits = await options.store.searchPayloads(sessionId, query, { limit: limit * 4 });
-      return hits
-        .flatMap((hit) => {
-          const key = shownAs.get(hit.objectId);
-          return key === undefined ? [] : [{ objectId: key, snippet: hit.snippet }];
-        })
-        .slice(0, limit);
+      const found: Array<{ objectId: string; snippet: string }> = [];
+      for (const hit of hits) {
+        const shown = shownAs.get(hit.objectId);
+        if (shown === undefined) continue;
+        // An earlier version's record counts only where no later one stands for its key.
+        if ((await firstPayload(sessionId, shown.earlier)) !== undefined) continue;
+        found.push({ objectId: shown.key, snippet: hit.snippet });
+        if (found.length === limit) break;
+      }
+      return found;
     },
     async applyAgentPlan(sessionId, messages, plan): Promise<AgentPlanResult> {
       const limits = limitsFor();
