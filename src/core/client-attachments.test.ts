@@ -31,6 +31,7 @@ import {
 } from './session-state.js';
 import { STORE_SCHEMA_VERSION } from './store.js';
 import { moduleSource } from './testing/long-session.js';
+import { olderState, storedGovernor } from './testing/stored-governor.js';
 import {
   assistantCalls,
   assistantMessage,
@@ -362,31 +363,22 @@ describe('states an older version wrote, which numbered attached outputs otherwi
     binding: { end, link: ledger.chain[end - 1]! },
   });
   /** What a version before `LEDGER_IDS` stored: the z read and the y read folded, by its ids. */
-  const olderState = (): SessionState => ({
-    schemaVersion: 3,
-    objects: {
-      'function:Read:1': fold('[folded function:Read:1: Read /work/src/z.py]', 3),
-      'function:Read:3': fold('[folded function:Read:3: Read /work/src/y.py]', 7),
-    },
-    payloads: {
-      'function:Read:1': { end: 3, link: ledger.chain[2]! },
-      'function:Read:3': { end: 7, link: ledger.chain[6]! },
-    },
-    head: { end: messages.length, link: ledger.chain.at(-1)! },
-    sequence: 1,
-    triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
-  });
+  const olderFolds = (): SessionState =>
+    olderState(
+      ledger,
+      {
+        'function:Read:1': fold('[folded function:Read:1: Read /work/src/z.py]', 3),
+        'function:Read:3': fold('[folded function:Read:3: Read /work/src/y.py]', 7),
+      },
+      {
+        'function:Read:1': { end: 3, link: ledger.chain[2]! },
+        'function:Read:3': { end: 7, link: ledger.chain[6]! },
+      },
+    );
 
   it('hold before the first attached output, and never apply past it to what their ids name now', async () => {
     expect(ledger.get('function:Read:3')?.callId).toBe('x');
-    const store = createMemoryStore();
-    await store.writeState('s', olderState(), 0);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
+    const { governor, store } = await storedGovernor(olderFolds());
     const governed = await governor.project('s', messages);
     const shown = JSON.stringify(governed.view);
     expect(shown).toContain('[folded function:Read:1: Read /work/src/z.py]');
@@ -406,8 +398,7 @@ describe('states an older version wrote, which numbered attached outputs otherwi
   });
 
   it("keep an older version's payload apart from this one's under the same id and binding", async () => {
-    const store = createMemoryStore();
-    await store.writeState('s', olderState(), 0);
+    const { governor, store } = await storedGovernor(olderFolds());
     // The y read's payload as an older version stored it, under the id that names the x read now.
     const ySidecar = {
       schemaVersion: STORE_SCHEMA_VERSION,
@@ -426,12 +417,6 @@ describe('states an older version wrote, which numbered attached outputs otherwi
       createdAt: 0,
     };
     await store.putPayloads([ySidecar]);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
     await governor.project('s', messages);
     const folded = await governor.applyAgentPlan('s', messages, {
       planner: 'agent',
@@ -446,7 +431,7 @@ describe('states an older version wrote, which numbered attached outputs otherwi
   });
 
   it("read an older version's payload where its id still names it, and this one's after it wrote", async () => {
-    const store = createMemoryStore();
+    const { governor, store } = await storedGovernor(olderFolds());
     // What an older version stored for the z read, before any attached output: kept.
     const zKey = payloadKey('function:Read:1', { end: 3, link: ledger.chain[2]! });
     await store.putPayloads([
@@ -462,13 +447,6 @@ describe('states an older version wrote, which numbered attached outputs otherwi
         createdAt: 0,
       },
     ]);
-    await store.writeState('s', olderState(), 0);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
     await governor.project('s', messages);
     expect(await governor.expand('s', 'function:Read:1')).toBe(moduleSource(500, 40));
     expect((await governor.searchContext('s', 'handler_500_3')).map((hit) => hit.objectId)).toEqual([
@@ -495,13 +473,7 @@ describe('states an older version wrote, which numbered attached outputs otherwi
       userMessage('Now compare x.py and y.py.'),
       assistantMessage('Comparing them.'),
     ];
-    const store = createMemoryStore();
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
+    const { governor, store } = await storedGovernor();
     const applied = await governor.applyAgentPlan('s', plain, {
       planner: 'agent',
       operations: [{ objectId: 'function:Read:1', operation: 'fold', reason: 'test' }],
@@ -519,20 +491,13 @@ describe('states an older version wrote, which numbered attached outputs otherwi
   it('hold whole in a transcript without attached outputs', async () => {
     const plain = [...messages.slice(0, 3), userMessage('Now compare x.py and y.py.')];
     const plainLedger = ledgerOf(plain);
-    const store = createMemoryStore();
-    const state: SessionState = {
-      ...olderState(),
-      objects: { 'function:Read:1': fold('[folded function:Read:1: Read /work/src/z.py]', 3) },
-      payloads: { 'function:Read:1': { end: 3, link: plainLedger.chain[2]! } },
-      head: { end: plain.length, link: plainLedger.chain.at(-1)! },
-    };
-    await store.writeState('s', state, 0);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
+    const { governor, store } = await storedGovernor(
+      olderState(
+        plainLedger,
+        { 'function:Read:1': fold('[folded function:Read:1: Read /work/src/z.py]', 3) },
+        { 'function:Read:1': { end: 3, link: plainLedger.chain[2]! } },
+      ),
+    );
     const governed = await governor.project('s', plain);
     expect(governed.warnings).toEqual([]);
     expect(JSON.stringify(governed.view)).toContain('[folded function:Read:1: Read /work/src/z.py]');

@@ -25,6 +25,7 @@ import { projectView } from './project-view.js';
 import { objectText } from './render-replacement.js';
 import { LEDGER_IDS, type SessionState } from './session-state.js';
 import { moduleSource } from './testing/long-session.js';
+import { olderState, storedGovernor } from './testing/stored-governor.js';
 import { assistantMessage, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { type Message, messageText, text } from './transcript.js';
@@ -287,48 +288,29 @@ describe('environment details alone after a step (native tool calls)', () => {
     const ledger = ledgerOf(messages);
     const followUp = ledger.get('conversation:user:2')!;
     expect(followUp.span).toEqual({ start: 10, end: 12 });
-    const stored = (ids?: number): SessionState => ({
-      schemaVersion: 3,
-      objects: {
-        'conversation:user:2': {
-          operation: 'prune',
-          replacement: '[pruned conversation:user:2]',
-          commitId: 'old',
-          binding: { end: 12, link: ledger.chain[11]! },
-        },
+    const older = olderState(ledger, {
+      'conversation:user:2': {
+        operation: 'prune',
+        replacement: '[pruned conversation:user:2]',
+        commitId: 'old',
+        binding: { end: 12, link: ledger.chain[11]! },
       },
-      payloads: {},
-      head: { end: messages.length, link: ledger.chain.at(-1)! },
-      sequence: 1,
-      triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
-      ...(ids === undefined ? {} : { ids }),
     });
-    const shown = async (state: SessionState) => {
-      const store = createMemoryStore();
-      await store.writeState('s', state, 0);
-      const governor = createGovernor({
-        provider: 'anthropic',
-        window: 100_000,
-        store,
-        tokenCounter: approximateTokenCounter,
-      });
-      return governor.project('s', messages);
-    };
-    const older = await shown(stored());
-    expect(JSON.stringify(older.view)).not.toContain('[pruned conversation:user:2]');
-    expect(older.warnings.find((warning) => warning.code === 'transcript-diverged')?.messageIndex).toBe(0);
+    const shown = async (state: SessionState) =>
+      (await storedGovernor(state)).governor.project('s', messages);
+    const governed = await shown(older);
+    expect(JSON.stringify(governed.view)).not.toContain('[pruned conversation:user:2]');
+    expect(governed.warnings.find((warning) => warning.code === 'transcript-diverged')?.messageIndex).toBe(0);
     // Under this numbering, the same state holds.
-    expect(JSON.stringify((await shown(stored(LEDGER_IDS))).view)).toContain('[pruned conversation:user:2]');
+    const current = await shown({ ...older, ids: LEDGER_IDS });
+    expect(JSON.stringify(current.view)).toContain('[pruned conversation:user:2]');
   });
 
   it('never hold a span fold that ends outside its conversation, whatever its binding', async () => {
     const messages = [...session(3), userMessage('Now fix module 401.'), assistantMessage('On it.')];
     const ledger = ledgerOf(messages);
-    const store = createMemoryStore();
-    const state: SessionState = {
-      schemaVersion: 3,
-      ids: LEDGER_IDS,
-      objects: {
+    const { governor } = await storedGovernor({
+      ...olderState(ledger, {
         // Ends before the request it is stored for starts: as a view it would go back on itself.
         'conversation:user:2': {
           operation: 'fold',
@@ -338,18 +320,8 @@ describe('environment details alone after a step (native tool calls)', () => {
           commitId: 'old',
           binding: { end: 6, link: ledger.chain[5]! },
         },
-      },
-      payloads: {},
-      head: { end: messages.length, link: ledger.chain.at(-1)! },
-      sequence: 1,
-      triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
-    };
-    await store.writeState('s', state, 0);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
+      }),
+      ids: LEDGER_IDS,
     });
     const governed = await governor.project('s', messages);
     expect(governed.view).toEqual(messages);
@@ -369,25 +341,9 @@ describe('environment details alone after a step (native tool calls)', () => {
         binding: { end, link: ledger.chain[end - 1]! },
       },
     });
-    const store = createMemoryStore();
-    await store.writeState(
-      's',
-      {
-        schemaVersion: 3,
-        objects: { ...fold('function:read_file:1', 3), ...fold('function:read_file:3', 6) },
-        payloads: {},
-        head: { end: messages.length, link: ledger.chain.at(-1)! },
-        sequence: 1,
-        triggers: { lastRunAt: messages.length, lastCommitAt: messages.length, fruitlessRuns: 0 },
-      },
-      0,
+    const { governor } = await storedGovernor(
+      olderState(ledger, { ...fold('function:read_file:1', 3), ...fold('function:read_file:3', 6) }),
     );
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window: 100_000,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
     const shown = JSON.stringify((await governor.project('s', messages)).view);
     expect(shown).toContain('[folded function:read_file:1]');
     expect(shown).not.toContain('[folded function:read_file:3]');
