@@ -387,7 +387,7 @@ describe('states an older version wrote, which numbered attached outputs otherwi
     expect(governed.view[6]).toEqual(messages[6]);
     const warning = governed.warnings.find((each) => each.code === 'transcript-diverged');
     expect(warning?.messageIndex).toBe(4);
-    expect(warning?.message).toContain('an older version numbered the tool outputs from message 4 on');
+    expect(warning?.message).toContain('an older version numbered the objects from message 4 on');
     // The run's write records the numbering, under which the next call reads the state as it is.
     const stored = (await readSessionState(store, 's')).state;
     expect(stored.ids).toBe(LEDGER_IDS);

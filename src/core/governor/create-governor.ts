@@ -249,7 +249,7 @@ export function createGovernor(options: GovernorOptions): Governor {
       code: 'transcript-diverged',
       messageIndex: divergence.at,
       message: renumbered
-        ? `an older version numbered the tool outputs from message ${divergence.at} on otherwise; ${divergence.dropped.length} object states it made there no longer apply`
+        ? `an older version numbered the objects from message ${divergence.at} on otherwise; ${divergence.dropped.length} object states it made there no longer apply`
         : `the transcript differs from the one governed before at message ${divergence.at}; ${divergence.dropped.length} object states made for the other content no longer apply`,
     });
     return { snapshot, divergence };
