@@ -411,7 +411,7 @@ describe('states an older version wrote, which numbered attached outputs otherwi
         ...objectPayload(ledger, ledger.get('function:Read:4')!),
         objectId: 'function:Read:3',
       }),
-      searchText: 'y',
+      searchText: moduleSource(700, 40),
       tokens: 100,
       commitId: 'old',
       createdAt: 0,

@@ -348,6 +348,19 @@ describe('environment details alone after a step (native tool calls)', () => {
     expect(shown).toContain('[folded function:read_file:1]');
     expect(shown).not.toContain('[folded function:read_file:3]');
   });
+
+  it('offer no payload whose id names an object that ends elsewhere, whatever the numbering says', async () => {
+    const messages = session(3, userMessage('Fix the NaN in src/app.py.'));
+    const ledger = ledgerOf(messages);
+    const bound = (end: number) => ({ end, link: ledger.chain[end - 1]! });
+    // `function:read_file:3` is the read in message 5 here; a payload bound at message 8 was another's.
+    const { governor } = await storedGovernor({
+      ...olderState(ledger, {}, { 'function:read_file:1': bound(3), 'function:read_file:3': bound(9) }),
+      ids: LEDGER_IDS,
+    });
+    const governed = await governor.project('s', messages);
+    expect(Object.keys(governed.recoverable)).toEqual(['function:read_file:1']);
+  });
 });
 
 describe('the window rescue', () => {

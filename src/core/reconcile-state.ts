@@ -61,6 +61,25 @@ function stateHolds(ledger: Ledger, objectId: string, entry: ObjectState): boole
 }
 
 /**
+ * Whether a payload's binding holds, and its key still names what ends where the binding does:
+ * an object (a conversation its span, an output its message), or a span fold (`id@spanEnd`)
+ * inside its conversation. As the states are checked (`stateHolds`), so that no key offers bytes
+ * another object of its id left.
+ */
+function payloadHolds(ledger: Ledger, key: string, binding: ContentBinding): boolean {
+  if (!holds(ledger, binding)) return false;
+  const at = key.lastIndexOf('@');
+  if (at >= 0) {
+    const span = ledger.get(key.slice(0, at))?.span;
+    const spanEnd = Number(key.slice(at + 1));
+    return span !== undefined && spanEnd === binding.end && spanEnd > span.start + 1 && spanEnd <= span.end;
+  }
+  const object = ledger.get(key);
+  if (object === undefined) return false;
+  return (object.kind === 'conversation' ? object.span.end : object.messageIndex + 1) === binding.end;
+}
+
+/**
  * The state of `state` that holds for `ledger`. `knownDivergence`: where the caller saw this
  * transcript part from the previous one it indexed (an in-memory ledger), if it did.
  */
@@ -80,7 +99,7 @@ export function reconcileState(
   let agreed = 0;
   let payloadDropped = false;
   for (const [key, binding] of Object.entries(state.payloads)) {
-    if (holds(ledger, binding)) {
+    if (payloadHolds(ledger, key, binding)) {
       payloads[key] = binding;
       agreed = Math.max(agreed, binding.end);
     } else payloadDropped = true;

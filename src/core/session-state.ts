@@ -18,13 +18,14 @@ export const SESSION_STATE_VERSION = 3;
 
 /**
  * How the ledger numbers objects, which state and payload ids name (`function:<tool>:N`,
- * `conversation:user:K`). Version 2 counts the outputs clients attach to requests
- * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's outputs
- * (`reportsEnvironment`); versions before it wrote no `ids` and counted none or some of them, so
- * their ids differ from the first such object on (`reconcile-state.ts` drops what they bound past
- * it). Whatever changes what those recognise changes the numbering, and this number with it.
+ * `conversation:user:K`). Version 3 counts the outputs clients attach to requests
+ * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's results
+ * (`reportsEnvironment`). A state written under any other numbering (none written: before the
+ * field existed; 2: development builds that counted some of them) may name objects otherwise from
+ * the first such object on (`reconcile-state.ts` drops what it bound past it). Whatever changes
+ * what those recognise changes the numbering, and this number with it.
  */
-export const LEDGER_IDS = 2;
+export const LEDGER_IDS = 3;
 
 /** Trigger bookkeeping carried from call to call (see `governor/`). */
 export interface TriggerBookkeeping {
@@ -116,9 +117,9 @@ const LINK_CHARS = 16;
 
 /**
  * Where the payload of a sidecar key `payloadKey` gave may stand, this numbering's key first,
- * then those of earlier ones (versions before `LEDGER_IDS` wrote none). Only the first that
- * holds a record is the payload: a state keeps an earlier version's payload binding only where
- * every numbering agrees on its id (`reconcile-state.ts`).
+ * then those of earlier ones, down to the key without a numbering that versions before 2 wrote.
+ * Only the first that holds a record is the payload: a state keeps an earlier version's payload
+ * binding only where every numbering agrees on its id (`reconcile-state.ts`).
  */
 export function sidecarKeyCandidates(sidecarKey: string): string[] {
   const base = sidecarKey.slice(0, sidecarKey.lastIndexOf('#') + 1 + LINK_CHARS);

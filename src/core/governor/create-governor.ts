@@ -378,11 +378,13 @@ export function createGovernor(options: GovernorOptions): Governor {
       }
       // The sidecar may hold other content under this session id: only this conversation's counts.
       const hits = await options.store.searchPayloads(sessionId, query, { limit: limit * 4 });
+      const hitKeys = new Set(hits.map((hit) => hit.objectId));
       const found: Array<{ objectId: string; snippet: string }> = [];
       for (const hit of hits) {
         const shown = shownAs.get(hit.objectId);
         if (shown === undefined) continue;
         // An earlier version's record counts only where no later one stands for its key.
+        if (shown.earlier.some((key) => hitKeys.has(key))) continue;
         if ((await firstPayload(sessionId, shown.earlier)) !== undefined) continue;
         found.push({ objectId: shown.key, snippet: hit.snippet });
         if (found.length === limit) break;
