@@ -76,8 +76,16 @@ function convertMessage(message: OpenAIChatMessage, toolNames: Map<string, strin
       const content =
         typeof message.content === 'string' ? message.content : message.content.map(convertText);
       const name = toolNames.get(message.tool_call_id) ?? '';
-      const result: Part = { type: 'tool-result', callId: message.tool_call_id, name, content };
-      return { role: 'tool', parts: [result], ...sliceProviderData(NAMESPACE, { extra }) };
+      // A tool message's own fields (`cache_control`, …) ride on its result: that is what
+      // `toOpenAIChat` writes back as a tool message, whatever tool messages were joined around it.
+      const result: Part = {
+        type: 'tool-result',
+        callId: message.tool_call_id,
+        name,
+        content,
+        ...sliceProviderData(NAMESPACE, { extra }),
+      };
+      return { role: 'tool', parts: [result] };
     }
   }
 }
