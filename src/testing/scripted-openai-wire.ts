@@ -126,12 +126,26 @@ type OutputItem =
       role: 'assistant';
       content: Array<{ type: 'output_text'; text: string; annotations: []; logprobs: [] }>;
     }
-  | { id: string; type: 'function_call'; status: string; call_id: string; name: string; arguments: string };
+  | { id: string; type: 'function_call'; status: string; call_id: string; name: string; arguments: string }
+  | { id: string; type: 'reasoning'; summary: []; encrypted_content: string };
+
+/**
+ * Whether the request asks for the model's reasoning state back, as Codex always does: a
+ * reasoning model's answer then opens with a reasoning item holding it, which the client passes
+ * back in its next request.
+ */
+function wantsReasoning(body: Record<string, unknown>): boolean {
+  return Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content');
+}
 
 function outputItems(context: WireContext): OutputItem[] {
   const { content } = context;
   const status = content.truncated ? 'incomplete' : 'completed';
   const items: OutputItem[] = [];
+  if (wantsReasoning(context.body)) {
+    const state = Buffer.from(`scripted reasoning state of ${context.id}`).toString('base64');
+    items.push({ id: `rs_${context.id}`, type: 'reasoning', summary: [], encrypted_content: state });
+  }
   if (content.text !== '' || content.toolCalls.length === 0) {
     const part = {
       type: 'output_text' as const,
@@ -209,7 +223,12 @@ export function responseFrames(context: WireContext): SseFrame[] {
   const items = outputItems(context);
   items.forEach((item, outputIndex) => {
     const at = { item_id: item.id, output_index: outputIndex };
-    if (item.type === 'message') {
+    if (item.type === 'reasoning') {
+      emit('response.output_item.added', {
+        output_index: outputIndex,
+        item: { ...item, encrypted_content: null },
+      });
+    } else if (item.type === 'message') {
       const text = item.content[0]?.text ?? '';
       const emptyPart = { type: 'output_text', text: '', annotations: [], logprobs: [] };
       emit('response.output_item.added', {

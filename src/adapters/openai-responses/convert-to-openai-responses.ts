@@ -185,7 +185,9 @@ function reasoningItem(part: ReasoningPart, emit: Emit): ResponseReasoningItem {
     type: 'reasoning',
     ...(typeof hints.id === 'string' ? { id: hints.id } : {}),
     summary,
-    ...(Array.isArray(hints.content) ? { content: hints.content as ResponseReasoningItem['content'] } : {}),
+    ...(Array.isArray(hints.content) || hints.content === null
+      ? { content: hints.content as ResponseReasoningItem['content'] }
+      : {}),
     ...(encrypted !== undefined ? { encrypted_content: encrypted } : {}),
     ...(typeof hints.status === 'string' ? { status: hints.status } : {}),
   };

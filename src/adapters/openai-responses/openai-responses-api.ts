@@ -176,8 +176,14 @@ export const ResponseReasoningItem = z.object({
   id: z.string().optional(),
   /** Visible reasoning summaries, often empty. */
   summary: z.array(z.strictObject({ type: z.literal('summary_text'), text: z.string() })),
-  /** Raw reasoning text of open-weight models; kept as it came. */
-  content: z.array(z.strictObject({ type: z.literal('reasoning_text'), text: z.string() })).optional(),
+  /**
+   * Raw reasoning text of open-weight models; kept as it came. Codex sends `null` on every
+   * reasoning item it passes back (its raw reasoning stripped), and its own items may hold `text`.
+   */
+  content: z
+    .array(z.strictObject({ type: z.enum(['reasoning_text', 'text']), text: z.string() }))
+    .nullable()
+    .optional(),
   /** Opaque reasoning state for stateless (`store: false`) use; must come back byte-exact. */
   encrypted_content: z.string().nullable().optional(),
   status: z.string().optional(),
