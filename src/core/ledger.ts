@@ -538,6 +538,13 @@ export function createLedger(options: LedgerOptions): Ledger {
   // The first object of each text of instructions (a system message, or instructions a client sent
   // as a user message), for restatements.
   const systemTexts = new Map<string, string>();
+  /** Instructions that say again, word for word, what an earlier object said (`restatable`). */
+  const noteRestatement = (object: LedgerObject, message: Message, textValue: string) => {
+    if (!restatable(message)) return;
+    const first = systemTexts.get(textValue);
+    if (first === undefined) systemTexts.set(textValue, object.id);
+    else object.restates = first;
+  };
   let functionCount = 0;
   let totalTokens = 0;
   /** Indexes of messages whose tokens are bounds. */
@@ -665,9 +672,7 @@ export function createLedger(options: LedgerOptions): Ledger {
       systemCount += 1;
       const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));
       const textValue = payloadText(message.parts);
-      const first = systemTexts.get(textValue);
-      if (first === undefined) systemTexts.set(textValue, object.id);
-      else object.restates = first;
+      noteRestatement(object, message, textValue);
       created.push([object, () => extractAnchors(textValue)]);
     } else if (message.role === 'user' && observation !== undefined) {
       functionCount += 1;
@@ -696,11 +701,7 @@ export function createLedger(options: LedgerOptions): Ledger {
       created.push([object, () => extractAnchors(requestText(message))]);
       openConversation = object;
       const note = clientNote(message);
-      if (note === 'instructions') {
-        const first = systemTexts.get(textValue);
-        if (first === undefined) systemTexts.set(textValue, object.id);
-        else object.restates = first;
-      }
+      if (note === 'instructions') noteRestatement(object, message, textValue);
       if (taskGoal === undefined && note === undefined) taskGoal = object.id;
       for (const attachment of clientAttachments(message, messages[index - 1])) {
         functionCount += 1;
@@ -874,6 +875,20 @@ function argumentValues(argumentsText: string): string[] {
   };
   walk(parsed);
   return values;
+}
+
+/**
+ * Whether a message of instructions can restate another: text alone, with words in it, and no
+ * wire fields of its own. A block kept whole (Codex's compacted history, its change of effort)
+ * shows the model more than its text, and a field beside the text (Claude Code's `output_config`
+ * on an effort directive, whose text is empty; `clear_at`) acts where the message stands: two of
+ * them alike in text say different things.
+ */
+function restatable(message: Message): boolean {
+  if (!message.parts.every((part) => part.type === 'text')) return false;
+  if (payloadText(message.parts).trim() === '') return false;
+  const slices = Object.values(message.providerData ?? {});
+  return !slices.some((slice) => typeof slice === 'object' && slice !== null && 'extra' in slice);
 }
 
 function payloadText(parts: readonly Part[]): string {

@@ -6,7 +6,7 @@ import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
 import { assistantMessage, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
-import { messageText } from './transcript.js';
+import { type Message, messageText } from './transcript.js';
 
 const INSTRUCTIONS = `<permissions instructions>\n${'Filesystem sandboxing: workspace-write. '.repeat(80)}`;
 
@@ -221,5 +221,48 @@ describe('instructions a client sends as user messages', () => {
       'conversation:user:3',
     ]);
     expect(defaultPin(ledger.objects[1]!)).toBe('first user request (task goal)');
+  });
+});
+
+describe('instructions that act where they stand', () => {
+  /** Claude Code's effort directive: a system message of no text, its effort beside it. */
+  const directive = (effort: string, turn: number): Message => ({
+    role: 'system',
+    parts: [],
+    providerData: { anthropic: { turn, extra: { output_config: { effort } } } },
+  });
+  /** An item kept whole, as the Responses adapter reads Codex's compacted history. */
+  const kept = (kind: string, data: Record<string, unknown>): Message => ({
+    role: 'system',
+    parts: [{ type: 'opaque', provider: 'openaiResponses', kind, text: '', data: { type: kind, ...data } }],
+  });
+
+  it('never restate one another: not an effort directive, not a block kept whole, not empty text', () => {
+    const transcript = [
+      systemMessage(INSTRUCTIONS),
+      userMessage('fix the parser'),
+      directive('low', 2),
+      ...toolRound('c1', 'bash', { command: 'cat parser.py' }, 'def parse(): pass'),
+      directive('high', 5),
+      kept('compaction', { encrypted_content: 'gAAAAB-first' }),
+      kept('configuration_update', { reasoning: { effort: 'low' } }),
+      directive('low', 8),
+      kept('compaction', { encrypted_content: 'gAAAAB-second' }),
+      systemMessage(''),
+      systemMessage(''),
+      userMessage('and the lexer'),
+      systemMessage(INSTRUCTIONS),
+    ];
+    const ledger = indexTranscript(transcript, {
+      tokenCounter: approximateTokenCounter,
+      pin: createPinRule(),
+    });
+    const systems = ledger.objects.filter((object) => object.kind === 'system');
+    expect(systems.map((object) => [object.id, object.restates ?? null, object.pinned])).toEqual([
+      ['system:1', null, true],
+      ...[2, 3, 4, 5, 6, 7, 8, 9].map((k) => [`system:${k}`, null, true]),
+      // Text alone, said again word for word, still goes.
+      ['system:10', 'system:1', false],
+    ]);
   });
 });
