@@ -155,6 +155,24 @@ describe('blocks the core does not read', () => {
     expect(back.warnings).toEqual([]);
   });
 
+  it("Claude Code's system message, then its effort directive, then the reply: written back as sent", () => {
+    // Claude Code 2.1 writes a mid-conversation system message, a `clear_at` copy, then an
+    // effort directive (no text, `output_config` beside it) before the assistant turn.
+    const wire = {
+      messages: [
+        { role: 'user', content: 'Fix it.' },
+        { role: 'system', content: 'The date is now 2026-12-07.', clear_at: 'next_user_message' },
+        { role: 'system', content: [], output_config: { effort: 'high' } },
+        { role: 'assistant', content: 'Fixing.' },
+        { role: 'user', content: 'Thanks.' },
+        { role: 'system', content: [], output_config: { effort: 'low' } },
+      ],
+    } as unknown as AnthropicMessagesPrompt;
+    const back = toAnthropicMessages(fromAnthropicMessages(wire).messages);
+    expect(back.messages).toEqual(wire.messages);
+    expect(back.warnings).toEqual([]);
+  });
+
   it('a governed view (a folded result, a span replaced by a summary) stays valid: server pairs whole', () => {
     const { messages } = fromAnthropicMessages(prompt());
     const result = messages[3]!.parts[0]!;

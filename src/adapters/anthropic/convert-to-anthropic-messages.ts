@@ -141,20 +141,27 @@ function writtenAlone(
 /**
  * A system message in `messages` must follow a user turn or an assistant turn that ends in server
  * tool use, and be last or followed by an assistant turn (so never next to another); the API
- * refuses one anywhere else, except the directive-only form (empty content). Governance can
- * leave one elsewhere (a call pruned with its shell takes the user turn before the message
- * along): it is then sent as user text, with a `system-in-conversation` warning.
+ * refuses one anywhere else, except the directive-only form (empty content), which may stand
+ * anywhere and so counts as no neighbour: Claude Code sends a system message, then an effort
+ * directive, then the assistant turn. Governance can leave one elsewhere (a call pruned with its
+ * shell takes the user turn before the message along): it is then sent as user text, with a
+ * `system-in-conversation` warning.
  */
 function placeSystemMessages(
   out: AnthropicMessage[],
   placed: ReadonlyMap<number, number>,
   warnings: Warning[],
 ): void {
+  const neighbour = (from: number, step: 1 | -1) => {
+    let at = from + step;
+    while (isDirective(out[at])) at += step;
+    return out[at];
+  };
   for (const [index, messageIndex] of placed) {
     const message = out[index] as AnthropicSystemMessage;
-    if (Array.isArray(message.content) && message.content.length === 0) continue;
-    const before = out[index - 1];
-    const after = out[index + 1];
+    if (isDirective(message)) continue;
+    const before = neighbour(index, -1);
+    const after = neighbour(index, 1);
     const follows = before?.role === 'user' || endsInServerToolUse(before);
     if (follows && (after === undefined || after.role === 'assistant')) continue;
     out[index] = { role: 'user', content: message.content };
@@ -164,6 +171,11 @@ function placeSystemMessages(
       message: 'a system message left where the API takes none is sent as user text',
     });
   }
+}
+
+/** A system message that holds no text, only what rides beside it (`output_config`). */
+function isDirective(message: AnthropicMessage | undefined): boolean {
+  return message?.role === 'system' && Array.isArray(message.content) && message.content.length === 0;
 }
 
 function endsInServerToolUse(message: AnthropicMessage | undefined): boolean {
