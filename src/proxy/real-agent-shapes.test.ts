@@ -236,6 +236,40 @@ describe('Claude Code, interactive, through the proxy', () => {
   });
 });
 
+describe("Claude Code's effort directives through the proxy", () => {
+  it('each stays where the client put it, the latest last, however far the work folds', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 8_000 });
+    const directive = (effort: string) => ({ role: 'system', content: [], output_config: { effort } });
+    const rounds = anthropicConversation({ turns: 24 });
+    // After a result, before the next assistant turn: low, then high, then max.
+    const messages = [
+      ...rounds.slice(0, 7),
+      directive('low'),
+      ...rounds.slice(7, 21),
+      directive('high'),
+      ...rounds.slice(21, 41),
+      directive('max'),
+      ...rounds.slice(41),
+    ];
+    const response = await fixture.post('messages', {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 512,
+      system: 'You are a coding agent.',
+      messages,
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-commit')).toBeTruthy();
+    const sent = (fixture.upstream.requests[0]!.body as { messages: Json[] }).messages;
+    expect(JSON.stringify(sent)).not.toContain(JSON.stringify(fileContent(1)).slice(1, -1));
+    // As sent: no text put into them (a directive holds none), none dropped, in their order.
+    expect(sent.filter((message) => message.role === 'system')).toEqual([
+      directive('low'),
+      directive('high'),
+      directive('max'),
+    ]);
+  });
+});
+
 describe('Codex through the proxy', () => {
   it('custom and local shell calls stay answered, compaction, web search and files stay in place', async () => {
     // Earlier work of almost twice the window, and room to spare for Codex's own turn: the
@@ -278,6 +312,33 @@ describe('Codex through the proxy', () => {
       kept += 1;
     }
     expect(kept).toBeGreaterThan(0);
+  });
+
+  it('its compacted history and a change of effort stay in place whatever the work around them becomes', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 8_000 });
+    // After a remote compaction Codex sends the kept user messages, then the encrypted summary of
+    // everything before; a change of reasoning effort is an item where it was made.
+    const compaction = { type: 'compaction', encrypted_content: 'gAAAAABsummary-of-the-first-hour==' };
+    const effort = { type: 'configuration_update', reasoning: { effort: 'low' } };
+    const [task, ...rounds] = responsesConversation({ turns: 24 });
+    const input = [task!, compaction, ...rounds.slice(0, 20), effort, ...rounds.slice(20)];
+    const response = await fixture.post('responses', {
+      model: 'gpt-5-codex',
+      instructions: 'You are Codex.',
+      input,
+      store: false,
+      include: ['reasoning.encrypted_content'],
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-commit')).toBeTruthy();
+    const sent = (fixture.upstream.requests[0]!.body as { input: Json[] }).input;
+    // The work folded all around them; they went up as Codex sent them, in their order.
+    expect(JSON.stringify(sent)).not.toContain(JSON.stringify(fileContent(1)).slice(1, -1));
+    const compactionAt = sent.findIndex((item) => item.type === 'compaction');
+    const effortAt = sent.findIndex((item) => item.type === 'configuration_update');
+    expect(sent[compactionAt]).toEqual(compaction);
+    expect(sent[effortAt]).toEqual(effort);
+    expect(compactionAt).toBeLessThan(effortAt);
   });
 });
 

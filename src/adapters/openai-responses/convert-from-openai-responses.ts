@@ -40,8 +40,9 @@ const LABEL = 'openai-responses item';
  * `action`, its tool name `local_shell`), and each output item becomes one tool message. Items
  * the adapter does not read are opaque parts: answers to the model's items (types ending in
  * `_output` or `_response`) in a tool message of their own, so they stay after what they answer;
- * the developer's (`additional_tools`) in a system message of their own; everything else
- * (`web_search_call`, `compaction`, `item_reference`, ...) in the assistant run.
+ * the developer's (`additional_tools`) and those holding the state the model continues from
+ * (`compaction`, `configuration_update`) in a system message of their own; everything else
+ * (`web_search_call`, `item_reference`, ...) in the assistant run.
  * Lossless: `toOpenAIResponses` writes the items back byte for byte.
  *
  * `resume` reads from a later item on, after an earlier reading of the same items before it
@@ -94,11 +95,26 @@ function isAssistantSide(item: ResponseInputItem): boolean {
 const ANSWER_TYPE = /_(output|response)$/;
 
 /**
- * An item the developer gave, not the model (`additional_tools`, role `developer`): a system
- * message of its own, so that it is pinned as instructions are and never folded away.
+ * Items that hold what the model continues from, or a control read where it stands: Codex's
+ * compacted history (`compaction`, `compaction_summary`, `context_compaction`, encrypted) and
+ * its change of reasoning effort (`configuration_update`). Folded with the work around them, the
+ * model would lose the conversation before a compaction, or run at another effort.
+ */
+const STATE_ITEM_TYPES: ReadonlySet<string> = new Set([
+  'compaction',
+  'compaction_summary',
+  'context_compaction',
+  'compaction_trigger',
+  'configuration_update',
+]);
+
+/**
+ * An item the developer gave, not the model (`additional_tools`, role `developer`), or one that
+ * holds the state the model continues from (`STATE_ITEM_TYPES`): a system message of its own, so
+ * that it is pinned as instructions are and never folded away.
  */
 function isInstruction(item: ResponseOpaque): boolean {
-  return item.role === 'developer' || item.role === 'system';
+  return item.role === 'developer' || item.role === 'system' || STATE_ITEM_TYPES.has(item.type);
 }
 
 function inputSideMessage(item: ResponseInputItem, toolNames: Map<string, string>): Message {

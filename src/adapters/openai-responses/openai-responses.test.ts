@@ -127,6 +127,7 @@ describe('what Codex sends: custom and local shell tools, compaction, web search
     expect(messages.map((message) => message.role)).toEqual([
       'system',
       'user',
+      'system',
       'assistant',
       'tool',
       'assistant',
@@ -139,47 +140,50 @@ describe('what Codex sends: custom and local shell tools, compaction, web search
       'assistant',
       'user',
     ]);
-    expect(kinds(messages[2])).toEqual(['compaction', 'reasoning', 'web_search_call', 'tool-call']);
-    expect(messages[2]?.parts[3]).toMatchObject({
+    // The compacted history is what the model continues from: pinned like instructions, never
+    // folded with the work after it.
+    expect(messages[2]).toMatchObject({ role: 'system', parts: [{ type: 'opaque', kind: 'compaction' }] });
+    expect(kinds(messages[3])).toEqual(['reasoning', 'web_search_call', 'tool-call']);
+    expect(messages[3]?.parts[2]).toMatchObject({
       type: 'tool-call',
       id: 'call_Kq9tS2',
       name: 'local_shell',
       arguments: expect.stringContaining('"command":["bash","-lc","pytest tests/test_parser.py -x"]'),
     });
-    expect(messages[3]?.parts[0]).toMatchObject({
+    expect(messages[4]?.parts[0]).toMatchObject({
       type: 'tool-result',
       callId: 'call_Kq9tS2',
       name: 'local_shell',
     });
-    expect(messages[4]?.parts[0]).toMatchObject({
+    expect(messages[5]?.parts[0]).toMatchObject({
       type: 'tool-call',
       id: 'call_Ap7Hx1',
       name: 'apply_patch',
       arguments: expect.stringMatching(/^\*\*\* Begin Patch\n/),
     });
-    expect(messages[5]?.parts[0]).toMatchObject({
+    expect(messages[6]?.parts[0]).toMatchObject({
       type: 'tool-result',
       callId: 'call_Ap7Hx1',
       name: 'apply_patch',
       content: expect.stringContaining('M src/parser.py'),
     });
-    expect(messages[7]?.parts[0]).toMatchObject({
+    expect(messages[8]?.parts[0]).toMatchObject({
       type: 'tool-result',
       callId: 'call_Zr4Lm8',
       name: 'local_shell',
     });
     // Tools the developer adds are instructions: a system message, pinned like one.
-    expect(messages[8]).toMatchObject({
+    expect(messages[9]).toMatchObject({
       role: 'system',
       parts: [{ type: 'opaque', kind: 'additional_tools' }],
     });
     // The tool search call joins the assistant run; its output answers it in a tool message.
-    expect(kinds(messages[9])).toEqual(['tool_search_call']);
-    expect(kinds(messages[10])).toEqual(['tool_search_output']);
-    expect(kinds(messages[11])).toEqual(['text', 'item_reference']);
+    expect(kinds(messages[10])).toEqual(['tool_search_call']);
+    expect(kinds(messages[11])).toEqual(['tool_search_output']);
+    expect(kinds(messages[12])).toEqual(['text', 'item_reference']);
     expect(kinds(messages[1])).toEqual(['text', 'input_file']);
     expect((messages[1]!.parts[1] as OpaquePart).text).toBe('parser-spec.pdf');
-    expect(messageText(messages[2]!)).toContain('tree-sitter parser error recovery');
+    expect(messageText(messages[3]!)).toContain('tree-sitter parser error recovery');
     expect(messageText(messages[2]!)).not.toContain('gAAAAABpZ3X9');
   });
 
@@ -248,7 +252,7 @@ function readOpaque(items: unknown[]): OpaquePart {
 
 const fileName = fc.stringMatching(/^[a-z]{1,8}\.pdf$/);
 const inputFile = fileName.map((filename) => ({ type: 'input_file', filename, file_id: 'file-1' }));
-/** Files in messages and outputs, and model items (web search, compaction) in the assistant run. */
+/** Files in messages and outputs, and model items (web search, image generation) in the assistant run. */
 const responsesOpaque = {
   user: inputFile.map((part) => readOpaque([{ role: 'user', content: [part] }])),
   assistant: fc
@@ -260,7 +264,7 @@ const responsesOpaque = {
       })),
       fc
         .base64String({ minLength: 4, maxLength: 16 })
-        .map((data) => ({ type: 'compaction', encrypted_content: data })),
+        .map((result) => ({ type: 'image_generation_call', status: 'completed', result })),
     )
     .map((item) => [readOpaque([item])]),
   toolResult: inputFile.map((part) =>
