@@ -22,6 +22,28 @@ function onlyMessage(answer: unknown): JsonObject | undefined {
   return isJsonObject(choice) && isJsonObject(choice.message) ? choice.message : undefined;
 }
 
+/** Fields of an answer's message that only an answer carries: a request may not send them back. */
+const ANSWER_ONLY_FIELDS = new Set(['annotations', 'parsed']);
+
+/**
+ * The answer's message as the assistant turn of the next request: whole, as a client passes it
+ * back (a thinking model's `reasoning_content`, which DeepSeek and Kimi require again, a call's
+ * `extra_content` with Gemini's thought signature), without the fields only an answer has and
+ * those left null, audio by its id.
+ */
+function assistantTurn(message: JsonObject): JsonObject {
+  const turn: JsonObject = { role: 'assistant', content: message.content ?? null };
+  for (const [key, value] of Object.entries(message)) {
+    if (key === 'role' || key === 'content' || value === null || ANSWER_ONLY_FIELDS.has(key)) continue;
+    if (key === 'audio') {
+      if (isJsonObject(value) && typeof value.id === 'string') turn.audio = { id: value.id };
+      continue;
+    }
+    turn[key] = value;
+  }
+  return turn;
+}
+
 export const chatDialect: WireDialect = {
   route: 'chat',
   provider: 'openai',
@@ -100,8 +122,7 @@ export const chatDialect: WireDialect = {
     };
   },
   withToolResults(body, answer, results) {
-    const message = onlyMessage(answer) ?? {};
-    const assistant = { role: 'assistant', content: message.content ?? null, tool_calls: message.tool_calls };
+    const assistant = assistantTurn(onlyMessage(answer) ?? {});
     const toolMessages = results.map((result) => ({
       role: 'tool',
       tool_call_id: result.id,

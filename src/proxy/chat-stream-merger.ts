@@ -13,8 +13,30 @@ interface HeldCall {
   id: string;
   name: string;
   arguments: string;
+  /** The call's other fields (Gemini's `extra_content`), the latest of each. */
+  fields: JsonObject;
   deltas: JsonObject[];
 }
+
+/** The fields of a call delta that assemble into the call itself, not into `fields`. */
+const CALL_DELTA_KEYS = new Set(['index', 'id', 'type', 'function']);
+
+/**
+ * A delta's other fields into the message assembled so far: text (`reasoning_content`) and lists
+ * (`reasoning_details`) append, anything else replaces.
+ */
+function assemble(into: JsonObject, delta: JsonObject, skip: ReadonlySet<string>): void {
+  for (const [key, value] of Object.entries(delta)) {
+    if (skip.has(key) || value === null || value === undefined) continue;
+    const held = into[key];
+    if (typeof value === 'string' && typeof held === 'string') into[key] = held + value;
+    else if (Array.isArray(value) && Array.isArray(held)) into[key] = [...held, ...value];
+    else into[key] = value;
+  }
+}
+
+/** What the message assembles apart from its role, its text and its calls. */
+const MESSAGE_DELTA_KEYS = new Set(['role', 'content', 'tool_calls']);
 
 function chunkEvent(chunk: JsonObject): SseMessage {
   return { data: JSON.stringify(chunk) };
@@ -24,6 +46,8 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   let identity: { id: unknown; created: unknown } | undefined;
   let roleSent = false;
   let content = '';
+  /** The message's other fields this round (`reasoning_content`). */
+  let fields: JsonObject = {};
   let calls = new Map<number, HeldCall>();
   let finish: { chunk: JsonObject; choice: JsonObject; reason: string } | undefined;
   let usage: JsonObject | undefined;
@@ -33,11 +57,12 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   const holdCall = (delta: unknown) => {
     if (!isJsonObject(delta)) return;
     const index = numberOf(delta.index) ?? 0;
-    const call = calls.get(index) ?? { id: '', name: '', arguments: '', deltas: [] };
+    const call = calls.get(index) ?? { id: '', name: '', arguments: '', fields: {}, deltas: [] };
     const fn = isJsonObject(delta.function) ? delta.function : {};
     if (typeof delta.id === 'string') call.id = delta.id;
     if (typeof fn.name === 'string') call.name += fn.name;
     if (typeof fn.arguments === 'string') call.arguments += fn.arguments;
+    assemble(call.fields, delta, CALL_DELTA_KEYS);
     call.deltas.push(delta);
     calls.set(index, call);
   };
@@ -48,6 +73,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
     const { tool_calls: toolCalls, role, ...delta } = isJsonObject(choice.delta) ? choice.delta : {};
     if (Array.isArray(toolCalls)) for (const call of toolCalls) holdCall(call);
     if (typeof delta.content === 'string') content += delta.content;
+    assemble(fields, delta, MESSAGE_DELTA_KEYS);
     if (typeof choice.finish_reason === 'string') {
       finish = { chunk, choice: { ...choice, delta: {} }, reason: choice.finish_reason };
     }
@@ -62,6 +88,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
 
   const startRound = () => {
     content = '';
+    fields = {};
     calls = new Map();
     finish = undefined;
     usage = undefined;
@@ -99,10 +126,12 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
           id: call.id,
           type: 'function',
           function: { name: call.name, arguments: call.arguments },
+          ...call.fields,
         }));
       const message = {
         role: 'assistant',
         content: content === '' ? null : content,
+        ...fields,
         ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
       };
       return {

@@ -201,6 +201,54 @@ describe('OpenAI Chat Completions', () => {
   });
 });
 
+describe('OpenAI Chat Completions, thinking models', () => {
+  it("keeps a round's reasoning_content and each call's own fields, for the turn recovery passes back", () => {
+    const chunk = (delta: Wire, finish: string | null = null): SseMessage => ({
+      data: JSON.stringify({
+        id: 'c1',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'deepseek-reasoner',
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      }),
+    });
+    const signature = { google: { thought_signature: 'c2ln' } };
+    const { answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: null, reasoning_content: 'The fold ' }),
+        chunk({ reasoning_content: 'hides it.' }),
+        chunk({
+          tool_calls: [
+            {
+              index: 0,
+              id: 'a',
+              type: 'function',
+              function: { name: EXPAND_TOOL, arguments: '' },
+              extra_content: signature,
+            },
+          ],
+        }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '{"id":"x"}' } }] }),
+        chunk({}, 'tool_calls'),
+        { data: '[DONE]' },
+      ],
+    ]);
+    expect(answers[0].choices[0].message).toEqual({
+      role: 'assistant',
+      content: null,
+      reasoning_content: 'The fold hides it.',
+      tool_calls: [
+        {
+          id: 'a',
+          type: 'function',
+          function: { name: EXPAND_TOOL, arguments: '{"id":"x"}' },
+          extra_content: signature,
+        },
+      ],
+    });
+  });
+});
+
 describe('OpenAI Responses', () => {
   const response = (id: string, status: string, output: Wire[]) => ({
     id,

@@ -40,3 +40,42 @@ describe('eventUsage', () => {
     expect(eventUsage(chatDialect, '[DONE]')).toBeUndefined();
   });
 });
+
+describe('the assistant turn recovery passes back', () => {
+  it('chat: the answer as a client sends it back, without what only an answer carries', () => {
+    const call = {
+      id: 'a',
+      type: 'function',
+      function: { name: 'selfgc_expand', arguments: '{}' },
+      extra_content: { google: { thought_signature: 'c2ln' } },
+    };
+    const answer = {
+      choices: [
+        {
+          index: 0,
+          finish_reason: 'tool_calls',
+          message: {
+            role: 'assistant',
+            content: null,
+            reasoning_content: 'Expand first.',
+            refusal: null,
+            annotations: [],
+            audio: { id: 'audio_1', data: 'UklG', expires_at: 1, transcript: 'hm' },
+            tool_calls: [call],
+          },
+        },
+      ],
+    };
+    const body = chatDialect.withToolResults({ messages: [] }, answer, [{ id: 'a', output: 'page' }]);
+    expect(body.messages).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        reasoning_content: 'Expand first.',
+        audio: { id: 'audio_1' },
+        tool_calls: [call],
+      },
+      { role: 'tool', tool_call_id: 'a', content: 'page' },
+    ]);
+  });
+});
