@@ -22,6 +22,12 @@ function onlyMessage(answer: unknown): JsonObject | undefined {
   return isJsonObject(choice) && isJsonObject(choice.message) ? choice.message : undefined;
 }
 
+/** The name of a call: a function's, or a custom tool's (free-text input). */
+function callName(call: JsonObject): string | undefined {
+  const tool = isJsonObject(call.function) ? call.function : isJsonObject(call.custom) ? call.custom : {};
+  return typeof tool.name === 'string' ? tool.name : undefined;
+}
+
 /** Fields of an answer's message that only an answer carries: a request may not send them back. */
 const ANSWER_ONLY_FIELDS = new Set(['annotations', 'parsed']);
 
@@ -108,11 +114,10 @@ export const chatDialect: WireDialect = {
   keepToolCalls(answer, keep) {
     const message = onlyMessage(answer);
     if (message === undefined || !Array.isArray(message.tool_calls)) return answer;
-    const toolCalls = message.tool_calls.filter(
-      (call) =>
-        !(isJsonObject(call) && isJsonObject(call.function) && typeof call.function.name === 'string') ||
-        keep(call.function.name),
-    );
+    const toolCalls = message.tool_calls.filter((call) => {
+      const name = isJsonObject(call) ? callName(call) : undefined;
+      return name === undefined || keep(name);
+    });
     const [choice] = answer.choices as JsonObject[];
     const finished = toolCalls.length === 0 && choice?.finish_reason === 'tool_calls';
     const kept = replaceFields(message, { tool_calls: toolCalls.length > 0 ? toolCalls : undefined });

@@ -30,6 +30,43 @@ function outputItems(answer: unknown): JsonObject[] {
   return answer.output.filter(isJsonObject);
 }
 
+/**
+ * The name an output item is a client's call by, which `keepToolCalls` asks about; undefined for
+ * an item no client answers (reasoning, text, a search the server ran). Codex's `apply_patch`
+ * (`custom_tool_call`), its shell and a tool search it runs itself are calls like a function's:
+ * left in a turn recovery continues, each would go upstream unanswered.
+ */
+function clientCallName(item: JsonObject): string | undefined {
+  switch (item.type) {
+    case 'function_call':
+    case 'custom_tool_call':
+      return typeof item.name === 'string' ? item.name : item.type;
+    case 'tool_search_call':
+      return item.execution === 'server' ? undefined : item.type;
+    case 'local_shell_call':
+    case 'shell_call':
+    case 'apply_patch_call':
+    case 'computer_call':
+      return item.type;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * An answer's items as the next request's input. Without `store` the API keeps no item, so one
+ * passed back by its id is looked up and not found (a 404): ids go, as clients drop them, and so
+ * does reasoning that came without its encrypted state (a model asked for none).
+ */
+function passedBack(items: readonly JsonObject[], body: JsonObject): JsonObject[] {
+  if (body.store !== false) return [...items];
+  return items.flatMap((item) => {
+    if (item.type === 'reasoning' && typeof item.encrypted_content !== 'string') return [];
+    const { id: _id, ...rest } = item;
+    return [rest];
+  });
+}
+
 export const responsesDialect: WireDialect = {
   route: 'responses',
   provider: 'openai',
@@ -106,16 +143,18 @@ export const responsesDialect: WireDialect = {
   },
   keepToolCalls(answer, keep) {
     if (!Array.isArray(answer.output)) return answer;
-    const output = answer.output.filter(
-      (item) =>
-        !(isJsonObject(item) && item.type === 'function_call' && typeof item.name === 'string') ||
-        keep(item.name),
-    );
+    const output = answer.output.filter((item) => {
+      const name = isJsonObject(item) ? clientCallName(item) : undefined;
+      return name === undefined || keep(name);
+    });
     return { ...answer, output };
   },
   withToolResults(body, answer, results) {
     // Reasoning items must stay with the calls they led to; assistant text items are kept too.
-    const items = outputItems(answer).filter((item) => item.type !== 'message' || item.role === 'assistant');
+    const items = passedBack(
+      outputItems(answer).filter((item) => item.type !== 'message' || item.role === 'assistant'),
+      body,
+    );
     const outputs = results.map((result) => ({
       type: 'function_call_output',
       call_id: result.id,

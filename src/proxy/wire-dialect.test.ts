@@ -79,3 +79,78 @@ describe('the assistant turn recovery passes back', () => {
     ]);
   });
 });
+
+describe('the calls a recovery round continues with', () => {
+  const isProxy = (name: string) => name.startsWith('selfgc_');
+
+  it("responses: only the proxy's own, whatever kind of call the client's are", () => {
+    const reasoning = { id: 'rs_1', type: 'reasoning', summary: [], encrypted_content: 'enc' };
+    const expand = {
+      id: 'fc_1',
+      type: 'function_call',
+      call_id: 'c1',
+      name: 'selfgc_expand',
+      arguments: '{}',
+    };
+    const search = { id: 'ws_1', type: 'web_search_call', status: 'completed', action: { type: 'search' } };
+    const client = [
+      { id: 'fc_2', type: 'function_call', call_id: 'c2', name: 'shell', arguments: '{}' },
+      { id: 'ctc_1', type: 'custom_tool_call', call_id: 'c3', name: 'apply_patch', input: '*** Begin Patch' },
+      { id: 'lsh_1', type: 'local_shell_call', call_id: 'c4', status: 'completed', action: { type: 'exec' } },
+      { id: 'tsc_1', type: 'tool_search_call', call_id: 'c5', execution: 'client', arguments: {} },
+    ];
+    const answer = { output: [reasoning, expand, ...client, search] };
+    expect(responsesDialect.keepToolCalls(answer, isProxy).output).toEqual([reasoning, expand, search]);
+    expect(responsesDialect.keepToolCalls(answer, (name) => !isProxy(name)).output).toEqual([
+      reasoning,
+      ...client,
+      search,
+    ]);
+  });
+
+  it('chat: a custom tool call is a client call too', () => {
+    const expand = { id: 'a', type: 'function', function: { name: 'selfgc_expand', arguments: '{}' } };
+    const patch = { id: 'b', type: 'custom', custom: { name: 'apply_patch', input: '*** Begin Patch' } };
+    const answer = {
+      choices: [
+        {
+          index: 0,
+          finish_reason: 'tool_calls',
+          message: { role: 'assistant', tool_calls: [expand, patch] },
+        },
+      ],
+    };
+    const kept = chatDialect.keepToolCalls(answer, isProxy) as {
+      choices: [{ message: { tool_calls: unknown } }];
+    };
+    expect(kept.choices[0].message.tool_calls).toEqual([expand]);
+  });
+
+  it('responses without store: no item by its id, no reasoning without its state', () => {
+    const output = [
+      { id: 'rs_1', type: 'reasoning', summary: [] },
+      { id: 'rs_2', type: 'reasoning', summary: [], encrypted_content: 'enc' },
+      {
+        id: 'fc_1',
+        type: 'function_call',
+        call_id: 'c1',
+        name: 'selfgc_expand',
+        arguments: '{}',
+        status: 'completed',
+      },
+    ];
+    const results = [{ id: 'c1', output: 'page' }];
+    const stateless = responsesDialect.withToolResults({ input: [], store: false }, { output }, results);
+    expect(stateless.input).toEqual([
+      { type: 'reasoning', summary: [], encrypted_content: 'enc' },
+      { type: 'function_call', call_id: 'c1', name: 'selfgc_expand', arguments: '{}', status: 'completed' },
+      { type: 'function_call_output', call_id: 'c1', output: 'page' },
+    ]);
+    // Stored, the API finds every item by its id.
+    const stored = responsesDialect.withToolResults({ input: [] }, { output }, results);
+    expect(stored.input).toEqual([
+      ...output,
+      { type: 'function_call_output', call_id: 'c1', output: 'page' },
+    ]);
+  });
+});
