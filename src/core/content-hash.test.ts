@@ -51,6 +51,26 @@ describe('messageDigest', () => {
     expect(messageDigest(topLevel)).toBe(messageDigest(userText('hello')));
   });
 
+  it('leaves out a breakpoint inside a block kept whole: a document, in a message or a result', () => {
+    const document = (mark: object) => ({
+      type: 'opaque',
+      provider: 'anthropic',
+      kind: 'document',
+      text: 'spec.pdf',
+      data: { type: 'document', source: { type: 'base64', data: 'JVBERi0x' }, title: 'spec.pdf', ...mark },
+    });
+    const user = (mark: object) =>
+      ({ role: 'user', parts: [document(mark)], providerData: { anthropic: { turn: 2 } } }) as Message;
+    const result = (mark: object) => {
+      const message = toolResult('x');
+      const part = message.parts[0] as { content: unknown[] };
+      return { ...message, parts: [{ ...part, content: [document(mark)] }] } as Message;
+    };
+    expect(messageDigest(user(BREAKPOINT))).toBe(messageDigest(user({})));
+    expect(messageDigest(result(BREAKPOINT))).toBe(messageDigest(result({})));
+    expect(messageDigest(user({ title: 'other.pdf' }))).not.toBe(messageDigest(user({})));
+  });
+
   it('still tells content apart, and a text that names the key is content', () => {
     expect(messageDigest(userText('hello', BREAKPOINT))).not.toBe(messageDigest(userText('hellO')));
     expect(messageDigest(toolResult('x', BREAKPOINT))).not.toBe(messageDigest(toolResult('y')));

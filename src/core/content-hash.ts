@@ -72,17 +72,32 @@ function withoutContentForm(extras: Extras | undefined): Extras | undefined {
   return Object.keys(kept).length > 0 ? kept : undefined;
 }
 
-/** A part as digested: its fields (inner parts of a tool result with their extras cleaned) apart from its own extras. */
+/**
+ * A part without its breakpoints: in its extras, and in the wire block an opaque part keeps whole
+ * (a document, a search result), where the adapter left the client's mark.
+ */
+function unmarked(part: Extras): Extras {
+  let kept = part;
+  if (isExtras(part.providerData)) {
+    const { providerData, ...fields } = part;
+    const extras = withoutIgnored(providerData);
+    kept = extras === undefined ? fields : { ...fields, providerData: extras };
+  }
+  if (kept.type === 'opaque' && isExtras(kept.data) && 'cache_control' in kept.data) {
+    const { cache_control: _mark, ...data } = kept.data;
+    kept = { ...kept, data };
+  }
+  return kept;
+}
+
+/** A part as digested: its fields (inner parts of a tool result without breakpoints) apart from its own extras. */
 function partContent(rest: Extras): string {
   const text = JSON.stringify(rest);
-  if (!IGNORED_MARK.test(text) || !Array.isArray(rest.content)) return text;
-  const content = rest.content.map((inner: unknown) => {
-    if (!isExtras(inner) || !isExtras(inner.providerData)) return inner;
-    const { providerData, ...fields } = inner;
-    const kept = withoutIgnored(providerData);
-    return kept === undefined ? fields : { ...fields, providerData: kept };
-  });
-  return JSON.stringify({ ...rest, content });
+  if (!IGNORED_MARK.test(text)) return text;
+  const content = Array.isArray(rest.content)
+    ? rest.content.map((inner: unknown) => (isExtras(inner) ? unmarked(inner) : inner))
+    : rest.content;
+  return JSON.stringify(unmarked({ ...rest, ...(content === undefined ? {} : { content }) }));
 }
 
 /**
