@@ -64,7 +64,7 @@ describe('messageDigest', () => {
     const result = (mark: object) => {
       const message = toolResult('x');
       const part = message.parts[0] as { content: unknown[] };
-      return { ...message, parts: [{ ...part, content: [document(mark)] }] } as Message;
+      return { ...message, parts: [{ ...part, content: [document(mark)] }] } as unknown as Message;
     };
     expect(messageDigest(user(BREAKPOINT))).toBe(messageDigest(user({})));
     expect(messageDigest(result(BREAKPOINT))).toBe(messageDigest(result({})));
