@@ -74,13 +74,21 @@ const HIDDEN_FIELDS = new Set([
   'cache_control',
 ]);
 
+/**
+ * Fields that hold tool definitions the model reads whole, as it reads a request's `tools`:
+ * Codex's `tool_search_output` and `additional_tools`, an MCP listing, Anthropic's
+ * `tool_addition`. Their JSON counts, schema and all.
+ */
+const TOOL_DEFINITION_FIELDS = new Set(['tools', 'definition']);
+
 /** Below a field named by `VISIBLE_FIELDS` that holds an object (`input`, `action`), every string counts. */
 const OBJECT_VALUE_FIELDS = new Set(['input', 'arguments', 'action', 'operation']);
 
 /**
  * The text a model reads in a wire block, joined by newlines: the strings of visible fields at
- * any depth, and every string value inside a tool's input or action. A `data` field counts only
- * beside a `text/*` media type (an Anthropic plain-text document); elsewhere it is base64.
+ * any depth, every string value inside a tool's input or action, and tool definitions as JSON. A
+ * `data` field counts only beside a `text/*` media type (an Anthropic plain-text document);
+ * elsewhere it is base64.
  */
 export function visibleText(block: unknown): string {
   const out: string[] = [];
@@ -98,6 +106,10 @@ export function visibleText(block: unknown): string {
       if (HIDDEN_FIELDS.has(key) || key === 'type') continue;
       if (key === 'data') {
         if (typeof inner === 'string' && isTextMediaType(value.media_type)) out.push(inner);
+        continue;
+      }
+      if (TOOL_DEFINITION_FIELDS.has(key) && (Array.isArray(inner) || isRecord(inner))) {
+        out.push(JSON.stringify(inner));
         continue;
       }
       walk(inner, key, everything || (OBJECT_VALUE_FIELDS.has(key) && isRecord(inner)));
