@@ -155,9 +155,13 @@ export type AnthropicAssistantMessage = { role: 'assistant'; content: string | A
  * System instructions mid-conversation (Claude Opus 4.8 and later): text only; never the first
  * message; may carry `cache_control` and other fields of its own, which the adapter keeps.
  */
+/**
+ * A system message inside `messages`: text, or blocks kept whole beside it (Claude Code's MCP
+ * tools that connect late come as `tool_addition` and `tool_removal` blocks).
+ */
 export const AnthropicSystemMessage = z.object({
   role: z.literal('system'),
-  content: z.union([z.string(), z.array(AnthropicTextBlock)]),
+  content: z.union([z.string(), z.array(z.union([AnthropicTextBlock, AnthropicOpaqueBlock]))]),
 });
 export type AnthropicSystemMessage = z.infer<typeof AnthropicSystemMessage> & Record<string, unknown>;
 

@@ -173,6 +173,34 @@ describe('blocks the core does not read', () => {
     expect(back.warnings).toEqual([]);
   });
 
+  it("Claude Code's late MCP tools: a system message of tool additions and removals, read and written back", () => {
+    const definition = {
+      name: 'mcp__jira__create_issue',
+      description: 'Create a Jira issue.',
+      input_schema: { type: 'object', properties: { summary: { type: 'string' } } },
+    };
+    const tools = {
+      role: 'system',
+      content: [
+        { type: 'tool_addition', tool: { type: 'tool_definition', definition } },
+        { type: 'tool_removal', tool: { type: 'tool_reference', name: 'mcp__old__search' } },
+      ],
+    };
+    const wire = {
+      messages: [
+        { role: 'user', content: 'File the bug.' },
+        tools,
+        { role: 'assistant', content: 'Filing it.' },
+      ],
+    } as unknown as AnthropicMessagesPrompt;
+    const read = fromAnthropicMessages(wire);
+    // The model reads the definition whole: it counts and holds anchors as the request's tools do.
+    expect(messageText(read.messages[1]!)).toContain(JSON.stringify(definition));
+    const back = toAnthropicMessages(read.messages);
+    expect(back.messages).toEqual(wire.messages);
+    expect(back.warnings).toEqual([]);
+  });
+
   it('a governed view (a folded result, a span replaced by a summary) stays valid: server pairs whole', () => {
     const { messages } = fromAnthropicMessages(prompt());
     const result = messages[3]!.parts[0]!;

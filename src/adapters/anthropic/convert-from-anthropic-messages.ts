@@ -93,7 +93,10 @@ function midConversationSystem(message: AnthropicSystemMessage, turn: number): M
     return { role: 'system', parts: [{ type: 'text', text: message.content }], ...hints };
   }
   const hints = sliceProviderData(NAMESPACE, { turn, extra });
-  return { role: 'system', parts: message.content.map(textPart), ...hints };
+  const parts = message.content.map((block) =>
+    block.type === 'text' ? textPart(block as AnthropicTextBlock) : opaque(block),
+  );
+  return { role: 'system', parts, ...hints };
 }
 
 function userMessages(

@@ -190,9 +190,11 @@ function isWireSystem(message: Message): boolean {
 }
 
 function systemMessage(message: Message, emit: Emit): AnthropicSystemMessage {
-  const blocks = message.parts.map((part) =>
-    textBlock(part.type === 'text' ? part : placeholder(part, emit)),
-  );
+  const blocks = message.parts.map((part): { type: string } => {
+    const own = part.type === 'opaque' ? ownOpaqueData(part, NAMESPACE) : undefined;
+    if (own !== undefined) return own as { type: string };
+    return textBlock(part.type === 'text' ? part : placeholder(part, emit));
+  });
   const content = asString(message, 1) ?? withoutEmptyText(blocks);
   return withExtras(
     { role: 'system', content } as AnthropicSystemMessage,
