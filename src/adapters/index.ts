@@ -51,6 +51,7 @@ export {
   MAX_CACHE_BREAKPOINTS,
   requestBreakpoints,
 } from './anthropic/limit-cache-breakpoints.js';
+export { keepLoadedTools } from './anthropic/loaded-tools.js';
 export { normalizeTranscript } from './normalize-transcript.js';
 export { fromOpenAIChat } from './openai-chat/convert-from-openai-chat.js';
 export { toOpenAIChat } from './openai-chat/convert-to-openai-chat.js';

@@ -1,13 +1,15 @@
 /**
  * Anthropic Messages (`POST /v1/messages`) as a governed route. The governed body never carries
  * more prompt-cache breakpoints than the client's did, nor more than the API's four
- * (`limitCacheBreakpoints`).
+ * (`limitCacheBreakpoints`), and a deferred tool the client's messages loaded stays loaded
+ * when governance took the reference away (`keepLoadedTools`).
  */
 
 import {
   type AnthropicMessage,
   type AnthropicMessagesPrompt,
   fromAnthropicMessages,
+  keepLoadedTools,
   limitCacheBreakpoints,
   MAX_CACHE_BREAKPOINTS,
   requestBreakpoints,
@@ -65,7 +67,8 @@ export const anthropicMessagesDialect: WireDialect = {
       read === undefined ? undefined : { elements, reading: read },
     );
     const { system, messages } = limitCacheBreakpoints(body, written);
-    return replaceFields(body, { system, messages });
+    const tools = keepLoadedTools(body.tools, elements, messages);
+    return replaceFields(body, { system, messages, ...(tools === body.tools ? {} : { tools }) });
   },
   sendsAsCame(body) {
     return requestBreakpoints(body) <= MAX_CACHE_BREAKPOINTS;

@@ -236,6 +236,64 @@ describe('Claude Code, interactive, through the proxy', () => {
   });
 });
 
+describe("Claude Code's deferred tools through the proxy", () => {
+  it('a tool its tool search loaded stays loaded when governance folds the search result away', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 8_000 });
+    const schema = { type: 'object', properties: { taskId: { type: 'string' } } };
+    const tools = [
+      { name: 'read_file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } },
+      { name: 'ToolSearch', input_schema: { type: 'object', properties: { query: { type: 'string' } } } },
+      { name: 'TaskUpdate', description: 'Update a task.', input_schema: schema, defer_loading: true },
+      { name: 'TaskList', description: 'List the tasks.', input_schema: schema, defer_loading: true },
+    ];
+    // Early in the session, as Claude Code does: load the task tools, then work.
+    const search = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'toolu_search', name: 'ToolSearch', input: { query: 'select:TaskUpdate' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_search',
+            content: [{ type: 'tool_reference', tool_name: 'TaskUpdate' }],
+          },
+        ],
+      },
+    ];
+    const [task, ...rounds] = anthropicConversation({ turns: 24 });
+    const body = (messages: unknown[]) => ({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 512,
+      system: 'You are a coding agent.',
+      tools,
+      messages: [task, ...search, ...messages],
+    });
+    // While the reference stands in the view, the tool stays deferred as the client listed it.
+    const small = await fixture.post('messages', body(rounds.slice(0, 2)));
+    expect(small.status).toBe(200);
+    expect((fixture.upstream.requests[0]!.body as { tools: unknown }).tools).toEqual(tools);
+    const response = await fixture.post('messages', body(rounds));
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-commit')).toBeTruthy();
+    const sent = fixture.upstream.requests[1]!.body as { tools: Json[]; messages: Json[] };
+    expect(JSON.stringify(sent.messages)).not.toContain('tool_reference');
+    // The reference is gone: the tool it loaded is sent loaded; the one it never loaded is not.
+    expect(
+      sent.tools.filter((tool) => tool.name !== EXPAND_TOOL && tool.name !== 'selfgc_search_context'),
+    ).toEqual([
+      tools[0],
+      tools[1],
+      { name: 'TaskUpdate', description: 'Update a task.', input_schema: schema },
+      tools[3],
+    ]);
+  });
+});
+
 describe("Claude Code's effort directives through the proxy", () => {
   it('each stays where the client put it, the latest last, however far the work folds', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 8_000 });
