@@ -20,6 +20,9 @@ describe('visibleText', () => {
       },
     };
     expect(visibleText(searched)).toBe(JSON.stringify([definition]));
+    // A breakpoint on a definition is not read.
+    const marked = { ...searched, tools: [{ ...definition, cache_control: { type: 'ephemeral' } }] };
+    expect(visibleText(marked)).toBe(JSON.stringify([definition]));
     expect(visibleText(added)).toBe(
       JSON.stringify({ name: 'create_issue', input_schema: definition.parameters }),
     );

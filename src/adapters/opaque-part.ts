@@ -109,7 +109,7 @@ export function visibleText(block: unknown): string {
         continue;
       }
       if (TOOL_DEFINITION_FIELDS.has(key) && (Array.isArray(inner) || isRecord(inner))) {
-        out.push(JSON.stringify(inner));
+        out.push(JSON.stringify(inner, (field, held) => (field === 'cache_control' ? undefined : held)));
         continue;
       }
       walk(inner, key, everything || (OBJECT_VALUE_FIELDS.has(key) && isRecord(inner)));

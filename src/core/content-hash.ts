@@ -48,6 +48,17 @@ function withoutIgnored(extras: Extras): Extras | undefined {
   return Object.keys(kept).length > 0 ? kept : undefined;
 }
 
+/**
+ * Whether a message carries wire fields of its own beside its content, breakpoints aside: an
+ * effort directive's `output_config`, a `clear_at` (the adapters keep the fields they do not map
+ * under `providerData[namespace].extra`).
+ */
+export function carriesWireFields(message: Message): boolean {
+  return Object.values(message.providerData ?? {}).some(
+    (slice) => isExtras(slice) && isExtras(slice.extra) && withoutIgnored(slice.extra) !== undefined,
+  );
+}
+
 /** Provider extras without the keys that do not change content. */
 function contentExtras(extras: Extras | undefined): string {
   if (extras === undefined) return '';

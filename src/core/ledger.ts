@@ -4,7 +4,7 @@
  * transcript prefix, so indexing the same prefix again — or appending to it — gives the same ids.
  */
 import { type Anchor, anchorWeight, extractAnchors } from './anchors.js';
-import { chainLink, messageDigest } from './content-hash.js';
+import { carriesWireFields, chainLink, messageDigest } from './content-hash.js';
 import { mentionBlocks } from './mention-blocks.js';
 import { carryMessageMemos } from './message-memo.js';
 import { MESSAGE_OVERHEAD_TOKENS, type TokenCounter } from './tokens.js';
@@ -882,13 +882,11 @@ function argumentValues(argumentsText: string): string[] {
  * wire fields of its own. A block kept whole (Codex's compacted history, its change of effort)
  * shows the model more than its text, and a field beside the text (Claude Code's `output_config`
  * on an effort directive, whose text is empty; `clear_at`) acts where the message stands: two of
- * them alike in text say different things.
+ * them alike in text say different things. A breakpoint is no such field.
  */
 function restatable(message: Message): boolean {
   if (!message.parts.every((part) => part.type === 'text')) return false;
-  if (payloadText(message.parts).trim() === '') return false;
-  const slices = Object.values(message.providerData ?? {});
-  return !slices.some((slice) => typeof slice === 'object' && slice !== null && 'extra' in slice);
+  return payloadText(message.parts).trim() !== '' && !carriesWireFields(message);
 }
 
 function payloadText(parts: readonly Part[]): string {

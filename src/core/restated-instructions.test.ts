@@ -251,7 +251,11 @@ describe('instructions that act where they stand', () => {
       systemMessage(''),
       systemMessage(''),
       userMessage('and the lexer'),
-      systemMessage(INSTRUCTIONS),
+      // A breakpoint beside the text (opencode marks its system message) changes nothing.
+      {
+        ...systemMessage(INSTRUCTIONS),
+        providerData: { openaiChat: { extra: { cache_control: { type: 'ephemeral' } } } },
+      },
     ];
     const ledger = indexTranscript(transcript, {
       tokenCounter: approximateTokenCounter,

@@ -32,11 +32,13 @@ function outputItems(answer: unknown): JsonObject[] {
 
 /**
  * The name an output item is a client's call by, which `keepToolCalls` asks about; undefined for
- * an item no client answers (reasoning, text, a search the server ran). Codex's `apply_patch`
- * (`custom_tool_call`), its shell and a tool search it runs itself are calls like a function's:
- * left in a turn recovery continues, each would go upstream unanswered.
+ * an item no client answers (reasoning, text, a search the server ran, a call whose output the
+ * answer holds: a hosted shell's). Codex's `apply_patch` (`custom_tool_call`), its shell and a
+ * tool search it runs itself are calls like a function's: left in a turn recovery continues, each
+ * would go upstream unanswered.
  */
-function clientCallName(item: JsonObject): string | undefined {
+function clientCallName(item: JsonObject, answered: ReadonlySet<unknown>): string | undefined {
+  if (answered.has(item.call_id)) return undefined;
   switch (item.type) {
     case 'function_call':
     case 'custom_tool_call':
@@ -143,8 +145,15 @@ export const responsesDialect: WireDialect = {
   },
   keepToolCalls(answer, keep) {
     if (!Array.isArray(answer.output)) return answer;
+    const answered = new Set(
+      answer.output.flatMap((item) =>
+        isJsonObject(item) && typeof item.type === 'string' && item.type.endsWith('_output')
+          ? [item.call_id]
+          : [],
+      ),
+    );
     const output = answer.output.filter((item) => {
-      const name = isJsonObject(item) ? clientCallName(item) : undefined;
+      const name = isJsonObject(item) ? clientCallName(item, answered) : undefined;
       return name === undefined || keep(name);
     });
     return { ...answer, output };

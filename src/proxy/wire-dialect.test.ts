@@ -98,13 +98,29 @@ describe('the calls a recovery round continues with', () => {
       { id: 'ctc_1', type: 'custom_tool_call', call_id: 'c3', name: 'apply_patch', input: '*** Begin Patch' },
       { id: 'lsh_1', type: 'local_shell_call', call_id: 'c4', status: 'completed', action: { type: 'exec' } },
       { id: 'tsc_1', type: 'tool_search_call', call_id: 'c5', execution: 'client', arguments: {} },
+      { id: 'sh_1', type: 'shell_call', call_id: 'c6', action: { commands: ['ls'] } },
+      { id: 'ap_1', type: 'apply_patch_call', call_id: 'c7', operation: { type: 'update_file' } },
+      { id: 'cu_1', type: 'computer_call', call_id: 'c8', action: { type: 'click' } },
     ];
-    const answer = { output: [reasoning, expand, ...client, search] };
-    expect(responsesDialect.keepToolCalls(answer, isProxy).output).toEqual([reasoning, expand, search]);
+    // What the server ran comes with its output in the same answer: no client answers it.
+    const server = [
+      { id: 'tsc_2', type: 'tool_search_call', call_id: 'c9', execution: 'server', arguments: {} },
+      { id: 'tso_2', type: 'tool_search_output', call_id: 'c9', execution: 'server', tools: [] },
+      { id: 'sh_2', type: 'shell_call', call_id: 'c10', action: { commands: ['ls'] } },
+      { id: 'sho_2', type: 'shell_call_output', call_id: 'c10', output: [] },
+    ];
+    const answer = { output: [reasoning, expand, ...client, search, ...server] };
+    expect(responsesDialect.keepToolCalls(answer, isProxy).output).toEqual([
+      reasoning,
+      expand,
+      search,
+      ...server,
+    ]);
     expect(responsesDialect.keepToolCalls(answer, (name) => !isProxy(name)).output).toEqual([
       reasoning,
       ...client,
       search,
+      ...server,
     ]);
   });
 

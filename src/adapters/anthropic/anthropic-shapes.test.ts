@@ -199,6 +199,21 @@ describe('blocks the core does not read', () => {
     const back = toAnthropicMessages(read.messages);
     expect(back.messages).toEqual(wire.messages);
     expect(back.warnings).toEqual([]);
+    // Left by governance where the API takes no system message, it goes as user text: a user turn
+    // holds no tool addition, so the blocks are named.
+    const displaced = toAnthropicMessages([
+      read.messages[0]!,
+      { role: 'assistant', parts: [{ type: 'text', text: 'Hm.' }] },
+      read.messages[1]!,
+    ]);
+    expect(displaced.messages[2]).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: '[tool_addition omitted]' },
+        { type: 'text', text: '[tool_removal omitted]' },
+      ],
+    });
+    expect(displaced.warnings.map((warning) => warning.code)).toEqual(['system-in-conversation']);
   });
 
   it('a governed view (a folded result, a span replaced by a summary) stays valid: server pairs whole', () => {

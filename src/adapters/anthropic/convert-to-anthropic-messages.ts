@@ -27,6 +27,7 @@ import type {
   AnthropicToolResultContentBlock,
   AnthropicToolUseBlock,
   AnthropicUserBlock,
+  AnthropicUserMessage,
 } from './anthropic-api.js';
 import { NAMESPACE } from './convert-from-anthropic-messages.js';
 
@@ -142,35 +143,43 @@ function writtenAlone(
  * A system message in `messages` must follow a user turn or an assistant turn that ends in server
  * tool use, and be last or followed by an assistant turn (so never next to another); the API
  * refuses one anywhere else, except the directive-only form (empty content), which may stand
- * anywhere and so counts as no neighbour: Claude Code sends a system message, then an effort
- * directive, then the assistant turn. Governance can leave one elsewhere (a call pruned with its
- * shell takes the user turn before the message along): it is then sent as user text, with a
- * `system-in-conversation` warning.
+ * anywhere: Claude Code sends a system message, then an effort directive, then the assistant
+ * turn, so directives after a system message count as no neighbour. Governance can leave one
+ * elsewhere (a call pruned with its shell takes the user turn before the message along): it is
+ * then sent as user text (blocks a user turn cannot hold, such as a tool addition, as a line
+ * naming them), with a `system-in-conversation` warning.
  */
 function placeSystemMessages(
   out: AnthropicMessage[],
   placed: ReadonlyMap<number, number>,
   warnings: Warning[],
 ): void {
-  const neighbour = (from: number, step: 1 | -1) => {
-    let at = from + step;
-    while (isDirective(out[at])) at += step;
-    return out[at];
-  };
   for (const [index, messageIndex] of placed) {
     const message = out[index] as AnthropicSystemMessage;
     if (isDirective(message)) continue;
-    const before = neighbour(index, -1);
-    const after = neighbour(index, 1);
+    const before = out[index - 1];
+    let next = index + 1;
+    while (isDirective(out[next])) next += 1;
+    const after = out[next];
     const follows = before?.role === 'user' || endsInServerToolUse(before);
     if (follows && (after === undefined || after.role === 'assistant')) continue;
-    out[index] = { role: 'user', content: message.content };
+    out[index] = { role: 'user', content: asUserContent(message.content) };
     warnings.push({
       code: 'system-in-conversation',
       messageIndex,
       message: 'a system message left where the API takes none is sent as user text',
     });
   }
+}
+
+/** A system message's content as a user turn holds it: text as it is, any other block named. */
+function asUserContent(content: AnthropicSystemMessage['content']): AnthropicUserMessage['content'] {
+  if (typeof content === 'string') return content;
+  return content.map((block) =>
+    block.type === 'text'
+      ? (block as AnthropicTextBlock)
+      : { type: 'text' as const, text: `[${block.type} omitted]` },
+  );
 }
 
 /** A system message that holds no text, only what rides beside it (`output_config`). */
