@@ -56,9 +56,9 @@ function clientCallName(item: JsonObject, answered: ReadonlySet<unknown>): strin
 }
 
 /**
- * An answer's items as the next request's input. Without `store` the API keeps no item, so one
- * passed back by its id is looked up and not found (a 404): ids go, as clients drop them, and so
- * does reasoning that came without its encrypted state (a model asked for none).
+ * An answer's items as the next request's input. With `store: false` the API keeps no item, so
+ * one passed back by its id is looked up and not found (a 404): ids go, as clients drop them, and
+ * so does reasoning that came without its encrypted state (a model asked for none).
  */
 function passedBack(items: readonly JsonObject[], body: JsonObject): JsonObject[] {
   if (body.store !== false) return [...items];
@@ -147,7 +147,10 @@ export const responsesDialect: WireDialect = {
     if (!Array.isArray(answer.output)) return answer;
     const answered = new Set(
       answer.output.flatMap((item) =>
-        isJsonObject(item) && typeof item.type === 'string' && item.type.endsWith('_output')
+        isJsonObject(item) &&
+        typeof item.type === 'string' &&
+        item.type.endsWith('_output') &&
+        typeof item.call_id === 'string'
           ? [item.call_id]
           : [],
       ),
