@@ -76,12 +76,27 @@ export const ModelToolResultContentItem = z.discriminatedUnion('type', [
 ]);
 export type ModelToolResultContentItem = z.infer<typeof ModelToolResultContentItem>;
 
+/**
+ * A JSON value as the SDK takes one (`ai`'s `jsonValueSchema`): an object's properties may be
+ * `undefined` (a tool that returns `{ stdout, stderr: undefined }`), which JSON text leaves out.
+ */
+export const ModelJsonValue: z.ZodType<unknown> = z.lazy(() =>
+  z.union([
+    z.null(),
+    z.string(),
+    z.number(),
+    z.boolean(),
+    z.array(ModelJsonValue),
+    z.record(z.string(), ModelJsonValue.optional()),
+  ]),
+);
+
 export const ModelToolResultOutput = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), value: z.string(), ...options }),
-  z.object({ type: z.literal('json'), value: z.json(), ...options }),
+  z.object({ type: z.literal('json'), value: ModelJsonValue, ...options }),
   z.object({ type: z.literal('execution-denied'), reason: z.string().optional(), ...options }),
   z.object({ type: z.literal('error-text'), value: z.string(), ...options }),
-  z.object({ type: z.literal('error-json'), value: z.json(), ...options }),
+  z.object({ type: z.literal('error-json'), value: ModelJsonValue, ...options }),
   z.object({ type: z.literal('content'), value: z.array(ModelToolResultContentItem), ...options }),
 ]);
 export type ModelToolResultOutput = z.infer<typeof ModelToolResultOutput>;

@@ -165,6 +165,28 @@ describe('toModelMessages for transcripts from elsewhere', () => {
   });
 });
 
+describe('tool outputs as tools return them', () => {
+  it('a JSON output with a property left undefined reads as the SDK takes it, and writes back as JSON', () => {
+    // A tool that returns `{ stdout, stderr: undefined }`: `ai` takes it, JSON text leaves it out.
+    const output = {
+      type: 'json',
+      value: { stdout: 'ok', stderr: undefined, lines: [1, { more: undefined }] },
+    };
+    const input = [
+      { role: 'user', content: 'run it' },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'a', toolName: 'sh', input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'sh', output }] },
+    ] as unknown as ModelMessage[];
+    const { messages } = fromModelMessages(input);
+    expect(messages[2]?.parts[0]).toMatchObject({
+      type: 'tool-result',
+      content: '{"stdout":"ok","lines":[1,{}]}',
+    });
+    const back = toModelMessages(messages).messages;
+    expect(JSON.stringify(back)).toBe(JSON.stringify(input));
+  });
+});
+
 describe('fromModelMessages validation', () => {
   const fails = (input: unknown) => () => fromModelMessages(input as ModelMessage[]);
 
