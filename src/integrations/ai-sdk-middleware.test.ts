@@ -173,23 +173,56 @@ describe('createSelfGcMiddleware', () => {
     );
   });
 
-  it('refuses a prompt it cannot read, or with failOpen sends it as written and says so', async () => {
-    const params: LanguageModelV3CallOptions = {
+  it("governs a prompt with a provider-executed tool's result in the assistant message, kept in place", async () => {
+    const result = {
+      type: 'tool-result',
+      toolCallId: 'ws_1',
+      toolName: 'web_search',
+      output: { type: 'text', value: 'results' },
+    };
+    const params = {
       prompt: [
         { role: 'user', content: [{ type: 'text', text: 'Search the web.' }] },
         {
           role: 'assistant',
           content: [
             {
-              type: 'tool-result',
+              type: 'tool-call',
               toolCallId: 'ws_1',
               toolName: 'web_search',
-              output: { type: 'text', value: 'results' },
+              input: { q: 'x' },
+              providerExecuted: true,
             },
+            result,
+            { type: 'text', text: 'Found it.' },
           ],
         },
+        { role: 'user', content: [{ type: 'text', text: 'Thanks.' }] },
       ],
-    };
+    } as unknown as LanguageModelV3CallOptions;
+    const events: GovernEvent[] = [];
+    const middleware = createSelfGcMiddleware({
+      governor: governorWith(2000),
+      sessionId: 's',
+      onGovern: (event) => events.push(event),
+    });
+    const call = { type: 'generate' as const, params, model: new MockLanguageModelV3() };
+    const sent = await middleware.transformParams!(call);
+    expect(events.map((event) => event.status)).not.toContain('ungoverned');
+    expect(sent.prompt).toEqual(params.prompt);
+  });
+
+  it('refuses a prompt it cannot read, or with failOpen sends it as written and says so', async () => {
+    const params: LanguageModelV3CallOptions = {
+      prompt: [
+        { role: 'user', content: [{ type: 'text', text: 'Search the web.' }] },
+        // A tool result of a kind it reads, without its output: malformed, not merely unknown.
+        {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: 'ws_1', toolName: 'web_search' }],
+        },
+      ],
+    } as unknown as LanguageModelV3CallOptions;
     const call = { type: 'generate' as const, params, model: new MockLanguageModelV3() };
     const strict = createSelfGcMiddleware({ governor: governorWith(2000), sessionId: 's' });
     await expect(strict.transformParams!(call)).rejects.toBeInstanceOf(BadInputError);

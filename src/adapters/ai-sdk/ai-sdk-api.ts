@@ -3,10 +3,13 @@
  * declared here so the adapter needs no runtime import of `ai`. Schema-first: each zod value
  * and its type share one name.
  *
- * Not supported (refused with a clear error): tool-approval parts, provider-executed tool
- * results inside assistant messages, `custom` tool-output items and object-valued file ids.
+ * Parts the adapter does not read are kept whole (`OpaquePart`): tool-approval requests and
+ * responses, a provider-executed tool's result inside the assistant message that called it, and
+ * any part type a later SDK adds. Not supported (refused with a clear error): `custom` tool-output
+ * items and object-valued file ids.
  */
 import { z } from 'zod';
+import { type OpaqueWire, opaqueSchema } from '../opaque-part.js';
 
 /** Per-provider options, `{ anthropic: { cacheControl: { type: 'ephemeral' } } }`. */
 export const ModelProviderOptions = z.record(z.string(), z.record(z.string(), z.unknown()));
@@ -113,11 +116,24 @@ export type ModelToolResultPart = z.infer<typeof ModelToolResultPart>;
 export const SystemModelMessage = z.object({ role: z.literal('system'), content: z.string(), ...options });
 export type SystemModelMessage = z.infer<typeof SystemModelMessage>;
 
+/** Part types each role's content is read by; any other part of it is kept whole. */
+export const USER_PART_TYPES: ReadonlySet<string> = new Set(['text', 'image', 'file']);
+export const ASSISTANT_PART_TYPES: ReadonlySet<string> = new Set(['text', 'file', 'reasoning', 'tool-call']);
+export const TOOL_PART_TYPES: ReadonlySet<string> = new Set(['tool-result']);
+
+/** A part kept whole: any object whose `type` the role does not read. */
+export type ModelOpaquePart = OpaqueWire;
+
 export const UserModelMessage = z.object({
   role: z.literal('user'),
   content: z.union([
     z.string(),
-    z.array(z.discriminatedUnion('type', [ModelTextPart, ModelImagePart, ModelFilePart])),
+    z.array(
+      z.union([
+        z.discriminatedUnion('type', [ModelTextPart, ModelImagePart, ModelFilePart]),
+        opaqueSchema(USER_PART_TYPES),
+      ]),
+    ),
   ]),
   ...options,
 });
@@ -128,7 +144,10 @@ export const AssistantModelMessage = z.object({
   content: z.union([
     z.string(),
     z.array(
-      z.discriminatedUnion('type', [ModelTextPart, ModelFilePart, ModelReasoningPart, ModelToolCallPart]),
+      z.union([
+        z.discriminatedUnion('type', [ModelTextPart, ModelFilePart, ModelReasoningPart, ModelToolCallPart]),
+        opaqueSchema(ASSISTANT_PART_TYPES),
+      ]),
     ),
   ]),
   ...options,
@@ -137,7 +156,7 @@ export type AssistantModelMessage = z.infer<typeof AssistantModelMessage>;
 
 export const ToolModelMessage = z.object({
   role: z.literal('tool'),
-  content: z.array(ModelToolResultPart),
+  content: z.array(z.union([ModelToolResultPart, opaqueSchema(TOOL_PART_TYPES)])),
   ...options,
 });
 export type ToolModelMessage = z.infer<typeof ToolModelMessage>;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Message } from '../../core/transcript.js';
+import { type Message, messageText } from '../../core/transcript.js';
 import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import type { ModelMessage } from './ai-sdk-api.js';
 import { fromModelMessages } from './convert-from-model-messages.js';
@@ -187,16 +187,88 @@ describe('tool outputs as tools return them', () => {
   });
 });
 
+describe('parts the adapter keeps whole', () => {
+  // What `generateText` answers with for a tool that needs approval, then a provider-executed
+  // search whose result the provider returns in the same assistant message, then the approval.
+  const history = [
+    { role: 'user', content: 'Delete the temp files, then search the docs.' },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'tool-call', toolCallId: 'del', toolName: 'rm', input: { path: 'tmp/' } },
+        { type: 'tool-approval-request', approvalId: 'ap1', toolCallId: 'del' },
+        {
+          type: 'tool-call',
+          toolCallId: 'ws',
+          toolName: 'web_search',
+          input: { query: 'ai sdk' },
+          providerExecuted: true,
+        },
+        {
+          type: 'tool-result',
+          toolCallId: 'ws',
+          toolName: 'web_search',
+          output: { type: 'json', value: [{ url: 'https://ai-sdk.dev', title: 'AI SDK' }] },
+        },
+      ],
+    },
+    { role: 'tool', content: [{ type: 'tool-approval-response', approvalId: 'ap1', approved: true }] },
+    {
+      role: 'tool',
+      content: [
+        {
+          type: 'tool-result',
+          toolCallId: 'del',
+          toolName: 'rm',
+          output: { type: 'text', value: 'removed 3 files' },
+        },
+      ],
+    },
+    { role: 'assistant', content: [{ type: 'future-part', payload: { note: 'a later SDK' } }] },
+  ] as unknown as ModelMessage[];
+
+  it('reads tool approvals, a provider-executed result and an unknown part in place, and writes them back', () => {
+    const { messages } = fromModelMessages(history);
+    const kinds = messages.map((message) =>
+      message.parts.map((part) => (part.type === 'opaque' ? part.kind : part.type)),
+    );
+    expect(kinds).toEqual([
+      ['text'],
+      ['tool-call', 'tool-approval-request', 'tool-call', 'tool-result'],
+      ['tool-approval-response'],
+      ['tool-result'],
+      ['future-part'],
+    ]);
+    // The search result's title is read as the model reads it.
+    expect(messageText(messages[1]!)).toContain('AI SDK');
+    const back = toModelMessages(messages);
+    expect(back.messages).toEqual(history);
+    expect(back.warnings).toEqual([]);
+  });
+
+  it('a governed view keeps them whole where they stand, the client result folded', () => {
+    const { messages } = fromModelMessages(history);
+    const folded = messages.map((message) =>
+      message.parts[0]?.type === 'tool-result'
+        ? { ...message, parts: [{ ...message.parts[0], content: '[folded function:rm:1]' }] }
+        : message,
+    );
+    const back = toModelMessages(folded).messages as unknown as Array<{ content: unknown }>;
+    expect(back[1]).toEqual(history[1]);
+    expect(back[2]).toEqual(history[2]);
+    expect(JSON.stringify(back[3])).toContain('[folded function:rm:1]');
+  });
+});
+
 describe('fromModelMessages validation', () => {
   const fails = (input: unknown) => () => fromModelMessages(input as ModelMessage[]);
 
-  it('names the message index of an unsupported part', () => {
-    const approval = { type: 'tool-approval-response', approvalId: 'x', approved: true };
+  it('names the message index of a malformed part', () => {
     const input = [
       { role: 'user', content: 'hi' },
-      { role: 'tool', content: [approval] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'f' }] },
     ];
-    expectBadInputAt(fails(input), /ai-sdk message 1: content\.0\.type/, 1);
+    expectBadInputAt(fails(input), /ai-sdk message 1: content\.0/, 1);
   });
 
   it('names the field of a malformed message', () => {

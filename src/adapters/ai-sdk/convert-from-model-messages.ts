@@ -1,17 +1,22 @@
 import { BadInputError } from '../../core/errors.js';
 import type { ImagePart, Message, Part, TextPart, Warning } from '../../core/transcript.js';
 import { buildBase64DataUri } from '../data-uri.js';
+import { opaquePart } from '../opaque-part.js';
 import { extrasOf, type JsonRecord, sliceProviderData } from '../provider-data.js';
 import { validateMessages } from '../validate-messages.js';
 import {
+  ASSISTANT_PART_TYPES,
   type ModelFilePart,
   type ModelImagePart,
   ModelMessage,
+  type ModelOpaquePart,
   type ModelReasoningPart,
   type ModelTextPart,
   type ModelToolCallPart,
   type ModelToolResultContentItem,
   type ModelToolResultPart,
+  TOOL_PART_TYPES,
+  USER_PART_TYPES,
 } from './ai-sdk-api.js';
 import { readDataContent } from './data-content.js';
 import { ARGUMENTS_OPTION, isJsonText, NAMESPACE, sameJson } from './tool-arguments.js';
@@ -23,7 +28,9 @@ const PART_KEYS = ['type', 'text', 'image', 'data', 'filename', 'mediaType', 'pr
  * (or, when `toModelMessages` left the original text in `providerOptions.selfGc.arguments`,
  * that text). Each tool result becomes one canonical tool message; results of one wire tool
  * message remember its index (`providerData.aiSdk.turn`). Tool outputs become text (`json`
- * values as JSON text, `error-*` with `isError`) or a list of text and image parts. Lossless.
+ * values as JSON text, `error-*` with `isError`) or a list of text and image parts. A part its role
+ * is not read by (a tool approval, a provider-executed result in the assistant message) is an
+ * opaque part, in place. Lossless.
  *
  * @throws BadInputError naming the message index for a malformed or unsupported message.
  */
@@ -39,22 +46,40 @@ export function fromModelMessages(input: ModelMessage[]): { messages: Message[];
       const hints = sliceProviderData(NAMESPACE, { ...base, turn });
       out.push(
         ...message.content.map(
-          (part): Message => ({ role: 'tool', parts: [toolResult(part, turn)], ...hints }),
+          (part): Message => ({
+            role: 'tool',
+            parts: [
+              TOOL_PART_TYPES.has(part.type) ? toolResult(part as ModelToolResultPart, turn) : opaque(part),
+            ],
+            ...hints,
+          }),
         ),
       );
       if (message.content.length === 0) out.push({ role: 'tool', parts: [], ...hints });
       return;
     }
     const shape = typeof message.content === 'string' && message.role !== 'system' ? 'string' : undefined;
+    const read = message.role === 'assistant' ? ASSISTANT_PART_TYPES : USER_PART_TYPES;
     const parts =
       typeof message.content === 'string'
         ? [{ type: 'text' as const, text: message.content }]
-        : message.content.map((part) =>
-            part.type === 'tool-call' ? toolCall(part, turn) : contentPart(part),
-          );
+        : message.content.map((part) => {
+            if (!read.has(part.type)) return opaque(part);
+            return part.type === 'tool-call'
+              ? toolCall(part as ModelToolCallPart, turn)
+              : contentPart(part as ModelTextPart | ModelImagePart | ModelFilePart | ModelReasoningPart);
+          });
     out.push({ role: message.role, parts, ...sliceProviderData(NAMESPACE, { ...base, content: shape }) });
   });
   return { messages: out, warnings: [] };
+}
+
+/**
+ * A part the role is not read by, kept whole: a tool approval, a provider-executed tool's result
+ * in the assistant message that called it, a part type of a later SDK.
+ */
+function opaque(part: ModelOpaquePart): Part {
+  return opaquePart(NAMESPACE, part);
 }
 
 function contentPart(part: ModelTextPart | ModelImagePart | ModelFilePart | ModelReasoningPart): Part {

@@ -9,6 +9,7 @@ import type {
   Warning,
 } from '../../core/transcript.js';
 import { parseDataUri } from '../data-uri.js';
+import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
 import type {
@@ -16,6 +17,7 @@ import type {
   ModelFilePart,
   ModelImagePart,
   ModelMessage,
+  ModelOpaquePart,
   ModelProviderOptions,
   ModelReasoningPart,
   ModelTextPart,
@@ -51,8 +53,9 @@ export function toModelMessages(messages: Message[]): { messages: ModelMessage[]
         .join('\n');
       out.push(withMessageHints({ role: 'system', content: text }, hints));
     } else if (message.role === 'user') {
-      const parts = message.parts.map((part) =>
-        part.type === 'image' ? mediaPart(part, emit) : textPart(asText(part, emit)),
+      const parts = message.parts.map(
+        (part) =>
+          ownPart(part) ?? (part.type === 'image' ? mediaPart(part, emit) : textPart(asText(part, emit))),
       );
       out.push(
         withMessageHints(
@@ -61,7 +64,7 @@ export function toModelMessages(messages: Message[]): { messages: ModelMessage[]
         ),
       );
     } else if (message.role === 'assistant') {
-      const parts = message.parts.map((part) => assistantPart(part, emit));
+      const parts = message.parts.map((part) => ownPart(part) ?? assistantPart(part, emit));
       out.push(
         withMessageHints(
           { role: 'assistant', content: stringOr(parts, hints) as AssistantModelMessage['content'] },
@@ -76,12 +79,19 @@ export function toModelMessages(messages: Message[]): { messages: ModelMessage[]
       }
       tool.turn ??= turn;
       for (const part of message.parts) {
-        if (part.type === 'tool-result') tool.message.content.push(toolResultPart(part, emit));
+        const own = ownPart(part);
+        if (own !== undefined) tool.message.content.push(own as ModelToolResultPart);
+        else if (part.type === 'tool-result') tool.message.content.push(toolResultPart(part, emit));
         else out.push({ role: 'user', content: [textPart(placeholder(part, emit))] });
       }
     }
   });
   return { messages: out, warnings };
+}
+
+/** A part this adapter read and kept whole, as it came (`fromModelMessages`' opaque parts). */
+function ownPart(part: Part): ModelOpaquePart | undefined {
+  return part.type === 'opaque' ? (ownOpaqueData(part, NAMESPACE) as ModelOpaquePart | undefined) : undefined;
 }
 
 function withMessageHints<M extends ModelMessage>(message: M, hints: JsonRecord): M {
