@@ -187,6 +187,39 @@ describe('tool outputs as tools return them', () => {
   });
 });
 
+describe('fields a later SDK adds to tool outputs', () => {
+  it('ride along on the output and on each content item, and come back where they were', () => {
+    const output = {
+      type: 'content',
+      value: [
+        { type: 'text', text: 'see the chart', future: 1 },
+        { type: 'image-data', data: 'iVBORw0KGgo=', mediaType: 'image/png', future: 2 },
+        { type: 'media', data: 'UklGRg==', mediaType: 'audio/wav', providerOptions: { x: { y: 1 } } },
+      ],
+      future: 3,
+    };
+    const input = [
+      { role: 'user', content: 'plot it' },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'a', toolName: 'plot', input: {} }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'plot', output }] },
+      {
+        role: 'tool',
+        content: [
+          {
+            type: 'tool-result',
+            toolCallId: 'b',
+            toolName: 'f',
+            output: { type: 'text', value: 'v', future: 4 },
+          },
+        ],
+      },
+    ] as unknown as ModelMessage[];
+    const back = toModelMessages(fromModelMessages(input).messages);
+    expect(back.messages).toEqual(input);
+    expect(back.warnings).toEqual([]);
+  });
+});
+
 describe('parts the adapter keeps whole', () => {
   // What `generateText` answers with for a tool that needs approval, then a provider-executed
   // search whose result the provider returns in the same assistant message, then the approval.

@@ -14,6 +14,7 @@ import {
   type ModelTextPart,
   type ModelToolCallPart,
   type ModelToolResultContentItem,
+  type ModelToolResultOutput,
   type ModelToolResultPart,
   TOOL_PART_TYPES,
   USER_PART_TYPES,
@@ -155,6 +156,7 @@ function toolResult(part: ModelToolResultPart, turn: number): Part {
   const hints: JsonRecord = {
     providerOptions: part.providerOptions,
     outputProviderOptions: output.providerOptions,
+    outputExtra: extrasOf(output, OUTPUT_KEYS[output.type]),
     extra: extrasOf(part, ['type', 'toolCallId', 'toolName', 'output', 'providerOptions']),
   };
   switch (output.type) {
@@ -191,21 +193,44 @@ function toolResult(part: ModelToolResultPart, turn: number): Part {
   }
 }
 
+/** The fields of a tool output the adapter reads, by its type; any other rides along as `extra`. */
+const OUTPUT_KEYS: Record<ModelToolResultOutput['type'], string[]> = {
+  text: ['type', 'value', 'providerOptions'],
+  'error-text': ['type', 'value', 'providerOptions'],
+  json: ['type', 'value', 'providerOptions'],
+  'error-json': ['type', 'value', 'providerOptions'],
+  content: ['type', 'value', 'providerOptions'],
+  'execution-denied': ['type', 'reason', 'providerOptions'],
+};
+
+/** The fields of a tool output's content item the adapter reads, by its type. */
+const ITEM_KEYS: Record<ModelToolResultContentItem['type'], string[]> = {
+  text: ['type', 'text', 'providerOptions'],
+  media: ['type', 'data', 'mediaType'],
+  'image-data': ['type', 'data', 'mediaType', 'providerOptions'],
+  'file-data': ['type', 'data', 'mediaType', 'filename', 'providerOptions'],
+  'image-url': ['type', 'url', 'providerOptions'],
+  'file-url': ['type', 'url', 'mediaType', 'providerOptions'],
+  'image-file-id': ['type', 'fileId', 'providerOptions'],
+  'file-id': ['type', 'fileId', 'providerOptions'],
+};
+
 function errorFlag(type: string): { isError?: true } {
   return type.startsWith('error-') ? { isError: true } : {};
 }
 
 function contentItem(item: ModelToolResultContentItem): TextPart | ImagePart {
-  const providerOptions = 'providerOptions' in item ? item.providerOptions : undefined;
+  const providerOptions = item.type !== 'media' ? item.providerOptions : undefined;
+  const extra = extrasOf(item, ITEM_KEYS[item.type]);
   switch (item.type) {
     case 'text':
-      return { type: 'text', text: item.text, ...sliceProviderData(NAMESPACE, { providerOptions }) };
+      return { type: 'text', text: item.text, ...sliceProviderData(NAMESPACE, { providerOptions, extra }) };
     case 'media':
     case 'image-data':
     case 'file-data': {
       const filename = item.type === 'file-data' ? item.filename : undefined;
       const kind = item.type === 'image-data' ? undefined : item.type;
-      const hints = sliceProviderData(NAMESPACE, { providerOptions, kind, filename });
+      const hints = sliceProviderData(NAMESPACE, { providerOptions, kind, filename, extra });
       const ref = buildBase64DataUri(item.mediaType, item.data);
       return { type: 'image', ref, source: 'data', mediaType: item.mediaType, ...hints };
     }
@@ -219,7 +244,7 @@ function contentItem(item: ModelToolResultContentItem): TextPart | ImagePart {
         ref: item.url,
         source: 'url',
         ...mediaType,
-        ...sliceProviderData(NAMESPACE, { providerOptions, kind }),
+        ...sliceProviderData(NAMESPACE, { providerOptions, kind, extra }),
       };
     }
     case 'image-file-id':
@@ -229,7 +254,7 @@ function contentItem(item: ModelToolResultContentItem): TextPart | ImagePart {
         type: 'image',
         ref: item.fileId,
         source: 'file-id',
-        ...sliceProviderData(NAMESPACE, { providerOptions, kind }),
+        ...sliceProviderData(NAMESPACE, { providerOptions, kind, extra }),
       };
     }
   }

@@ -207,7 +207,10 @@ function toolResultPart(part: ToolResultPart, emit: Emit): ModelToolResultPart {
   const outputOptions = isRecord(hints.outputProviderOptions)
     ? { providerOptions: hints.outputProviderOptions as ModelProviderOptions }
     : {};
-  const output = { ...toolOutput(part, hints, emit), ...outputOptions } as ModelToolResultOutput;
+  const output = withExtras(
+    { ...toolOutput(part, hints, emit), ...outputOptions },
+    hints.outputExtra,
+  ) as ModelToolResultOutput;
   return withPartHints({ type: 'tool-result', toolCallId: part.callId, toolName: part.name, output }, hints);
 }
 
@@ -232,6 +235,11 @@ function toolOutput(part: ToolResultPart, hints: JsonRecord, emit: Emit): ModelT
 }
 
 function contentItem(part: TextPart | ImagePart): ModelToolResultContentItem {
+  return withExtras(contentItemFields(part), readSlice(part, NAMESPACE).extra);
+}
+
+/** A content item's fields the adapter reads (`contentItem` adds the others it kept). */
+function contentItemFields(part: TextPart | ImagePart): ModelToolResultContentItem {
   const hints = readSlice(part, NAMESPACE);
   const options = isRecord(hints.providerOptions)
     ? { providerOptions: hints.providerOptions as ModelProviderOptions }
