@@ -112,6 +112,44 @@ describe('governAnthropic', () => {
     expect(body.messages.at(-1)).toEqual(messages.at(-1));
   });
 
+  it('sends a deferred tool loaded once the view folded the search result that loaded it', async () => {
+    upstream.enqueue({ text: 'Reviewed.' });
+    const schema = { type: 'object' as const, properties: {} };
+    const tools = [
+      { name: 'read_file', input_schema: schema },
+      { name: 'TaskUpdate', input_schema: schema, defer_loading: true },
+    ];
+    const search: MessageParam[] = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool_use', id: 'toolu_s', name: 'ToolSearch', input: { query: 'select:TaskUpdate' } },
+        ],
+      },
+      {
+        role: 'user',
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_s',
+            content: [{ type: 'tool_reference', tool_name: 'TaskUpdate' }],
+          },
+        ] as unknown as MessageParam['content'],
+      },
+    ];
+    const governed = governAnthropic(client, { governor: governorWith(2000), sessionId: 'deferred' });
+    await governed.messages.create({
+      model: 'claude-test',
+      max_tokens: 256,
+      system,
+      tools,
+      messages: [messages[0]!, ...search, ...messages.slice(1)],
+    } as unknown as Parameters<typeof governed.messages.create>[0]);
+    const body = upstream.requests.at(-1)!.body as SentBody & { tools: unknown[] };
+    expect(JSON.stringify(body.messages)).not.toContain('tool_reference');
+    expect(body.tools).toEqual([tools[0], { name: 'TaskUpdate', input_schema: schema }]);
+  });
+
   it('governs a streamed create and a request without a system prompt', async () => {
     upstream.enqueue({ text: 'Streamed answer.' }, { text: 'No system.' });
     const governed = governAnthropic(client, { governor: governorWith(2000), sessionId: 'stream' });

@@ -16,6 +16,7 @@ import {
   type AnthropicMessagesPrompt,
   type AnthropicSystem,
   fromAnthropicMessages,
+  keepLoadedTools,
   toAnthropicMessages,
 } from '../adapters/index.js';
 import { gcToolsForAnthropic } from '../core/gc-tools/gc-tool-definitions.js';
@@ -38,6 +39,7 @@ export type GovernAnthropicOptions = GovernOptions<AnthropicRequest>;
 
 interface Conversation {
   system?: string | TextBlockParam[] | undefined;
+  tools?: unknown;
   messages: MessageParam[];
 }
 
@@ -54,6 +56,9 @@ function messagesCodec<Body extends Conversation>(): RequestCodec<Body, Body> {
       const { system: _original, ...rest } = body;
       const value = { ...rest, messages: messages as unknown as MessageParam[] } as Body;
       if (system !== undefined) value.system = system as string | TextBlockParam[];
+      // A deferred tool whose reference the view folded away stays loaded (`keepLoadedTools`).
+      const tools = keepLoadedTools(body.tools, body.messages, messages);
+      if (tools !== body.tools) value.tools = tools;
       return { value, warnings };
     },
     withGcTools: (body) => withTools(body, gcToolsForAnthropic()),
