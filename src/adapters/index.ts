@@ -15,6 +15,8 @@ export {
   ModelProviderOptions,
   ModelReasoningPart,
   ModelTextPart,
+  type ModelToolApprovalRequest,
+  type ModelToolApprovalResponse,
   ModelToolCallPart,
   ModelToolResultContentItem,
   ModelToolResultOutput,

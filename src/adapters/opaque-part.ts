@@ -123,10 +123,13 @@ function isTextMediaType(value: unknown): boolean {
   return typeof value === 'string' && value.startsWith('text/');
 }
 
-/** The opaque part for a wire block (or item) read by the adapter of `provider`. */
-export function opaquePart(provider: string, data: JsonRecord): OpaquePart {
+/**
+ * The opaque part for a wire block (or item) read by the adapter of `provider`; `text`, what the
+ * model reads in it, when the adapter knows better than the field names tell (`visibleText`).
+ */
+export function opaquePart(provider: string, data: JsonRecord, text = visibleText(data)): OpaquePart {
   const kind = typeof data.type === 'string' ? data.type : 'item';
-  return { type: 'opaque', provider, kind, text: visibleText(data), data };
+  return { type: 'opaque', provider, kind, text, data };
 }
 
 /** The wire block of an opaque part this adapter read itself, or undefined for anyone else's. */

@@ -124,6 +124,25 @@ export const TOOL_PART_TYPES: ReadonlySet<string> = new Set(['tool-result']);
 /** A part kept whole: any object whose `type` the role does not read. */
 export type ModelOpaquePart = OpaqueWire;
 
+/** A request for the user's approval of a tool call (`needsApproval`), kept whole. */
+export interface ModelToolApprovalRequest {
+  type: 'tool-approval-request';
+  approvalId: string;
+  toolCallId: string;
+}
+
+/** The user's answer to an approval request, kept whole. */
+export interface ModelToolApprovalResponse {
+  type: 'tool-approval-response';
+  approvalId: string;
+  approved: boolean;
+  reason?: string | undefined;
+  providerExecuted?: boolean | undefined;
+}
+
+type Content<Part> = string | Part[];
+type WithOptions = { providerOptions?: ModelProviderOptions | undefined };
+
 export const UserModelMessage = z.object({
   role: z.literal('user'),
   content: z.union([
@@ -137,7 +156,14 @@ export const UserModelMessage = z.object({
   ]),
   ...options,
 });
-export type UserModelMessage = z.infer<typeof UserModelMessage>;
+/**
+ * The message types name the parts the SDK defines, so that code reading them narrows by `type`;
+ * the schemas also take, and the adapter keeps whole, a part type a later SDK adds.
+ */
+export type UserModelMessage = {
+  role: 'user';
+  content: Content<ModelTextPart | ModelImagePart | ModelFilePart>;
+} & WithOptions;
 
 export const AssistantModelMessage = z.object({
   role: z.literal('assistant'),
@@ -152,14 +178,28 @@ export const AssistantModelMessage = z.object({
   ]),
   ...options,
 });
-export type AssistantModelMessage = z.infer<typeof AssistantModelMessage>;
+/** A provider-executed tool's call and result stand in the assistant message, both kept whole. */
+export type AssistantModelMessage = {
+  role: 'assistant';
+  content: Content<
+    | ModelTextPart
+    | ModelFilePart
+    | ModelReasoningPart
+    | ModelToolCallPart
+    | ModelToolResultPart
+    | ModelToolApprovalRequest
+  >;
+} & WithOptions;
 
 export const ToolModelMessage = z.object({
   role: z.literal('tool'),
   content: z.array(z.union([ModelToolResultPart, opaqueSchema(TOOL_PART_TYPES)])),
   ...options,
 });
-export type ToolModelMessage = z.infer<typeof ToolModelMessage>;
+export type ToolModelMessage = {
+  role: 'tool';
+  content: Array<ModelToolResultPart | ModelToolApprovalResponse>;
+} & WithOptions;
 
 export const ModelMessage = z.discriminatedUnion('role', [
   SystemModelMessage,
@@ -167,4 +207,4 @@ export const ModelMessage = z.discriminatedUnion('role', [
   AssistantModelMessage,
   ToolModelMessage,
 ]);
-export type ModelMessage = z.infer<typeof ModelMessage>;
+export type ModelMessage = SystemModelMessage | UserModelMessage | AssistantModelMessage | ToolModelMessage;

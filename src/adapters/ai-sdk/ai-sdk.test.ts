@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type Message, messageText } from '../../core/transcript.js';
+import { approximateTokenCounter } from '../../core/tokens.js';
+import { type Message, messageText, partText } from '../../core/transcript.js';
 import { describeAdapterContract, expectBadInputAt, readFixture } from '../adapter-contract.case.js';
 import type { ModelMessage } from './ai-sdk-api.js';
 import { fromModelMessages } from './convert-from-model-messages.js';
@@ -272,11 +273,49 @@ describe('parts the adapter keeps whole', () => {
       ['tool-result'],
       ['future-part'],
     ]);
-    // The search result's title is read as the model reads it.
-    expect(messageText(messages[1]!)).toContain('AI SDK');
+    // The provider's own call and result are one pair, the provider's: both kept whole.
+    expect(messages[1]!.parts.map((part) => part.type)).toEqual(['tool-call', 'opaque', 'opaque', 'opaque']);
+    // The search result is read as the model reads it: its output, whole.
+    expect(messageText(messages[1]!)).toContain(
+      JSON.stringify([{ url: 'https://ai-sdk.dev', title: 'AI SDK' }]),
+    );
     const back = toModelMessages(messages);
     expect(back.messages).toEqual(history);
     expect(back.warnings).toEqual([]);
+  });
+
+  it('counts a provider-executed result by its output, however the provider names its fields', () => {
+    const page = 'lorem ipsum '.repeat(5_000);
+    const fetched = {
+      role: 'assistant',
+      content: [
+        {
+          type: 'tool-call',
+          toolCallId: 'wf',
+          toolName: 'web_fetch',
+          input: { url: 'https://example.com' },
+          providerExecuted: true,
+        },
+        {
+          type: 'tool-result',
+          toolCallId: 'wf',
+          toolName: 'web_fetch',
+          output: {
+            type: 'json',
+            value: {
+              type: 'web_fetch_result',
+              source: { type: 'text', mediaType: 'text/plain', data: page },
+            },
+          },
+        },
+      ],
+    } as unknown as ModelMessage;
+    const [message] = fromModelMessages([fetched]).messages;
+    const tokens = message!.parts.reduce(
+      (sum, part) => sum + approximateTokenCounter.count(partText(part)),
+      0,
+    );
+    expect(tokens).toBeGreaterThan(approximateTokenCounter.count(page));
   });
 
   it('a governed view keeps them whole where they stand, the client result folded', () => {
@@ -301,7 +340,7 @@ describe('fromModelMessages validation', () => {
       { role: 'user', content: 'hi' },
       { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'a', toolName: 'f' }] },
     ];
-    expectBadInputAt(fails(input), /ai-sdk message 1: content\.0/, 1);
+    expectBadInputAt(fails(input), /ai-sdk message 1: content\.0\.output/, 1);
   });
 
   it('names the field of a malformed message', () => {

@@ -14,7 +14,7 @@ import {
   type ModelTextPart,
   type ModelToolCallPart,
   type ModelToolResultContentItem,
-  type ModelToolResultOutput,
+  ModelToolResultOutput,
   type ModelToolResultPart,
   TOOL_PART_TYPES,
   USER_PART_TYPES,
@@ -65,7 +65,10 @@ export function fromModelMessages(input: ModelMessage[]): { messages: Message[];
       typeof message.content === 'string'
         ? [{ type: 'text' as const, text: message.content }]
         : message.content.map((part) => {
-            if (!read.has(part.type)) return opaque(part);
+            // A provider-executed call is answered in this message, by a result kept whole: the
+            // pair is the provider's, like a server tool's (nothing pairs, renames or splits it).
+            const providers = part.type === 'tool-call' && part.providerExecuted === true;
+            if (!read.has(part.type) || providers) return opaque(part as unknown as ModelOpaquePart);
             return part.type === 'tool-call'
               ? toolCall(part as ModelToolCallPart, turn)
               : contentPart(part as ModelTextPart | ModelImagePart | ModelFilePart | ModelReasoningPart);
@@ -76,11 +79,31 @@ export function fromModelMessages(input: ModelMessage[]): { messages: Message[];
 }
 
 /**
- * A part the role is not read by, kept whole: a tool approval, a provider-executed tool's result
- * in the assistant message that called it, a part type of a later SDK.
+ * A part the role is not read by, kept whole: a tool approval, a provider-executed tool's call
+ * and its result in the assistant message, a part type of a later SDK. A result counts what its
+ * output holds, as the model reads it.
  */
 function opaque(part: ModelOpaquePart): Part {
-  return opaquePart(NAMESPACE, part);
+  const output = part.type === 'tool-result' ? ModelToolResultOutput.safeParse(part.output) : undefined;
+  return output?.success === true
+    ? opaquePart(NAMESPACE, part, outputText(output.data))
+    : opaquePart(NAMESPACE, part);
+}
+
+/** What a tool output shows the model, as text. */
+function outputText(output: ModelToolResultOutput): string {
+  switch (output.type) {
+    case 'text':
+    case 'error-text':
+      return output.value;
+    case 'json':
+    case 'error-json':
+      return JSON.stringify(output.value) ?? '';
+    case 'execution-denied':
+      return output.reason ?? '';
+    case 'content':
+      return output.value.map((item) => (item.type === 'text' ? item.text : `[${item.type}]`)).join('\n');
+  }
 }
 
 function contentPart(part: ModelTextPart | ModelImagePart | ModelFilePart | ModelReasoningPart): Part {
