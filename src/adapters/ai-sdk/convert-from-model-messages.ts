@@ -30,8 +30,8 @@ const PART_KEYS = ['type', 'text', 'image', 'data', 'filename', 'mediaType', 'pr
  * that text). Each tool result becomes one canonical tool message; results of one wire tool
  * message remember its index (`providerData.aiSdk.turn`). Tool outputs become text (`json`
  * values as JSON text, `error-*` with `isError`) or a list of text and image parts. A part its role
- * is not read by (a tool approval, a provider-executed result in the assistant message) is an
- * opaque part, in place. Lossless.
+ * is not read by (a tool approval, a provider-executed call and its result in the assistant
+ * message) is an opaque part, in place. Lossless.
  *
  * @throws BadInputError naming the message index for a malformed or unsupported message.
  */
