@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { MessageParam, TextBlockParam } from '@anthropic-ai/sdk/resources/messages';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toolSearchRound } from '../adapters/anthropic/testing/tool-search-round.js';
 import { toAnthropicMessages } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
 import { createGovernor } from '../core/governor/create-governor.js';
@@ -119,24 +120,7 @@ describe('governAnthropic', () => {
       { name: 'read_file', input_schema: schema },
       { name: 'TaskUpdate', input_schema: schema, defer_loading: true },
     ];
-    const search: MessageParam[] = [
-      {
-        role: 'assistant',
-        content: [
-          { type: 'tool_use', id: 'toolu_s', name: 'ToolSearch', input: { query: 'select:TaskUpdate' } },
-        ],
-      },
-      {
-        role: 'user',
-        content: [
-          {
-            type: 'tool_result',
-            tool_use_id: 'toolu_s',
-            content: [{ type: 'tool_reference', tool_name: 'TaskUpdate' }],
-          },
-        ] as unknown as MessageParam['content'],
-      },
-    ];
+    const search = toolSearchRound('toolu_s', ['TaskUpdate']) as unknown as MessageParam[];
     const governed = governAnthropic(client, { governor: governorWith(2000), sessionId: 'deferred' });
     await governed.messages.create({
       model: 'claude-test',

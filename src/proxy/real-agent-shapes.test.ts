@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { toolSearchRound } from '../adapters/anthropic/testing/tool-search-round.js';
 import { countBreakpoints, MAX_CACHE_BREAKPOINTS } from '../adapters/index.js';
 import { anthropicConversation, fileContent, responsesConversation } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
@@ -247,24 +248,7 @@ describe("Claude Code's deferred tools through the proxy", () => {
       { name: 'TaskList', description: 'List the tasks.', input_schema: schema, defer_loading: true },
     ];
     // Early in the session, as Claude Code does: load the task tools, then work.
-    const search = [
-      {
-        role: 'assistant',
-        content: [
-          { type: 'tool_use', id: 'toolu_search', name: 'ToolSearch', input: { query: 'select:TaskUpdate' } },
-        ],
-      },
-      {
-        role: 'user',
-        content: [
-          {
-            type: 'tool_result',
-            tool_use_id: 'toolu_search',
-            content: [{ type: 'tool_reference', tool_name: 'TaskUpdate' }],
-          },
-        ],
-      },
-    ];
+    const search = toolSearchRound('toolu_search', ['TaskUpdate']);
     const [task, ...rounds] = anthropicConversation({ turns: 24 });
     const body = (messages: unknown[]) => ({
       model: 'claude-sonnet-4-5',
