@@ -28,9 +28,7 @@ function toLanguageModelMessage(message: ModelMessage): LanguageModelV3Message {
         typeof message.content === 'string'
           ? [{ type: 'text' as const, text: message.content }]
           : message.content.map((part) =>
-              part.type === 'image' || part.type === 'file'
-                ? toFilePart(part as ModelImagePart | ModelFilePart)
-                : part,
+              part.type === 'image' || part.type === 'file' ? toFilePart(part) : part,
             );
       return { ...message, content } as LanguageModelV3Message;
     }

@@ -4,8 +4,8 @@
  * and its type share one name.
  *
  * Parts the adapter does not read are kept whole (`OpaquePart`): tool-approval requests and
- * responses, a provider-executed tool's result inside the assistant message that called it, and
- * any part type a later SDK adds. Not supported (refused with a clear error): `custom` tool-output
+ * responses, a provider-executed tool's call and result inside the assistant message, and any
+ * part type a later SDK adds. Not supported (refused with a clear error): `custom` tool-output
  * items and object-valued file ids.
  */
 import { z } from 'zod';
