@@ -22,17 +22,51 @@ interface HeldCall {
 const CALL_DELTA_KEYS = new Set(['index', 'id', 'type', 'function']);
 
 /**
- * A delta's other fields into the message assembled so far: text (`reasoning_content`) and lists
- * (`reasoning_details`) append, anything else replaces.
+ * A delta's other fields into the message assembled so far: text (`reasoning_content`) appends,
+ * lists (`reasoning_details`) merge by entry (`mergeEntries`), anything else replaces.
  */
 function assemble(into: JsonObject, delta: JsonObject, skip: ReadonlySet<string>): void {
   for (const [key, value] of Object.entries(delta)) {
     if (skip.has(key) || value === null || value === undefined) continue;
     const held = into[key];
     if (typeof value === 'string' && typeof held === 'string') into[key] = held + value;
-    else if (Array.isArray(value) && Array.isArray(held)) into[key] = [...held, ...value];
+    else if (Array.isArray(value) && Array.isArray(held)) into[key] = mergeEntries(held, value);
     else into[key] = value;
   }
+}
+
+/** The fields of a list entry whose fragments are parts of one text (OpenRouter's reasoning). */
+const ENTRY_TEXT_KEYS = new Set(['text', 'summary', 'data']);
+
+/**
+ * A list's fragments into the entries they belong to: OpenRouter streams each `reasoning_details`
+ * entry in fragments of the same `index` (its text in pieces, the signature in the last), and
+ * takes the entries back only whole. A fragment with no index, or a new one, is an entry of its own.
+ */
+function mergeEntries(held: readonly unknown[], fragments: readonly unknown[]): unknown[] {
+  const entries = [...held];
+  for (const fragment of fragments) {
+    const at =
+      isJsonObject(fragment) && typeof fragment.index === 'number'
+        ? entries.findIndex((entry) => isJsonObject(entry) && entry.index === fragment.index)
+        : -1;
+    const entry = at < 0 ? undefined : entries[at];
+    if (!isJsonObject(entry) || !isJsonObject(fragment)) {
+      entries.push(fragment);
+      continue;
+    }
+    const merged: JsonObject = { ...entry };
+    for (const [key, value] of Object.entries(fragment)) {
+      if (value === null || value === undefined) continue;
+      const before = merged[key];
+      merged[key] =
+        ENTRY_TEXT_KEYS.has(key) && typeof before === 'string' && typeof value === 'string'
+          ? before + value
+          : value;
+    }
+    entries[at] = merged;
+  }
+  return entries;
 }
 
 /** What the message assembles apart from its role, its text and its calls. */

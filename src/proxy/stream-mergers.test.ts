@@ -249,6 +249,52 @@ describe('OpenAI Chat Completions, thinking models', () => {
   });
 });
 
+describe('OpenAI Chat Completions through OpenRouter', () => {
+  it("joins each reasoning_details entry's fragments by index, for the turn recovery passes back", () => {
+    const chunk = (delta: Wire, finish: string | null = null): SseMessage => ({
+      data: JSON.stringify({
+        id: 'gen-1',
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'anthropic/claude-sonnet-4.5',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      }),
+    });
+    const text = (index: number, piece: string, more: Wire = {}) => ({
+      reasoning_details: [
+        { type: 'reasoning.text', text: piece, format: 'anthropic-claude-v1', index, ...more },
+      ],
+    });
+    const { answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: '', ...text(0, 'The fold ') }),
+        chunk(text(0, 'hides it.')),
+        chunk(text(0, '', { signature: 'c2ln' })),
+        chunk({ reasoning_details: [{ type: 'reasoning.encrypted', data: 'ZW5j', index: 1 }] }),
+        chunk({ reasoning_details: [{ type: 'reasoning.summary', summary: 'unindexed' }] }),
+        chunk({
+          tool_calls: [
+            { index: 0, id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{"id":"x"}' } },
+          ],
+        }),
+        chunk({}, 'tool_calls'),
+        { data: '[DONE]' },
+      ],
+    ]);
+    expect(answers[0].choices[0].message.reasoning_details).toEqual([
+      {
+        type: 'reasoning.text',
+        text: 'The fold hides it.',
+        format: 'anthropic-claude-v1',
+        index: 0,
+        signature: 'c2ln',
+      },
+      { type: 'reasoning.encrypted', data: 'ZW5j', index: 1 },
+      { type: 'reasoning.summary', summary: 'unindexed' },
+    ]);
+  });
+});
+
 describe('OpenAI Responses', () => {
   const response = (id: string, status: string, output: Wire[]) => ({
     id,
