@@ -106,6 +106,12 @@ export const responsesDialect: WireDialect = {
     if (body.conversation !== undefined && body.conversation !== null) return 'server-state';
     return undefined;
   },
+  recoverable(body) {
+    // Codex's compaction request ends in a trigger and must be answered by one `compaction` item:
+    // the proxy's tools and rounds would stand between them.
+    const last = Array.isArray(body.input) ? body.input.at(-1) : undefined;
+    return !(isJsonObject(last) && last.type === 'compaction_trigger');
+  },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;
     const holder = isJsonObject(payload.response) ? payload.response : payload;
