@@ -52,4 +52,13 @@ describe('contextWindowOf', () => {
     expect(contextWindowOf('openai/gpt-5-codex')).toBe(272_000);
     expect(contextWindowOf('Claude-Opus-4-7')).toBe(1_000_000);
   });
+
+  it("reads OpenRouter's dotted Claude versions as Anthropic's (Cline sends them so)", () => {
+    expect(contextWindowOf('anthropic/claude-opus-4.6')).toBe(1_000_000);
+    expect(contextWindowOf('anthropic/claude-sonnet-4.6')).toBe(1_000_000);
+    expect(contextWindowOf('anthropic/claude-opus-4.7')).toBe(1_000_000);
+    expect(contextWindowOf('anthropic/claude-opus-4.1')).toBe(200_000);
+    expect(contextWindowOf('openai/gpt-5.1-chat-latest')).toBe(128_000);
+    expect(contextWindowOf('gpt-4.1-mini')).toBe(1_047_576);
+  });
 });

@@ -57,10 +57,14 @@ const WINDOWS: ReadonlyMap<string, ModelWindow> = new Map([
 
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
 
-/** `anthropic/claude-…`, `us.anthropic.claude-…-v1:0` and `claude-…` all name one model. */
+/**
+ * `anthropic/claude-…`, `us.anthropic.claude-…-v1:0` and `claude-…` all name one model, and so do
+ * OpenRouter's dotted versions (`anthropic/claude-sonnet-4.6`, as Cline sends them).
+ */
 function bareModelName(model: string): string {
   const name = model.toLowerCase();
-  return name.slice(name.lastIndexOf('/') + 1).replace(/^([a-z0-9-]+\.)*anthropic\./, '');
+  const bare = name.slice(name.lastIndexOf('/') + 1).replace(/^([a-z0-9-]+\.)*anthropic\./, '');
+  return bare.startsWith('claude') ? bare.replace(/(\d)\.(\d)/g, '$1-$2') : bare;
 }
 
 /**
