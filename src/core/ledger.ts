@@ -469,9 +469,16 @@ export function turnStartOf(messages: readonly Message[], isOutput: (index: numb
 }
 
 /**
- * Default pins: the system prompt, instructions a client sends as a user message, and the first
- * user request (the task goal). Without a context (a caller of its own), the first user message
- * is taken for the task goal.
+ * Tools whose output is the client's summary of the conversation before it, which the agent
+ * continues from (Cline's auto-compaction `summarize_task`, and its `/smol` `condense`): the
+ * task as it stands, often its only statement, since the client cut the history before it.
+ */
+const SUMMARY_TOOLS: ReadonlySet<string> = new Set(['summarize_task', 'condense']);
+
+/**
+ * Default pins: the system prompt, instructions a client sends as a user message, the first
+ * user request (the task goal), and a client's summary of the conversation (`SUMMARY_TOOLS`).
+ * Without a context (a caller of its own), the first user message is taken for the task goal.
  */
 export function defaultPin(
   object: LedgerObject,
@@ -479,6 +486,8 @@ export function defaultPin(
   context?: PinContext,
 ): string | undefined {
   if (object.kind === 'system' && object.restates === undefined) return 'system prompt';
+  if (isToolOutput(object) && object.toolName !== undefined && SUMMARY_TOOLS.has(object.toolName))
+    return "the client's summary of the conversation before it";
   if (object.kind !== 'conversation') return undefined;
   if (message && clientNote(message) === 'instructions')
     return object.restates === undefined ? 'instructions the client sent as a user message' : undefined;

@@ -1,7 +1,8 @@
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toOpenAIChat } from '../adapters/index.js';
+import { type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { BadInputError } from '../core/errors.js';
 import { createGovernor } from '../core/governor/create-governor.js';
 import { longSession } from '../core/testing/long-session.js';
@@ -70,14 +71,19 @@ describe('governOpenAI', () => {
     if (event?.status !== 'governed') return;
     const body = sent(0);
     expect(body).toMatchObject({ model: 'gpt-test', temperature: 0.2 });
-    // The upstream gets the governor's view, message for message: folds may merge the work after
-    // a request into one message, never add any.
-    expect(body.messages).toEqual(toOpenAIChat(event.result.view).messages);
+    // The upstream gets the governor's view, its user turns alternating as the client's do (a fold
+    // after its request joins it): folds may merge the work after a request, never add a message.
+    expect(body.messages).toEqual(
+      alternatingLikeClient(
+        toOpenAIChat(event.result.view).messages,
+        messages as unknown as OpenAIChatMessage[],
+      ),
+    );
     expect(body.messages.length).toBeLessThanOrEqual(messages.length);
     expect(upstream.requests[0]!.rawBody.length).toBeLessThan(JSON.stringify(messages).length * 0.8);
     expect(body.messages[0]).toEqual(messages[0]);
     expect(body.messages.at(-1)).toEqual(messages.at(-1));
-    const folded = body.messages.filter((message) => String(message.content).startsWith('[folded '));
+    const folded = body.messages.filter((message) => String(message.content).includes('[folded '));
     expect(folded.length).toBeGreaterThan(0);
     // Whatever the governor folded (outputs or whole stretches of work), every file read it held
     // back is one expand away, through a pointer the model is shown.

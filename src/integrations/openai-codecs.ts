@@ -13,6 +13,7 @@ import {
   toOpenAIChat,
   toOpenAIResponses,
 } from '../adapters/index.js';
+import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { gcToolsForOpenAIChat, gcToolsForOpenAIResponses } from '../core/gc-tools/gc-tool-definitions.js';
 import { withTools } from './agent-tools.js';
 import type { RequestCodec } from './govern-request.js';
@@ -26,7 +27,8 @@ export function chatCodec<Body extends { messages: ChatCompletionMessageParam[] 
     // The adapter validates the SDK's message params against the wire schema it declares.
     read: (body) => fromOpenAIChat(body.messages.map(withoutParsedFields) as unknown as OpenAIChatMessage[]),
     write: (view, body) => {
-      const { messages, warnings } = toOpenAIChat(view);
+      const { messages: written, warnings } = toOpenAIChat(view);
+      const messages = alternatingLikeClient(written, body.messages as unknown as OpenAIChatMessage[]);
       return { value: { ...body, messages: messages as unknown as ChatCompletionMessageParam[] }, warnings };
     },
     withGcTools: (body) => withTools(body, gcToolsForOpenAIChat()),

@@ -15,6 +15,7 @@ import {
   toOpenAIChat,
   toOpenAIResponses,
 } from '../adapters/index.js';
+import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { createGovernor } from '../core/governor/create-governor.js';
 import type { Message } from '../core/transcript.js';
 import { createMemoryStore } from '../stores/index.js';
@@ -81,12 +82,20 @@ interface Path {
   send(client: Governed): Promise<string | null | undefined>;
   /** How the conversation of a received body reads as the transcript. */
   read(body: unknown): Message[];
+  /** The governed view as the client's wire carries it (`read` of what the wrapper writes). */
+  sent(view: Message[]): Message[];
 }
 
 const chatBody = (body: unknown) =>
   fromOpenAIChat((body as { messages: OpenAIChatMessage[] }).messages).messages;
 const responsesBody = (body: unknown) =>
   fromOpenAIResponses((body as { input: ResponseInputItem[] }).input).messages;
+/** A Chat view as sent: its user turns alternating as the client's do (a fold joins its request). */
+const chatSent = (view: Message[]) =>
+  chatBody({
+    messages: alternatingLikeClient(toOpenAIChat(view).messages, messages as unknown as OpenAIChatMessage[]),
+  });
+const responsesSent = (view: Message[]) => view;
 const answer: ScriptedReply[] = [{ text: 'answer' }];
 const toolRound: ScriptedReply[] = [
   { toolCalls: [{ name: 'lookup', arguments: { name: 'handler_1_0' } }] },
@@ -98,6 +107,7 @@ const PATHS: Record<string, Path> = {
     replies: answer,
     send: async (governed) => (await governed.chat.completions.create(chat)).choices[0]?.message.content,
     read: chatBody,
+    sent: chatSent,
   },
   'chat.completions.create (stream: true)': {
     replies: answer,
@@ -108,11 +118,13 @@ const PATHS: Record<string, Path> = {
       return text;
     },
     read: chatBody,
+    sent: chatSent,
   },
   'chat.completions.stream': {
     replies: answer,
     send: (governed) => governed.chat.completions.stream(chat).finalContent(),
     read: chatBody,
+    sent: chatSent,
   },
   'chat.completions.parse': {
     replies: [{ json: { verdict: 'answer' } }],
@@ -124,22 +136,26 @@ const PATHS: Record<string, Path> = {
       return (completion.choices[0]?.message.parsed as { verdict: string } | null)?.verdict;
     },
     read: chatBody,
+    sent: chatSent,
   },
   'chat.completions.runTools': {
     replies: toolRound,
     send: (governed) => governed.chat.completions.runTools({ ...chat, tools: [lookup] }).finalContent(),
     read: chatBody,
+    sent: chatSent,
   },
   'chat.completions.runTools (stream: true)': {
     replies: toolRound,
     send: (governed) =>
       governed.chat.completions.runTools({ ...chat, tools: [lookup], stream: true }).finalContent(),
     read: chatBody,
+    sent: chatSent,
   },
   'responses.create': {
     replies: answer,
     send: async (governed) => (await governed.responses.create(responses)).output_text,
     read: responsesBody,
+    sent: responsesSent,
   },
   'responses.create (stream: true)': {
     replies: answer,
@@ -150,6 +166,7 @@ const PATHS: Record<string, Path> = {
       return text;
     },
     read: responsesBody,
+    sent: responsesSent,
   },
   'responses.stream': {
     replies: answer,
@@ -163,6 +180,7 @@ const PATHS: Record<string, Path> = {
       return text;
     },
     read: responsesBody,
+    sent: responsesSent,
   },
   'responses.parse': {
     replies: [{ json: { verdict: 'answer' } }],
@@ -174,6 +192,7 @@ const PATHS: Record<string, Path> = {
       return (response.output_parsed as { verdict: string } | null)?.verdict;
     },
     read: responsesBody,
+    sent: responsesSent,
   },
 };
 
@@ -191,7 +210,7 @@ describe('governOpenAI on an oversized session', () => {
         const event = events[index];
         if (event?.status !== 'governed') throw new Error('expected a governed event');
         const received = path.read(request.body);
-        expect(received).toEqual(event.result.view);
+        expect(received).toEqual(path.sent(event.result.view));
         expect(conversationTokens(counter, received)).toBeLessThanOrEqual(WINDOW);
         expect(request.rawBody.length).toBeLessThan(fullSize / 10);
         expect(request.rawBody).toContain('[folded ');

@@ -1,5 +1,6 @@
 /** OpenAI Chat Completions (`POST /v1/chat/completions`) as a governed route. */
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { mergeChatStreams } from './chat-stream-merger.js';
 import {
   fieldTexts,
@@ -68,7 +69,8 @@ export const chatDialect: WireDialect = {
   writeTranscript(body, view, read) {
     const elements = body.messages as OpenAIChatMessage[];
     const source = read === undefined ? undefined : { elements, reading: read };
-    return replaceFields(body, { messages: toOpenAIChat([...view], source).messages });
+    const messages = alternatingLikeClient(toOpenAIChat([...view], source).messages, elements);
+    return replaceFields(body, { messages });
   },
   promptBesideTranscript(body) {
     return fieldTexts(body.tools, body.functions, body.response_format);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
+import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { createPinRule } from '../core/governor/pins.js';
 import { indexTranscript } from '../core/ledger.js';
 import { parseObjectPayload, payloadText } from '../core/object-payload.js';
@@ -228,7 +229,10 @@ describe('kill -9 and restart on the same SQLite file', () => {
       pin: createPinRule(),
     });
     const view = projectView(ledger, finalStates).items.map((item) => item.message);
-    expect((JSON.parse(forwarded) as { messages: unknown[] }).messages).toEqual(toOpenAIChat(view).messages);
+    const clientMessages = chatConversation({ turns: lastTurns }) as OpenAIChatMessage[];
+    expect((JSON.parse(forwarded) as { messages: unknown[] }).messages).toEqual(
+      alternatingLikeClient(toOpenAIChat(view).messages, clientMessages),
+    );
   }, 60_000);
 });
 
