@@ -10,7 +10,7 @@ import { objectPayload, payloadSearchText } from './object-payload.js';
 import type { ContentBinding, ObjectState } from './operations.js';
 import { bindingAt, coveredEnd } from './reconcile-state.js';
 import type { Rehearsal } from './rehearse-plan.js';
-import { sidecarKey } from './render-replacement.js';
+import { foldKey } from './render-replacement.js';
 import { payloadKey, readSessionState, type SessionState, withoutDeferral } from './session-state.js';
 import {
   type CommitRecord,
@@ -82,7 +82,7 @@ export async function commitRehearsal(
     const binding = bindingAt(ledger, coveredEnd(ledger, object.id, entry.state)!);
     objects[object.id] = { ...entry.state, commitId, binding };
     // A span fold is shown under its own key: a deeper one later holds more messages.
-    const key = sidecarKey(object.id, entry.state.spanEnd);
+    const key = foldKey(ledger, object.id, entry.state.spanEnd);
     bound[key] = binding;
     payloads.push({
       schemaVersion: STORE_SCHEMA_VERSION,

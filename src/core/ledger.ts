@@ -133,6 +133,12 @@ export interface LedgerOptions {
   maxAnchorsPerObject?: number;
   /** Index anchors and references (default true); false for callers that only need ids and tokens. */
   indexAnchors?: boolean;
+  /**
+   * Where the session's transcript once went on otherwise after its ids had been shown (message
+   * indexes, `SessionState.splits`): ids from there on carry a tag of the content there (`tagAt`),
+   * so that no id the model has seen comes to name other content.
+   */
+  splits?: readonly number[];
 }
 
 /** A mutable, append-only index over one transcript. */
@@ -156,6 +162,11 @@ export interface Ledger {
    */
   readonly spokenAnchors: ReadonlySet<string>;
   get(id: string): LedgerObject | undefined;
+  /**
+   * What ids of message `index` end with: `~` and the start of the content chain at the last
+   * split at or before it (`LedgerOptions.splits`), or nothing before the first split.
+   */
+  tagAt(index: number): string;
   /** The conversation object whose span holds message `index`, if any. */
   conversationAt(index: number): LedgerObject | undefined;
   /**
@@ -180,6 +191,9 @@ export interface Ledger {
 }
 
 const COMMON_ANCHOR_HOLDERS = 24;
+
+/** Characters of the content chain in an id's tag (`Ledger.tagAt`). */
+const ID_TAG_CHARS = 6;
 
 const ERROR_TEXT =
   /(^|\n)\s*(Traceback \(most recent call last\)|error[:[]|Error:|FAILED|fatal:)|<returncode>[1-9]/i;
@@ -556,6 +570,11 @@ export function createLedger(options: LedgerOptions): Ledger {
   };
   let functionCount = 0;
   let totalTokens = 0;
+  const splits = [...(options.splits ?? [])].sort((a, b) => a - b);
+  const tagAt = (index: number): string => {
+    const split = splits.findLast((at) => at <= index);
+    return split === undefined || chain[split] === undefined ? '' : `~${chain[split].slice(0, ID_TAG_CHARS)}`;
+  };
   /** Indexes of messages whose tokens are bounds. */
   const bounded: number[] = [];
   let openConversation: LedgerObject | undefined;
@@ -669,6 +688,7 @@ export function createLedger(options: LedgerOptions): Ledger {
   ) => {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
+    const tag = tagAt(index);
     // Output a text-protocol client sent as a user message, inside a request the agent works on;
     // or what a client reports of the IDE right after a step's outputs (`reportsEnvironment`).
     const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
@@ -679,7 +699,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         : undefined);
     if (message.role === 'system') {
       systemCount += 1;
-      const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));
+      const object = payloadObject(`system:${systemCount}${tag}`, 'system', index, sumOf(partCounts));
       const textValue = payloadText(message.parts);
       noteRestatement(object, message, textValue);
       created.push([object, () => extractAnchors(textValue)]);
@@ -689,7 +709,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         { ...observation, ...(shellObservation ? { callMessageIndex: index - 1 } : {}) },
         messageText(message),
         index,
-        functionCount,
+        `${functionCount}${tag}`,
         sumOf(partCounts),
       );
       created.push([
@@ -700,7 +720,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     } else if (message.role === 'user') {
       userCount += 1;
       const object = payloadObject(
-        `conversation:user:${userCount}`,
+        `conversation:user:${userCount}${tag}`,
         'conversation',
         index,
         sumOf(partCounts),
@@ -717,7 +737,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         const { partIndex, range, callArguments } = attachment;
         const output = attachedText(message.parts[partIndex], range);
         const tokens = range ? counter.count(output) : (partCounts[partIndex] ?? 0);
-        const attached = outputObject(attachment, output, index, functionCount, tokens);
+        const attached = outputObject(attachment, output, index, `${functionCount}${tag}`, tokens);
         attached.attachedTo = object.id;
         if (range) attached.range = range;
         created.push([
@@ -745,7 +765,7 @@ export function createLedger(options: LedgerOptions): Ledger {
           },
           partText(part),
           index,
-          functionCount,
+          `${functionCount}${tag}`,
           partCounts[partIndex] ?? 0,
         );
         created.push([
@@ -783,6 +803,7 @@ export function createLedger(options: LedgerOptions): Ledger {
       return totalTokens;
     },
     get: (id) => byId.get(id),
+    tagAt,
     conversationAt: (index) => conversationOfMessage[index],
     get boundedMessages() {
       return bounded.length;
@@ -928,11 +949,12 @@ interface OutputSource {
   isError?: boolean;
 }
 
+/** `ordinal`: the output's number in the session's count, with its tag (`Ledger.tagAt`). */
 function outputObject(
   source: OutputSource,
   output: string,
   index: number,
-  ordinal: number,
+  ordinal: string,
   tokens: number,
 ): LedgerObject {
   const { toolName, callArguments } = source;

@@ -8,6 +8,7 @@
  */
 import { ENVIRONMENT_TOOL, isObservation, type Ledger, type LedgerObject } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
+import { foldKey } from './render-replacement.js';
 import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
 
 export interface Reconciliation {
@@ -15,6 +16,8 @@ export interface Reconciliation {
   state: SessionState;
   /** Ids of object states that no longer hold. */
   dropped: string[];
+  /** Keys of payloads no longer offered for recovery: they were shown for other content. */
+  droppedPayloads: string[];
   /**
    * Where the transcript stopped agreeing with the one of the last governance run, when it
    * did (`undefined` for a pure append). A lower bound when only the stored state was known.
@@ -70,9 +73,16 @@ function payloadHolds(ledger: Ledger, key: string, binding: ContentBinding): boo
   if (!holds(ledger, binding)) return false;
   const at = key.lastIndexOf('@');
   if (at >= 0) {
-    const span = ledger.get(key.slice(0, at))?.span;
-    const spanEnd = Number(key.slice(at + 1));
-    return span !== undefined && spanEnd === binding.end && spanEnd > span.start + 1 && spanEnd <= span.end;
+    const id = key.slice(0, at);
+    const span = ledger.get(id)?.span;
+    const spanEnd = Number.parseInt(key.slice(at + 1), 10);
+    return (
+      span !== undefined &&
+      spanEnd === binding.end &&
+      spanEnd > span.start + 1 &&
+      spanEnd <= span.end &&
+      foldKey(ledger, id, spanEnd) === key
+    );
   }
   const object = ledger.get(key);
   if (object === undefined) return false;
@@ -96,17 +106,17 @@ export function reconcileState(
     else dropped.push(id);
   }
   const payloads: Record<string, ContentBinding> = {};
+  const droppedPayloads: string[] = [];
   let agreed = 0;
-  let payloadDropped = false;
   for (const [key, binding] of Object.entries(state.payloads)) {
     if (payloadHolds(ledger, key, binding)) {
       payloads[key] = binding;
       agreed = Math.max(agreed, binding.end);
-    } else payloadDropped = true;
+    } else droppedPayloads.push(key);
   }
   const headHolds = state.head === undefined || holds(ledger, state.head);
-  const contentHolds = headHolds && dropped.length === droppedIds.length && !payloadDropped;
-  if (contentHolds && renumberedFrom === undefined) return { state, dropped };
+  const contentHolds = headHolds && dropped.length === droppedIds.length && droppedPayloads.length === 0;
+  if (contentHolds && renumberedFrom === undefined) return { state, dropped, droppedPayloads };
   const divergedAt = Math.min(
     knownDivergence ?? (contentHolds ? Number.POSITIVE_INFINITY : agreed),
     renumberedFrom ?? Number.POSITIVE_INFINITY,
@@ -128,6 +138,7 @@ export function reconcileState(
   return {
     state: reconciled,
     dropped,
+    droppedPayloads,
     divergedAt,
     ...(renumberedFrom === undefined ? {} : { renumberedFrom }),
   };

@@ -42,10 +42,26 @@ export function spanText(ledger: Ledger, object: LedgerObject, end = object.span
 /**
  * The sidecar key of a fold: the object id, or for a span fold (the work after a request, up to
  * message `spanEnd`) the id with `@spanEnd`, since deeper span folds of the same request hold
- * more messages.
+ * more messages, then `tag` (`foldKey`).
  */
-export function sidecarKey(objectId: string, spanEnd?: number): string {
-  return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}`;
+export function sidecarKey(objectId: string, spanEnd?: number, tag = ''): string {
+  return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}${tag}`;
+}
+
+/**
+ * The sidecar key of a fold in `ledger`: a span fold's key carries the tag of its last message
+ * (`Ledger.tagAt`) where a split lies between it and the request, since the work after a split
+ * is other content under the same numbers.
+ */
+export function foldKey(ledger: Ledger, objectId: string, spanEnd?: number): string {
+  if (spanEnd === undefined) return objectId;
+  const tag = ledger.tagAt(spanEnd - 1);
+  const request = ledger.get(objectId);
+  return sidecarKey(
+    objectId,
+    spanEnd,
+    request !== undefined && ledger.tagAt(request.messageIndex) === tag ? '' : tag,
+  );
 }
 
 const RECOVERY_POINTER = /expand\("([^"]+)"\) recovers (?:it|them)/g;
@@ -158,7 +174,7 @@ export function spanFoldParts(
   spanEnd: number,
   options: FoldOptions = {},
 ): FoldParts {
-  const key = sidecarKey(object.id, spanEnd);
+  const key = foldKey(ledger, object.id, spanEnd);
   const steps = ledger.messages.slice(object.span.start + 1, spanEnd);
   const calls = steps.flatMap((message) => message.parts.filter((part) => part.type === 'tool-call')).length;
   return {

@@ -84,6 +84,11 @@ export interface SessionState {
   pending?: PendingPlan;
   /** The numbering the ids of `objects` and `payloads` follow (`LEDGER_IDS`); absent before it existed. */
   ids?: number;
+  /**
+   * Message indexes where the transcript went on otherwise after keys had been offered for
+   * recovery: ids from each on carry a tag of the content there (`LedgerOptions.splits`).
+   */
+  splits?: number[];
 }
 
 /** Trigger bookkeeping without a deferral (`TriggerBookkeeping.deferral`). */
@@ -203,6 +208,7 @@ const stateV2Schema = z.object({
 const stateSchema = stateV2Schema.extend({
   schemaVersion: z.literal(SESSION_STATE_VERSION),
   pending: pendingSchema.optional(),
+  splits: z.array(z.number().int().nonnegative()).optional(),
 });
 
 /** Version 1: object states without bindings, payloads keyed by object id alone. */

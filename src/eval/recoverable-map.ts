@@ -4,7 +4,7 @@
  */
 import type { Ledger } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
-import { sidecarKey } from '../core/render-replacement.js';
+import { foldKey } from '../core/render-replacement.js';
 
 /** Sidecar key → message indexes the sidecar holds. */
 export function recoverableMap(ledger: Ledger, state: ViewState | undefined): Record<string, number[]> {
@@ -13,7 +13,7 @@ export function recoverableMap(ledger: Ledger, state: ViewState | undefined): Re
     const object = ledger.get(id);
     if (!object) continue;
     const end = entry.spanEnd ?? object.span.end;
-    map[sidecarKey(id, entry.spanEnd)] =
+    map[foldKey(ledger, id, entry.spanEnd)] =
       object.kind === 'conversation'
         ? Array.from({ length: end - object.span.start }, (_, offset) => object.span.start + offset)
         : [object.messageIndex];

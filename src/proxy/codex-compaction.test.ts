@@ -204,6 +204,68 @@ describe('Codex 0.171 remote compaction (v2: /responses with a compaction_trigge
   });
 });
 
+describe('ids after the history goes on otherwise', () => {
+  it('after a compaction, an id the model saw before it never names other content', async () => {
+    // A window where each large output folds on its own (`function:shell:N`).
+    fixture = await startProxyFixture({
+      window: 30_000,
+      script: (request) => {
+        if (isTrigger(request.body))
+          return {
+            raw: { headers: { 'content-type': 'text/event-stream' }, body: compactionStream(20_000) },
+          };
+        const input = (request.body as { input: Json[] }).input;
+        const resumed = input.some((item) => item.type === 'compaction');
+        // After the compaction the model follows a pointer it saw before it (the summary's).
+        const recovering = input.some((item) => item.name === 'selfgc_expand');
+        if (resumed && !recovering)
+          return {
+            toolCalls: [{ name: 'selfgc_expand', arguments: JSON.stringify({ id: 'function:shell:3' }) }],
+          };
+        return { text: 'Reading on.' };
+      },
+    });
+    const before = [DEVELOPER, ENVIRONMENT, TASK, ...shellRounds(0, 8, 300, 'before')];
+    await (await fixture.post('responses', codexBody(before), { headers: HEADERS })).text();
+    const compact = await fixture.post('responses', codexBody([...before, { type: 'compaction_trigger' }]), {
+      headers: HEADERS,
+    });
+    await compact.text();
+    const compactRaw = fixture.upstream.requests[1]!.rawBody;
+    // The compaction was made from a view where function:shell:3 is `cat src/module2.ts`.
+    expect(compactRaw).toMatch(
+      /value2_19 = computeValue\(2, 19\)[^[]*\[… 274 of 300 lines masked \(function:shell:3,/,
+    );
+
+    const after = [
+      DEVELOPER,
+      ENVIRONMENT,
+      TASK,
+      COMPACTION,
+      text('user', 'Go on.'),
+      ...shellRounds(10, 8, 300, 'after'),
+    ];
+    const next = await fixture.post('responses', codexBody(after), { headers: HEADERS });
+    await next.text();
+    const afterRaw = fixture.upstream.requests[2]!.rawBody;
+    // The history went on otherwise at message 3 after keys had been offered: the third output
+    // after it (`cat src/module12.ts`) is shown under an id of its own, tagged by that content.
+    const tagged =
+      /value12_19 = computeValue\(12, 19\)[^[]*\[… 274 of 300 lines masked \((function:shell:3~[0-9a-f]{6}),/;
+    expect(afterRaw).toMatch(tagged);
+    expect(afterRaw).not.toMatch(/\(function:shell:3,/);
+    // The recovery round the proxy sent upstream: what `selfgc_expand("function:shell:3")` gave.
+    const round = upstreamInput(3);
+    expect(round.at(-2)).toMatchObject({ name: 'selfgc_expand', arguments: '{"id":"function:shell:3"}' });
+    // An id the compaction saw hands the model nothing rather than other content.
+    expect(String(round.at(-1)?.output)).toBe('No object function:shell:3 is kept for this conversation.');
+    // The new id recovers its own content.
+    const key = tagged.exec(afterRaw)![1]!;
+    const expanded = await expandKeys(fixture.store, storeSessionOf(next), [key]);
+    expect(expanded.get(key)).toContain('// src/module12.ts (after)');
+  });
+});
+
 describe('the head of the history after a compaction', () => {
   it('context put after the compaction item: the conversation after it is a session of its own', async () => {
     fixture = await startProxyFixture({ window: 8_000, script: () => ({ text: 'Reading on.' }) });

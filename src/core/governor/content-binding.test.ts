@@ -87,9 +87,27 @@ const scenarioArbitrary: fc.Arbitrary<Scenario> = fc.oneof(
   fc.record({ kind: fc.constant('swap' as const), rounds: fc.integer({ min: 4, max: 24 }) }),
 );
 
+/** Every key a view offered for recovery in the session, with what it recovered then. */
+type Offered = Map<string, string>;
+
+/** Each key `result` offers recovers what it recovered whenever it was offered before. */
+async function expectKeysKept(
+  gov: ReturnType<typeof governor>,
+  recoverable: Record<string, string>,
+  offered: Offered,
+): Promise<void> {
+  for (const key of Object.keys(recoverable)) {
+    const payload = await gov.expand('s', key, recoverable);
+    expect(payload, key).toBeDefined();
+    if (offered.has(key)) expect(payload, `${key} names other content than before`).toBe(offered.get(key));
+    offered.set(key, payload!);
+  }
+}
+
 async function expectOnlyOwnContent(
   gov: ReturnType<typeof governor>,
   messages: readonly Message[],
+  offered: Offered,
 ): Promise<void> {
   const result = await gov.project('s', messages);
   const shown = transcriptText(result.view);
@@ -99,6 +117,7 @@ async function expectOnlyOwnContent(
     expect(payload, key).toBeDefined();
     expect(foreign(payload!, messages), key).toEqual([]);
   }
+  await expectKeysKept(gov, result.recoverable, offered);
   // Every pointer the view shows is one this view can recover.
   for (const match of shown.matchAll(/expand\("([^"]+)"\)/g))
     expect(result.recoverable).toHaveProperty([match[1]!]);
@@ -107,7 +126,7 @@ async function expectOnlyOwnContent(
 }
 
 describe('content-bound session state', () => {
-  it('never shows or recovers content of another history under the same session id', async () => {
+  it('never shows or recovers content of another history under the same session id, nor offers a key the session offered for other content', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 10, max: 24 }),
@@ -119,17 +138,19 @@ describe('content-bound session state', () => {
           let gov = governor(store);
           const first = conversation('alpha', rounds);
           // The first history is governed call by call, so folds and span folds are committed.
-          for (let end = 4; end <= first.length; end += 2) await gov.project('s', first.slice(0, end));
+          const offered: Offered = new Map();
+          for (let end = 4; end <= first.length; end += 2)
+            await expectKeysKept(gov, (await gov.project('s', first.slice(0, end))).recoverable, offered);
           expect((await store.listCommits('s')).length).toBeGreaterThan(0);
           // Another proxy instance, or the same one: only the store is shared.
           if (restart) gov = governor(store);
           const second = nextHistory(first, rounds, scenario);
-          await expectOnlyOwnContent(gov, second);
+          await expectOnlyOwnContent(gov, second, offered);
           // The second history goes on, governed call by call.
           let grown = second;
           for (let index = 0; index < appended; index += 1) {
             grown = [...grown, ...round('bravo', 200 + index)];
-            await expectOnlyOwnContent(gov, grown);
+            await expectOnlyOwnContent(gov, grown, offered);
           }
         },
       ),

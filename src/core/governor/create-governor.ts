@@ -11,7 +11,7 @@ import type { PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
-import { bindingAt, reconcileState } from '../reconcile-state.js';
+import { bindingAt, type Reconciliation, reconcileState } from '../reconcile-state.js';
 import { createVerdictMemo, latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
 import {
   payloadKey,
@@ -48,8 +48,9 @@ const CACHED_LEDGERS = 1000;
 /**
  * Ledgers kept in memory between calls, so each call indexes only what was appended. A cached
  * ledger is reused only when the new transcript continues it message for message (by the
- * content chain); anything else — an edit, a truncation — is indexed from scratch, and the index
- * where the two parted is reported. They are kept by session and first message, so another
+ * content chain), with every split the session records (`SessionState.splits`); anything else —
+ * an edit, a truncation, a split it lacks — is indexed from scratch, and the index where the
+ * transcripts parted is reported. They are kept by session and first message, so another
  * conversation under the same id (a side request) does not take the place of the session's own.
  */
 function createLedgerCache(options: GovernorOptions) {
@@ -65,6 +66,7 @@ function createLedgerCache(options: GovernorOptions) {
   return (
     sessionId: string,
     messages: readonly Message[],
+    splits: readonly number[],
     known?: readonly string[],
     bounded = false,
   ): { ledger: Ledger; divergedAt?: number } => {
@@ -73,7 +75,8 @@ function createLedgerCache(options: GovernorOptions) {
     const cached = ledgers.get(key);
     ledgers.delete(key);
     let divergedAt: number | undefined;
-    if (cached) {
+    const cachedSplits = new Set(cached?.options.splits ?? []);
+    if (cached && splits.every((split) => cachedSplits.has(split))) {
       const shared = commonPrefixLength(cached.chain, chain);
       if (shared === cached.messages.length) {
         // The view carries the client's own message objects (cache breakpoints move each turn).
@@ -86,7 +89,7 @@ function createLedgerCache(options: GovernorOptions) {
       }
       divergedAt = shared;
     }
-    const ledger = createLedger(ledgerOptions);
+    const ledger = createLedger(splits.length === 0 ? ledgerOptions : { ...ledgerOptions, splits });
     ledger.append(messages, chain);
     ledgers.set(key, ledger);
     if (ledgers.size > CACHED_LEDGERS) ledgers.delete(ledgers.keys().next().value!);
@@ -227,21 +230,22 @@ export function createGovernor(options: GovernorOptions): Governor {
   };
 
   /**
-   * The stored state that holds for this transcript. A divergence is said in a warning. The
-   * reconciled state is not written back here: the run's own write (a commit, or the record of a
-   * run) stores it, so a request that governs nothing (another conversation's side request under
-   * the same session id) leaves the state it does not match as it was.
+   * The stored state that holds for the transcript `ledger` indexes, with the ledger's splits. A
+   * divergence is said in a warning. The reconciled state is not written back here: the run's own
+   * write (a commit, or the record of a run) stores it, so a request that governs nothing (another
+   * conversation's side request under the same session id) leaves the state it does not match as
+   * it was.
    */
-  const readReconciled = async (
-    sessionId: string,
+  const reconciledIn = (
     ledger: Ledger,
-    divergedAt: number | undefined,
+    stored: Snapshot,
+    reconciliation: Reconciliation,
     warnings: Warning[],
-  ): Promise<{ snapshot: Snapshot; divergence?: Divergence }> => {
-    const stored = await readSessionState(options.store, sessionId);
-    const reconciliation = reconcileState(ledger, stored.state, divergedAt);
+  ): { snapshot: Snapshot; divergence?: Divergence } => {
+    const splits = ledger.options.splits ?? [];
+    const state = splits.length > 0 ? { ...reconciliation.state, splits: [...splits] } : reconciliation.state;
     // On a pure append, the stored state (under this version's ids, which the run's write records).
-    const snapshot = { version: stored.version, state: reconciliation.state };
+    const snapshot = { version: stored.version, state };
     if (reconciliation.divergedAt === undefined) return { snapshot };
     const divergence = { at: reconciliation.divergedAt, dropped: reconciliation.dropped };
     const renumbered = reconciliation.renumberedFrom === divergence.at;
@@ -253,6 +257,31 @@ export function createGovernor(options: GovernorOptions): Governor {
         : `the transcript differs from the one governed before at message ${divergence.at}; ${divergence.dropped.length} object states made for the other content no longer apply`,
     });
     return { snapshot, divergence };
+  };
+
+  /**
+   * The transcript's ledger and the stored state that holds for it (`reconciledIn`). Where the
+   * transcript went on otherwise after keys had been offered for recovery (a payload dropped),
+   * that point becomes a split of the session: the ledger numbers what follows it under a tag of
+   * its own, so that no key the model has seen comes to name other content.
+   */
+  const readLedgerAndState = async (
+    sessionId: string,
+    messages: readonly Message[],
+    warnings: Warning[],
+    chain?: readonly string[],
+    bounded?: boolean,
+  ): Promise<{ ledger: Ledger; snapshot: Snapshot; divergence?: Divergence }> => {
+    const stored = await readSessionState(options.store, sessionId);
+    let { ledger, divergedAt } = ledgerFor(sessionId, messages, stored.state.splits ?? [], chain, bounded);
+    let reconciliation = reconcileState(ledger, stored.state, divergedAt);
+    const split = reconciliation.divergedAt;
+    const splits = ledger.options.splits ?? [];
+    if (split !== undefined && reconciliation.droppedPayloads.length > 0 && !splits.includes(split)) {
+      ({ ledger } = ledgerFor(sessionId, messages, [...splits, split], chain, bounded));
+      reconciliation = reconcileState(ledger, stored.state, split);
+    }
+    return { ledger, ...reconciledIn(ledger, stored, reconciliation, warnings) };
   };
 
   /** The first of `keys` the sidecar holds a record under. */
@@ -273,15 +302,16 @@ export function createGovernor(options: GovernorOptions): Governor {
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
       const limits = limitsFor(callOptions.reservedTokens);
-      const { ledger, divergedAt } = ledgerFor(
+      const { callTime, previousCall } = noteCall(sessionId, messages);
+      const warnings: Warning[] = [];
+      const reconciled = await readLedgerAndState(
         sessionId,
         messages,
+        warnings,
         callOptions.chain,
         callOptions.deferCounting === true,
       );
-      const { callTime, previousCall } = noteCall(sessionId, messages);
-      const warnings: Warning[] = [];
-      const reconciled = await readReconciled(sessionId, ledger, divergedAt, warnings);
+      const { ledger } = reconciled;
       let snapshot = reconciled.snapshot;
       let view = projectView(ledger, snapshot.state.objects, project);
       const cacheWarm = isCacheWarm(snapshot.state, previousCall, callTime, pricing.ttlMs);
@@ -393,9 +423,8 @@ export function createGovernor(options: GovernorOptions): Governor {
     },
     async applyAgentPlan(sessionId, messages, plan): Promise<AgentPlanResult> {
       const limits = limitsFor();
-      const { ledger, divergedAt } = ledgerFor(sessionId, messages);
       const warnings: Warning[] = [];
-      const { snapshot } = await readReconciled(sessionId, ledger, divergedAt, warnings);
+      const { ledger, snapshot } = await readLedgerAndState(sessionId, messages, warnings);
       const rehearsal = rehearsePlan(ledger, snapshot.state.objects, plan, limits.rehearse);
       const outcome = await commit(sessionId, ledger, snapshot, rehearsal, 'request');
       if (outcome.status === 'conflict')
@@ -567,7 +596,8 @@ export function createGovernor(options: GovernorOptions): Governor {
       if (outcome.status === 'committed') commits.push(outcome.record);
     } else if (outcome.status === 'conflict') {
       warnings.push({ code: 'commit-conflict', message: 'another writer committed first; using its state' });
-      snapshot = (await readReconciled(run.sessionId, ledger, undefined, warnings)).snapshot;
+      const stored = await readSessionState(options.store, run.sessionId);
+      snapshot = reconciledIn(ledger, stored, reconcileState(ledger, stored.state), warnings).snapshot;
     }
     return { snapshot, decision, commits, planned };
   }
