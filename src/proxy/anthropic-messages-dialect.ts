@@ -45,6 +45,28 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
   return { inputTokens: uncached + cachedTokens + written, cachedTokens };
 }
 
+/**
+ * Claude Code's compaction prompt (2.1.x: `CRITICAL: Respond with TEXT ONLY. Do NOT call any
+ * tools.` … `Your task is to create a detailed summary of …`), the last text of its last user
+ * message: Claude Code denies every tool call of that request, and the summary outlives the session.
+ */
+function isClaudeCodeCompaction(body: JsonObject): boolean {
+  const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
+  if (!isJsonObject(last) || last.role !== 'user') return false;
+  const content = last.content;
+  const text =
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content.filter(isJsonObject).findLast((block) => block.type === 'text')?.text
+        : undefined;
+  return (
+    typeof text === 'string' &&
+    (text.startsWith('CRITICAL: Respond with TEXT ONLY') ||
+      text.includes('Your task is to create a detailed summary of'))
+  );
+}
+
 export const anthropicMessagesDialect: WireDialect = {
   route: 'messages',
   provider: 'anthropic',
@@ -79,6 +101,14 @@ export const anthropicMessagesDialect: WireDialect = {
   },
   outputLimit(body) {
     return positiveIntegerOf(body.max_tokens);
+  },
+  ungovernedReason(body) {
+    // Claude Code's Message Threads: a `continue` sends only the turns after its anchor reply, and
+    // inherits tools and system from the thread the server holds.
+    return isJsonObject(body.thread) && body.thread.type === 'continue' ? 'server-state' : undefined;
+  },
+  recoverable(body) {
+    return !isClaudeCodeCompaction(body);
   },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;
