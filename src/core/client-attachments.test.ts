@@ -423,10 +423,15 @@ describe('states an older version wrote, which numbered attached outputs otherwi
       operations: [{ objectId: 'function:Read:3', operation: 'fold', reason: 'test' }],
     });
     expect(folded.accepted.map((entry) => entry.objectId)).toEqual(['function:Read:3']);
-    expect(await governor.expand('s', 'function:Read:3')).toBe(moduleSource(600, 40));
-    // Search finds the x read under its id, never the older record of the y read.
+    // The id named the y read for the older version: the x read's key is tagged by its content,
+    // and the bare id recovers neither.
+    const key = folded.accepted[0]!.key;
+    expect(key).toMatch(/^function:Read:3~[0-9a-f]{6}$/);
+    expect(await governor.expand('s', key)).toBe(moduleSource(600, 40));
+    expect(await governor.expand('s', 'function:Read:3')).toBeUndefined();
+    // Search finds the x read under its key, never the older record of the y read.
     const hits = await governor.searchContext('s', 'handler_600_3 handler_700_3');
-    expect(hits.map((hit) => hit.objectId)).toEqual(['function:Read:3']);
+    expect(hits.map((hit) => hit.objectId)).toEqual([key]);
     expect(hits[0]!.snippet).toContain('handler_600');
   });
 

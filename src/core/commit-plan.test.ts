@@ -88,7 +88,7 @@ describe('commitRehearsal', () => {
       tokensBefore: rehearsal.tokensBefore,
       tokensAfter: rehearsal.tokensAfter,
     });
-    expect(record.commitId).toBe(commitIdFor(SESSION, 0, rehearsal));
+    expect(record.commitId).toBe(commitIdFor(SESSION, 0, ledger.chain.at(-1)!, rehearsal));
     expect(record.commitId).toMatch(/^c1-[0-9a-f]{16}$/);
     expect(record.operations).toEqual(
       rehearsal.accepted.map((entry) => ({
@@ -234,10 +234,13 @@ describe('commitRehearsal', () => {
       {},
       { planner: 'a', operations: [operation('function:bash:5', 'mask')] },
     );
-    expect(commitIdFor(SESSION, 3, one)).toBe(commitIdFor(SESSION, 3, same));
-    expect(commitIdFor(SESSION, 3, one)).not.toBe(commitIdFor(SESSION, 3, other));
-    expect(commitIdFor(SESSION, 3, one)).not.toBe(commitIdFor(SESSION, 4, one));
-    expect(commitIdFor(SESSION, 3, one)).not.toBe(commitIdFor('session-2', 3, one));
+    const head = ledger.chain.at(-1)!;
+    expect(commitIdFor(SESSION, 3, head, one)).toBe(commitIdFor(SESSION, 3, head, same));
+    expect(commitIdFor(SESSION, 3, head, one)).not.toBe(commitIdFor(SESSION, 3, head, other));
+    expect(commitIdFor(SESSION, 3, head, one)).not.toBe(commitIdFor(SESSION, 4, head, one));
+    expect(commitIdFor(SESSION, 3, head, one)).not.toBe(commitIdFor('session-2', 3, head, one));
+    // The same operations for other content are another commit.
+    expect(commitIdFor(SESSION, 3, head, one)).not.toBe(commitIdFor(SESSION, 3, `${head}x`, one));
   });
 });
 

@@ -37,12 +37,16 @@ export type CommitOutcome =
   | { status: 'conflict'; version: number }
   | { status: 'empty' };
 
-/** The deterministic id of a commit: the same plan on the same state version gets the same id. */
-export function commitIdFor(sessionId: string, version: number, rehearsal: Rehearsal): string {
+/**
+ * The deterministic id of a commit: the same plan for the same transcript (`head`, the content
+ * chain's last link) on the same state version gets the same id, and a plan of the same
+ * operations for other content another.
+ */
+export function commitIdFor(sessionId: string, version: number, head: string, rehearsal: Rehearsal): string {
   const operations = rehearsal.accepted
     .map((entry) => `${entry.operation.operation}:${entry.operation.objectId}`)
     .join('|');
-  return `c${version + 1}-${hashText(`${sessionId}\n${version}\n${operations}`)}`;
+  return `c${version + 1}-${hashText(`${sessionId}\n${version}\n${head}\n${operations}`)}`;
 }
 
 /**
@@ -58,7 +62,7 @@ export async function commitRehearsal(
   if (rehearsal.accepted.length === 0) return { status: 'empty' };
   const now = context.now ?? Date.now;
   const createdAt = now();
-  const commitId = commitIdFor(context.sessionId, snapshot.version, rehearsal);
+  const commitId = commitIdFor(context.sessionId, snapshot.version, ledger.chain.at(-1) ?? '', rehearsal);
   const payloads: SidecarRecord[] = [];
   const operations: CommittedOperation[] = [];
   const objects: Record<string, ObjectState> = { ...snapshot.state.objects };

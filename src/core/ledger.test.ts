@@ -521,43 +521,25 @@ describe('helpers', () => {
   });
 });
 
-describe('ids after a split', () => {
+describe('recovery key tags', () => {
   const transcript = (output: string): Message[] => [
     systemMessage('You are an agent.'),
     userMessage('Fix the build.'),
     ...toolRound('call_1', 'read_file', { path: 'a.ts' }, 'export const a = 1;'),
     ...toolRound('call_2', 'read_file', { path: 'b.ts' }, output),
-    userMessage('Now the tests.'),
   ];
 
-  it('tags the ids of what follows a split by the content there, and leaves those before it', () => {
-    const plain = indexTranscript(transcript('export const b = 2;'), options);
-    expect(ids(plain)).toEqual([
-      'system:1',
-      'conversation:user:1',
-      'function:read_file:1',
-      'function:read_file:2',
-      'conversation:user:2',
-    ]);
-    const split = (output: string) => {
-      const ledger = createLedger({ ...options, splits: [5] });
-      ledger.append(transcript(output));
-      return ledger;
-    };
-    const one = split('export const b = 2;');
-    const tag = one.tagAt(5);
-    expect(tag).toMatch(/^~[0-9a-f]{6}$/);
-    expect(one.tagAt(6)).toBe(tag);
-    expect(one.tagAt(4)).toBe('');
-    expect(ids(one)).toEqual([
-      'system:1',
-      'conversation:user:1',
-      'function:read_file:1',
-      `function:read_file:2${tag}`,
-      `conversation:user:2${tag}`,
-    ]);
-    // The same content gives the same ids; other content after the split, other tags.
-    expect(ids(split('export const b = 2;'))).toEqual(ids(one));
-    expect(split('export const b = 3;').tagAt(5)).not.toBe(tag);
+  it('tag content ending at or after the message keys are tagged from, by the content chain there', () => {
+    const ledger = indexTranscript(transcript('export const b = 2;'), options);
+    expect(ledger.keyTag(6)).toBe('');
+    ledger.keysTaggedFrom = 5;
+    expect(ledger.keyTag(5)).toBe('');
+    expect(ledger.keyTag(6)).toBe(`~${ledger.chain[5]!.slice(0, 6)}`);
+    // Ids stay as the prefix numbers them; other content at or before the end, another tag.
+    const other = indexTranscript(transcript('export const b = 3;'), options);
+    other.keysTaggedFrom = 5;
+    expect(ids(other)).toEqual(ids(ledger));
+    expect(other.keyTag(6)).not.toBe(ledger.keyTag(6));
+    expect(other.keyTag(4)).toBe('');
   });
 });

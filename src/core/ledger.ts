@@ -133,12 +133,6 @@ export interface LedgerOptions {
   maxAnchorsPerObject?: number;
   /** Index anchors and references (default true); false for callers that only need ids and tokens. */
   indexAnchors?: boolean;
-  /**
-   * Where the session's transcript once went on otherwise after its ids had been shown (message
-   * indexes, `SessionState.splits`): ids from there on carry a tag of the content there (`tagAt`),
-   * so that no id the model has seen comes to name other content.
-   */
-  splits?: readonly number[];
 }
 
 /** A mutable, append-only index over one transcript. */
@@ -163,10 +157,16 @@ export interface Ledger {
   readonly spokenAnchors: ReadonlySet<string>;
   get(id: string): LedgerObject | undefined;
   /**
-   * What ids of message `index` end with: `~` and the start of the content chain at the last
-   * split at or before it (`LedgerOptions.splits`), or nothing before the first split.
+   * From which message on the recovery keys of this session carry a tag of their content
+   * (`SessionState.keysTaggedFrom`; set for each call from the session's state), if they do.
    */
-  tagAt(index: number): string;
+  keysTaggedFrom: number | undefined;
+  /**
+   * What the recovery key of content ending at message `end` (exclusive) ends with: `~` and the
+   * start of the content chain there once `end - 1` is at or past `keysTaggedFrom`, else nothing.
+   * The chain binds everything up to `end`: such a key names that content and no other.
+   */
+  keyTag(end: number): string;
   /** The conversation object whose span holds message `index`, if any. */
   conversationAt(index: number): LedgerObject | undefined;
   /**
@@ -192,8 +192,8 @@ export interface Ledger {
 
 const COMMON_ANCHOR_HOLDERS = 24;
 
-/** Characters of the content chain in an id's tag (`Ledger.tagAt`). */
-const ID_TAG_CHARS = 6;
+/** Characters of the content chain in a recovery key's tag (`Ledger.keyTag`). */
+const KEY_TAG_CHARS = 6;
 
 const ERROR_TEXT =
   /(^|\n)\s*(Traceback \(most recent call last\)|error[:[]|Error:|FAILED|fatal:)|<returncode>[1-9]/i;
@@ -570,11 +570,7 @@ export function createLedger(options: LedgerOptions): Ledger {
   };
   let functionCount = 0;
   let totalTokens = 0;
-  const splits = [...(options.splits ?? [])].sort((a, b) => a - b);
-  const tagAt = (index: number): string => {
-    const split = splits.findLast((at) => at <= index);
-    return split === undefined || chain[split] === undefined ? '' : `~${chain[split].slice(0, ID_TAG_CHARS)}`;
-  };
+  let keysTaggedFrom: number | undefined;
   /** Indexes of messages whose tokens are bounds. */
   const bounded: number[] = [];
   let openConversation: LedgerObject | undefined;
@@ -688,7 +684,6 @@ export function createLedger(options: LedgerOptions): Ledger {
   ) => {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
-    const tag = tagAt(index);
     // Output a text-protocol client sent as a user message, inside a request the agent works on;
     // or what a client reports of the IDE right after a step's outputs (`reportsEnvironment`).
     const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
@@ -699,7 +694,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         : undefined);
     if (message.role === 'system') {
       systemCount += 1;
-      const object = payloadObject(`system:${systemCount}${tag}`, 'system', index, sumOf(partCounts));
+      const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));
       const textValue = payloadText(message.parts);
       noteRestatement(object, message, textValue);
       created.push([object, () => extractAnchors(textValue)]);
@@ -709,7 +704,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         { ...observation, ...(shellObservation ? { callMessageIndex: index - 1 } : {}) },
         messageText(message),
         index,
-        `${functionCount}${tag}`,
+        functionCount,
         sumOf(partCounts),
       );
       created.push([
@@ -720,7 +715,7 @@ export function createLedger(options: LedgerOptions): Ledger {
     } else if (message.role === 'user') {
       userCount += 1;
       const object = payloadObject(
-        `conversation:user:${userCount}${tag}`,
+        `conversation:user:${userCount}`,
         'conversation',
         index,
         sumOf(partCounts),
@@ -737,7 +732,7 @@ export function createLedger(options: LedgerOptions): Ledger {
         const { partIndex, range, callArguments } = attachment;
         const output = attachedText(message.parts[partIndex], range);
         const tokens = range ? counter.count(output) : (partCounts[partIndex] ?? 0);
-        const attached = outputObject(attachment, output, index, `${functionCount}${tag}`, tokens);
+        const attached = outputObject(attachment, output, index, functionCount, tokens);
         attached.attachedTo = object.id;
         if (range) attached.range = range;
         created.push([
@@ -765,7 +760,7 @@ export function createLedger(options: LedgerOptions): Ledger {
           },
           partText(part),
           index,
-          `${functionCount}${tag}`,
+          functionCount,
           partCounts[partIndex] ?? 0,
         );
         created.push([
@@ -795,6 +790,18 @@ export function createLedger(options: LedgerOptions): Ledger {
     chain,
     objectsByMessage,
     options,
+    get keysTaggedFrom() {
+      return keysTaggedFrom;
+    },
+    set keysTaggedFrom(from) {
+      keysTaggedFrom = from;
+    },
+    keyTag: (end) => {
+      const link = chain[end - 1];
+      return keysTaggedFrom === undefined || end - 1 < keysTaggedFrom || link === undefined
+        ? ''
+        : `~${link.slice(0, KEY_TAG_CHARS)}`;
+    },
     get spokenAnchors() {
       indexWaiting();
       return spokenAnchors;
@@ -803,7 +810,6 @@ export function createLedger(options: LedgerOptions): Ledger {
       return totalTokens;
     },
     get: (id) => byId.get(id),
-    tagAt,
     conversationAt: (index) => conversationOfMessage[index],
     get boundedMessages() {
       return bounded.length;
@@ -949,12 +955,11 @@ interface OutputSource {
   isError?: boolean;
 }
 
-/** `ordinal`: the output's number in the session's count, with its tag (`Ledger.tagAt`). */
 function outputObject(
   source: OutputSource,
   output: string,
   index: number,
-  ordinal: string,
+  ordinal: number,
   tokens: number,
 ): LedgerObject {
   const { toolName, callArguments } = source;

@@ -8,7 +8,7 @@
  */
 import { ENVIRONMENT_TOOL, isObservation, type Ledger, type LedgerObject } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
-import { foldKey } from './render-replacement.js';
+import { foldKey, sidecarKey } from './render-replacement.js';
 import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
 
 export interface Reconciliation {
@@ -18,6 +18,11 @@ export interface Reconciliation {
   dropped: string[];
   /** Keys of payloads no longer offered for recovery: they were shown for other content. */
   droppedPayloads: string[];
+  /**
+   * Where the transcripts surely still agree, when they diverged: the furthest end of a state or
+   * payload that holds. At or below `divergedAt`, which an in-memory ledger may place otherwise.
+   */
+  agreed?: number;
   /**
    * Where the transcript stopped agreeing with the one of the last governance run, when it
    * did (`undefined` for a pure append). A lower bound when only the stored state was known.
@@ -71,23 +76,23 @@ function stateHolds(ledger: Ledger, objectId: string, entry: ObjectState): boole
  */
 function payloadHolds(ledger: Ledger, key: string, binding: ContentBinding): boolean {
   if (!holds(ledger, binding)) return false;
-  const at = key.lastIndexOf('@');
-  if (at >= 0) {
-    const id = key.slice(0, at);
-    const span = ledger.get(id)?.span;
-    const spanEnd = Number.parseInt(key.slice(at + 1), 10);
-    return (
-      span !== undefined &&
-      spanEnd === binding.end &&
-      spanEnd > span.start + 1 &&
-      spanEnd <= span.end &&
-      foldKey(ledger, id, spanEnd) === key
-    );
+  // The key as this ledger shows it (`foldKey`): a tag the session's keys no longer carry, or
+  // lack, names no payload here.
+  const base = key.replace(KEY_TAG, '');
+  const at = base.lastIndexOf('@');
+  const id = at >= 0 ? base.slice(0, at) : base;
+  const spanEnd = at >= 0 ? Number(base.slice(at + 1)) : undefined;
+  const object = ledger.get(id);
+  if (object === undefined || foldKey(ledger, id, spanEnd) !== key) return false;
+  if (spanEnd !== undefined) {
+    const { span } = object;
+    return spanEnd === binding.end && spanEnd > span.start + 1 && spanEnd <= span.end;
   }
-  const object = ledger.get(key);
-  if (object === undefined) return false;
   return (object.kind === 'conversation' ? object.span.end : object.messageIndex + 1) === binding.end;
 }
+
+/** A recovery key's tag (`Ledger.keyTag`). */
+const KEY_TAG = /~[0-9a-f]+$/;
 
 /**
  * The state of `state` that holds for `ledger`. `knownDivergence`: where the caller saw this
@@ -99,23 +104,36 @@ export function reconcileState(
   knownDivergence?: number,
 ): Reconciliation {
   const { state, renumberedFrom, droppedIds } = underLedgerIds(ledger, stored);
-  const objects: Record<string, ObjectState> = {};
-  const dropped: string[] = [...droppedIds];
-  for (const [id, entry] of Object.entries(state.objects)) {
-    if (stateHolds(ledger, id, entry)) objects[id] = entry;
-    else dropped.push(id);
-  }
   const payloads: Record<string, ContentBinding> = {};
-  const droppedPayloads: string[] = [];
+  const contentDropped: string[] = [];
+  // How far the transcripts surely agree: every binding that holds says so up to its end.
   let agreed = 0;
   for (const [key, binding] of Object.entries(state.payloads)) {
     if (payloadHolds(ledger, key, binding)) {
       payloads[key] = binding;
       agreed = Math.max(agreed, binding.end);
-    } else droppedPayloads.push(key);
+    } else contentDropped.push(key);
+  }
+  // Keys another numbering gave are dropped too: they were offered for content of their own.
+  const droppedPayloads = [
+    ...Object.keys(stored.payloads).filter((key) => !(key in state.payloads)),
+    ...contentDropped,
+  ];
+  const objects: Record<string, ObjectState> = {};
+  const dropped: string[] = [...droppedIds];
+  // A state shows its payload's key: it holds only while that key still offers the payload (the
+  // key another tagging gave it offers nothing now).
+  const keyed = new Set(Object.keys(state.payloads).map((key) => key.replace(KEY_TAG, '')));
+  const keyHolds = (id: string, entry: ObjectState) =>
+    foldKey(ledger, id, entry.spanEnd) in payloads || !keyed.has(sidecarKey(id, entry.spanEnd));
+  for (const [id, entry] of Object.entries(state.objects)) {
+    if (stateHolds(ledger, id, entry) && keyHolds(id, entry)) {
+      objects[id] = entry;
+      agreed = Math.max(agreed, entry.binding?.end ?? 0);
+    } else dropped.push(id);
   }
   const headHolds = state.head === undefined || holds(ledger, state.head);
-  const contentHolds = headHolds && dropped.length === droppedIds.length && droppedPayloads.length === 0;
+  const contentHolds = headHolds && dropped.length === droppedIds.length && contentDropped.length === 0;
   if (contentHolds && renumberedFrom === undefined) return { state, dropped, droppedPayloads };
   const divergedAt = Math.min(
     knownDivergence ?? (contentHolds ? Number.POSITIVE_INFINITY : agreed),
@@ -139,6 +157,7 @@ export function reconcileState(
     state: reconciled,
     dropped,
     droppedPayloads,
+    agreed: Math.min(agreed, divergedAt),
     divergedAt,
     ...(renumberedFrom === undefined ? {} : { renumberedFrom }),
   };

@@ -20,6 +20,7 @@ import {
   conversationFoldParts,
   createShownTexts,
   type FoldParts,
+  foldKey,
   foldParts,
   indexBudgetChars,
   isMaskable,
@@ -302,7 +303,7 @@ function judgeOperation(
         return { reason: 'not-maskable', detail: 'short, a stack trace, a diff or a sparse table' };
       return accept({
         operation: 'mask',
-        replacement: renderMask(object, textValue, options.mask),
+        replacement: renderMask(object, textValue, options.mask, foldKey(ledger, object.id)),
         commitId,
       });
     }

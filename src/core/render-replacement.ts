@@ -42,26 +42,24 @@ export function spanText(ledger: Ledger, object: LedgerObject, end = object.span
 /**
  * The sidecar key of a fold: the object id, or for a span fold (the work after a request, up to
  * message `spanEnd`) the id with `@spanEnd`, since deeper span folds of the same request hold
- * more messages, then `tag` (`foldKey`).
+ * more messages.
  */
-export function sidecarKey(objectId: string, spanEnd?: number, tag = ''): string {
-  return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}${tag}`;
+export function sidecarKey(objectId: string, spanEnd?: number): string {
+  return spanEnd === undefined ? objectId : `${objectId}@${spanEnd}`;
 }
 
 /**
- * The sidecar key of a fold in `ledger`: a span fold's key carries the tag of its last message
- * (`Ledger.tagAt`) where a split lies between it and the request, since the work after a split
- * is other content under the same numbers.
+ * The recovery key of a fold, mask or prune in `ledger`: its sidecar key, and the tag of the
+ * content it covers (`Ledger.keyTag`, up to its span fold's end, its request's span end, or its
+ * output) once the session tags keys: after a history went on otherwise, so that a key the model
+ * has seen never comes to name other content.
  */
 export function foldKey(ledger: Ledger, objectId: string, spanEnd?: number): string {
-  if (spanEnd === undefined) return objectId;
-  const tag = ledger.tagAt(spanEnd - 1);
-  const request = ledger.get(objectId);
-  return sidecarKey(
-    objectId,
-    spanEnd,
-    request !== undefined && ledger.tagAt(request.messageIndex) === tag ? '' : tag,
-  );
+  const object = ledger.get(objectId);
+  const end =
+    spanEnd ??
+    (object === undefined ? 0 : object.kind === 'conversation' ? object.span.end : object.messageIndex + 1);
+  return `${sidecarKey(objectId, spanEnd)}${ledger.keyTag(end)}`;
 }
 
 const RECOVERY_POINTER = /expand\("([^"]+)"\) recovers (?:it|them)/g;
@@ -598,11 +596,11 @@ export function foldParts(ledger: Ledger, object: LedgerObject, options: FoldOpt
     : keyAnchorsOf(entries, options, head);
   return {
     head: [
-      `[folded ${object.id}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
+      `[folded ${foldKey(ledger, object.id)}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
       ...(options.summary ? [oneLine(options.summary, 400)] : []),
     ],
     anchors,
-    tail: [`(exact output kept; expand("${object.id}") recovers it)`],
+    tail: [`(exact output kept; expand("${foldKey(ledger, object.id)}") recovers it)`],
   };
 }
 
@@ -616,7 +614,7 @@ export function conversationFoldParts(
   const messages = object.span.end - object.span.start;
   return {
     head: [
-      `[folded ${object.id}: user asked "${request}"; ${messages} messages followed]`,
+      `[folded ${foldKey(ledger, object.id)}: user asked "${request}"; ${messages} messages followed]`,
       ...(options.summary ? [oneLine(options.summary, 600)] : []),
     ],
     anchors: chooseAnchors(
@@ -624,7 +622,7 @@ export function conversationFoldParts(
       options,
       request,
     ),
-    tail: [`(exact messages kept; expand("${object.id}") recovers them)`],
+    tail: [`(exact messages kept; expand("${foldKey(ledger, object.id)}") recovers them)`],
   };
 }
 
@@ -677,15 +675,23 @@ export interface MaskOptions {
   structureLines?: number;
 }
 
-/** The masked text: head, structure lines of the middle, a marker, tail. */
-export function renderMask(object: LedgerObject, textValue: string, options: MaskOptions = {}): string {
+/**
+ * The masked text: head, structure lines of the middle, a marker, tail. `key`: the recovery key
+ * the marker names (`foldKey`).
+ */
+export function renderMask(
+  object: LedgerObject,
+  textValue: string,
+  options: MaskOptions = {},
+  key = object.id,
+): string {
   const head = options.headLines ?? 8;
   const tail = options.tailLines ?? 6;
   const lines = textValue.split('\n');
   const middle = lines.slice(head, Math.max(head, lines.length - tail));
   const structure = middle.filter((line) => STRUCTURE_LINE.test(line)).slice(0, options.structureLines ?? 12);
   const hidden = middle.length - structure.length;
-  const marker = `[… ${hidden} of ${lines.length} lines masked (${object.id}, ${compactTokens(object.tokens)} tokens in full); expand("${object.id}") recovers them …]`;
+  const marker = `[… ${hidden} of ${lines.length} lines masked (${key}, ${compactTokens(object.tokens)} tokens in full); expand("${key}") recovers them …]`;
   return [
     ...lines.slice(0, head),
     ...(structure.length > 0 ? [...structure.map((line) => oneLine(line, 200))] : []),

@@ -85,10 +85,11 @@ export interface SessionState {
   /** The numbering the ids of `objects` and `payloads` follow (`LEDGER_IDS`); absent before it existed. */
   ids?: number;
   /**
-   * Message indexes where the transcript went on otherwise after keys had been offered for
-   * recovery: ids from each on carry a tag of the content there (`LedgerOptions.splits`).
+   * Once the conversation went on otherwise after keys had been offered for recovery: the lowest
+   * message where it parted. Keys of content ending at or after it carry a tag of that content
+   * (`Ledger.keyTag`), so that no key is ever offered for two contents.
    */
-  splits?: number[];
+  keysTaggedFrom?: number;
 }
 
 /** Trigger bookkeeping without a deferral (`TriggerBookkeeping.deferral`). */
@@ -208,7 +209,7 @@ const stateV2Schema = z.object({
 const stateSchema = stateV2Schema.extend({
   schemaVersion: z.literal(SESSION_STATE_VERSION),
   pending: pendingSchema.optional(),
-  splits: z.array(z.number().int().nonnegative()).optional(),
+  keysTaggedFrom: z.number().int().nonnegative().optional(),
 });
 
 /** Version 1: object states without bindings, payloads keyed by object id alone. */

@@ -5,6 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { fromAnthropicMessages, toAnthropicMessages, toOpenAIChat } from '../adapters/index.js';
+import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { createPinRule } from '../core/governor/pins.js';
 import { indexTranscript } from '../core/ledger.js';
 import type { ViewState } from '../core/operations.js';
@@ -62,7 +63,9 @@ function agentRequest(provider: LlmProvider, input: PlannerInput): { system?: un
   const view = projectView(input.ledger, input.state, { showIds: input.showIds === true }).items.map(
     (item) => item.message,
   );
-  return provider === 'openai' ? { messages: toOpenAIChat(view).messages } : toAnthropicMessages(view);
+  if (provider !== 'openai') return toAnthropicMessages(view);
+  const sent = toOpenAIChat([...input.ledger.messages]).messages;
+  return { messages: alternatingLikeClient(toOpenAIChat(view).messages, sent) };
 }
 
 const INSTRUCTION = ',{"role":"user","content":"SELF-GC CONTEXT PLANNER.';
@@ -109,6 +112,35 @@ describe('fork planner, OpenAI-compatible', () => {
     expect(messages).toHaveLength(agentRequest('openai', input).messages.length + 1);
     expect(request.body).toMatchObject({ response_format: { type: 'json_object' }, temperature: 0 });
     expect(request.body).not.toHaveProperty('tools');
+  });
+
+  it("sends a span fold joined to its request, as the proxy writes the agent's alternating turns", async () => {
+    const { planner, server } = await forkPlanner('openai', [EMPTY_PLAN]);
+    const base = plannerInput(threeRequestSession());
+    const first = base.ledger.get('conversation:user:1')!;
+    const fold = {
+      objectId: first.id,
+      operation: 'fold' as const,
+      reason: 'done',
+      spanEnd: first.span.end - 1,
+    };
+    const folded = rehearsePlan(
+      base.ledger,
+      {},
+      { planner: 'test', operations: [fold] },
+      {
+        protectFrom: base.protectFrom,
+      },
+    );
+    expect(folded.accepted.map((entry) => entry.operation.objectId)).toEqual([first.id]);
+    const input = { ...base, state: folded.stateAfter };
+    await planner.plan(input);
+    const sent = JSON.parse(messagesBeforeInstruction(server.requests[0]!)) as Array<{ role: string }>;
+    expect(sent).toEqual(agentRequest('openai', input).messages);
+    expect(sent.some((message, index) => message.role === 'user' && sent[index - 1]?.role === 'user')).toBe(
+      false,
+    );
+    expect(JSON.stringify(sent)).toContain('[folded conversation:user:1@');
   });
 
   it("a second planner call starts with the first one's bytes up to its instruction (a cache hit)", async () => {

@@ -6,6 +6,7 @@
  * OpenAI-compatible servers cache prefixes by themselves.
  */
 import { limitCacheBreakpoints, toAnthropicMessages, toOpenAIChat } from '../adapters/index.js';
+import { joinUserRuns } from '../adapters/openai-chat/alternating-turns.js';
 import type { Message } from '../core/transcript.js';
 import type { LlmFork, LlmProvider } from './llm-types.js';
 
@@ -19,14 +20,22 @@ const FORK_BREAKPOINT = { type: 'ephemeral' } as const;
  * without them an Anthropic fork declares the tools its messages call, by name only, since the
  * API refuses tool blocks without tool definitions (tools are the first part of the cached
  * prefix, so the fork then shares its cache with earlier forks, not with the agent).
+ * `transcript`: the agent's own messages, when the caller knows them: where they alternate, so do
+ * the fork's OpenAI messages, as the proxy and the integrations write the view (`joinUserRuns`).
  */
 export function writeFork(
   provider: LlmProvider,
   view: readonly Message[],
   tools?: readonly unknown[],
+  transcript?: readonly Message[],
 ): LlmFork {
-  if (provider === 'openai')
-    return { messages: toOpenAIChat([...view]).messages, ...(tools ? { tools } : {}) };
+  if (provider === 'openai') {
+    const written = toOpenAIChat([...view]).messages;
+    const alternates =
+      transcript !== undefined &&
+      !transcript.some((message, index) => message.role === 'user' && transcript[index - 1]?.role === 'user');
+    return { messages: alternates ? joinUserRuns(written) : written, ...(tools ? { tools } : {}) };
+  }
   const written = toAnthropicMessages([...view]);
   const declared = tools ?? declaredTools(written.messages);
   const marked = withBreakpointAtEnd(written.messages);

@@ -163,6 +163,7 @@ export function createLlmPlanner(options: LlmPlannerOptions): Planner {
       options.client.provider,
       view.items.map((item) => item.message),
       options.tools,
+      input.ledger.messages,
     );
     const instruction = renderForkInstruction(input, view.items, maxObjects);
     return { fork, messages: [{ role: 'user', content: instruction }] };

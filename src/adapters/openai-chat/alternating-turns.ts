@@ -30,7 +30,7 @@ function hasOwnFields(message: OpenAIChatUserMessage): boolean {
  * after the other (their breakpoints with them). The fields of the run's one message that has
  * any stay; a run where two messages have fields of their own is left as it is.
  */
-function joinUserRuns(written: readonly OpenAIChatMessage[]): OpenAIChatMessage[] {
+export function joinUserRuns(written: readonly OpenAIChatMessage[]): OpenAIChatMessage[] {
   const out: OpenAIChatMessage[] = [];
   for (const message of written) {
     const last = out.at(-1);

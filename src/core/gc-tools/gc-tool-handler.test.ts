@@ -121,7 +121,15 @@ describe('createGcToolHandler with a governor', () => {
 describe('createGcToolHandler arguments and failures', () => {
   const plans: Plan[] = [];
   const committed: AgentPlanResult = {
-    accepted: [{ objectId: 'function:bash:5', operation: 'fold', tokensBefore: 1200, tokensAfter: 80 }],
+    accepted: [
+      {
+        objectId: 'function:bash:5',
+        operation: 'fold',
+        tokensBefore: 1200,
+        tokensAfter: 80,
+        key: 'function:bash:5',
+      },
+    ],
     rejected: [],
     commit: {
       schemaVersion: 1,

@@ -69,7 +69,9 @@ function describeOutcome(operation: 'fold' | 'prune', id: string, result: AgentP
   }
   const sizes = `${compactTokens(accepted.tokensBefore)} → ${compactTokens(accepted.tokensAfter)} tokens`;
   const recovery =
-    operation === 'fold' ? `expand("${id}") recovers it` : 'its content is no longer in your context';
+    operation === 'fold'
+      ? `expand("${accepted.key}") recovers it`
+      : 'its content is no longer in your context';
   return `${operation === 'fold' ? 'folded' : 'pruned'} ${id} (${sizes}, commit ${result.commit.commitId}); ${recovery}.`;
 }
 

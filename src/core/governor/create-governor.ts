@@ -11,8 +11,9 @@ import type { PlannedOperation } from '../operations.js';
 import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { Planner, PlanResult } from '../planners/planner.js';
 import { projectView, type View } from '../project-view.js';
-import { bindingAt, type Reconciliation, reconcileState } from '../reconcile-state.js';
+import { bindingAt, reconcileState } from '../reconcile-state.js';
 import { createVerdictMemo, latestTurnStart, type Rehearsal, rehearsePlan } from '../rehearse-plan.js';
+import { foldKey } from '../render-replacement.js';
 import {
   payloadKey,
   readSessionState,
@@ -48,9 +49,8 @@ const CACHED_LEDGERS = 1000;
 /**
  * Ledgers kept in memory between calls, so each call indexes only what was appended. A cached
  * ledger is reused only when the new transcript continues it message for message (by the
- * content chain), with every split the session records (`SessionState.splits`); anything else —
- * an edit, a truncation, a split it lacks — is indexed from scratch, and the index where the
- * transcripts parted is reported. They are kept by session and first message, so another
+ * content chain); anything else — an edit, a truncation — is indexed from scratch, and the index
+ * where the two parted is reported. They are kept by session and first message, so another
  * conversation under the same id (a side request) does not take the place of the session's own.
  */
 function createLedgerCache(options: GovernorOptions) {
@@ -66,7 +66,6 @@ function createLedgerCache(options: GovernorOptions) {
   return (
     sessionId: string,
     messages: readonly Message[],
-    splits: readonly number[],
     known?: readonly string[],
     bounded = false,
   ): { ledger: Ledger; divergedAt?: number } => {
@@ -75,8 +74,7 @@ function createLedgerCache(options: GovernorOptions) {
     const cached = ledgers.get(key);
     ledgers.delete(key);
     let divergedAt: number | undefined;
-    const cachedSplits = new Set(cached?.options.splits ?? []);
-    if (cached && splits.every((split) => cachedSplits.has(split))) {
+    if (cached) {
       const shared = commonPrefixLength(cached.chain, chain);
       if (shared === cached.messages.length) {
         // The view carries the client's own message objects (cache breakpoints move each turn).
@@ -89,7 +87,7 @@ function createLedgerCache(options: GovernorOptions) {
       }
       divergedAt = shared;
     }
-    const ledger = createLedger(splits.length === 0 ? ledgerOptions : { ...ledgerOptions, splits });
+    const ledger = createLedger(ledgerOptions);
     ledger.append(messages, chain);
     ledgers.set(key, ledger);
     if (ledgers.size > CACHED_LEDGERS) ledgers.delete(ledgers.keys().next().value!);
@@ -230,20 +228,34 @@ export function createGovernor(options: GovernorOptions): Governor {
   };
 
   /**
-   * The stored state that holds for the transcript `ledger` indexes, with the ledger's splits. A
-   * divergence is said in a warning. The reconciled state is not written back here: the run's own
-   * write (a commit, or the record of a run) stores it, so a request that governs nothing (another
-   * conversation's side request under the same session id) leaves the state it does not match as
-   * it was.
+   * The stored state that holds for the transcript `ledger` indexes. Where keys had been offered
+   * for content this transcript no longer holds, the session's keys are tagged from where the two
+   * surely agree (`Ledger.keyTag`), lower than before if need be, and reconciled again: no key is
+   * ever offered for two contents. A divergence is said in a warning. The reconciled state is not
+   * written back here: the run's own write (a commit, or the record of a run) stores it, so a
+   * request that governs nothing (another conversation's side request under the same session id)
+   * leaves the state it does not match as it was.
    */
   const reconciledIn = (
     ledger: Ledger,
     stored: Snapshot,
-    reconciliation: Reconciliation,
     warnings: Warning[],
+    knownDivergence?: number,
   ): { snapshot: Snapshot; divergence?: Divergence } => {
-    const splits = ledger.options.splits ?? [];
-    const state = splits.length > 0 ? { ...reconciliation.state, splits: [...splits] } : reconciliation.state;
+    ledger.keysTaggedFrom = stored.state.keysTaggedFrom;
+    let reconciliation = reconcileState(ledger, stored.state, knownDivergence);
+    const { agreed } = reconciliation;
+    if (
+      agreed !== undefined &&
+      reconciliation.droppedPayloads.length > 0 &&
+      agreed < (ledger.keysTaggedFrom ?? Number.POSITIVE_INFINITY)
+    ) {
+      ledger.keysTaggedFrom = agreed;
+      reconciliation = reconcileState(ledger, stored.state, reconciliation.divergedAt);
+    }
+    const from = ledger.keysTaggedFrom;
+    const state =
+      from === undefined ? reconciliation.state : { ...reconciliation.state, keysTaggedFrom: from };
     // On a pure append, the stored state (under this version's ids, which the run's write records).
     const snapshot = { version: stored.version, state };
     if (reconciliation.divergedAt === undefined) return { snapshot };
@@ -259,12 +271,7 @@ export function createGovernor(options: GovernorOptions): Governor {
     return { snapshot, divergence };
   };
 
-  /**
-   * The transcript's ledger and the stored state that holds for it (`reconciledIn`). Where the
-   * transcript went on otherwise after keys had been offered for recovery (a payload dropped),
-   * that point becomes a split of the session: the ledger numbers what follows it under a tag of
-   * its own, so that no key the model has seen comes to name other content.
-   */
+  /** The transcript's ledger and the stored state that holds for it (`reconciledIn`). */
   const readLedgerAndState = async (
     sessionId: string,
     messages: readonly Message[],
@@ -273,15 +280,8 @@ export function createGovernor(options: GovernorOptions): Governor {
     bounded?: boolean,
   ): Promise<{ ledger: Ledger; snapshot: Snapshot; divergence?: Divergence }> => {
     const stored = await readSessionState(options.store, sessionId);
-    let { ledger, divergedAt } = ledgerFor(sessionId, messages, stored.state.splits ?? [], chain, bounded);
-    let reconciliation = reconcileState(ledger, stored.state, divergedAt);
-    const split = reconciliation.divergedAt;
-    const splits = ledger.options.splits ?? [];
-    if (split !== undefined && reconciliation.droppedPayloads.length > 0 && !splits.includes(split)) {
-      ({ ledger } = ledgerFor(sessionId, messages, [...splits, split], chain, bounded));
-      reconciliation = reconcileState(ledger, stored.state, split);
-    }
-    return { ledger, ...reconciledIn(ledger, stored, reconciliation, warnings) };
+    const { ledger, divergedAt } = ledgerFor(sessionId, messages, chain, bounded);
+    return { ledger, ...reconciledIn(ledger, stored, warnings, divergedAt) };
   };
 
   /** The first of `keys` the sidecar holds a record under. */
@@ -437,6 +437,7 @@ export function createGovernor(options: GovernorOptions): Governor {
           operation: operation.operation,
           tokensBefore,
           tokensAfter,
+          key: foldKey(ledger, operation.objectId, operation.spanEnd),
         })),
         rejected: rehearsal.rejected.map(({ operation, reason, detail }) => ({
           objectId: operation.objectId,
@@ -596,8 +597,11 @@ export function createGovernor(options: GovernorOptions): Governor {
       if (outcome.status === 'committed') commits.push(outcome.record);
     } else if (outcome.status === 'conflict') {
       warnings.push({ code: 'commit-conflict', message: 'another writer committed first; using its state' });
-      const stored = await readSessionState(options.store, run.sessionId);
-      snapshot = reconciledIn(ledger, stored, reconcileState(ledger, stored.state), warnings).snapshot;
+      snapshot = reconciledIn(
+        ledger,
+        await readSessionState(options.store, run.sessionId),
+        warnings,
+      ).snapshot;
     }
     return { snapshot, decision, commits, planned };
   }

@@ -224,8 +224,17 @@ export interface Governor {
 
 /** What `applyAgentPlan` did with the agent's plan. */
 export interface AgentPlanResult {
-  /** Operations the harness accepted, with the object's view tokens before and after. */
-  accepted: Array<{ objectId: string; operation: OperationKind; tokensBefore: number; tokensAfter: number }>;
+  /**
+   * Operations the harness accepted, with the object's view tokens before and after, and the key
+   * `expand` recovers it by (the object id, tagged once the session's keys are: `foldKey`).
+   */
+  accepted: Array<{
+    objectId: string;
+    operation: OperationKind;
+    tokensBefore: number;
+    tokensAfter: number;
+    key: string;
+  }>;
   /** Operations it refused, and why. */
   rejected: Array<{ objectId: string; reason: RejectionReason; detail: string }>;
   /** The commit, when one was written. */
