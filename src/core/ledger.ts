@@ -163,10 +163,12 @@ export interface Ledger {
   keysTaggedFrom: number | undefined;
   /**
    * What the recovery key of content ending at message `end` (exclusive) ends with: `~` and the
-   * start of the content chain there once `end - 1` is at or past `keysTaggedFrom`, else nothing.
-   * The chain binds everything up to `end`: such a key names that content and no other.
+   * start of the content chain there once it reaches `keysTaggedFrom`, else nothing. The chain
+   * binds everything up to `end`: such a key names that content and no other. `reach`: the first
+   * message past what fixes the content (a whole request's span ends where the next request
+   * stands, so its content is fixed only with that message), `end` by default.
    */
-  keyTag(end: number): string;
+  keyTag(end: number, reach?: number): string;
   /** The conversation object whose span holds message `index`, if any. */
   conversationAt(index: number): LedgerObject | undefined;
   /**
@@ -796,9 +798,9 @@ export function createLedger(options: LedgerOptions): Ledger {
     set keysTaggedFrom(from) {
       keysTaggedFrom = from;
     },
-    keyTag: (end) => {
+    keyTag: (end, reach = end) => {
       const link = chain[end - 1];
-      return keysTaggedFrom === undefined || end - 1 < keysTaggedFrom || link === undefined
+      return keysTaggedFrom === undefined || reach - 1 < keysTaggedFrom || link === undefined
         ? ''
         : `~${link.slice(0, KEY_TAG_CHARS)}`;
     },

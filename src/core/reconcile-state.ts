@@ -20,7 +20,9 @@ export interface Reconciliation {
   droppedPayloads: string[];
   /**
    * Where the transcripts surely still agree, when they diverged: the furthest end of a state or
-   * payload that holds. At or below `divergedAt`, which an in-memory ledger may place otherwise.
+   * payload that holds (below an older numbering's first difference). Every key offered past it
+   * was dropped here; `divergedAt` may lie elsewhere, measured against what an in-memory ledger
+   * last saw.
    */
   agreed?: number;
   /**
@@ -78,7 +80,7 @@ function payloadHolds(ledger: Ledger, key: string, binding: ContentBinding): boo
   if (!holds(ledger, binding)) return false;
   // The key as this ledger shows it (`foldKey`): a tag the session's keys no longer carry, or
   // lack, names no payload here.
-  const base = key.replace(KEY_TAG, '');
+  const base = withoutTag(key);
   const at = base.lastIndexOf('@');
   const id = at >= 0 ? base.slice(0, at) : base;
   const spanEnd = at >= 0 ? Number(base.slice(at + 1)) : undefined;
@@ -91,8 +93,11 @@ function payloadHolds(ledger: Ledger, key: string, binding: ContentBinding): boo
   return (object.kind === 'conversation' ? object.span.end : object.messageIndex + 1) === binding.end;
 }
 
-/** A recovery key's tag (`Ledger.keyTag`). */
-const KEY_TAG = /~[0-9a-f]+$/;
+/** A recovery key without its tag (`Ledger.keyTag`): ids hold no `~`. */
+function withoutTag(key: string): string {
+  const at = key.lastIndexOf('~');
+  return at < 0 ? key : key.slice(0, at);
+}
 
 /**
  * The state of `state` that holds for `ledger`. `knownDivergence`: where the caller saw this
@@ -123,9 +128,12 @@ export function reconcileState(
   const dropped: string[] = [...droppedIds];
   // A state shows its payload's key: it holds only while that key still offers the payload (the
   // key another tagging gave it offers nothing now).
-  const keyed = new Set(Object.keys(state.payloads).map((key) => key.replace(KEY_TAG, '')));
-  const keyHolds = (id: string, entry: ObjectState) =>
-    foldKey(ledger, id, entry.spanEnd) in payloads || !keyed.has(sidecarKey(id, entry.spanEnd));
+  let keyed: Set<string> | undefined;
+  const keyHolds = (id: string, entry: ObjectState) => {
+    if (foldKey(ledger, id, entry.spanEnd) in payloads) return true;
+    keyed ??= new Set(Object.keys(state.payloads).map(withoutTag));
+    return !keyed.has(sidecarKey(id, entry.spanEnd));
+  };
   for (const [id, entry] of Object.entries(state.objects)) {
     if (stateHolds(ledger, id, entry) && keyHolds(id, entry)) {
       objects[id] = entry;
@@ -157,7 +165,7 @@ export function reconcileState(
     state: reconciled,
     dropped,
     droppedPayloads,
-    agreed: Math.min(agreed, divergedAt),
+    agreed: Math.min(agreed, renumberedFrom ?? Number.POSITIVE_INFINITY),
     divergedAt,
     ...(renumberedFrom === undefined ? {} : { renumberedFrom }),
   };

@@ -56,10 +56,12 @@ export function sidecarKey(objectId: string, spanEnd?: number): string {
  */
 export function foldKey(ledger: Ledger, objectId: string, spanEnd?: number): string {
   const object = ledger.get(objectId);
-  const end =
-    spanEnd ??
-    (object === undefined ? 0 : object.kind === 'conversation' ? object.span.end : object.messageIndex + 1);
-  return `${sidecarKey(objectId, spanEnd)}${ledger.keyTag(end)}`;
+  if (spanEnd !== undefined) return `${sidecarKey(objectId, spanEnd)}${ledger.keyTag(spanEnd)}`;
+  if (object === undefined) return objectId;
+  // A whole request's work ends where the next request stands: that message fixes it too.
+  if (object.kind === 'conversation')
+    return `${objectId}${ledger.keyTag(object.span.end, object.span.end + 1)}`;
+  return `${objectId}${ledger.keyTag(object.messageIndex + 1)}`;
 }
 
 const RECOVERY_POINTER = /expand\("([^"]+)"\) recovers (?:it|them)/g;

@@ -30,7 +30,7 @@ describe('readSessionState', () => {
     const store = createMemoryStore();
     await store.writeState('future', { ...emptySessionState(), schemaVersion: SESSION_STATE_VERSION + 1 }, 0);
     await expect(readSessionState(store, 'future')).rejects.toThrow(StoreError);
-    await expect(readSessionState(store, 'future')).rejects.toThrow(/schema version 4 is not 3/);
+    await expect(readSessionState(store, 'future')).rejects.toThrow(/schema version 5 is not 4/);
     await store.writeState('null', null, 0);
     await expect(readSessionState(store, 'null')).rejects.toThrow(StoreError);
     expect(STORE_SCHEMA_VERSION).toBe(1);
@@ -75,6 +75,27 @@ describe('readSessionState', () => {
     });
     await store.writeState('bad-v2', { ...v2, sequence: -1 }, 0);
     await expect(readSessionState(store, 'bad-v2')).rejects.toThrow(/malformed state at sequence/);
+  });
+
+  it('migrates version 3, whose keys were never tagged, as it is, and keeps where tagging starts', async () => {
+    const store = createMemoryStore();
+    const binding = { end: 12, link: 'abc' };
+    const v3 = {
+      schemaVersion: 3,
+      objects: {},
+      payloads: { 'function:bash:3': binding },
+      sequence: 1,
+      triggers: { lastRunAt: 12, lastCommitAt: 12, fruitlessRuns: 0 },
+      ids: LEDGER_IDS,
+    };
+    await store.writeState('v3', v3, 0);
+    expect(await readSessionState(store, 'v3')).toEqual({
+      version: 1,
+      state: { ...v3, schemaVersion: SESSION_STATE_VERSION },
+    });
+    const tagged = { ...v3, schemaVersion: SESSION_STATE_VERSION, keysTaggedFrom: 9 };
+    await store.writeState('v4', tagged, 0);
+    expect((await readSessionState(store, 'v4')).state).toEqual(tagged);
   });
 
   it('keeps a pending plan, and refuses one that is not a plan', async () => {

@@ -12,9 +12,10 @@ import type { SidecarStore } from './store.js';
 
 /**
  * Version 2 bound every state to the content it was committed for; version 3 added the plan
- * held pending (`pending`).
+ * held pending (`pending`); version 4 the tagging of recovery keys (`keysTaggedFrom`), which a
+ * version 3 reader would drop when it writes the state back.
  */
-export const SESSION_STATE_VERSION = 3;
+export const SESSION_STATE_VERSION = 4;
 
 /**
  * How the ledger numbers objects, which state and payload ids name (`function:<tool>:N`,
@@ -206,9 +207,14 @@ const stateV2Schema = z.object({
   ids: z.number().int().positive().optional(),
 });
 
-const stateSchema = stateV2Schema.extend({
-  schemaVersion: z.literal(SESSION_STATE_VERSION),
+/** Version 3: as version 4, its keys never tagged. */
+const stateV3Schema = stateV2Schema.extend({
+  schemaVersion: z.literal(3),
   pending: pendingSchema.optional(),
+});
+
+const stateSchema = stateV3Schema.extend({
+  schemaVersion: z.literal(SESSION_STATE_VERSION),
   keysTaggedFrom: z.number().int().nonnegative().optional(),
 });
 
@@ -237,8 +243,8 @@ function migrateV1(state: z.infer<typeof stateV1Schema>): SessionState {
   };
 }
 
-/** Version 2 state holds no pending plan: it is version 3 as it is. */
-function migrateV2(state: z.infer<typeof stateV2Schema>): SessionState {
+/** Version 2 state holds no pending plan, and version 3 no tagging: each is version 4 as it is. */
+function migrateV2(state: z.infer<typeof stateV2Schema> | z.infer<typeof stateV3Schema>): SessionState {
   return { ...(state as Omit<SessionState, 'schemaVersion'>), schemaVersion: SESSION_STATE_VERSION };
 }
 
@@ -259,6 +265,7 @@ export function parseSessionState(value: unknown, where: string): SessionState {
     throw new StoreError(`${where}: state of schema version 1 is malformed: ${old.error.issues[0]?.message}`);
   }
   if (version === 2) return migrateV2(parseWith(stateV2Schema, value, where));
+  if (version === 3) return migrateV2(parseWith(stateV3Schema, value, where));
   if (version !== SESSION_STATE_VERSION) {
     throw new StoreError(`${where}: state schema version ${String(version)} is not ${SESSION_STATE_VERSION}`);
   }

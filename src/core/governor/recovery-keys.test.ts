@@ -163,6 +163,64 @@ describe('recovery keys', () => {
   });
 });
 
+describe('recovery keys of a whole request', () => {
+  const fold = (objectId: string) => ({ objectId, operation: 'fold' as const, reason: 'done' });
+
+  it('never name two contents when the request is cut where keys are tagged from', async () => {
+    const store = createMemoryStore();
+    const book = keyBook();
+    const gov = governor(store, 1_000_000);
+    // 0 system, 1 request 1, 2-3 a round, 4 request 2, 5-10 three rounds, 11 request 3, 12-13 a round.
+    const first: Message[] = [
+      systemMessage('You are a coding agent.'),
+      userMessage('Review every module and report.'),
+      ...round('alpha', 1),
+      userMessage('Now review the second package.'),
+      ...round('alpha', 2),
+      ...round('alpha', 3),
+      ...round('alpha', 4),
+      userMessage('Now the third.'),
+      ...round('alpha', 5),
+    ];
+    await gov.applyAgentPlan('s', first, { planner: 'agent', operations: [fold('function:read_file:3')] });
+    await gov.applyAgentPlan('s', first, { planner: 'agent', operations: [fold('conversation:user:2')] });
+    await book.record(gov, await gov.project('s', first), 'first');
+    // The user cuts in right after the third output (message 8): request 2 now ends at 9, where
+    // the output's fold still holds.
+    const second: Message[] = [
+      ...first.slice(0, 9),
+      userMessage('Stop; look at bravo instead.'),
+      ...round('bravo', 6),
+      userMessage('And now report.'),
+      ...round('bravo', 7),
+    ];
+    const again = await gov.applyAgentPlan('s', second, {
+      planner: 'agent',
+      operations: [fold('conversation:user:2')],
+    });
+    expect(again.accepted.map((entry) => entry.key)).toEqual([
+      expect.stringMatching(/^conversation:user:2~/),
+    ]);
+    await book.record(gov, await gov.project('s', second), 'second');
+    expect(book.problems).toEqual([]);
+  });
+
+  it('keep what holds when the governor last saw a side request of the session', async () => {
+    const edited = [...alpha.slice(0, 28), ...round('bravo', 40), ...round('bravo', 41)];
+    const outcome = async (side: boolean) => {
+      const gov = governor(createMemoryStore(), 1_000_000);
+      const folds = ['function:read_file:2', 'function:read_file:5', 'function:read_file:14'].map(fold);
+      await gov.applyAgentPlan('s', alpha, { planner: 'agent', operations: folds });
+      if (side) await gov.project('s', [...alpha.slice(0, 3), ...round('zulu', 50)]);
+      const result = await gov.project('s', edited);
+      return { dropped: result.divergence?.dropped, recoverable: Object.keys(result.recoverable) };
+    };
+    const plain = await outcome(false);
+    expect(plain.recoverable).toEqual(['function:read_file:2', 'function:read_file:5']);
+    expect(await outcome(true)).toEqual(plain);
+  });
+});
+
 describe('two governors committing at once on other histories', () => {
   it('take neither commit for the other: a view never shows the other history', async () => {
     const store = createMemoryStore();
