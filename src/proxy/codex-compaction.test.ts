@@ -132,6 +132,11 @@ const upstreamInput = (index: number) => (fixture!.upstream.requests[index]!.bod
 const toolNames = (index: number) =>
   ((fixture!.upstream.requests[index]!.body as { tools?: Json[] }).tools ?? []).map((tool) => tool.name);
 
+/** Codex's history after a remote compaction: its context, the task, the compaction, new work. */
+function afterCompaction(work: Json[]): Json[] {
+  return [DEVELOPER, ENVIRONMENT, TASK, COMPACTION, text('user', 'Go on.'), ...work];
+}
+
 describe('Codex 0.171 remote compaction (v2: /responses with a compaction_trigger) through the proxy', () => {
   it('a long session, its compaction request and the request after it: what goes upstream at each step', async () => {
     fixture = await startProxyFixture({
@@ -181,14 +186,7 @@ describe('Codex 0.171 remote compaction (v2: /responses with a compaction_trigge
     expect(completed(compactSse).output).toEqual([COMPACTION]);
 
     // 3. The next request: the user message kept, the compaction, the context again, new work.
-    const after = [
-      DEVELOPER,
-      ENVIRONMENT,
-      TASK,
-      COMPACTION,
-      text('user', 'Go on.'),
-      ...shellRounds(40, 12, 48, 'after'),
-    ];
+    const after = afterCompaction(shellRounds(40, 12, 48, 'after'));
     const next = await fixture.post('responses', codexBody(after), { headers: HEADERS });
     expect(next.status).toBe(200);
     await next.text();
@@ -237,14 +235,7 @@ describe('ids after the history goes on otherwise', () => {
       /value2_19 = computeValue\(2, 19\)[^[]*\[… 274 of 300 lines masked \(function:shell:3,/,
     );
 
-    const after = [
-      DEVELOPER,
-      ENVIRONMENT,
-      TASK,
-      COMPACTION,
-      text('user', 'Go on.'),
-      ...shellRounds(10, 8, 300, 'after'),
-    ];
+    const after = afterCompaction(shellRounds(10, 8, 300, 'after'));
     const next = await fixture.post('responses', codexBody(after), { headers: HEADERS });
     await next.text();
     const afterRaw = fixture.upstream.requests[2]!.rawBody;

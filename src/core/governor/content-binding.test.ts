@@ -6,36 +6,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../stores/memory-store.js';
-import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import { readSessionState } from '../session-state.js';
-import type { SidecarStore } from '../store.js';
+import { eagerGovernor } from '../testing/content-bound-governor.js';
 import { conversation, foreign, round, transcriptText } from '../testing/marked-conversation.js';
 import { assistantMessage, toolRound } from '../testing/transcript-builders.js';
-import { approximateTokenCounter } from '../tokens.js';
 import type { Message } from '../transcript.js';
-import { createGovernor } from './create-governor.js';
 
-const WINDOW = 3_000;
-
-const planner = createEmbeddedPlanner({
-  keepRecentOutputs: 2,
-  recentUseSteps: 2,
-  idleFoldSteps: 4,
-  idleWithBudget: true,
-  minFoldShare: 0,
-});
-
-function governor(store: SidecarStore) {
-  return createGovernor({
-    provider: 'openai',
-    window: WINDOW,
-    store,
-    planner,
-    tokenCounter: approximateTokenCounter,
-    now: () => 1_767_225_600_000,
-    triggers: { milestones: false, minBatch: 0, cooldownMessages: 2 },
-  });
-}
+const governor = eagerGovernor;
 
 type Scenario =
   | { kind: 'edit'; round: number }

@@ -4,34 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../stores/memory-store.js';
-import { createEmbeddedPlanner } from '../planners/embedded-planner.js';
 import type { SidecarStore } from '../store.js';
+import { eagerGovernor } from '../testing/content-bound-governor.js';
 import { conversation, fileBody, foreign, round, transcriptText } from '../testing/marked-conversation.js';
 import { systemMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
-import { approximateTokenCounter } from '../tokens.js';
 import type { Message } from '../transcript.js';
-import { createGovernor } from './create-governor.js';
 import type { ProjectResult } from './governor-types.js';
 
-const planner = createEmbeddedPlanner({
-  keepRecentOutputs: 2,
-  recentUseSteps: 2,
-  idleFoldSteps: 4,
-  idleWithBudget: true,
-  minFoldShare: 0,
-});
-
-function governor(store: SidecarStore, window = 3_000) {
-  return createGovernor({
-    provider: 'openai',
-    window,
-    store,
-    planner,
-    tokenCounter: approximateTokenCounter,
-    now: () => 1_767_225_600_000,
-    triggers: { milestones: false, minBatch: 0, cooldownMessages: 2 },
-  });
-}
+const governor = eagerGovernor;
 
 type Governor = ReturnType<typeof governor>;
 
