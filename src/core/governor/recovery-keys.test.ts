@@ -21,6 +21,7 @@ function keyBook() {
   const problems: string[] = [];
   return {
     problems,
+    offered,
     async record(gov: Governor, result: ProjectResult, at: string) {
       for (const key of Object.keys(result.recoverable)) {
         const payload = await gov.expand('s', key, result.recoverable);
@@ -70,6 +71,7 @@ describe('recovery keys', () => {
         if (restart) gov = governor(store);
         await run(gov, history, 19, book);
       }
+      expect([...book.offered.keys()].filter((key) => key.includes('~')).length).toBeGreaterThan(0);
       expect(book.problems).toEqual([]);
     });
   }
@@ -90,12 +92,14 @@ describe('recovery keys', () => {
       ...alpha.slice(0, 24),
       ...Array.from({ length: 8 }, (_, index) => round('charlie', 100 + index)).flat(),
     ];
+    const offeredBefore = book.offered.size;
     for (let end = 26; end <= next.length; end += 2)
       await book.record(
         idle,
         await idle.project('s', next.slice(0, end), { reservedTokens: 997_000 }),
         `at ${end}`,
       );
+    expect(book.offered.size).toBeGreaterThan(offeredBefore);
     expect(book.problems).toEqual([]);
   });
 
