@@ -596,13 +596,14 @@ export function foldParts(ledger: Ledger, object: LedgerObject, options: FoldOpt
         head,
       )
     : keyAnchorsOf(entries, options, head);
+  const key = foldKey(ledger, object.id);
   return {
     head: [
-      `[folded ${foldKey(ledger, object.id)}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
+      `[folded ${key}: ${head} → ${status}, ${compactTokens(object.tokens)} tokens]`,
       ...(options.summary ? [oneLine(options.summary, 400)] : []),
     ],
     anchors,
-    tail: [`(exact output kept; expand("${foldKey(ledger, object.id)}") recovers it)`],
+    tail: [`(exact output kept; expand("${key}") recovers it)`],
   };
 }
 
@@ -614,9 +615,10 @@ export function conversationFoldParts(
 ): FoldParts {
   const request = oneLine(objectText(ledger, object), 200);
   const messages = object.span.end - object.span.start;
+  const key = foldKey(ledger, object.id);
   return {
     head: [
-      `[folded ${foldKey(ledger, object.id)}: user asked "${request}"; ${messages} messages followed]`,
+      `[folded ${key}: user asked "${request}"; ${messages} messages followed]`,
       ...(options.summary ? [oneLine(options.summary, 600)] : []),
     ],
     anchors: chooseAnchors(
@@ -624,7 +626,7 @@ export function conversationFoldParts(
       options,
       request,
     ),
-    tail: [`(exact messages kept; expand("${foldKey(ledger, object.id)}") recovers them)`],
+    tail: [`(exact messages kept; expand("${key}") recovers them)`],
   };
 }
 
