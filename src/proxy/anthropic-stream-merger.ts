@@ -100,7 +100,7 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
           const start = isJsonObject(payload.content_block) ? payload.content_block : {};
           content.set(index, { ...start });
           const tool = start.type === 'tool_use' && typeof start.name === 'string' ? start.name : undefined;
-          return route(blocks.open(index, tool), message, payload);
+          return route(blocks.open(index, tool).block, message, payload);
         }
         case 'content_block_delta': {
           const block = content.get(index);

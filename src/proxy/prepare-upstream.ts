@@ -80,8 +80,8 @@ export interface PreparedUpstream {
     /** The store session id. */
     sessionId: string;
     /**
-     * What an answer echoes of the client's request that recovery changes (its `tool_choice`,
-     * when it sent one), to give the client its own back when the recovery tools are hidden.
+     * What of the client's request shapes the answer it gets: its `tool_choice`, given back when
+     * the recovery tools are hidden, and its `store`, when it sent them.
      */
     client: JsonObject;
     /** What this view can recover (`ProjectResult.recoverable`): recovery answers for it alone. */
@@ -214,10 +214,14 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
         ? encodeBodyText(JSON.stringify(out))
         : reading.render(out);
   if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
-  // What an answer echoes of the request that recovery changes: only the tool choice (the last
-  // round sets it to none). The rest of the body stays here: an agent's instructions and
-  // schemas would be copied to the proxy's thread on every request for nothing.
-  const client: JsonObject = 'tool_choice' in body ? { tool_choice: body.tool_choice! } : {};
+  // What of the request shapes the answer the client gets: the tool choice it echoes (the last
+  // round sets it to none) and whether the provider keeps items (`store`). The rest of the body
+  // stays here: an agent's instructions and schemas would be copied to the proxy's thread on
+  // every request for nothing.
+  const client: JsonObject = {
+    ...('tool_choice' in body ? { tool_choice: body.tool_choice! } : {}),
+    ...('store' in body ? { store: body.store! } : {}),
+  };
   const scope = result.recoverable;
   // Recovery appends messages: it has the conversation's room, less what the view takes.
   const window = {

@@ -6,7 +6,7 @@
  * `ResponseStream` takes that object as its final response). The proxy's tools never show in
  * the echoed `tools` and `tool_choice`.
  */
-import { createRoundBlocks, type RoundBlock } from './round-blocks.js';
+import { callOf, createRoundBlocks, type RoundBlock } from './round-blocks.js';
 import {
   eventOf,
   payloadOf,
@@ -44,6 +44,12 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
   let firstRound = true;
   let closing: { message: SseMessage; payload: JsonObject } | undefined;
   let failed = false;
+  /**
+   * Whether the provider keeps the answer's items (`store` not false): a client then passes
+   * reasoning back by its id, and the API refuses it without the item that followed it. So
+   * reasoning waits for the item after it, and leaves with a call the client never gets.
+   */
+  const keptItems = options.client.store !== false;
 
   const hidden = (response: unknown): JsonObject => {
     const object = isJsonObject(response) ? response : {};
@@ -65,12 +71,10 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
     block.held.push({ message, payload });
     return [];
   };
-  const release = (keep: (block: RoundBlock) => boolean): SseMessage[] => {
-    const kept = blocks.release(keep);
-    return kept.flatMap((block) =>
-      (block.held ?? []).map(({ message, payload }) => placed(block, message, payload)),
-    );
-  };
+  const sendHeld = (block: RoundBlock): SseMessage[] =>
+    (block.held ?? []).map(({ message, payload }) => placed(block, message, payload));
+  const release = (keep: (block: RoundBlock) => boolean): SseMessage[] =>
+    blocks.release(keep).flatMap(sendHeld);
 
   return {
     push(message) {
@@ -96,7 +100,8 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       if (type === 'response.output_item.added') {
         const item = isJsonObject(payload.item) ? payload.item : {};
         const tool = item.type === 'function_call' && typeof item.name === 'string' ? item.name : undefined;
-        return route(blocks.open(index, tool), message, payload);
+        const { block, released } = blocks.open(index, tool, keptItems && item.type === 'reasoning');
+        return [...(released === undefined ? [] : sendHeld(released)), ...route(block, message, payload)];
       }
       return route(blocks.block(index), message, payload);
     },
@@ -106,13 +111,16 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       return { kind: 'answered', answer: closing.payload.response };
     },
     continueRound() {
-      const events = release((block) => block.tool === undefined);
+      const events = release((block) => callOf(block) === undefined);
       firstRound = false;
       closing = undefined;
       return events;
     },
     finish() {
-      const events = release((block) => block.tool === undefined || !options.isInternal(block.tool));
+      const events = release((block) => {
+        const call = callOf(block);
+        return call === undefined || !options.isInternal(call);
+      });
       if (closing !== undefined) {
         const response = { ...hidden(closing.payload.response), output: sent.filter(isJsonObject) };
         events.push(sequenced(closing.message, { ...closing.payload, response }));

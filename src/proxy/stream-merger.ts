@@ -3,7 +3,8 @@
  * one, then one per recovery round) become one answer in the route's own event grammar, so that
  * the client's SDK accumulates a single coherent message. Text and reasoning go out as they
  * arrive; tool calls are held until the round ends, when it is known whether the proxy answers
- * them (the round goes on upstream) or the client does (the answer ends here).
+ * them (the round goes on upstream) or the client does (the answer ends here). Reasoning the
+ * provider keeps by id waits for the item after it (`round-blocks.ts`).
  */
 import type { JsonObject } from './wire-dialect.js';
 
@@ -16,7 +17,10 @@ export interface SseMessage {
 export interface StreamMergerOptions {
   /** Whether a tool is the proxy's own: its calls never reach the client. */
   isInternal(name: string): boolean;
-  /** What an answer echoes of the client's request that recovery changes: the tool choice it sent. */
+  /**
+   * What of the client's request shapes its answer: the tool choice it sent (echoed back) and
+   * its `store` (whether the provider keeps the answer's items).
+   */
   client: JsonObject;
 }
 

@@ -344,17 +344,20 @@ describe('OpenAI Responses', () => {
     ];
   };
 
+  const eventsOf = (raw: string) =>
+    raw
+      .split('\n\n')
+      .filter(Boolean)
+      .map((text) => JSON.parse(text.split('data: ')[1]!));
+  const unstored = { ...options, client: { tool_choice: 'auto', store: false } };
+
   it('keeps reasoning, releases a message written after a proxy call, and completes with what was streamed', () => {
-    const { text: raw, answers } = merge(mergeResponsesStreams(options), [
+    const { text: raw, answers } = merge(mergeResponsesStreams(unstored), [
       round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')]),
       round('resp_2', [reasoning('rs_2'), message('m2', 'Now reading.'), call('c2', 'read_file')]),
     ]);
     expect(streamGrammarProblems('responses', raw)).toEqual([]);
-    const events = raw
-      .split('\n\n')
-      .filter(Boolean)
-      .map((text) => JSON.parse(text.split('data: ')[1]!));
-    const completed = events.at(-1);
+    const completed = eventsOf(raw).at(-1);
     expect(completed.response.id).toBe('resp_1');
     expect(completed.response.output.map((value: Wire) => value.id)).toEqual([
       'rs_1',
@@ -365,6 +368,58 @@ describe('OpenAI Responses', () => {
     ]);
     expect(completed.response.tools).toEqual([{ type: 'function', name: 'read_file' }]);
     expect(answers[0].output.map((value: Wire) => value.id)).toEqual(['rs_1', 'fc_c1', 'm1']);
+  });
+
+  // With `store` on, a client passes reasoning back by its id, and the API refuses an item
+  // without the one that followed it: here the proxy's call, which the client never gets.
+  it('keeps from the client the reasoning that led to a proxy call, when the provider keeps items', () => {
+    const { text: raw } = merge(mergeResponsesStreams(options), [
+      round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')]),
+      round('resp_2', [reasoning('rs_2'), message('m2', 'Now reading.'), call('c2', 'read_file')]),
+    ]);
+    expect(streamGrammarProblems('responses', raw)).toEqual([]);
+    expect(raw).not.toContain('rs_1');
+    expect(
+      eventsOf(raw)
+        .at(-1)
+        .response.output.map((value: Wire) => value.id),
+    ).toEqual(['m1', 'rs_2', 'm2', 'fc_c2']);
+  });
+
+  it('sends reasoning once the item after it is known not to be a call, and before that item', () => {
+    const merger = mergeResponsesStreams(options);
+    const events = round('resp_1', [reasoning('rs_1'), message('m1', 'Reading.'), call('c1', EXPAND_TOOL)]);
+    const messageStarts = events.findIndex((event) => event.data.includes('"id":"m1"'));
+    const sentBefore = events.slice(0, messageStarts).flatMap((event) => merger.push(event));
+    expect(sentBefore.map((event) => JSON.parse(event.data).type)).toEqual(['response.created']);
+    const sentWith = merger.push(events[messageStarts]!).map((event) => JSON.parse(event.data));
+    expect(sentWith.map((event) => [event.type, event.item.id, event.output_index])).toEqual([
+      ['response.output_item.added', 'rs_1', 0],
+      ['response.output_item.done', 'rs_1', 0],
+      ['response.output_item.added', 'm1', 1],
+    ]);
+    for (const event of events.slice(messageStarts + 1)) merger.push(event);
+    merger.endRound();
+    merger.continueRound();
+    const last = round('resp_2', [message('m2', 'Done.')]);
+    const rest = last.flatMap((event) => merger.push(event));
+    merger.endRound();
+    rest.push(...merger.finish());
+    const output = JSON.parse(rest.at(-1)!.data).response.output.map((value: Wire) => value.id);
+    expect(output).toEqual(['rs_1', 'm1', 'm2']);
+  });
+
+  it('leaves out the reasoning before a proxy call that ends the answer unanswered', () => {
+    const { text: raw } = merge(mergeResponsesStreams(options), [
+      round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL)]),
+      round('resp_2', [reasoning('rs_2'), call('c2', EXPAND_TOOL), call('c3', 'read_file')]),
+    ]);
+    expect(streamGrammarProblems('responses', raw)).toEqual([]);
+    expect(
+      eventsOf(raw)
+        .at(-1)
+        .response.output.map((value: Wire) => value.id),
+    ).toEqual(['fc_c3']);
   });
 });
 

@@ -162,6 +162,30 @@ describe('transparent recovery of streamed answers', () => {
     expect(fixture!.logs[0]?.recoveredTokens).toBeGreaterThan(0);
   });
 
+  it.each([
+    ['keeps items', {}, 1],
+    ['keeps none (store: false)', { store: false }, 2],
+  ])(
+    'responses: when the provider %s, the client gets the reasoning it may pass back',
+    async (_, store, reasoningItems) => {
+      const url = await serve({
+        script: (request) =>
+          isRecoveryRound(request) ? { text: 'Found it.' } : { toolCalls: expandOf(request) },
+      });
+      const body = { ...agentBody('responses'), include: ['reasoning.encrypted_content'], ...store };
+      const result = await streamWithSdk('responses', url, body);
+      expect(result.text).toBe('Found it.');
+      expectCoherent('responses', result);
+      // A passed-back reasoning item must come with the item after it: with `store` on, the one
+      // before the proxy's call (which the client never gets) stays with the proxy.
+      const completed = JSON.parse(result.raw.trimEnd().split('\n\n').at(-1)!.split('data: ')[1]!);
+      const types = completed.response.output.map((item: Wire) => item.type);
+      expect(types.filter((type: string) => type === 'reasoning')).toHaveLength(reasoningItems);
+      expect(types.at(-1)).toBe('message');
+      expect(fixture!.upstream.requests[1]?.rawBody).toContain('"type":"reasoning"');
+    },
+  );
+
   it('stops after three rounds, forbids tools on the last call, and drops a proxy call made anyway', async () => {
     const url = await serve({
       script: (request) => ({ text: 'again ', toolCalls: expandOf(request) }),

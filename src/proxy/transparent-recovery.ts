@@ -202,7 +202,7 @@ export interface RecoveryOptions {
   sessionId: string;
   /** The request as first sent (with the recovery tools); read only when recovery runs. */
   body: () => JsonObject;
-  /** What an answer echoes of the client's request that recovery changes (its tool choice). */
+  /** What of the client's request shapes its answer (its tool choice, echoed back). */
   client: JsonObject;
   /** The window and the view's tokens: recovery keeps every request it sends inside the window. */
   window: RecoveryWindow;
