@@ -5,6 +5,7 @@
  */
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
+import { clientCallName } from './responses-items.js';
 import { hideResponseTools, mergeResponsesStreams } from './responses-stream-merger.js';
 import {
   fieldTexts,
@@ -28,31 +29,6 @@ function inputItems(body: JsonObject): unknown[] {
 function outputItems(answer: unknown): JsonObject[] {
   if (!isJsonObject(answer) || !Array.isArray(answer.output)) return [];
   return answer.output.filter(isJsonObject);
-}
-
-/**
- * The name an output item is a client's call by, which `keepToolCalls` asks about; undefined for
- * an item no client answers (reasoning, text, a search the server ran, a call whose output the
- * answer holds: a hosted shell's). Codex's `apply_patch` (`custom_tool_call`), its shell and a
- * tool search it runs itself are calls like a function's: left in a turn recovery continues, each
- * would go upstream unanswered.
- */
-function clientCallName(item: JsonObject, answered: ReadonlySet<unknown>): string | undefined {
-  if (answered.has(item.call_id)) return undefined;
-  switch (item.type) {
-    case 'function_call':
-    case 'custom_tool_call':
-      return typeof item.name === 'string' ? item.name : item.type;
-    case 'tool_search_call':
-      return item.execution === 'server' ? undefined : item.type;
-    case 'local_shell_call':
-    case 'shell_call':
-    case 'apply_patch_call':
-    case 'computer_call':
-      return item.type;
-    default:
-      return undefined;
-  }
 }
 
 /**

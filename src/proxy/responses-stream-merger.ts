@@ -6,6 +6,7 @@
  * `ResponseStream` takes that object as its final response). The proxy's tools never show in
  * the echoed `tools` and `tool_choice`.
  */
+import { clientCallName } from './responses-items.js';
 import { callOf, createRoundBlocks, type RoundBlock } from './round-blocks.js';
 import {
   eventOf,
@@ -99,7 +100,7 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       if (index === undefined) return [sequenced(message, payload)];
       if (type === 'response.output_item.added') {
         const item = isJsonObject(payload.item) ? payload.item : {};
-        const tool = item.type === 'function_call' && typeof item.name === 'string' ? item.name : undefined;
+        const tool = clientCallName(item);
         const { block, released } = blocks.open(index, tool, keptItems && item.type === 'reasoning');
         return [...(released === undefined ? [] : sendHeld(released)), ...route(block, message, payload)];
       }

@@ -409,6 +409,29 @@ describe('OpenAI Responses', () => {
     expect(output).toEqual(['rs_1', 'm1', 'm2']);
   });
 
+  it("holds Codex's other calls like a function's: a round that goes on drops them all", () => {
+    const patch = {
+      id: 'ctc_1',
+      type: 'custom_tool_call',
+      call_id: 'p1',
+      name: 'apply_patch',
+      input: '*** Begin',
+    };
+    const shell = { id: 'lsh_1', type: 'local_shell_call', call_id: 's1', action: {}, status: 'completed' };
+    const { text: raw } = merge(mergeResponsesStreams(unstored), [
+      round('resp_1', [reasoning('rs_1'), patch, shell, call('c1', EXPAND_TOOL)]),
+      round('resp_2', [message('m2', 'Done.')]),
+    ]);
+    expect(streamGrammarProblems('responses', raw)).toEqual([]);
+    expect(raw).not.toContain('apply_patch');
+    expect(raw).not.toContain('lsh_1');
+    expect(
+      eventsOf(raw)
+        .at(-1)
+        .response.output.map((value: Wire) => value.id),
+    ).toEqual(['rs_1', 'm2']);
+  });
+
   it('leaves out the reasoning before a proxy call that ends the answer unanswered', () => {
     const { text: raw } = merge(mergeResponsesStreams(options), [
       round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL)]),

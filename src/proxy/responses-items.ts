@@ -1,0 +1,31 @@
+/** OpenAI Responses output items, as the proxy's recovery reads them. */
+import type { JsonObject } from './wire-dialect.js';
+
+/**
+ * The name an output item is a client's call by, which `keepToolCalls` and the stream merger ask
+ * about; undefined for an item no client answers (reasoning, text, a search the server ran, a
+ * call whose output the answer holds: a hosted shell's). Codex's `apply_patch`
+ * (`custom_tool_call`), its shell and a tool search it runs itself are calls like a function's:
+ * left in a turn recovery continues, each would go upstream unanswered, and streamed to the client
+ * it would be run there while the model, given the recovered content, may ask for it again.
+ */
+export function clientCallName(
+  item: JsonObject,
+  answered: ReadonlySet<unknown> = new Set(),
+): string | undefined {
+  if (answered.has(item.call_id)) return undefined;
+  switch (item.type) {
+    case 'function_call':
+    case 'custom_tool_call':
+      return typeof item.name === 'string' ? item.name : item.type;
+    case 'tool_search_call':
+      return item.execution === 'server' ? undefined : item.type;
+    case 'local_shell_call':
+    case 'shell_call':
+    case 'apply_patch_call':
+    case 'computer_call':
+      return item.type;
+    default:
+      return undefined;
+  }
+}
