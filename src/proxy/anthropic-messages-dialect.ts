@@ -16,6 +16,7 @@ import {
   toAnthropicMessages,
 } from '../adapters/index.js';
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
+import { isClientCompaction, promptTexts } from './client-compaction.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -43,28 +44,6 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
   const cachedTokens = numberOf(usage.cache_read_input_tokens) ?? 0;
   const written = numberOf(usage.cache_creation_input_tokens) ?? 0;
   return { inputTokens: uncached + cachedTokens + written, cachedTokens };
-}
-
-/**
- * Claude Code's compaction prompt (2.1.x: `CRITICAL: Respond with TEXT ONLY. Do NOT call any
- * tools.` … `Your task is to create a detailed summary of …`), the last text of its last user
- * message: Claude Code denies every tool call of that request, and the summary outlives the session.
- */
-function isClaudeCodeCompaction(body: JsonObject): boolean {
-  const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
-  if (!isJsonObject(last) || last.role !== 'user') return false;
-  const content = last.content;
-  const text =
-    typeof content === 'string'
-      ? content
-      : Array.isArray(content)
-        ? content.filter(isJsonObject).findLast((block) => block.type === 'text')?.text
-        : undefined;
-  return (
-    typeof text === 'string' &&
-    (text.startsWith('CRITICAL: Respond with TEXT ONLY') ||
-      text.includes('Your task is to create a detailed summary of'))
-  );
 }
 
 export const anthropicMessagesDialect: WireDialect = {
@@ -108,7 +87,8 @@ export const anthropicMessagesDialect: WireDialect = {
     return isJsonObject(body.thread) && body.thread.type === 'continue' ? 'server-state' : undefined;
   },
   recoverable(body) {
-    return !isClaudeCodeCompaction(body);
+    const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
+    return !isClientCompaction(promptTexts([body.system], last));
   },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;

@@ -2,6 +2,7 @@
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
 import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { mergeChatStreams } from './chat-stream-merger.js';
+import { isClientCompaction, isSystemMessage, promptTexts } from './client-compaction.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -81,7 +82,10 @@ export const chatDialect: WireDialect = {
   },
   recoverable(body) {
     // With several choices, each could call the proxy's tools differently: not one answer to continue.
-    return body.n === undefined || body.n === null || body.n === 1;
+    if (body.n !== undefined && body.n !== null && body.n !== 1) return false;
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    const system = messages.filter(isSystemMessage).map((message) => message.content);
+    return !isClientCompaction(promptTexts(system, messages.at(-1)));
   },
   usageOf(payload) {
     const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;

@@ -5,6 +5,7 @@
  */
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
+import { isClientCompaction, isSystemMessage, promptTexts } from './client-compaction.js';
 import { clientCallName } from './responses-items.js';
 import { hideResponseTools, mergeResponsesStreams } from './responses-stream-merger.js';
 import {
@@ -85,8 +86,11 @@ export const responsesDialect: WireDialect = {
   recoverable(body) {
     // Codex's compaction request ends in a trigger and must be answered by one `compaction` item:
     // the proxy's tools and rounds would stand between them.
-    const last = Array.isArray(body.input) ? body.input.at(-1) : undefined;
-    return !(isJsonObject(last) && last.type === 'compaction_trigger');
+    const items = inputItems(body);
+    const last = items.at(-1);
+    if (isJsonObject(last) && last.type === 'compaction_trigger') return false;
+    const system = items.filter(isSystemMessage).map((item) => item.content);
+    return !isClientCompaction(promptTexts([body.instructions, ...system], last));
   },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;
