@@ -32,6 +32,10 @@ import {
   type WireToolCall,
 } from './wire-dialect.js';
 
+function isThinkingBlock(block: JsonObject | undefined): boolean {
+  return block?.type === 'thinking' || block?.type === 'redacted_thinking';
+}
+
 function contentBlocks(answer: unknown): JsonObject[] {
   if (!isJsonObject(answer) || !Array.isArray(answer.content)) return [];
   return answer.content.filter(isJsonObject);
@@ -127,6 +131,14 @@ export const anthropicMessagesDialect: WireDialect = {
       })),
     };
     return { ...body, messages: [...requireArray(body, 'messages'), assistant, toolResults] };
+  },
+  continuedFrom(answer, firstTurn) {
+    const content = contentBlocks(answer);
+    if (isThinkingBlock(content[0])) return answer;
+    const opening = contentBlocks(firstTurn);
+    const end = opening.findIndex((block) => !isThinkingBlock(block));
+    const thinking = opening.slice(0, end === -1 ? opening.length : end);
+    return thinking.length === 0 ? answer : { ...answer, content: [...thinking, ...content] };
   },
   withoutToolUse(body) {
     return { ...body, tool_choice: { type: 'none' } };

@@ -268,6 +268,41 @@ describe('transparent recovery', () => {
     },
   );
 
+  // With thinking on, the API refuses a last assistant message (before the tool results) that does
+  // not open with a thinking block. A round's answer continues the turn the first one opened, and
+  // without interleaved thinking it opens with none: the client must get the turn's thinking.
+  it('messages: with thinking on, the answer after a round keeps the thinking that opened the turn', async () => {
+    const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
+    fixture = await startProxyFixture({
+      script: (request) =>
+        request.index === 0
+          ? {
+              thinking: 'The fold hides module 3; expand it.',
+              toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }],
+            }
+          : { text: 'Reading it again.', toolCalls: [readFile] },
+    });
+    const body = {
+      ...conversationBody('messages', { turns: TURNS }),
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      tools: [TOOL_DEFINITIONS.messages],
+    };
+    const response = await fixture.post('messages', body);
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as {
+      content: Array<Record<string, unknown>>;
+      stop_reason: string;
+    };
+    expect(answer.content.map((block) => block.type)).toEqual(['thinking', 'text', 'tool_use']);
+    // The block the model wrote, whole (its signature too), as it went upstream in the round.
+    const opened = (
+      fixture.upstream.requests[1]!.body as { messages: Array<{ content: unknown[] }> }
+    ).messages.at(-2)!.content[0];
+    expect(answer.content[0]).toEqual(opened);
+    expect(answer.content[0]).toMatchObject({ thinking: 'The fold hides module 3; expand it.' });
+    expect(answer.stop_reason).toBe('tool_use');
+  });
+
   it('adds no tools when turned off, nor to a chat request for several choices, and then promises no route', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }), proxy: { recovery: false } });
     await fixture.post('messages', conversationBody('messages', { turns: TURNS }));

@@ -202,7 +202,7 @@ export interface RecoveryOptions {
   sessionId: string;
   /** The request as first sent (with the recovery tools); read only when recovery runs. */
   body: () => JsonObject;
-  /** What of the client's request shapes its answer (its tool choice, echoed back). */
+  /** What of the client's request shapes its answer: its tool choice (echoed back), its `store`. */
   client: JsonObject;
   /** The window and the view's tokens: recovery keeps every request it sends inside the window. */
   window: RecoveryWindow;
@@ -270,7 +270,8 @@ export function createRecovery(options: RecoveryOptions): Recovery {
       // The last round may not call tools again, so the client never receives an internal call.
       return rounds.length === options.maxRounds ? dialect.withoutToolUse(next) : next;
     },
-    clientAnswer(answer) {
+    clientAnswer(last) {
+      const answer = rounds[0] === undefined ? last : (dialect.continuedFrom?.(last, rounds[0].turn) ?? last);
       const leaks = dialect.toolCallsOf(answer).some((call) => isRecoveryTool(call.name));
       const own = leaks ? dialect.keepToolCalls(answer, (name) => !isRecoveryTool(name)) : answer;
       return dialect.hideAddedTools?.(own, options.client, INTERNAL_TOOLS) ?? own;

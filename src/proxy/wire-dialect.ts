@@ -106,6 +106,13 @@ export interface WireDialect {
     results: ReadonlyArray<{ id: string; output: string }>,
   ): JsonObject;
   /**
+   * The last answer of a request recovery continued, with what the client must get of the turn
+   * the first round opened (`firstTurn`: that answer with its proxy calls only). Anthropic's
+   * thinking: the rounds after the first continue its turn and open with none, and with thinking
+   * on the API refuses a last assistant message that does not open with it.
+   */
+  continuedFrom?(answer: JsonObject, firstTurn: JsonObject): JsonObject;
+  /**
    * An answer that echoes the request's tools (Responses does) with the proxy's own tools and
    * tool choice taken out again, as the client sent them.
    */
