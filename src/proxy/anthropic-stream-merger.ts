@@ -139,12 +139,14 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
       };
     },
     continueRound() {
-      const events = released(blocks.release((block) => block.tool === undefined));
+      const events = released(blocks.release((held) => held.filter((block) => block.tool === undefined)));
       startRound();
       return events;
     },
     finish() {
-      const kept = blocks.release((block) => block.tool === undefined || !options.isInternal(block.tool));
+      const kept = blocks.release((held) =>
+        held.filter((block) => block.tool === undefined || !options.isInternal(block.tool)),
+      );
       const events = released(kept);
       if (closing !== undefined) {
         const delta = isJsonObject(closing.payload.delta) ? closing.payload.delta : {};

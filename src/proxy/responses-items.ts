@@ -9,10 +9,7 @@ import type { JsonObject } from './wire-dialect.js';
  * left in a turn recovery continues, each would go upstream unanswered, and streamed to the client
  * it would be run there while the model, given the recovered content, may ask for it again.
  */
-export function clientCallName(
-  item: JsonObject,
-  answered: ReadonlySet<unknown> = new Set(),
-): string | undefined {
+export function clientCallName(item: JsonObject, answered: ReadonlySet<unknown>): string | undefined {
   if (answered.has(item.call_id)) return undefined;
   switch (item.type) {
     case 'function_call':

@@ -7,7 +7,7 @@
  * the echoed `tools` and `tool_choice`.
  */
 import { clientCallName } from './responses-items.js';
-import { callOf, createRoundBlocks, type RoundBlock } from './round-blocks.js';
+import { createRoundBlocks, type HeldEvent, type RoundBlock } from './round-blocks.js';
 import {
   eventOf,
   payloadOf,
@@ -34,6 +34,7 @@ export function hideResponseTools(
 
 const OPENING = new Set(['response.created', 'response.in_progress', 'response.queued']);
 const CLOSING = new Set(['response.completed', 'response.incomplete']);
+const NONE_ANSWERED: ReadonlySet<unknown> = new Set();
 
 export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerger {
   let sequence = 0;
@@ -46,11 +47,20 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
   let closing: { message: SseMessage; payload: JsonObject } | undefined;
   let failed = false;
   /**
-   * Whether the provider keeps the answer's items (`store` not false): a client then passes
-   * reasoning back by its id, and the API refuses it without the item that followed it. So
-   * reasoning waits for the item after it, and leaves with a call the client never gets.
+   * Whether the provider keeps the answer's items (`store` not false). A client then passes them
+   * back by id, and the API refuses a reasoning item without the item that followed it, and an
+   * item without the reasoning it came from. So the client gets of a round only what keeps
+   * those pairs: reasoning waits for the item after it, and nothing the round held goes out
+   * when the round goes on upstream, or from the proxy's first call on when it ends the answer.
    */
   const keptItems = options.client.store !== false;
+  /** Of the current round: the call id of each call, and the calls the server answered itself. */
+  let callIds = new Map<number, unknown>();
+  let answered = new Set<unknown>();
+  /** A call the client answers: a hosted call's output comes in the same round. */
+  const isClientCall = (block: RoundBlock) =>
+    block.tool !== undefined && !answered.has(callIds.get(block.upstreamIndex));
+  const isProxyCall = (block: RoundBlock) => isClientCall(block) && options.isInternal(block.tool!);
 
   const hidden = (response: unknown): JsonObject => {
     const object = isJsonObject(response) ? response : {};
@@ -72,10 +82,14 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
     block.held.push({ message, payload });
     return [];
   };
-  const sendHeld = (block: RoundBlock): SseMessage[] =>
-    (block.held ?? []).map(({ message, payload }) => placed(block, message, payload));
-  const release = (keep: (block: RoundBlock) => boolean): SseMessage[] =>
-    blocks.release(keep).flatMap(sendHeld);
+  const sendHeld = (block: RoundBlock, held: readonly HeldEvent[] = block.held ?? []): SseMessage[] =>
+    held.map(({ message, payload }) => placed(block, message, payload));
+  const release = (select: (held: readonly RoundBlock[]) => readonly RoundBlock[]): SseMessage[] => {
+    const events = blocks.release(select).flatMap((block) => sendHeld(block));
+    callIds = new Map();
+    answered = new Set();
+    return events;
+  };
 
   return {
     push(message) {
@@ -93,16 +107,31 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       }
       if (type === 'error' || type === 'response.failed') {
         failed = true;
-        const response = 'response' in payload ? { response: hidden(payload.response) } : {};
+        // The response's output is what the client got, not the round's own (the proxy's calls).
+        const response =
+          'response' in payload
+            ? { response: { ...hidden(payload.response), output: sent.filter(isJsonObject) } }
+            : {};
         return [sequenced(message, { ...payload, ...response })];
       }
       const index = numberOf(payload.output_index);
       if (index === undefined) return [sequenced(message, payload)];
       if (type === 'response.output_item.added') {
         const item = isJsonObject(payload.item) ? payload.item : {};
-        const tool = clientCallName(item);
+        // Whether the server answers a call itself shows later in the round, with its output.
+        const tool = clientCallName(item, NONE_ANSWERED);
+        if (tool !== undefined) callIds.set(index, item.call_id);
+        if (
+          typeof item.type === 'string' &&
+          item.type.endsWith('_output') &&
+          typeof item.call_id === 'string'
+        )
+          answered.add(item.call_id);
         const { block, released } = blocks.open(index, tool, keptItems && item.type === 'reasoning');
-        return [...(released === undefined ? [] : sendHeld(released)), ...route(block, message, payload)];
+        return [
+          ...released.flatMap(({ block, held }) => sendHeld(block, held)),
+          ...route(block, message, payload),
+        ];
       }
       return route(blocks.block(index), message, payload);
     },
@@ -112,15 +141,20 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       return { kind: 'answered', answer: closing.payload.response };
     },
     continueRound() {
-      const events = release((block) => callOf(block) === undefined);
+      const events = release((held) => (keptItems ? [] : held.filter((block) => !isClientCall(block))));
       firstRound = false;
       closing = undefined;
       return events;
     },
     finish() {
-      const events = release((block) => {
-        const call = callOf(block);
-        return call === undefined || !options.isInternal(call);
+      const events = release((held) => {
+        if (!keptItems) return held.filter((block) => !isProxyCall(block));
+        const end = held.findIndex(isProxyCall);
+        if (end === -1) return held;
+        // Reasoning that led to what the client does not get goes with it.
+        let kept = held.slice(0, end);
+        while (kept.at(-1)?.leading) kept = kept.slice(0, -1);
+        return kept;
       });
       if (closing !== undefined) {
         const response = { ...hidden(closing.payload.response), output: sent.filter(isJsonObject) };

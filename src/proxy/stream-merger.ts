@@ -4,7 +4,8 @@
  * the client's SDK accumulates a single coherent message. Text and reasoning go out as they
  * arrive; tool calls are held until the round ends, when it is known whether the proxy answers
  * them (the round goes on upstream) or the client does (the answer ends here). Reasoning the
- * provider keeps by id waits for the item after it (`round-blocks.ts`).
+ * provider keeps by id waits for the item after it (`round-blocks.ts`), and a round whose items
+ * the provider keeps gives the client only what keeps them in pairs (`responses-stream-merger.ts`).
  */
 import type { JsonObject } from './wire-dialect.js';
 

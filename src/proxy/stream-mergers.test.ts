@@ -350,6 +350,32 @@ describe('OpenAI Responses', () => {
       .filter(Boolean)
       .map((text) => JSON.parse(text.split('data: ')[1]!));
   const unstored = { ...options, client: { tool_choice: 'auto', store: false } };
+  const clientOutput = (raw: string): string[] =>
+    eventsOf(raw)
+      .at(-1)
+      .response.output.map((value: Wire) => value.id);
+  /**
+   * What a client passing items back by id would be refused for, by the API's two rules: a
+   * reasoning item without the item that followed it, an item without the reasoning it came from.
+   */
+  const brokenPairs = (rounds: Wire[][], client: readonly string[]): string[] => {
+    const got = new Set(client);
+    return rounds.flatMap((items) => {
+      let reasoningBefore: string | undefined;
+      return items.flatMap((value, position) => {
+        const next = items[position + 1];
+        if (value.type === 'reasoning') {
+          reasoningBefore = value.id;
+          return got.has(value.id) && next !== undefined && !got.has(next.id)
+            ? [`${value.id} without ${next.id}`]
+            : [];
+        }
+        return got.has(value.id) && reasoningBefore !== undefined && !got.has(reasoningBefore)
+          ? [`${value.id} without ${reasoningBefore}`]
+          : [];
+      });
+    });
+  };
 
   it('keeps reasoning, releases a message written after a proxy call, and completes with what was streamed', () => {
     const { text: raw, answers } = merge(mergeResponsesStreams(unstored), [
@@ -372,18 +398,82 @@ describe('OpenAI Responses', () => {
 
   // With `store` on, a client passes reasoning back by its id, and the API refuses an item
   // without the one that followed it: here the proxy's call, which the client never gets.
-  it('keeps from the client the reasoning that led to a proxy call, when the provider keeps items', () => {
-    const { text: raw } = merge(mergeResponsesStreams(options), [
-      round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')]),
-      round('resp_2', [reasoning('rs_2'), message('m2', 'Now reading.'), call('c2', 'read_file')]),
-    ]);
+  it('gives the client nothing a round held when it goes on, when the provider keeps items', () => {
+    const rounds = [
+      [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')],
+      [reasoning('rs_2'), message('m2', 'Now reading.'), call('c2', 'read_file')],
+    ];
+    const { text: raw } = merge(
+      mergeResponsesStreams(options),
+      rounds.map((items, index) => round(`resp_${index + 1}`, items)),
+    );
     expect(streamGrammarProblems('responses', raw)).toEqual([]);
     expect(raw).not.toContain('rs_1');
-    expect(
-      eventsOf(raw)
-        .at(-1)
-        .response.output.map((value: Wire) => value.id),
-    ).toEqual(['m1', 'rs_2', 'm2', 'fc_c2']);
+    expect(clientOutput(raw)).toEqual(['rs_2', 'm2', 'fc_c2']);
+    expect(brokenPairs(rounds, clientOutput(raw))).toEqual([]);
+  });
+
+  it.each([
+    [
+      'a call made the round hold before',
+      [call('c0', 'read_file'), reasoning('rs_2'), call('c1', EXPAND_TOOL)],
+    ],
+    ['two in a row', [reasoning('rs_1'), reasoning('rs_2'), call('c1', EXPAND_TOOL)]],
+    ['text after the call', [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')]],
+    ['a client call beside it', [reasoning('rs_1'), call('c1', EXPAND_TOOL), call('c3', 'read_file')]],
+  ])('keeps every reasoning item with what it led to, when the provider keeps items: %s', (_, items) => {
+    const going = merge(mergeResponsesStreams(options), [
+      round('resp_1', items),
+      round('resp_2', [message('m2', 'Done.')]),
+    ]);
+    expect(streamGrammarProblems('responses', going.text)).toEqual([]);
+    expect(clientOutput(going.text)).toEqual(['m2']);
+    // The same round ending the answer (no room left for another): what precedes the proxy's call.
+    const ending = merge(mergeResponsesStreams(options), [round('resp_1', items)]);
+    expect(streamGrammarProblems('responses', ending.text)).toEqual([]);
+    expect(brokenPairs([items], clientOutput(ending.text))).toEqual([]);
+    expect(clientOutput(ending.text)).not.toContain('fc_c1');
+  });
+
+  it('keeps a hosted call with the output the server gave it in the same round', () => {
+    const shell = {
+      id: 'sh_1',
+      type: 'shell_call',
+      call_id: 'call_sh',
+      status: 'completed',
+      action: { commands: ['ls'] },
+      environment: { type: 'container_reference', container_id: 'cntr_1' },
+    };
+    const output = {
+      id: 'sho_1',
+      type: 'shell_call_output',
+      call_id: 'call_sh',
+      status: 'completed',
+      output: [],
+    };
+    const { text: raw } = merge(mergeResponsesStreams(unstored), [
+      round('resp_1', [shell, output, call('c1', EXPAND_TOOL)]),
+      round('resp_2', [message('m2', 'Done.')]),
+    ]);
+    expect(clientOutput(raw)).toEqual(['sh_1', 'sho_1', 'm2']);
+  });
+
+  it("keeps the proxy's calls out of a failed round's response", () => {
+    const merger = mergeResponsesStreams(options);
+    const sent: SseMessage[] = [];
+    for (const message of round('resp_1', [call('c1', EXPAND_TOOL)])) sent.push(...merger.push(message));
+    merger.endRound();
+    sent.push(...merger.continueRound());
+    const failing = round('resp_2', [call('c2', EXPAND_TOOL)]);
+    const failed = JSON.parse(failing.at(-1)!.data);
+    failing[failing.length - 1] = named({
+      ...failed,
+      type: 'response.failed',
+      response: { ...failed.response, status: 'failed' },
+    });
+    for (const message of failing) sent.push(...merger.push(message));
+    expect(merger.endRound()).toEqual({ kind: 'failed' });
+    expect(encodeSse(sent)).not.toContain('fc_c');
   });
 
   it('sends reasoning once the item after it is known not to be a call, and before that item', () => {
@@ -430,19 +520,6 @@ describe('OpenAI Responses', () => {
         .at(-1)
         .response.output.map((value: Wire) => value.id),
     ).toEqual(['rs_1', 'm2']);
-  });
-
-  it('leaves out the reasoning before a proxy call that ends the answer unanswered', () => {
-    const { text: raw } = merge(mergeResponsesStreams(options), [
-      round('resp_1', [reasoning('rs_1'), call('c1', EXPAND_TOOL)]),
-      round('resp_2', [reasoning('rs_2'), call('c2', EXPAND_TOOL), call('c3', 'read_file')]),
-    ]);
-    expect(streamGrammarProblems('responses', raw)).toEqual([]);
-    expect(
-      eventsOf(raw)
-        .at(-1)
-        .response.output.map((value: Wire) => value.id),
-    ).toEqual(['fc_c3']);
   });
 });
 
