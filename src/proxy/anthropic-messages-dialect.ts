@@ -134,7 +134,8 @@ export const anthropicMessagesDialect: WireDialect = {
   },
   continuedFrom(answer, firstTurn) {
     const content = contentBlocks(answer);
-    if (isThinkingBlock(content[0])) return answer;
+    // Nothing to open (the API refuses an assistant message that ends in thinking), or opened.
+    if (content.length === 0 || isThinkingBlock(content[0])) return answer;
     const opening = contentBlocks(firstTurn);
     const end = opening.findIndex((block) => !isThinkingBlock(block));
     const thinking = opening.slice(0, end === -1 ? opening.length : end);

@@ -170,3 +170,27 @@ describe('the calls a recovery round continues with', () => {
     ]);
   });
 });
+
+describe("the answer after recovery rounds: what it keeps of the first round's turn", () => {
+  const thinking = { type: 'thinking', thinking: 'Expand it.', signature: 'c2ln' };
+  const redacted = { type: 'redacted_thinking', data: 'ZW5j' };
+  const expand = { type: 'tool_use', id: 'toolu_1', name: 'selfgc_expand', input: { id: 'x' } };
+  const firstTurn = { role: 'assistant', content: [thinking, redacted, expand], stop_reason: 'tool_use' };
+  const answer = (content: unknown[]) => ({ role: 'assistant', content, stop_reason: 'end_turn' });
+  const text = { type: 'text', text: 'Found it.' };
+
+  it('messages: the thinking that opened the turn, before an answer that opens with none', () => {
+    expect(anthropicMessagesDialect.continuedFrom?.(answer([text]), firstTurn)).toEqual(
+      answer([thinking, redacted, text]),
+    );
+  });
+
+  it('messages: an answer that opens with thinking of its own, or has no content, as it came', () => {
+    const own = answer([{ ...thinking, thinking: 'Now read it.' }, text]);
+    expect(anthropicMessagesDialect.continuedFrom?.(own, firstTurn)).toBe(own);
+    const empty = answer([]);
+    expect(anthropicMessagesDialect.continuedFrom?.(empty, firstTurn)).toBe(empty);
+    const plain = answer([text]);
+    expect(anthropicMessagesDialect.continuedFrom?.(plain, { ...firstTurn, content: [expand] })).toBe(plain);
+  });
+});
