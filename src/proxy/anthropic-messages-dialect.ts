@@ -132,7 +132,7 @@ export const anthropicMessagesDialect: WireDialect = {
     };
     return { ...body, messages: [...requireArray(body, 'messages'), assistant, toolResults] };
   },
-  continuedFrom(answer, firstTurn) {
+  withTurnOpening(answer, firstTurn) {
     const content = contentBlocks(answer);
     // Nothing to open (the API refuses an assistant message that ends in thinking), or opened.
     if (content.length === 0 || isThinkingBlock(content[0])) return answer;

@@ -6,7 +6,7 @@
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
 import { isClientCompaction, isSystemMessage, promptTexts } from './client-compaction.js';
-import { clientCallName } from './responses-items.js';
+import { answeredCallId, clientCallName, pairedItems } from './responses-items.js';
 import { hideResponseTools, mergeResponsesStreams } from './responses-stream-merger.js';
 import {
   fieldTexts,
@@ -33,17 +33,21 @@ function outputItems(answer: unknown): JsonObject[] {
 }
 
 /**
- * An answer's items as the next request's input. With `store: false` the API keeps no item, so
- * one passed back by its id is looked up and not found (a 404): ids go, as clients drop them, and
- * so does reasoning that came without its encrypted state (a model asked for none).
+ * Items as new input rather than by their ids: with `store: false` the API keeps no item, so one
+ * passed back by its id is looked up and not found (a 404). Ids go, as clients drop them, and so
+ * does reasoning that came without its encrypted state (a model asked for none).
  */
-function passedBack(items: readonly JsonObject[], body: JsonObject): JsonObject[] {
-  if (body.store !== false) return [...items];
+function withoutIds(items: readonly JsonObject[]): JsonObject[] {
   return items.flatMap((item) => {
     if (item.type === 'reasoning' && typeof item.encrypted_content !== 'string') return [];
     const { id: _id, ...rest } = item;
     return [rest];
   });
+}
+
+/** An answer's items as the next request's input: by their ids only where the API keeps them. */
+function passedBack(items: readonly JsonObject[], body: JsonObject): JsonObject[] {
+  return body.store === false ? withoutIds(items) : [...items];
 }
 
 export const responsesDialect: WireDialect = {
@@ -129,23 +133,23 @@ export const responsesDialect: WireDialect = {
       ];
     });
   },
-  keepToolCalls(answer, keep) {
+  keepToolCalls(answer, keep, client) {
     if (!Array.isArray(answer.output)) return answer;
-    const answered = new Set(
-      answer.output.flatMap((item) =>
-        isJsonObject(item) &&
-        typeof item.type === 'string' &&
-        item.type.endsWith('_output') &&
-        typeof item.call_id === 'string'
-          ? [item.call_id]
-          : [],
-      ),
-    );
-    const output = answer.output.filter((item) => {
-      const name = isJsonObject(item) ? clientCallName(item, answered) : undefined;
-      return name === undefined || keep(name);
-    });
-    return { ...answer, output };
+    const items = answer.output.filter(isJsonObject);
+    const answered = new Set(items.flatMap((item) => answeredCallId(item) ?? []));
+    const drops = (item: JsonObject) => {
+      const name = clientCallName(item, answered);
+      return name !== undefined && !keep(name);
+    };
+    if (!items.some(drops)) return answer;
+    // For the client: what it may pass back of items the provider keeps (`responses-items.ts`).
+    if (client !== undefined && client.store !== false) {
+      return { ...answer, output: pairedItems(items, drops, (item) => item.type === 'reasoning') };
+    }
+    const output = items.filter((item) => !drops(item));
+    // A turn going on upstream: with items missing, those left no longer pair by id as the
+    // provider holds them, so they go as new input, as without `store`.
+    return { ...answer, output: client === undefined ? withoutIds(output) : output };
   },
   withToolResults(body, answer, results) {
     // Reasoning items must stay with the calls they led to; assistant text items are kept too.

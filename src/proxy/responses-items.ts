@@ -26,3 +26,28 @@ export function clientCallName(item: JsonObject, answered: ReadonlySet<unknown>)
       return undefined;
   }
 }
+
+/** The call id an output item answers (`function_call_output`, a hosted call's output), if any. */
+export function answeredCallId(item: JsonObject): string | undefined {
+  return typeof item.type === 'string' && item.type.endsWith('_output') && typeof item.call_id === 'string'
+    ? item.call_id
+    : undefined;
+}
+
+/**
+ * What a client may have of a round's items (in order) when the provider keeps them and the
+ * client passes them back by id: the API refuses a reasoning item without the item that followed
+ * it, and an item without the reasoning it came from. So: the items before the first one `drops`
+ * takes, less the reasoning that led to it; all of them when it takes none.
+ */
+export function pairedItems<T>(
+  items: readonly T[],
+  drops: (item: T) => boolean,
+  isReasoning: (item: T) => boolean,
+): T[] {
+  const end = items.findIndex(drops);
+  if (end === -1) return [...items];
+  let kept = items.slice(0, end);
+  while (kept.length > 0 && isReasoning(kept.at(-1)!)) kept = kept.slice(0, -1);
+  return kept;
+}

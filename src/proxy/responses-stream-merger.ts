@@ -6,7 +6,7 @@
  * `ResponseStream` takes that object as its final response). The proxy's tools never show in
  * the echoed `tools` and `tool_choice`.
  */
-import { clientCallName } from './responses-items.js';
+import { answeredCallId, clientCallName, pairedItems } from './responses-items.js';
 import { createRoundBlocks, type HeldEvent, type RoundBlock } from './round-blocks.js';
 import {
   eventOf,
@@ -53,7 +53,7 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
    * those pairs: reasoning waits for the item after it, and nothing the round held goes out
    * when the round goes on upstream, or from the proxy's first call on when it ends the answer.
    */
-  const keptItems = options.client.store !== false;
+  const providerKeepsItems = options.client.store !== false;
   /** Of the current round: the call id of each call, and the calls the server answered itself. */
   let callIds = new Map<number, unknown>();
   let answered = new Set<unknown>();
@@ -121,13 +121,9 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
         // Whether the server answers a call itself shows later in the round, with its output.
         const tool = clientCallName(item, NONE_ANSWERED);
         if (tool !== undefined) callIds.set(index, item.call_id);
-        if (
-          typeof item.type === 'string' &&
-          item.type.endsWith('_output') &&
-          typeof item.call_id === 'string'
-        )
-          answered.add(item.call_id);
-        const { block, released } = blocks.open(index, tool, keptItems && item.type === 'reasoning');
+        const answers = answeredCallId(item);
+        if (answers !== undefined) answered.add(answers);
+        const { block, released } = blocks.open(index, tool, providerKeepsItems && item.type === 'reasoning');
         return [
           ...released.flatMap(({ block, held }) => sendHeld(block, held)),
           ...route(block, message, payload),
@@ -141,20 +137,17 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       return { kind: 'answered', answer: closing.payload.response };
     },
     continueRound() {
-      const events = release((held) => (keptItems ? [] : held.filter((block) => !isClientCall(block))));
+      const events = release((held) =>
+        providerKeepsItems ? [] : held.filter((block) => !isClientCall(block)),
+      );
       firstRound = false;
       closing = undefined;
       return events;
     },
     finish() {
       const events = release((held) => {
-        if (!keptItems) return held.filter((block) => !isProxyCall(block));
-        const end = held.findIndex(isProxyCall);
-        if (end === -1) return held;
-        // Reasoning that led to what the client does not get goes with it.
-        let kept = held.slice(0, end);
-        while (kept.at(-1)?.leading) kept = kept.slice(0, -1);
-        return kept;
+        if (!providerKeepsItems) return held.filter((block) => !isProxyCall(block));
+        return pairedItems(held, isProxyCall, (block) => block.leading === true);
       });
       if (closing !== undefined) {
         const response = { ...hidden(closing.payload.response), output: sent.filter(isJsonObject) };

@@ -61,6 +61,7 @@ export function createRoundBlocks(nextIndex: () => number): RoundBlocks {
           for (const block of waiting) {
             block.clientIndex = nextIndex();
             released.push({ block, held: block.held ?? [] });
+            // Its later events go straight out, and the round's release does not send it again.
             delete block.held;
           }
         }

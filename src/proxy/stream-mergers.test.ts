@@ -396,8 +396,8 @@ describe('OpenAI Responses', () => {
     expect(answers[0].output.map((value: Wire) => value.id)).toEqual(['rs_1', 'fc_c1', 'm1']);
   });
 
-  // With `store` on, a client passes reasoning back by its id, and the API refuses an item
-  // without the one that followed it: here the proxy's call, which the client never gets.
+  // With `store` on, a client passes items back by id, and the API refuses a reasoning item
+  // without the item that followed it, and an item without its reasoning (`brokenPairs`).
   it('gives the client nothing a round held when it goes on, when the provider keeps items', () => {
     const rounds = [
       [reasoning('rs_1'), call('c1', EXPAND_TOOL), message('m1', 'Expanding.')],

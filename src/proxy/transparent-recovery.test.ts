@@ -303,6 +303,50 @@ describe('transparent recovery', () => {
     expect(answer.stop_reason).toBe('tool_use');
   });
 
+  // The rounds used up, or no room for another: the last answer still calls the proxy.
+  it('messages: an answer whose last round only called the proxy does not end in thinking', async () => {
+    fixture = await startProxyFixture({
+      script: (request) => ({
+        ...(request.index === 0 ? { thinking: 'The fold hides module 3; expand it.' } : {}),
+        toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }],
+      }),
+    });
+    const body = {
+      ...conversationBody('messages', { turns: TURNS }),
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+    };
+    const response = await fixture.post('messages', body);
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as { content: Array<{ type: string }> };
+    expect(fixture.upstream.requests.length).toBeGreaterThan(1);
+    expect(answer.content.at(-1)?.type).not.toBe('thinking');
+    expect(JSON.stringify(answer)).not.toContain('selfgc_');
+  });
+
+  it.each([
+    ['keeps items', {}],
+    ['keeps none (store: false)', { store: false }],
+  ])(
+    'responses: when the provider %s, a last round that still calls the proxy leaves no reasoning alone',
+    async (_, store) => {
+      fixture = await startProxyFixture({
+        script: (request) => ({ toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] }),
+      });
+      const body = {
+        ...conversationBody('responses', { turns: TURNS }),
+        include: ['reasoning.encrypted_content'],
+        ...store,
+      };
+      const response = await fixture.post('responses', body);
+      expect(response.status).toBe(200);
+      const answer = (await response.json()) as { output: Array<{ type: string }> };
+      expect(fixture.upstream.requests.length).toBeGreaterThan(1);
+      expect(JSON.stringify(answer)).not.toContain('selfgc_');
+      // A reasoning item passed back by id needs the item that followed it: the proxy's call.
+      expect(answer.output.map((item) => item.type)).toEqual('store' in store ? ['reasoning'] : []);
+    },
+  );
+
   it('adds no tools when turned off, nor to a chat request for several choices, and then promises no route', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'ok' }), proxy: { recovery: false } });
     await fixture.post('messages', conversationBody('messages', { turns: TURNS }));

@@ -202,7 +202,10 @@ export interface RecoveryOptions {
   sessionId: string;
   /** The request as first sent (with the recovery tools); read only when recovery runs. */
   body: () => JsonObject;
-  /** What of the client's request shapes its answer: its tool choice (echoed back), its `store`. */
+  /**
+   * What of the client's request shapes its answer: its tool choice (echoed back), its `store`
+   * (what of a Responses answer it may pass back).
+   */
   client: JsonObject;
   /** The window and the view's tokens: recovery keeps every request it sends inside the window. */
   window: RecoveryWindow;
@@ -271,10 +274,10 @@ export function createRecovery(options: RecoveryOptions): Recovery {
       return rounds.length === options.maxRounds ? dialect.withoutToolUse(next) : next;
     },
     clientAnswer(last) {
-      const answer = rounds[0] === undefined ? last : (dialect.continuedFrom?.(last, rounds[0].turn) ?? last);
-      const leaks = dialect.toolCallsOf(answer).some((call) => isRecoveryTool(call.name));
-      const own = leaks ? dialect.keepToolCalls(answer, (name) => !isRecoveryTool(name)) : answer;
-      return dialect.hideAddedTools?.(own, options.client, INTERNAL_TOOLS) ?? own;
+      const leaks = dialect.toolCallsOf(last).some((call) => isRecoveryTool(call.name));
+      const own = leaks ? dialect.keepToolCalls(last, (name) => !isRecoveryTool(name), options.client) : last;
+      const opened = rounds[0] === undefined ? own : (dialect.withTurnOpening?.(own, rounds[0].turn) ?? own);
+      return dialect.hideAddedTools?.(opened, options.client, INTERNAL_TOOLS) ?? opened;
     },
     sentTokens: () => sent,
   };

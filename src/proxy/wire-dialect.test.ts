@@ -110,18 +110,70 @@ describe('the calls a recovery round continues with', () => {
       { id: 'sho_2', type: 'shell_call_output', call_id: 'c10', output: [] },
     ];
     const answer = { output: [reasoning, expand, ...client, search, ...server] };
-    expect(responsesDialect.keepToolCalls(answer, isProxy).output).toEqual([
-      reasoning,
-      expand,
-      search,
-      ...server,
-    ]);
-    expect(responsesDialect.keepToolCalls(answer, (name) => !isProxy(name)).output).toEqual([
+    // Without the client's calls, the items left no longer pair as the provider holds them: they
+    // go upstream as new input, without their ids.
+    const noId = ({ id: _id, ...item }: Record<string, unknown>) => item;
+    expect(responsesDialect.keepToolCalls(answer, isProxy).output).toEqual(
+      [reasoning, expand, search, ...server].map(noId),
+    );
+    // To a client that keeps no item, the answer without the proxy's calls.
+    const unstored = { store: false };
+    expect(responsesDialect.keepToolCalls(answer, (name) => !isProxy(name), unstored).output).toEqual([
       reasoning,
       ...client,
       search,
       ...server,
     ]);
+  });
+
+  it('responses with store: the client gets what it can pass back by id, the upstream new input', () => {
+    const reasoning = (id: string) => ({ id, type: 'reasoning', summary: [] });
+    const call = (id: string, name: string) => ({
+      id: `fc_${id}`,
+      type: 'function_call',
+      call_id: id,
+      name,
+      arguments: '{}',
+    });
+    const message = { id: 'msg_1', type: 'message', role: 'assistant', content: [] };
+    const ids = (answer: Record<string, unknown>) =>
+      (answer.output as Array<{ id?: string }>).map((item) => item.id);
+    const toClient = (output: unknown[]) =>
+      ids(responsesDialect.keepToolCalls({ output, store: true }, (name) => !isProxy(name), {}));
+    // Before the proxy's call, less the reasoning that led to it; nothing after it.
+    expect(
+      toClient([
+        reasoning('rs_1'),
+        message,
+        reasoning('rs_2'),
+        call('p', 'selfgc_expand'),
+        call('a', 'read'),
+      ]),
+    ).toEqual(['rs_1', 'msg_1']);
+    expect(toClient([reasoning('rs_1'), call('a', 'read'), call('p', 'selfgc_expand')])).toEqual([
+      'rs_1',
+      'fc_a',
+    ]);
+    // Upstream, a round's reasoning passed by id would lack the client call that followed it.
+    const turn = responsesDialect.keepToolCalls(
+      {
+        output: [
+          { ...reasoning('rs_1'), encrypted_content: 'enc' },
+          call('a', 'read'),
+          call('p', 'selfgc_expand'),
+        ],
+      },
+      isProxy,
+    );
+    const next = responsesDialect.withToolResults({ input: [] }, turn, [{ id: 'p', output: 'page' }]);
+    expect(next.input).toEqual([
+      { type: 'reasoning', summary: [], encrypted_content: 'enc' },
+      { type: 'function_call', call_id: 'p', name: 'selfgc_expand', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'p', output: 'page' },
+    ]);
+    // A round of the proxy's calls alone goes by id.
+    const whole = { output: [reasoning('rs_1'), call('p', 'selfgc_expand')] };
+    expect(responsesDialect.keepToolCalls(whole, isProxy)).toBe(whole);
   });
 
   it('chat: a custom tool call is a client call too', () => {
@@ -180,17 +232,19 @@ describe("the answer after recovery rounds: what it keeps of the first round's t
   const text = { type: 'text', text: 'Found it.' };
 
   it('messages: the thinking that opened the turn, before an answer that opens with none', () => {
-    expect(anthropicMessagesDialect.continuedFrom?.(answer([text]), firstTurn)).toEqual(
+    expect(anthropicMessagesDialect.withTurnOpening?.(answer([text]), firstTurn)).toEqual(
       answer([thinking, redacted, text]),
     );
   });
 
   it('messages: an answer that opens with thinking of its own, or has no content, as it came', () => {
     const own = answer([{ ...thinking, thinking: 'Now read it.' }, text]);
-    expect(anthropicMessagesDialect.continuedFrom?.(own, firstTurn)).toBe(own);
+    expect(anthropicMessagesDialect.withTurnOpening?.(own, firstTurn)).toBe(own);
     const empty = answer([]);
-    expect(anthropicMessagesDialect.continuedFrom?.(empty, firstTurn)).toBe(empty);
+    expect(anthropicMessagesDialect.withTurnOpening?.(empty, firstTurn)).toBe(empty);
     const plain = answer([text]);
-    expect(anthropicMessagesDialect.continuedFrom?.(plain, { ...firstTurn, content: [expand] })).toBe(plain);
+    expect(anthropicMessagesDialect.withTurnOpening?.(plain, { ...firstTurn, content: [expand] })).toBe(
+      plain,
+    );
   });
 });

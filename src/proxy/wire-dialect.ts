@@ -96,9 +96,12 @@ export interface WireDialect {
   toolCallsOf(answer: unknown): WireToolCall[];
   /**
    * The answer with only the tool calls whose name `keep` accepts; an answer left with none
-   * reads as a finished turn (`stop`, `end_turn`) instead of a tool call.
+   * reads as a finished turn (`stop`, `end_turn`) instead of a tool call. `client`, when the
+   * answer goes to the client (what of its request shapes its answer): a Responses answer whose
+   * items the provider keeps is cut where the client could not pass them back; without it, the
+   * turn goes on upstream, and one left without some of its items goes as new input.
    */
-  keepToolCalls(answer: JsonObject, keep: (name: string) => boolean): JsonObject;
+  keepToolCalls(answer: JsonObject, keep: (name: string) => boolean, client?: JsonObject): JsonObject;
   /** The body continued with the answer's assistant turn and one result per call. */
   withToolResults(
     body: JsonObject,
@@ -111,7 +114,7 @@ export interface WireDialect {
    * thinking: the rounds after the first continue its turn and open with none, and with thinking
    * on the API refuses a last assistant message that does not open with it.
    */
-  continuedFrom?(answer: JsonObject, firstTurn: JsonObject): JsonObject;
+  withTurnOpening?(answer: JsonObject, firstTurn: JsonObject): JsonObject;
   /**
    * An answer that echoes the request's tools (Responses does) with the proxy's own tools and
    * tool choice taken out again, as the client sent them.
