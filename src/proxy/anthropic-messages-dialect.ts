@@ -15,7 +15,7 @@ import {
   requestBreakpoints,
   toAnthropicMessages,
 } from '../adapters/index.js';
-import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
+import { mergeAnthropicStreams, UNFINISHED_TURN_NOTE } from './anthropic-stream-merger.js';
 import { isClientCompaction, promptTexts } from './client-compaction.js';
 import {
   fieldTexts,
@@ -113,10 +113,15 @@ export const anthropicMessagesDialect: WireDialect = {
       return [{ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) }];
     });
   },
-  keepToolCalls(answer, keep) {
-    const content = contentBlocks(answer).filter(
+  keepToolCalls(answer, keep, client) {
+    const kept = contentBlocks(answer).filter(
       (block) => block.type !== 'tool_use' || typeof block.name !== 'string' || keep(block.name),
     );
+    // The client's message may not end in thinking, nor be empty (its only calls were the proxy's).
+    const content =
+      client !== undefined && (kept.length === 0 || isThinkingBlock(kept.at(-1)))
+        ? [...kept, { type: 'text', text: UNFINISHED_TURN_NOTE }]
+        : kept;
     const finished = answer.stop_reason === 'tool_use' && !content.some((block) => block.type === 'tool_use');
     return { ...answer, content, ...(finished ? { stop_reason: 'end_turn' } : {}) };
   },

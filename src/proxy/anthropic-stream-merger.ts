@@ -54,6 +54,27 @@ function finishedBlock({ json, ...block }: Assembled): JsonObject | undefined {
   return block;
 }
 
+/**
+ * What closes an answer whose last round called only the proxy's tools (no room was left for
+ * another round) after thinking or nothing: the API refuses an assistant message that ends in
+ * thinking, or has no content.
+ */
+export const UNFINISHED_TURN_NOTE =
+  '[selfgc: no room was left in the context window for the content this turn asked for; go on with what is shown.]';
+
+/** A text block holding the note, at client index `index`. */
+function noteBlock(index: number): SseMessage[] {
+  const event = (payload: JsonObject): SseMessage => ({
+    event: String(payload.type),
+    data: JSON.stringify(payload),
+  });
+  return [
+    event({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } }),
+    event({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: UNFINISHED_TURN_NOTE } }),
+    event({ type: 'content_block_stop', index }),
+  ];
+}
+
 export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerger {
   let started = false;
   let sentBlocks = 0;
@@ -63,8 +84,13 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
   let stopped = false;
   let failed = false;
 
-  const indexed = (message: SseMessage, payload: JsonObject, index: number): SseMessage =>
-    payload.index === index ? message : eventOf(message, { ...payload, index });
+  /** The type of the last block the client got: its message may not end in thinking. */
+  let lastSent: unknown;
+  const indexed = (message: SseMessage, payload: JsonObject, index: number): SseMessage => {
+    if (payload.type === 'content_block_start' && isJsonObject(payload.content_block))
+      lastSent = payload.content_block.type;
+    return payload.index === index ? message : eventOf(message, { ...payload, index });
+  };
 
   const route = (block: RoundBlock | undefined, message: SseMessage, payload: JsonObject) => {
     if (block === undefined) return [];
@@ -144,10 +170,15 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
       return events;
     },
     finish() {
-      const kept = blocks.release((held) =>
-        held.filter((block) => block.tool === undefined || !options.isInternal(block.tool)),
-      );
+      let dropped = false;
+      const kept = blocks.release((held) => {
+        const own = held.filter((block) => block.tool === undefined || !options.isInternal(block.tool));
+        dropped = own.length < held.length;
+        return own;
+      });
       const events = released(kept);
+      const thinkingLast = lastSent === 'thinking' || lastSent === 'redacted_thinking';
+      if (thinkingLast || (dropped && lastSent === undefined)) events.push(...noteBlock(sentBlocks++));
       if (closing !== undefined) {
         const delta = isJsonObject(closing.payload.delta) ? closing.payload.delta : {};
         const callsLeft = kept.some((block) => block.tool !== undefined);

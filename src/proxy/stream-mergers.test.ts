@@ -7,7 +7,7 @@ import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { describe, expect, it } from 'vitest';
 import type { Wire } from '../testing/upstream-test-kit.js';
-import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
+import { mergeAnthropicStreams, UNFINISHED_TURN_NOTE } from './anthropic-stream-merger.js';
 import { mergeChatStreams } from './chat-stream-merger.js';
 import { mergeResponsesStreams } from './responses-stream-merger.js';
 import { encodeSse, type SseMessage, type StreamMerger } from './stream-merger.js';
@@ -132,6 +132,26 @@ describe('Anthropic Messages', () => {
     ]);
     const final = await MessageStream.fromReadableStream(jsonLines(sent)).finalMessage();
     expect(final.content).toEqual([{ type: 'text', text: 'Done. ' }]);
+    expect(final.stop_reason).toBe('end_turn');
+  });
+
+  // The API refuses an assistant message that ends in thinking, or has no content.
+  it.each([
+    ['after thinking', true],
+    ['alone', false],
+  ])('closes with a note an answer whose last round only called the proxy %s', async (_, thought) => {
+    const { sent, text: raw } = merge(mergeAnthropicStreams(options), [
+      [
+        start('msg_1'),
+        ...(thought ? thinking(0, 'Expand it.') : []),
+        ...tool(thought ? 1 : 0, 'tu_1', EXPAND_TOOL, '{"id":"x"}'),
+        ...end('tool_use'),
+      ],
+    ]);
+    expect(streamGrammarProblems('messages', raw)).toEqual([]);
+    const final = await MessageStream.fromReadableStream(jsonLines(sent)).finalMessage();
+    expect(final.content.map((block) => block.type)).toEqual(thought ? ['thinking', 'text'] : ['text']);
+    expect(final.content.at(-1)).toEqual({ type: 'text', text: UNFINISHED_TURN_NOTE });
     expect(final.stop_reason).toBe('end_turn');
   });
 });

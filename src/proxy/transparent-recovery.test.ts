@@ -5,6 +5,7 @@ import { recoveryKeyOf } from '../core/session-state.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import type { ScriptedRequest } from '../testing/scripted-reply.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
+import { UNFINISHED_TURN_NOTE } from './anthropic-stream-merger.js';
 import { chatDialect } from './chat-dialect.js';
 import { responsesDialect } from './responses-dialect.js';
 import { hashApiKey } from './session-identity.js';
@@ -317,9 +318,11 @@ describe('transparent recovery', () => {
     };
     const response = await fixture.post('messages', body);
     expect(response.status).toBe(200);
-    const answer = (await response.json()) as { content: Array<{ type: string }> };
+    const answer = (await response.json()) as { content: Array<{ type: string; text?: string }> };
     expect(fixture.upstream.requests.length).toBeGreaterThan(1);
-    expect(answer.content.at(-1)?.type).not.toBe('thinking');
+    // It opens with the turn's thinking and ends in a note, not in thinking, nor empty.
+    expect(answer.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(answer.content[1]?.text).toBe(UNFINISHED_TURN_NOTE);
     expect(JSON.stringify(answer)).not.toContain('selfgc_');
   });
 
