@@ -15,8 +15,9 @@ import {
   requestBreakpoints,
   toAnthropicMessages,
 } from '../adapters/index.js';
-import { mergeAnthropicStreams, UNFINISHED_TURN_NOTE } from './anthropic-stream-merger.js';
+import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
 import { isClientCompaction, promptTexts } from './client-compaction.js';
+import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
 import {
   fieldTexts,
   isJsonObject,

@@ -11,6 +11,7 @@ import {
   type SseMessage,
   type StreamMerger,
   type StreamMergerOptions,
+  UNFINISHED_TURN_NOTE,
 } from './stream-merger.js';
 import { isJsonObject, type JsonObject, numberOf } from './wire-dialect.js';
 
@@ -53,14 +54,6 @@ function finishedBlock({ json, ...block }: Assembled): JsonObject | undefined {
   }
   return block;
 }
-
-/**
- * What closes an answer whose last round called only the proxy's tools (no room was left for
- * another round) after thinking or nothing: the API refuses an assistant message that ends in
- * thinking, or has no content.
- */
-export const UNFINISHED_TURN_NOTE =
-  '[selfgc: no room was left in the context window for the content this turn asked for; go on with what is shown.]';
 
 /** A text block holding the note, at client index `index`. */
 function noteBlock(index: number): SseMessage[] {

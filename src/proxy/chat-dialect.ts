@@ -3,6 +3,7 @@ import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapter
 import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { mergeChatStreams } from './chat-stream-merger.js';
 import { isClientCompaction, isSystemMessage, promptTexts } from './client-compaction.js';
+import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -117,7 +118,7 @@ export const chatDialect: WireDialect = {
         : [];
     });
   },
-  keepToolCalls(answer, keep) {
+  keepToolCalls(answer, keep, client) {
     const message = onlyMessage(answer);
     if (message === undefined || !Array.isArray(message.tool_calls)) return answer;
     const toolCalls = message.tool_calls.filter((call) => {
@@ -126,7 +127,16 @@ export const chatDialect: WireDialect = {
     });
     const [choice] = answer.choices as JsonObject[];
     const finished = toolCalls.length === 0 && choice?.finish_reason === 'tool_calls';
-    const kept = replaceFields(message, { tool_calls: toolCalls.length > 0 ? toolCalls : undefined });
+    // The client's message may not be left with neither content nor calls (its calls were the proxy's).
+    const spoke =
+      typeof message.content === 'string'
+        ? message.content !== ''
+        : Array.isArray(message.content) && message.content.length > 0;
+    const empty = toolCalls.length === 0 && !spoke;
+    const kept = replaceFields(message, {
+      tool_calls: toolCalls.length > 0 ? toolCalls : undefined,
+      ...(client !== undefined && empty ? { content: UNFINISHED_TURN_NOTE } : {}),
+    });
     return {
       ...answer,
       choices: [{ ...choice, message: kept, ...(finished ? { finish_reason: 'stop' } : {}) }],

@@ -4,8 +4,13 @@
  * the role comes once, text goes out as it arrives, the client's tool calls come at the end
  * renumbered from 0, then one `finish_reason`, the usage chunk and `[DONE]`.
  */
-import type { SseMessage, StreamMerger, StreamMergerOptions } from './stream-merger.js';
-import { payloadOf } from './stream-merger.js';
+import {
+  payloadOf,
+  type SseMessage,
+  type StreamMerger,
+  type StreamMergerOptions,
+  UNFINISHED_TURN_NOTE,
+} from './stream-merger.js';
 import { isJsonObject, type JsonObject, numberOf } from './wire-dialect.js';
 
 /** One tool call of the round, assembled, with the deltas it came in. */
@@ -80,6 +85,8 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   let identity: { id: unknown; created: unknown } | undefined;
   let roleSent = false;
   let content = '';
+  /** Whether the client got any text of the answer, in any round. */
+  let spoke = false;
   /** The message's other fields this round (`reasoning_content`). */
   let fields: JsonObject = {};
   let calls = new Map<number, HeldCall>();
@@ -107,6 +114,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
     const { tool_calls: toolCalls, role, ...delta } = isJsonObject(choice.delta) ? choice.delta : {};
     if (Array.isArray(toolCalls)) for (const call of toolCalls) holdCall(call);
     if (typeof delta.content === 'string') content += delta.content;
+    if (typeof delta.content === 'string' && delta.content !== '') spoke = true;
     assemble(fields, delta, MESSAGE_DELTA_KEYS);
     if (typeof choice.finish_reason === 'string') {
       finish = { chunk, choice: { ...choice, delta: {} }, reason: choice.finish_reason };
@@ -193,6 +201,15 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
           }
         });
         const last = reason === 'tool_calls' && kept.length === 0 ? 'stop' : reason;
+        // The proxy's calls were all it had: the client's message may not be left empty.
+        if (last !== reason && !spoke) {
+          events.push(
+            chunkEvent({
+              ...base,
+              choices: [{ ...choice, delta: { content: UNFINISHED_TURN_NOTE }, finish_reason: null }],
+            }),
+          );
+        }
         events.push(chunkEvent({ ...chunk, choices: [{ ...choice, finish_reason: last }] }));
       }
       if (usage !== undefined) events.push(chunkEvent(usage));

@@ -9,6 +9,14 @@
  */
 import type { JsonObject } from './wire-dialect.js';
 
+/**
+ * What closes an answer whose last round called only the proxy's tools (no room was left for
+ * another round) after nothing the client can keep: an assistant message with no content (or,
+ * on Messages, one that ends in thinking) is refused when the client sends it back.
+ */
+export const UNFINISHED_TURN_NOTE =
+  '[selfgc: no room was left in the context window for the content this turn asked for; go on with what is shown.]';
+
 /** One server-sent event; `data` is one JSON text (or `[DONE]`). */
 export interface SseMessage {
   event?: string;

@@ -7,10 +7,10 @@ import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { describe, expect, it } from 'vitest';
 import type { Wire } from '../testing/upstream-test-kit.js';
-import { mergeAnthropicStreams, UNFINISHED_TURN_NOTE } from './anthropic-stream-merger.js';
+import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
 import { mergeChatStreams } from './chat-stream-merger.js';
 import { mergeResponsesStreams } from './responses-stream-merger.js';
-import { encodeSse, type SseMessage, type StreamMerger } from './stream-merger.js';
+import { encodeSse, type SseMessage, type StreamMerger, UNFINISHED_TURN_NOTE } from './stream-merger.js';
 import { streamGrammarProblems } from './testing/stream-grammar.js';
 import { EXPAND_TOOL, isRecoveryTool } from './transparent-recovery.js';
 
@@ -169,6 +169,21 @@ describe('OpenAI Chat Completions', () => {
   });
   const call = (index: number, id: string, name: string, args: string) => ({
     tool_calls: [{ index, id, type: 'function', function: { name, arguments: args } }],
+  });
+
+  it('closes with a note an answer whose last round only called the proxy, with nothing said', async () => {
+    const { sent, text: raw } = merge(mergeChatStreams(options), [
+      [
+        chunk('c1', { role: 'assistant', content: null }),
+        chunk('c1', call(0, 'a', EXPAND_TOOL, '{"id":"x"}')),
+        chunk('c1', {}, 'tool_calls'),
+        { data: '[DONE]' },
+      ],
+    ]);
+    expect(streamGrammarProblems('chat', raw)).toEqual([]);
+    const final = await ChatCompletionStream.fromReadableStream(jsonLines(sent)).finalChatCompletion();
+    expect(final.choices[0]?.message.content).toBe(UNFINISHED_TURN_NOTE);
+    expect(final.choices[0]?.finish_reason).toBe('stop');
   });
 
   it('keeps one id, one role and one finish, and renumbers the client calls from 0', async () => {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import type { Wire } from '../testing/upstream-test-kit.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { responsesDialect } from './responses-dialect.js';
+import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
 import { eventUsage } from './wire-dialect.js';
 
 describe('eventUsage', () => {
@@ -174,6 +176,30 @@ describe('the calls a recovery round continues with', () => {
     // A round of the proxy's calls alone goes by id.
     const whole = { output: [reasoning('rs_1'), call('p', 'selfgc_expand')] };
     expect(responsesDialect.keepToolCalls(whole, isProxy)).toBe(whole);
+  });
+
+  it("chat: the client's answer is never left with neither text nor calls", () => {
+    const expand = { id: 'a', type: 'function', function: { name: 'selfgc_expand', arguments: '{}' } };
+    const answer = (content: string | null) => ({
+      choices: [
+        {
+          index: 0,
+          finish_reason: 'tool_calls',
+          message: { role: 'assistant', content, tool_calls: [expand] },
+        },
+      ],
+    });
+    const toClient = (content: string | null) =>
+      (
+        chatDialect.keepToolCalls(answer(content), (name) => !isProxy(name), {}) as {
+          choices: [{ message: Wire }];
+        }
+      ).choices[0].message;
+    expect(toClient(null)).toEqual({ role: 'assistant', content: UNFINISHED_TURN_NOTE });
+    expect(toClient('Looking.')).toEqual({ role: 'assistant', content: 'Looking.' });
+    // A turn going upstream keeps what it had.
+    const turn = chatDialect.keepToolCalls(answer(null), isProxy) as { choices: [{ message: Wire }] };
+    expect(turn.choices[0].message.content).toBeNull();
   });
 
   it('chat: a custom tool call is a client call too', () => {
