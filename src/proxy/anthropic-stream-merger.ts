@@ -171,7 +171,8 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
       });
       const events = released(kept);
       const thinkingLast = lastSent === 'thinking' || lastSent === 'redacted_thinking';
-      if (thinkingLast || (dropped && lastSent === undefined)) events.push(...noteBlock(sentBlocks++));
+      // Only where the proxy's calls were taken out: an answer of the model's own stays as it came.
+      if (dropped && (thinkingLast || lastSent === undefined)) events.push(...noteBlock(sentBlocks++));
       if (closing !== undefined) {
         const delta = isJsonObject(closing.payload.delta) ? closing.payload.delta : {};
         const callsLeft = kept.some((block) => block.tool !== undefined);

@@ -135,6 +135,14 @@ describe('Anthropic Messages', () => {
     expect(final.stop_reason).toBe('end_turn');
   });
 
+  it('leaves an answer of the model that ends in thinking as it came', async () => {
+    const { sent } = merge(mergeAnthropicStreams(options), [
+      [start('msg_1'), ...thinking(0, 'Out of tokens while'), ...end('max_tokens')],
+    ]);
+    const final = await MessageStream.fromReadableStream(jsonLines(sent)).finalMessage();
+    expect(final.content.map((block) => block.type)).toEqual(['thinking']);
+  });
+
   // The API refuses an assistant message that ends in thinking, or has no content.
   it.each([
     ['after thinking', true],
