@@ -79,6 +79,8 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
 
   /** The type of the last block the client got: its message may not end in thinking. */
   let lastSent: unknown;
+  /** Whether a round went on upstream: the proxy took its calls out. */
+  let recovered = false;
   const indexed = (message: SseMessage, payload: JsonObject, index: number): SseMessage => {
     if (payload.type === 'content_block_start' && isJsonObject(payload.content_block))
       lastSent = payload.content_block.type;
@@ -160,19 +162,21 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
     continueRound() {
       const events = released(blocks.release((held) => held.filter((block) => block.tool === undefined)));
       startRound();
+      recovered = true;
       return events;
     },
     finish() {
-      let dropped = false;
+      let tookCalls = recovered;
       const kept = blocks.release((held) => {
         const own = held.filter((block) => block.tool === undefined || !options.isInternal(block.tool));
-        dropped = own.length < held.length;
+        tookCalls ||= own.length < held.length;
         return own;
       });
       const events = released(kept);
       const thinkingLast = lastSent === 'thinking' || lastSent === 'redacted_thinking';
-      // Only where the proxy's calls were taken out: an answer of the model's own stays as it came.
-      if (dropped && (thinkingLast || lastSent === undefined)) events.push(...noteBlock(sentBlocks++));
+      // Only where the proxy took calls out, in this round or an earlier one: an answer of the
+      // model's own stays as it came.
+      if (tookCalls && (thinkingLast || lastSent === undefined)) events.push(...noteBlock(sentBlocks++));
       if (closing !== undefined) {
         const delta = isJsonObject(closing.payload.delta) ? closing.payload.delta : {};
         const callsLeft = kept.some((block) => block.tool !== undefined);

@@ -87,6 +87,8 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   let content = '';
   /** Whether the client got any text of the answer, in any round. */
   let spoke = false;
+  /** Whether a round went on upstream: the proxy took its calls out. */
+  let recovered = false;
   /** The message's other fields this round (`reasoning_content`). */
   let fields: JsonObject = {};
   let calls = new Map<number, HeldCall>();
@@ -183,6 +185,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
     },
     continueRound() {
       startRound();
+      recovered = true;
       return [];
     },
     finish() {
@@ -201,8 +204,9 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
           }
         });
         const last = reason === 'tool_calls' && kept.length === 0 ? 'stop' : reason;
-        // The proxy's calls were all it had: the client's message may not be left empty.
-        if (last !== reason && !spoke) {
+        // The proxy's calls were all it had (whatever finish the server gave them): the client's
+        // message may not be left empty.
+        if (kept.length === 0 && (recovered || calls.size > 0) && !spoke) {
           events.push(
             chunkEvent({
               ...base,

@@ -135,6 +135,20 @@ describe('Anthropic Messages', () => {
     expect(final.stop_reason).toBe('end_turn');
   });
 
+  it('closes with a note an answer whose last round says nothing after a round of thinking', async () => {
+    const { sent } = merge(mergeAnthropicStreams(options), [
+      [
+        start('msg_1'),
+        ...thinking(0, 'Expand it.'),
+        ...tool(1, 'tu_1', EXPAND_TOOL, '{"id":"x"}'),
+        ...end('tool_use'),
+      ],
+      [start('msg_2'), ...end('end_turn')],
+    ]);
+    const final = await MessageStream.fromReadableStream(jsonLines(sent)).finalMessage();
+    expect(final.content.map((block) => block.type)).toEqual(['thinking', 'text']);
+  });
+
   it('leaves an answer of the model that ends in thinking as it came', async () => {
     const { sent } = merge(mergeAnthropicStreams(options), [
       [start('msg_1'), ...thinking(0, 'Out of tokens while'), ...end('max_tokens')],
@@ -179,19 +193,36 @@ describe('OpenAI Chat Completions', () => {
     tool_calls: [{ index, id, type: 'function', function: { name, arguments: args } }],
   });
 
-  it('closes with a note an answer whose last round only called the proxy, with nothing said', async () => {
-    const { sent, text: raw } = merge(mergeChatStreams(options), [
+  // Gemini's OpenAI endpoint streams `stop` for a turn of calls.
+  it.each(['tool_calls', 'stop', 'length'])(
+    'closes with a note an answer whose last round only called the proxy, with nothing said (%s)',
+    async (reason) => {
+      const { sent, text: raw } = merge(mergeChatStreams(options), [
+        [
+          chunk('c1', { role: 'assistant', content: null }),
+          chunk('c1', call(0, 'a', EXPAND_TOOL, '{"id":"x"}')),
+          chunk('c1', {}, reason),
+          { data: '[DONE]' },
+        ],
+      ]);
+      expect(streamGrammarProblems('chat', raw)).toEqual([]);
+      const final = await ChatCompletionStream.fromReadableStream(jsonLines(sent)).finalChatCompletion();
+      expect(final.choices[0]?.message.content).toBe(UNFINISHED_TURN_NOTE);
+      expect(final.choices[0]?.finish_reason).toBe(reason === 'tool_calls' ? 'stop' : reason);
+    },
+  );
+
+  it('closes with a note an answer whose rounds said nothing', async () => {
+    const { sent } = merge(mergeChatStreams(options), [
       [
         chunk('c1', { role: 'assistant', content: null }),
-        chunk('c1', call(0, 'a', EXPAND_TOOL, '{"id":"x"}')),
+        chunk('c1', call(0, 'a', EXPAND_TOOL, '{}')),
         chunk('c1', {}, 'tool_calls'),
-        { data: '[DONE]' },
       ],
+      [chunk('c2', { role: 'assistant', content: '' }), chunk('c2', {}, 'stop')],
     ]);
-    expect(streamGrammarProblems('chat', raw)).toEqual([]);
     const final = await ChatCompletionStream.fromReadableStream(jsonLines(sent)).finalChatCompletion();
     expect(final.choices[0]?.message.content).toBe(UNFINISHED_TURN_NOTE);
-    expect(final.choices[0]?.finish_reason).toBe('stop');
   });
 
   it('keeps one id, one role and one finish, and renumbers the client calls from 0', async () => {
