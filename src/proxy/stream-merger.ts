@@ -10,9 +10,10 @@
 import type { JsonObject } from './wire-dialect.js';
 
 /**
- * What closes an answer whose last round called only the proxy's tools (no room was left for
- * another round) after nothing the client can keep: an assistant message with no content (or,
- * on Messages, one that ends in thinking) is refused when the client sends it back.
+ * What closes an answer the proxy took calls out of (a round went on upstream, or the last one
+ * called its tools with no room or rounds left) when nothing else would: an assistant message
+ * with no content (or, on Messages, one that ends in thinking) is refused when the client sends
+ * it back.
  */
 export const UNFINISHED_TURN_NOTE =
   '[selfgc: no room was left in the context window for the content this turn asked for; go on with what is shown.]';
