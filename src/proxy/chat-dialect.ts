@@ -120,8 +120,9 @@ export const chatDialect: WireDialect = {
   },
   keepToolCalls(answer, keep, client) {
     const message = onlyMessage(answer);
-    if (message === undefined || !Array.isArray(message.tool_calls)) return answer;
-    const toolCalls = message.tool_calls.filter((call) => {
+    if (message === undefined) return answer;
+    if (!Array.isArray(message.tool_calls) && client === undefined) return answer;
+    const toolCalls = (Array.isArray(message.tool_calls) ? message.tool_calls : []).filter((call) => {
       const name = isJsonObject(call) ? callName(call) : undefined;
       return name === undefined || keep(name);
     });

@@ -326,6 +326,20 @@ describe('transparent recovery', () => {
     expect(JSON.stringify(answer)).not.toContain('selfgc_');
   });
 
+  it('chat: an answer whose last round, after a round, says nothing and calls nothing ends in the note', async () => {
+    fixture = await startProxyFixture({
+      script: (request) =>
+        request.index === 0
+          ? { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] }
+          : {},
+    });
+    const response = await fixture.post('chat', conversationBody('chat', { turns: TURNS }));
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as { choices: Array<{ message: { content: unknown } }> };
+    expect(fixture.upstream.requests).toHaveLength(2);
+    expect(answer.choices[0]?.message.content).toBe(UNFINISHED_TURN_NOTE);
+  });
+
   it.each([
     ['keeps items', {}],
     ['keeps none (store: false)', { store: false }],

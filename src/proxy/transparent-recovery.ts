@@ -274,8 +274,12 @@ export function createRecovery(options: RecoveryOptions): Recovery {
       return rounds.length === options.maxRounds ? dialect.withoutToolUse(next) : next;
     },
     clientAnswer(last) {
+      // After rounds, the answer is the proxy's making, even when the last one called nothing.
       const leaks = dialect.toolCallsOf(last).some((call) => isRecoveryTool(call.name));
-      const own = leaks ? dialect.keepToolCalls(last, (name) => !isRecoveryTool(name), options.client) : last;
+      const own =
+        leaks || rounds.length > 0
+          ? dialect.keepToolCalls(last, (name) => !isRecoveryTool(name), options.client)
+          : last;
       const opened = rounds[0] === undefined ? own : (dialect.withTurnOpening?.(own, rounds[0].turn) ?? own);
       return dialect.hideAddedTools?.(opened, options.client, INTERNAL_TOOLS) ?? opened;
     },
