@@ -92,8 +92,7 @@ export const anthropicMessagesDialect: WireDialect = {
     return isJsonObject(body.thread) && body.thread.type === 'continue' ? 'server-state' : undefined;
   },
   recoverable(body) {
-    const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
-    return !isClientCompaction(promptTexts([body.system], last));
+    return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : [], [body.system]));
   },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;

@@ -2,7 +2,7 @@
 import { fromOpenAIChat, type OpenAIChatMessage, toOpenAIChat } from '../adapters/index.js';
 import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns.js';
 import { mergeChatStreams } from './chat-stream-merger.js';
-import { isClientCompaction, isSystemMessage, promptTexts } from './client-compaction.js';
+import { isClientCompaction, promptTexts } from './client-compaction.js';
 import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
 import {
   fieldTexts,
@@ -84,9 +84,7 @@ export const chatDialect: WireDialect = {
   recoverable(body) {
     // With several choices, each could call the proxy's tools differently: not one answer to continue.
     if (body.n !== undefined && body.n !== null && body.n !== 1) return false;
-    const messages = Array.isArray(body.messages) ? body.messages : [];
-    const system = messages.filter(isSystemMessage).map((message) => message.content);
-    return !isClientCompaction(promptTexts(system, messages.at(-1)));
+    return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : []));
   },
   usageOf(payload) {
     const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;

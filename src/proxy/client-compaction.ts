@@ -20,7 +20,7 @@ export interface PromptTexts {
 }
 
 /** The texts of a message's content: a string, or its `text` and `input_text` parts. */
-export function contentTexts(content: unknown): string[] {
+function contentTexts(content: unknown): string[] {
   if (typeof content === 'string') return [content];
   if (!Array.isArray(content)) return [];
   return content.flatMap((part) =>
@@ -33,14 +33,21 @@ export function contentTexts(content: unknown): string[] {
 }
 
 /** Whether a message (or Responses item) is a system or developer message. */
-export function isSystemMessage(message: unknown): message is JsonObject {
+function isSystemMessage(message: unknown): message is JsonObject {
   return isJsonObject(message) && (message.role === 'system' || message.role === 'developer');
 }
 
-/** The texts of `system` contents and of the last message, when a user sent it. */
-export function promptTexts(system: readonly unknown[], last: unknown): PromptTexts {
+/**
+ * What the recognizers read of a conversation: the texts of `system` (contents beside the
+ * messages: Anthropic's `system`, Responses `instructions`) and of its system and developer
+ * messages, and those of its last message when a user sent it.
+ */
+export function promptTexts(messages: readonly unknown[], system: readonly unknown[] = []): PromptTexts {
+  const last = messages.at(-1);
   return {
-    system: system.flatMap(contentTexts),
+    system: [...system, ...messages.filter(isSystemMessage).map((message) => message.content)].flatMap(
+      contentTexts,
+    ),
     lastUser: isJsonObject(last) && last.role === 'user' ? contentTexts(last.content) : [],
   };
 }

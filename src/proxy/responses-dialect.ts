@@ -5,7 +5,7 @@
  */
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
-import { isClientCompaction, isSystemMessage, promptTexts } from './client-compaction.js';
+import { isClientCompaction, promptTexts } from './client-compaction.js';
 import { answeredCallId, clientCallName, pairedItems } from './responses-items.js';
 import { hideResponseTools, mergeResponsesStreams } from './responses-stream-merger.js';
 import {
@@ -93,8 +93,7 @@ export const responsesDialect: WireDialect = {
     const items = inputItems(body);
     const last = items.at(-1);
     if (isJsonObject(last) && last.type === 'compaction_trigger') return false;
-    const system = items.filter(isSystemMessage).map((item) => item.content);
-    return !isClientCompaction(promptTexts([body.instructions, ...system], last));
+    return !isClientCompaction(promptTexts(items, [body.instructions]));
   },
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;
