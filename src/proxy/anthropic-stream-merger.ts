@@ -190,10 +190,8 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
       startRound();
       return events;
     },
-    fail(message) {
-      return [
-        { event: 'error', data: JSON.stringify({ type: 'error', error: { type: 'api_error', message } }) },
-      ];
+    fail(body) {
+      return [{ event: 'error', data: JSON.stringify(body) }];
     },
   };
 }

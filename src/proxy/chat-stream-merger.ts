@@ -221,8 +221,8 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
       startRound();
       return events;
     },
-    fail(message) {
-      return [chunkEvent({ error: { message, type: 'server_error', param: null, code: null } })];
+    fail(body) {
+      return [chunkEvent(body)];
     },
   };
 }

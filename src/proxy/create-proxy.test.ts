@@ -226,7 +226,7 @@ describe('upstream failures', () => {
     const error = errorOf('chat', await chat.json());
     // The driver's reason names the address: the log has it, the client does not.
     expect(error.message).toBe(
-      `the upstream could not be reached (request ${requestId}; details are in the proxy log)`,
+      `the upstream failed or could not be reached (request ${requestId}; details are in the proxy log)`,
     );
     expect(error.code).toBe('selfgc_upstream_failure');
     expect(fixture.logs[0]).toMatchObject({ requestId, error: 'upstream-failure' });

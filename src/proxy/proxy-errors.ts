@@ -5,6 +5,7 @@
  */
 import { ERROR_TABLE, type ErrorCode, type SelfGcError } from '../core/errors.js';
 import { jsonAnswer, type ProxyAnswer } from './proxy-exchange.js';
+import { isJsonObject, type JsonObject } from './wire-dialect.js';
 
 export type ProviderName = 'openai' | 'anthropic';
 
@@ -35,7 +36,7 @@ const PUBLIC_MESSAGES: Record<ErrorCode, string | undefined> = {
   'not-found': 'not found',
   'plan-rejected': 'the governance plan was rejected',
   'store-failure': 'the session store is unavailable; retry later',
-  'upstream-failure': 'the upstream could not be reached',
+  'upstream-failure': 'the upstream failed or could not be reached',
   internal: 'internal proxy error',
 };
 
@@ -61,12 +62,12 @@ export function hiddenErrorDetail(error: SelfGcError): string | undefined {
  * The JSON error body a provider's SDK expects, with the stable code and the request id
  * (top-level `request_id`, where Anthropic's own error bodies carry it).
  */
-export function providerErrorBody(
+function providerErrorBody(
   provider: ProviderName,
   code: ErrorCode,
   message: string,
   requestId: string,
-): object {
+): JsonObject {
   const type = ERROR_TYPES[code][provider];
   const stableCode = publicErrorCode(code);
   if (provider === 'anthropic') {
@@ -78,6 +79,11 @@ export function providerErrorBody(
 /** The header every answer of the proxy carries, naming its log entry. */
 export const REQUEST_ID_HEADER = 'x-selfgc-request-id';
 
+/** A Self-GC error as the provider's error body, with what the client may read of it. */
+export function publicErrorBody(provider: ProviderName, error: SelfGcError, requestId: string): JsonObject {
+  return providerErrorBody(provider, error.code, publicErrorMessage(error, requestId), requestId);
+}
+
 /** A complete error answer for a Self-GC error: never its internal message (see above). */
 export function errorAnswer(
   provider: ProviderName,
@@ -85,6 +91,43 @@ export function errorAnswer(
   requestId: string,
   headers: Record<string, string> = {},
 ): ProxyAnswer {
-  const body = providerErrorBody(provider, error.code, publicErrorMessage(error, requestId), requestId);
+  const body = publicErrorBody(provider, error, requestId);
   return jsonAnswer(ERROR_TABLE[error.code].status, body, { ...headers, [REQUEST_ID_HEADER]: requestId });
+}
+
+/** Anthropic's error `type` for an HTTP status, as its API documents them. */
+function anthropicErrorType(status: number): string {
+  const byStatus: Record<number, string> = {
+    400: 'invalid_request_error',
+    401: 'authentication_error',
+    403: 'permission_error',
+    404: 'not_found_error',
+    413: 'request_too_large',
+    429: 'rate_limit_error',
+    504: 'timeout_error',
+    529: 'overloaded_error',
+  };
+  return byStatus[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+/**
+ * An upstream's error answer as the provider's error body: the upstream's own when it sent one,
+ * passed on as it came (a client reads its type: an overload, a rate limit, the context
+ * window), else one made from the status (a gateway's HTML page).
+ */
+export function upstreamErrorBody(provider: ProviderName, status: number, text: string): JsonObject {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (isJsonObject(body) && isJsonObject(body.error)) {
+    return provider === 'anthropic' ? { ...body, type: 'error' } : body;
+  }
+  const message = `upstream answered ${status}`;
+  if (provider === 'anthropic')
+    return { type: 'error', error: { type: anthropicErrorType(status), message } };
+  const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+  return { error: { message, type, param: null, code: status === 429 ? 'rate_limit_exceeded' : null } };
 }

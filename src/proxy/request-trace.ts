@@ -24,6 +24,11 @@ export interface RequestTrace {
   respond(status: number): void;
   /** The response is complete (or abandoned): write the log entry. */
   end(outcome?: 'failed' | 'cancelled'): void;
+  /**
+   * Count a failure and log its code, and what the client does not see of it; returns it as a
+   * Self-GC error (a stream that already began ends with it in an event of its own).
+   */
+  record(error: unknown): SelfGcError;
   /** Count and log a Self-GC error and turn it into an answer in the provider's format. */
   fail(error: unknown, provider: ProviderName, headers: Headers): ProxyAnswer;
 }
@@ -93,17 +98,21 @@ export function createRequestTrace(
       }
       settings.log(entry);
     },
-    fail(error, provider, headers) {
+    record(error) {
       const selfGcError: SelfGcError = toSelfGcError(error);
+      settings.metrics.count('selfgc_proxy_errors_total', { ...labels, code: selfGcError.code });
+      entry.error = selfGcError.code;
+      const detail = hiddenErrorDetail(selfGcError);
+      if (detail !== undefined) entry.detail = detail;
+      return selfGcError;
+    },
+    fail(error, provider, headers) {
       if (request.signal.aborted) {
         trace.respond(CLIENT_CLOSED_STATUS);
         trace.end('cancelled');
         return { status: CLIENT_CLOSED_STATUS, headers: new Headers(), body: null };
       }
-      settings.metrics.count('selfgc_proxy_errors_total', { ...labels, code: selfGcError.code });
-      entry.error = selfGcError.code;
-      const detail = hiddenErrorDetail(selfGcError);
-      if (detail !== undefined) entry.detail = detail;
+      const selfGcError = trace.record(error);
       const answer = errorAnswer(provider, selfGcError, requestId, Object.fromEntries(headers));
       trace.respond(answer.status);
       trace.end();

@@ -15,7 +15,7 @@ import {
   type StreamMerger,
   type StreamMergerOptions,
 } from './stream-merger.js';
-import { isJsonObject, type JsonObject, numberOf, replaceFields } from './wire-dialect.js';
+import { isJsonObject, type JsonObject, numberOf, replaceFields, stringOf } from './wire-dialect.js';
 
 /** A response object as the client sent its request: without the tools the proxy added. */
 export function hideResponseTools(
@@ -156,9 +156,25 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       closing = undefined;
       return events;
     },
-    fail(message) {
-      const payload = { type: 'error', code: 'server_error', message, param: null };
-      return [{ event: 'error', data: JSON.stringify({ ...payload, sequence_number: sequence++ }) }];
+    fail(body) {
+      const error = isJsonObject(body.error) ? body.error : {};
+      const code = stringOf(error.code) ?? stringOf(error.type) ?? 'server_error';
+      const message = stringOf(error.message) ?? 'the response failed';
+      const payload = { type: 'error', code, message, param: error.param ?? null };
+      // The OpenAI SDK throws at an `error` event; Codex reads why a response failed (a retry
+      // delay, a quota, the context window) from `response.failed` only.
+      const events = [{ event: 'error', data: JSON.stringify({ ...payload, sequence_number: sequence++ }) }];
+      if (first === undefined) return events;
+      const response = {
+        ...hidden(first),
+        status: 'failed',
+        output: sent.filter(isJsonObject),
+        error: { code, message },
+      };
+      return [
+        ...events,
+        sequenced({ event: 'response.failed', data: '' }, { type: 'response.failed', response }),
+      ];
     },
   };
 }

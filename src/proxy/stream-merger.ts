@@ -56,8 +56,12 @@ export interface StreamMerger {
   continueRound(): SseMessage[];
   /** The round is the last: the client's own held tool calls, then the closing events. */
   finish(): SseMessage[];
-  /** The upstream failed mid-answer: the provider's error event that ends the client stream. */
-  fail(message: string): SseMessage[];
+  /**
+   * The answer fails before its end: `body` is the error as the provider's HTTP answer carries it
+   * (`{type: 'error', error}` or `{error}`), the upstream's own or the proxy's; returns the
+   * route's event that ends the client stream with it.
+   */
+  fail(body: JsonObject): SseMessage[];
 }
 
 /** Server-sent events as text, one `data:` line per line of data. */

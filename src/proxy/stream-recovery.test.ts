@@ -1,17 +1,15 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ScriptedReply, ScriptedRequest } from '../testing/scripted-reply.js';
 import type { Wire } from '../testing/upstream-test-kit.js';
 import { type ServedProxy, serveProxy } from './serve-proxy.js';
 import { hashApiKey } from './session-identity.js';
-import { conversationBody, type WireRoute } from './testing/agent-conversation.js';
+import type { WireRoute } from './testing/agent-conversation.js';
 import { type ProxyFixture, type ProxyFixtureOptions, startProxyFixture } from './testing/proxy-fixture.js';
 import { expandKeys, lastToolResult, pointerKeys } from './testing/recovery-pointers.js';
+import { agentBody, expandOf, isRecoveryRound, ROUTES } from './testing/recovery-rounds.js';
 import { type Accumulated, streamWithSdk } from './testing/sdk-stream.js';
 import { streamGrammarProblems } from './testing/stream-grammar.js';
 import { EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
 
-const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
-const TURNS = 8;
 /** What each route's SDK reports for an answer that ends without a tool call. */
 const FINISHED: Record<WireRoute, string> = { chat: 'stop', responses: 'completed', messages: 'end_turn' };
 const CALLED: Record<WireRoute, string> = {
@@ -34,39 +32,6 @@ async function serve(options: ProxyFixtureOptions): Promise<string> {
   fixture = await startProxyFixture({ window: 4_000, ...options });
   served = await serveProxy(fixture.proxy, { port: 0 });
   return served.url;
-}
-
-/** Requests after the first of a recovery carry the scripted model's own call ids in their history. */
-function isRecoveryRound(request: ScriptedRequest): boolean {
-  return request.rawBody.includes('_scripted0');
-}
-
-function pointerIn(request: ScriptedRequest): string {
-  const [key] = pointerKeys(request.rawBody);
-  if (key === undefined) throw new Error('no recovery pointer in the request');
-  return key;
-}
-
-const READ_FILE_SCHEMA = {
-  type: 'object',
-  properties: { path: { type: 'string' } },
-  required: ['path'],
-};
-
-/** The test conversation with the client's own `read_file` tool declared, as an agent sends it. */
-function agentBody(route: WireRoute): Wire {
-  const body = conversationBody(route, { turns: TURNS });
-  const tool =
-    route === 'chat'
-      ? { type: 'function', function: { name: 'read_file', parameters: READ_FILE_SCHEMA } }
-      : route === 'responses'
-        ? { type: 'function', name: 'read_file', parameters: READ_FILE_SCHEMA, strict: false }
-        : { name: 'read_file', input_schema: READ_FILE_SCHEMA };
-  return { ...body, tools: [tool] };
-}
-
-function expandOf(request: ScriptedRequest): ScriptedReply['toolCalls'] & object {
-  return [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }];
 }
 
 function expectCoherent(route: WireRoute, result: Accumulated): void {
@@ -96,7 +61,8 @@ describe('transparent recovery of streamed answers', () => {
       expect(first?.rawBody).toContain(EXPAND_TOOL);
       // The result the model got is the sidecar's text for the key it asked for: whole, or its
       // first page when the window has no room for all of it.
-      const key = pointerIn(first!);
+      const [key] = pointerKeys(first!.rawBody);
+      if (key === undefined) throw new Error('no recovery pointer in the request');
       const session = `${hashApiKey(new Headers({ 'x-api-key': 'sk-test-key' }))}:${result.headers.get('x-selfgc-session')}`;
       const expanded = (await expandKeys(fixture!.store, session, [key])).get(key);
       expect(expanded).toBeDefined();
@@ -235,9 +201,17 @@ describe('failures while recovering a stream', () => {
           ? { error: { status: 500, message: 'the model crashed' } }
           : { toolCalls: expandOf(request) },
     });
-    await expect(streamWithSdk(route, url, agentBody(route))).rejects.toThrow(
-      /upstream answered 500: the model crashed/,
-    );
+    const failure = streamWithSdk(route, url, agentBody(route));
+    await expect(failure).rejects.toThrow(/the model crashed/);
+    if (route === 'responses') {
+      // Codex reads why a response failed from `response.failed` only.
+      const raw = (await failure.catch((error: { raw: string }) => error.raw)) as string;
+      const failed = JSON.parse(raw.trimEnd().split('\n\n').at(-1)!.split('data: ')[1]!);
+      expect(failed).toMatchObject({
+        type: 'response.failed',
+        response: { status: 'failed', error: { code: 'server_error', message: 'the model crashed' } },
+      });
+    }
     expect(fixture!.logs[0]).toMatchObject({ status: 200, outcome: 'failed' });
   });
 
@@ -248,7 +222,11 @@ describe('failures while recovering a stream', () => {
           ? { text: 'Cut short here and there.', cutStream: { afterEvents: 5 } }
           : { toolCalls: expandOf(request) },
     });
-    await expect(streamWithSdk(route, url, agentBody(route))).rejects.toThrow(/upstream stream/);
+    await expect(streamWithSdk(route, url, agentBody(route))).rejects.toThrow(
+      /the upstream failed or could not be reached \(request req_/,
+    );
+    expect(fixture!.logs[0]).toMatchObject({ outcome: 'failed', error: 'upstream-failure' });
+    expect(fixture!.logs[0]!.detail).toMatch(/upstream stream/);
   });
 
   it('a client that goes away while the proxy recovers aborts the upstream call', async () => {
@@ -270,7 +248,12 @@ describe('failures while recovering a stream', () => {
     });
     const reader = response.body!.getReader();
     let seen = '';
-    while (!seen.includes('One moment.')) seen += new TextDecoder().decode((await reader.read()).value);
+    while (!seen.includes('One moment.')) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    expect(seen).toContain('One moment.');
     await until(() => fixture!.upstream.requests.length === 2);
     client.abort();
     await until(() => fixture!.upstream.requests[1]?.abandoned === true);

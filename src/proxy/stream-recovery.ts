@@ -5,17 +5,15 @@
  * well-formed stream. An upstream failure mid-answer ends it with the provider's error event; a
  * client that goes away aborts the upstream call in flight.
  */
-import type { UpstreamAnswer } from './call-upstream.js';
+import { UpstreamError } from '../core/errors.js';
+import { upstreamErrorBody } from './proxy-errors.js';
 import { encodeSse, type SseMessage, type StreamMerger } from './stream-merger.js';
 import { createSseReader, type StreamOutcome } from './tap-event-stream.js';
 import type { Recovery } from './transparent-recovery.js';
-import {
-  eventUsage,
-  isJsonObject,
-  type JsonObject,
-  type TokenUsage,
-  type WireDialect,
-} from './wire-dialect.js';
+import { eventUsage, type JsonObject, type TokenUsage, type WireDialect } from './wire-dialect.js';
+
+/** The upstream's answer to one more round: its event stream, or the whole of any other answer. */
+export type RoundAnswer = { stream: ReadableStream<Uint8Array> } | { status: number; text: string };
 
 export interface StreamRecoveryOptions {
   dialect: WireDialect;
@@ -23,29 +21,17 @@ export interface StreamRecoveryOptions {
   merger: StreamMerger;
   /** The first round's event stream. */
   first: ReadableStream<Uint8Array>;
-  /** One more round upstream; resolves once the answer's headers are in. */
-  send(body: JsonObject, signal: AbortSignal): Promise<UpstreamAnswer>;
+  /** One more round upstream: an answer that is no event stream is read whole, within the timeout. */
+  send(body: JsonObject, signal: AbortSignal): Promise<RoundAnswer>;
   /** The usage of each round's answer. */
   onUsage(usage: Partial<TokenUsage>): void;
+  /**
+   * The proxy's own failure ends the answer (the upstream unreachable, out of time, its stream
+   * broken off): logged and counted, and returned as the error body the client reads.
+   */
+  onFailure(error: unknown): JsonObject;
   /** The client's stream ended (once). */
   onEnd(outcome: StreamOutcome): void;
-}
-
-function isEventStream(answer: UpstreamAnswer): boolean {
-  return (answer.headers.get('content-type') ?? '').includes('text/event-stream');
-}
-
-/** The message of an upstream error body in either provider's format, or its status. */
-async function refusalOf(answer: UpstreamAnswer): Promise<string> {
-  const text = await answer.text().catch(() => '');
-  try {
-    const body: unknown = JSON.parse(text);
-    const error = isJsonObject(body) && isJsonObject(body.error) ? body.error : undefined;
-    if (typeof error?.message === 'string') return `upstream answered ${answer.status}: ${error.message}`;
-  } catch {
-    // Not JSON: the status says enough.
-  }
-  return `upstream answered ${answer.status} during transparent recovery`;
 }
 
 function messageOf(error: unknown): string {
@@ -86,6 +72,9 @@ export function streamRecovery(options: StreamRecoveryOptions): ReadableStream<U
     }
   }
 
+  /** The client's stream ends with the proxy's own failure. */
+  const failure = (error: unknown) => encodeSse(merger.fail(options.onFailure(error)));
+
   async function* rounds(): AsyncGenerator<string> {
     let source = options.first;
     for (;;) {
@@ -93,37 +82,42 @@ export function streamRecovery(options: StreamRecoveryOptions): ReadableStream<U
         yield* streamRound(source);
       } catch (error) {
         if (abort.signal.aborted) return;
-        yield encodeSse(merger.fail(`upstream stream broke off: ${messageOf(error)}`));
+        yield failure(new UpstreamError(`upstream stream broke off: ${messageOf(error)}`, { cause: error }));
         return end('failed');
       }
       if (abort.signal.aborted) return;
       const round = merger.endRound();
       if (round.kind === 'failed') return end('failed');
       if (round.kind === 'cut') {
-        yield encodeSse(merger.fail('upstream stream ended before the answer did'));
+        yield failure(new UpstreamError('upstream stream ended before the answer did'));
         return end('failed');
       }
-      const next = await recovery.continueAfter(round.answer);
-      if (abort.signal.aborted) return;
-      if (next === undefined) {
-        yield encodeSse(merger.finish());
-        return end('complete');
-      }
-      const held = merger.continueRound();
-      if (held.length > 0) yield encodeSse(held);
-      let answer: UpstreamAnswer;
+      let answer: RoundAnswer;
       try {
+        const next = await recovery.continueAfter(round.answer);
+        if (abort.signal.aborted) return;
+        if (next === undefined) {
+          yield encodeSse(merger.finish());
+          return end('complete');
+        }
+        const held = merger.continueRound();
+        if (held.length > 0) yield encodeSse(held);
         answer = await options.send(next, abort.signal);
       } catch (error) {
         if (abort.signal.aborted) return;
-        yield encodeSse(merger.fail(messageOf(error)));
+        yield failure(error);
         return end('failed');
       }
-      if (!answer.ok || !isEventStream(answer) || answer.body === null) {
-        yield encodeSse(merger.fail(await refusalOf(answer)));
+      if ('status' in answer) {
+        // The upstream refused the round: its own error ends the answer, as it would have ended
+        // a request of the client's own; an answer of another kind is the proxy's failure.
+        const refused = answer.status < 200 || answer.status > 299;
+        yield refused
+          ? encodeSse(merger.fail(upstreamErrorBody(dialect.provider, answer.status, answer.text)))
+          : failure(new UpstreamError(`upstream answered ${answer.status} without an event stream`));
         return end('failed');
       }
-      source = answer.body;
+      source = answer.stream;
     }
   }
 

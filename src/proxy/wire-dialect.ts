@@ -169,6 +169,11 @@ export function numberOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
+/** A string, or undefined when the value is not one. */
+export function stringOf(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
 /** A positive integer, or undefined when the value is not one (the upstream judges the rest). */
 export function positiveIntegerOf(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : undefined;
