@@ -190,7 +190,7 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
       startRound();
       return events;
     },
-    fail(body) {
+    fail({ body }) {
       return [{ event: 'error', data: JSON.stringify(body) }];
     },
   };

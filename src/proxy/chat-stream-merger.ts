@@ -221,7 +221,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
       startRound();
       return events;
     },
-    fail(body) {
+    fail({ body }) {
       return [chunkEvent(body)];
     },
   };

@@ -14,7 +14,7 @@ import {
 import { decodeBody } from './content-coding.js';
 import { usageHolderOf } from './json-layout.js';
 import { markPassThrough, prepareUpstream, UNREADABLE_ENCODING } from './prepare-upstream.js';
-import { publicErrorBody, REQUEST_ID_HEADER } from './proxy-errors.js';
+import { publicError, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, joinChunks } from './read-body-bytes.js';
@@ -273,15 +273,15 @@ function answerStreamed(
       const next = await send(exchange, JSON.stringify(body), AbortSignal.any([request.signal, signal]));
       const stream = next.call.answer.ok ? eventStreamOf(next.call) : null;
       if (stream === null) {
-        const { status, text } = await readAnswer(exchange, next);
-        return { status, text };
+        const { status, json } = await readAnswer(exchange, next);
+        return { status, json };
       }
       next.call.settle();
       trace.addUpstreamTime(settings.now() - next.started);
       return { stream };
     },
     onUsage: (usage) => trace.addUsage(usage),
-    onFailure: (error) => publicErrorBody(dialect.provider, trace.record(error), trace.requestId),
+    onFailure: (error) => publicError(dialect.provider, trace.record(error), trace.requestId),
     onEnd(outcome) {
       noteRecoveredTokens(exchange, parts.recovery, parts.viewTokens);
       trace.end(outcome === 'complete' ? undefined : outcome);

@@ -79,9 +79,14 @@ function providerErrorBody(
 /** The header every answer of the proxy carries, naming its log entry. */
 export const REQUEST_ID_HEADER = 'x-selfgc-request-id';
 
-/** A Self-GC error as the provider's error body, with what the client may read of it. */
-export function publicErrorBody(provider: ProviderName, error: SelfGcError, requestId: string): JsonObject {
-  return providerErrorBody(provider, error.code, publicErrorMessage(error, requestId), requestId);
+/** A Self-GC error as its answer's status and the provider's error body the client may read. */
+export function publicError(
+  provider: ProviderName,
+  error: SelfGcError,
+  requestId: string,
+): { status: number; body: JsonObject } {
+  const body = providerErrorBody(provider, error.code, publicErrorMessage(error, requestId), requestId);
+  return { status: ERROR_TABLE[error.code].status, body };
 }
 
 /** A complete error answer for a Self-GC error: never its internal message (see above). */
@@ -91,8 +96,8 @@ export function errorAnswer(
   requestId: string,
   headers: Record<string, string> = {},
 ): ProxyAnswer {
-  const body = publicErrorBody(provider, error, requestId);
-  return jsonAnswer(ERROR_TABLE[error.code].status, body, { ...headers, [REQUEST_ID_HEADER]: requestId });
+  const { status, body } = publicError(provider, error, requestId);
+  return jsonAnswer(status, body, { ...headers, [REQUEST_ID_HEADER]: requestId });
 }
 
 /** Anthropic's error `type` for an HTTP status, as its API documents them. */
@@ -111,19 +116,16 @@ function anthropicErrorType(status: number): string {
 }
 
 /**
- * An upstream's error answer as the provider's error body: the upstream's own when it sent one,
- * passed on as it came (a client reads its type: an overload, a rate limit, the context
- * window), else one made from the status (a gateway's HTML page).
+ * An upstream's error answer (`json`: its body parsed, if it was JSON) as the provider's error
+ * body: the upstream's own when it sent one (a client reads its type: an overload, a rate limit,
+ * the context window), on Anthropic with the type its status gives when it names none; else one
+ * made from the status (a gateway's HTML page).
  */
-export function upstreamErrorBody(provider: ProviderName, status: number, text: string): JsonObject {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    body = undefined;
-  }
-  if (isJsonObject(body) && isJsonObject(body.error)) {
-    return provider === 'anthropic' ? { ...body, type: 'error' } : body;
+export function upstreamErrorBody(provider: ProviderName, status: number, json: unknown): JsonObject {
+  if (isJsonObject(json) && isJsonObject(json.error)) {
+    if (provider === 'openai') return json;
+    const type = typeof json.error.type === 'string' ? json.error.type : anthropicErrorType(status);
+    return { ...json, type: 'error', error: { ...json.error, type } };
   }
   const message = `upstream answered ${status}`;
   if (provider === 'anthropic')

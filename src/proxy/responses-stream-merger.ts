@@ -36,6 +36,11 @@ const OPENING = new Set(['response.created', 'response.in_progress', 'response.q
 const CLOSING = new Set(['response.completed', 'response.incomplete']);
 const NONE_ANSWERED: ReadonlySet<unknown> = new Set();
 
+/** The error code OpenAI gives a status that clients act on, where a body names none. */
+function statusCode(status: number): string | undefined {
+  return status === 429 ? 'rate_limit_exceeded' : undefined;
+}
+
 export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerger {
   let sequence = 0;
   let outputs = 0;
@@ -156,13 +161,15 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       closing = undefined;
       return events;
     },
-    fail(body) {
+    fail({ status, body }) {
       const error = isJsonObject(body.error) ? body.error : {};
-      const code = stringOf(error.code) ?? stringOf(error.type) ?? 'server_error';
+      const code = stringOf(error.code) ?? statusCode(status) ?? stringOf(error.type) ?? 'server_error';
       const message = stringOf(error.message) ?? 'the response failed';
-      const payload = { type: 'error', code, message, param: error.param ?? null };
-      // The OpenAI SDK throws at an `error` event; Codex reads why a response failed (a retry
-      // delay, a quota, the context window) from `response.failed` only.
+      const requestId = body.request_id === undefined ? {} : { request_id: body.request_id };
+      const payload = { type: 'error', code, message, param: error.param ?? null, ...requestId };
+      // The OpenAI SDK's stream ends at an `error` event (its final response rejects with it);
+      // Codex reads why a response failed (a retry delay, a quota, the context window) from
+      // `response.failed` only.
       const events = [{ event: 'error', data: JSON.stringify({ ...payload, sequence_number: sequence++ }) }];
       if (first === undefined) return events;
       const response = {

@@ -43,6 +43,16 @@ export type RoundEnd =
   /** The stream stopped before its last event. */
   | { kind: 'cut' };
 
+/**
+ * Why an answer ends before its end: the error as the provider's HTTP answer would carry it
+ * (`{type: 'error', error}` or `{error}`), the upstream's own or the proxy's, and that answer's
+ * status.
+ */
+export interface StreamFailure {
+  status: number;
+  body: JsonObject;
+}
+
 export interface StreamMerger {
   /** One event of the current round; returns what the client gets now. */
   push(message: SseMessage): SseMessage[];
@@ -56,12 +66,8 @@ export interface StreamMerger {
   continueRound(): SseMessage[];
   /** The round is the last: the client's own held tool calls, then the closing events. */
   finish(): SseMessage[];
-  /**
-   * The answer fails before its end: `body` is the error as the provider's HTTP answer carries it
-   * (`{type: 'error', error}` or `{error}`), the upstream's own or the proxy's; returns the
-   * route's event that ends the client stream with it.
-   */
-  fail(body: JsonObject): SseMessage[];
+  /** The answer fails before its end: the route's events that end the client stream with it. */
+  fail(failure: StreamFailure): SseMessage[];
 }
 
 /** Server-sent events as text, one `data:` line per line of data. */

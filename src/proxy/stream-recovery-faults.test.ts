@@ -85,6 +85,10 @@ async function serve(
   return served.url;
 }
 
+function json(status: number, body: unknown): ScriptedReply {
+  return { raw: { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } };
+}
+
 function lastEventOf(text: string) {
   return streamEvents(text).at(-1)!;
 }
@@ -104,6 +108,35 @@ describe('a next round the upstream refuses with an HTTP error', () => {
     expect(last.data).toMatchObject({ type: 'error', error: { type, message: 'try later' } });
   });
 
+  it('messages: a 529 whose error names no type is an overload', async () => {
+    const url = await serveRounds(json(529, { error: { message: 'Overloaded' } }), { firstText: '' });
+    const result = await postRaw(url, 'messages', { ...agentBody('messages'), stream: true });
+    expect(lastEventOf(result.text).data.error).toEqual({ type: 'overloaded_error', message: 'Overloaded' });
+  });
+
+  it('responses: a 429 whose error code is a number (OpenRouter) ends with the rate-limit code', async () => {
+    const url = await serveRounds(json(429, { error: { code: 429, message: 'Rate limit exceeded' } }));
+    const result = await postRaw(url, 'responses', { ...agentBody('responses'), stream: true });
+    const last = lastEventOf(result.text);
+    expect(last.event).toBe('response.failed');
+    expect(last.data.response.error).toEqual({ code: 'rate_limit_exceeded', message: 'Rate limit exceeded' });
+  });
+
+  it.each(ROUTES)(
+    '%s: an error body nested too deep to walk ends the stream with an error made from its status',
+    async (route) => {
+      const depth = 20_000;
+      const body = `{"type":"error","error":{"type":"api_error","message":"boom","param":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+      const url = await serveRounds({
+        raw: { status: 500, headers: { 'content-type': 'application/json' }, body },
+      });
+      const result = await postRaw(url, route, { ...agentBody(route), stream: true });
+      expect(result.ending).toBe('end');
+      expect(result.text.trimEnd().split('\n\n').at(-1)).toContain('upstream answered 500');
+      expect(fixture!.logs[0]).toMatchObject({ outcome: 'failed' });
+    },
+  );
+
   it('chat: a 429 keeps the upstream error code', async () => {
     const url = await serveRounds({ error: { status: 429, message: 'Rate limited' } });
     const result = await postRaw(url, 'chat', { ...agentBody('chat'), stream: true });
@@ -121,7 +154,7 @@ describe('a next round the upstream refuses with an HTTP error', () => {
     const events = streamEvents(result.text);
     const last = events.at(-1)!;
     // Codex reads a failure (its retry delay, quota and context-window codes) only from
-    // `response.failed`; the OpenAI SDK throws at the `error` event before it.
+    // `response.failed`; the OpenAI SDK's stream ends at the `error` event before it.
     expect(last.event).toBe('response.failed');
     expect(last.data.response).toMatchObject({
       id: events[0]!.data.response.id,
@@ -131,6 +164,14 @@ describe('a next round the upstream refuses with an HTTP error', () => {
     expect(JSON.stringify(last.data.response.output)).not.toContain('selfgc_');
     expect(events.at(-2)).toMatchObject({ event: 'error', data: { code: 'rate_limit_exceeded' } });
     expect(events.map((event) => event.data.sequence_number)).toEqual(events.map((_, index) => index));
+  });
+
+  it.each(ROUTES)("%s: a refusal is the upstream's, not counted as the proxy's error", async (route) => {
+    const url = await serveRounds({ error: { status: 429, message: 'slow' } });
+    await postRaw(url, route, { ...agentBody(route), stream: true });
+    expect(sampleSum(await fixture!.metrics(), 'selfgc_proxy_errors_total')).toBe(0);
+    expect(fixture!.logs[0]).toMatchObject({ outcome: 'failed' });
+    expect(fixture!.logs[0]).not.toHaveProperty('error');
   });
 });
 
@@ -169,7 +210,14 @@ describe("the proxy's own failure mid-stream", () => {
       const result = await postRaw(url, route, { ...agentBody(route), stream: true }, { limitMs: 4000 });
       expect(result.ending).toBe('end');
       expect(result.ms).toBeLessThan(3000);
-      expect(result.text.trimEnd().split('\n\n').at(-1)).toContain('selfgc_upstream_timeout');
+      // On Responses, both the error event and `response.failed` end the stream.
+      const tail = result.text
+        .trimEnd()
+        .split('\n\n')
+        .slice(route === 'responses' ? -2 : -1)
+        .join('\n\n');
+      expect(tail).toContain('selfgc_upstream_timeout');
+      expect(tail).toContain(result.headers.get('x-selfgc-request-id')!);
       expect(fixture!.logs[0]).toMatchObject({ outcome: 'failed', error: 'upstream-timeout' });
     },
   );

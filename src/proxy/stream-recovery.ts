@@ -7,13 +7,16 @@
  */
 import { UpstreamError } from '../core/errors.js';
 import { upstreamErrorBody } from './proxy-errors.js';
-import { encodeSse, type SseMessage, type StreamMerger } from './stream-merger.js';
+import { encodeSse, type SseMessage, type StreamFailure, type StreamMerger } from './stream-merger.js';
 import { createSseReader, type StreamOutcome } from './tap-event-stream.js';
 import type { Recovery } from './transparent-recovery.js';
 import { eventUsage, type JsonObject, type TokenUsage, type WireDialect } from './wire-dialect.js';
 
-/** The upstream's answer to one more round: its event stream, or the whole of any other answer. */
-export type RoundAnswer = { stream: ReadableStream<Uint8Array> } | { status: number; text: string };
+/**
+ * The upstream's answer to one more round: its event stream, or any other answer read whole
+ * (`json`: its body parsed, if it was JSON not nested too deep to walk).
+ */
+export type RoundAnswer = { stream: ReadableStream<Uint8Array> } | { status: number; json: unknown };
 
 export interface StreamRecoveryOptions {
   dialect: WireDialect;
@@ -27,9 +30,9 @@ export interface StreamRecoveryOptions {
   onUsage(usage: Partial<TokenUsage>): void;
   /**
    * The proxy's own failure ends the answer (the upstream unreachable, out of time, its stream
-   * broken off): logged and counted, and returned as the error body the client reads.
+   * broken off): logged and counted, and returned as the error the client reads.
    */
-  onFailure(error: unknown): JsonObject;
+  onFailure(error: unknown): StreamFailure;
   /** The client's stream ended (once). */
   onEnd(outcome: StreamOutcome): void;
 }
@@ -113,7 +116,12 @@ export function streamRecovery(options: StreamRecoveryOptions): ReadableStream<U
         // a request of the client's own; an answer of another kind is the proxy's failure.
         const refused = answer.status < 200 || answer.status > 299;
         yield refused
-          ? encodeSse(merger.fail(upstreamErrorBody(dialect.provider, answer.status, answer.text)))
+          ? encodeSse(
+              merger.fail({
+                status: answer.status,
+                body: upstreamErrorBody(dialect.provider, answer.status, answer.json),
+              }),
+            )
           : failure(new UpstreamError(`upstream answered ${answer.status} without an event stream`));
         return end('failed');
       }
