@@ -10,14 +10,14 @@ import type { Governor, ProjectResult } from '../core/governor/governor-types.js
 import { countMessageTokens } from '../core/ledger.js';
 import { withoutRecoveryRoute } from '../core/render-replacement.js';
 import type { Message } from '../core/transcript.js';
-import { AGENT_MODE } from '../core/tuning.js';
+import { AGENT_MODE, GOVERNOR } from '../core/tuning.js';
 import { withinDeadline } from '../stores/within-deadline.js';
 import { PROXY_TOOL_PREFIX } from './agent-tools.js';
 import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
 import type { SessionIdentity } from './session-identity.js';
-import { type LaneReason, reduceStatelessly } from './stateless-lane.js';
+import { type LaneReason, OVER_WINDOW, reduceStatelessly } from './stateless-lane.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
 
 /**
@@ -48,6 +48,8 @@ export interface GovernedBody {
    * `afterSend`): run it once the body is sent.
    */
   settle?: () => void;
+  /** The proxy's tools stay out of this request: with them, the view would have less than its least room. */
+  toolsWithheld?: true;
 }
 
 export interface GovernInput {
@@ -120,22 +122,40 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   const started = settings.now();
   let result: ProjectResult;
   let reserve: RequestReserve;
+  let { recoveryRoute, agentTools } = input;
   try {
-    reserve = reserveOf({
-      dialect,
-      body: input.body,
-      window,
-      tokenCounter: settings.tokenCounterFor(dialect.provider),
-      ...(settings.reserveOutput === undefined ? {} : { reserveOutput: settings.reserveOutput }),
-      proxyTools: input.proxyTools,
-    });
+    const reserveWith = (proxyTools: readonly ToolDefinition[]) =>
+      reserveOf({
+        dialect,
+        body: input.body,
+        window,
+        tokenCounter: settings.tokenCounterFor(dialect.provider),
+        ...(settings.reserveOutput === undefined ? {} : { reserveOutput: settings.reserveOutput }),
+        proxyTools,
+      });
+    reserve = reserveWith(input.proxyTools);
+    // The proxy's tools must not take the view's least room: the governor would give the view
+    // that room anyway (the room kept for recovered pages first), and a request that fits as the
+    // client sent it would go over the window as the proxy sends it. (When what the client sends
+    // beside the conversation fills the window, no request fits, with the tools or without.)
+    const sentBeside = reserve.total - reserve.recoveryTokens;
+    const leastRoom = Math.min(GOVERNOR.minViewTokens, window);
+    if (
+      input.proxyTools.length > 0 &&
+      window - sentBeside < leastRoom &&
+      sentBeside - reserve.proxyToolTokens < window
+    ) {
+      reserve = reserveWith([]);
+      recoveryRoute = false;
+      agentTools = false;
+    }
     result = await withinBudget(
       governor.project(input.identity.storeSessionId, input.transcript, {
         signal: input.signal,
-        reservedTokens: reserve.total + (input.agentTools ? AGENT_MODE.ledgerMessageTokens : 0),
+        reservedTokens: reserve.total + (agentTools ? AGENT_MODE.ledgerMessageTokens : 0),
         // The ledger message shows the budget: counted, not bounded.
-        deferCounting: input.agentTools !== true,
-        ...(input.agentTools
+        deferCounting: agentTools !== true,
+        ...(agentTools
           ? { ledgerMessage: { maxTokens: AGENT_MODE.ledgerMessageTokens, toolPrefix: PROXY_TOOL_PREFIX } }
           : {}),
         ...(input.chain === undefined ? {} : { chain: input.chain }),
@@ -178,6 +198,9 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   if (result.settle !== undefined) headers.set(TOKENS_BOUND_HEADER, 'true');
   const warnings = new Set(result.warnings.map((warning) => warning.code));
   if (reserve.total >= window) warnings.add(RESERVE_OVER_WINDOW);
+  // What stands beside the view may leave it less than its least room: the request is over then.
+  else if (result.settle === undefined && viewTokens + reserve.total - reserve.recoveryTokens > window)
+    warnings.add(OVER_WINDOW);
   if (warnings.size > 0) headers.set('x-selfgc-warnings', [...warnings].join(','));
   Object.assign(trace.entry, {
     tokensBefore,
@@ -200,7 +223,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     trace.entry.commit = ids;
   }
   const conversationRoom = Math.max(0, window - reserve.total + reserve.recoveryTokens);
-  const view = input.recoveryRoute ? result.view : withoutRecoveryRoute(result.view);
+  const view = recoveryRoute ? result.view : withoutRecoveryRoute(result.view);
   // The ledger goes last: the prefix before it is the one the provider cached.
   const sent = result.ledgerMessage ? [...view, result.ledgerMessage] : view;
   // A view that is the transcript as read leaves the body as it came: it is not written again.
@@ -211,6 +234,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     result: { ...result, view, viewTokens },
     conversationRoom,
     ...afterSending(result),
+    ...(recoveryRoute === input.recoveryRoute ? {} : { toolsWithheld: true as const }),
   };
 }
 

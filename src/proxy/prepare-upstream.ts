@@ -206,7 +206,11 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   if (governed.body === undefined) return { body: input.bytes };
   const { result, governor } = governed;
   const settle = governed.settle === undefined ? {} : { settle: governed.settle };
-  const recover = recoveryRoute && result !== undefined && (agentTools || hasRecoveryPointers(result.view));
+  const recover =
+    recoveryRoute &&
+    governed.toolsWithheld === undefined &&
+    result !== undefined &&
+    (agentTools || hasRecoveryPointers(result.view));
   const render = (out: JsonObject) =>
     out === body
       ? input.bytes

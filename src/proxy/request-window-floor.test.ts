@@ -1,0 +1,79 @@
+/**
+ * The window when what stands beside the conversation (tools, `max_tokens`) leaves the view less
+ * than the least room the governor gives it (`GOVERNOR.minViewTokens`): the proxy's own tools
+ * must not make a request that fits as the client sent it go over, and a request that goes over
+ * anyway says so.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { countMessageTokens } from '../core/ledger.js';
+import { approximateTokenCounter } from '../core/tokens.js';
+import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
+import { OVER_WINDOW } from './stateless-lane.js';
+import { conversationBody } from './testing/agent-conversation.js';
+import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import type { JsonObject } from './wire-dialect.js';
+
+let fixture: ProxyFixture | undefined;
+afterEach(async () => {
+  await fixture?.close();
+  fixture = undefined;
+});
+
+/**
+ * What a Messages request takes of the window, counted as the governor counts (the approximate
+ * counter): its messages, what stands beside them (tool definitions), and its `max_tokens`.
+ */
+function requestTokens(body: JsonObject): number {
+  const counter = approximateTokenCounter;
+  const dialect = anthropicMessagesDialect;
+  const messages = dialect.readTranscript(body).reduce((sum, m) => sum + countMessageTokens(counter, m), 0);
+  const beside = dialect.promptBesideTranscript(body).reduce((sum, text) => sum + counter.count(text), 0);
+  return messages + beside + (dialect.outputLimit(body) ?? 0);
+}
+
+const READ_FILE = {
+  name: 'read_file',
+  description: 'Read a file.',
+  input_schema: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+};
+
+describe('the window when tools and max_tokens leave the view less than its least room', () => {
+  it('messages: a request that fits the window as the client sent it goes upstream inside it too', async () => {
+    fixture = await startProxyFixture({ window: 2_000, script: () => ({ text: 'Reading on.' }) });
+    const body = (turns: number) => ({
+      ...conversationBody('messages', { turns, lines: 16 }),
+      max_tokens: 1_200,
+      tools: [READ_FILE],
+    });
+    for (let turns = 1; turns <= 3; turns += 1) {
+      const response = await fixture.post('messages', body(turns));
+      expect(response.status).toBe(200);
+      await response.text();
+    }
+    const sent = fixture.upstream.requests.at(-1)!.body as JsonObject;
+    // The client's request fits the 2000-token window (max_tokens included)…
+    expect(requestTokens(body(3))).toBeLessThanOrEqual(2_000);
+    // …and so does the proxy's, which leaves its own tools out for want of room.
+    expect(requestTokens(sent)).toBeLessThanOrEqual(2_000);
+    expect(JSON.stringify(sent.tools)).not.toContain('selfgc_');
+  });
+
+  it('messages: a request over the window goes upstream inside it, or the answer says it could not', async () => {
+    fixture = await startProxyFixture({ window: 2_000, script: () => ({ text: 'Reading on.' }) });
+    const body = (turns: number) => ({
+      ...conversationBody('messages', { turns, lines: 12 }),
+      max_tokens: 1_200,
+      tools: [READ_FILE],
+    });
+    let response: Response | undefined;
+    for (let turns = 1; turns <= 5; turns += 1) {
+      response = await fixture.post('messages', body(turns));
+      expect(response.status).toBe(200);
+      await response.text();
+    }
+    const sent = fixture.upstream.requests.at(-1)!.body as JsonObject;
+    const fits = requestTokens(sent) <= 2_000;
+    const warnings = response!.headers.get('x-selfgc-warnings') ?? '';
+    expect(fits || warnings.split(',').includes(OVER_WINDOW)).toBe(true);
+  });
+});
