@@ -18,6 +18,7 @@ import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
 import type { SessionIdentity } from './session-identity.js';
 import { type LaneReason, OVER_WINDOW, reduceStatelessly } from './stateless-lane.js';
+import { hasRecoveryPointers } from './transparent-recovery.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
 
 /**
@@ -199,8 +200,11 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   const warnings = new Set(result.warnings.map((warning) => warning.code));
   if (reserve.total >= window) warnings.add(RESERVE_OVER_WINDOW);
   // What stands beside the view may leave it less than its least room: the request is over then.
-  else if (result.settle === undefined && viewTokens + reserve.total - reserve.recoveryTokens > window)
-    warnings.add(OVER_WINDOW);
+  else if (result.settle === undefined) {
+    const toolsSent = recoveryRoute && (agentTools || hasRecoveryPointers(result.view));
+    const beside = reserve.total - reserve.recoveryTokens - (toolsSent ? 0 : reserve.proxyToolTokens);
+    if (viewTokens + beside > window) warnings.add(OVER_WINDOW);
+  }
   if (warnings.size > 0) headers.set('x-selfgc-warnings', [...warnings].join(','));
   Object.assign(trace.entry, {
     tokensBefore,
