@@ -135,27 +135,31 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
         proxyTools,
       });
     reserve = reserveWith(input.proxyTools);
-    // The proxy's tools must not take the view's least room: the governor would give the view
-    // that room anyway (the room kept for recovered pages first), and a request that fits as the
-    // client sent it would go over the window as the proxy sends it. (When what the client sends
-    // beside the conversation fills the window, no request fits, with the tools or without.)
-    const sentBeside = reserve.total - reserve.recoveryTokens;
+    // The proxy's tools (and the agent-driven mode's ledger message) must not take the view's
+    // least room: the governor would give the view that room anyway (the room kept for recovered
+    // pages first), and a request that fits as the client sent it would go over the window as the
+    // proxy sends it. (When what the client sends beside the conversation fills the window, no
+    // request fits, with the tools or without.)
     const leastRoom = Math.min(GOVERNOR.minViewTokens, window);
+    const ledgerRoom = agentTools ? AGENT_MODE.ledgerMessageTokens : 0;
     if (
       input.proxyTools.length > 0 &&
-      window - sentBeside < leastRoom &&
-      sentBeside - reserve.proxyToolTokens < window
+      window - sentBeside(reserve) - ledgerRoom < leastRoom &&
+      sentBeside(reserve) - reserve.proxyToolTokens < window
     ) {
       reserve = reserveWith([]);
       recoveryRoute = false;
       agentTools = false;
     }
+    // A view that may get more than the room it has is counted, not bounded, so that a request
+    // over the window says so (such a view is small).
+    const tight = window - sentBeside(reserve) < leastRoom;
     result = await withinBudget(
       governor.project(input.identity.storeSessionId, input.transcript, {
         signal: input.signal,
         reservedTokens: reserve.total + (agentTools ? AGENT_MODE.ledgerMessageTokens : 0),
         // The ledger message shows the budget: counted, not bounded.
-        deferCounting: agentTools !== true,
+        deferCounting: agentTools !== true && !tight,
         ...(agentTools
           ? { ledgerMessage: { maxTokens: AGENT_MODE.ledgerMessageTokens, toolPrefix: PROXY_TOOL_PREFIX } }
           : {}),
@@ -202,7 +206,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   // What stands beside the view may leave it less than its least room: the request is over then.
   else if (result.settle === undefined) {
     const toolsSent = recoveryRoute && (agentTools || hasRecoveryPointers(result.view));
-    const beside = reserve.total - reserve.recoveryTokens - (toolsSent ? 0 : reserve.proxyToolTokens);
+    const beside = sentBeside(reserve) - (toolsSent ? 0 : reserve.proxyToolTokens);
     if (viewTokens + beside > window) warnings.add(OVER_WINDOW);
   }
   if (warnings.size > 0) headers.set('x-selfgc-warnings', [...warnings].join(','));
@@ -240,6 +244,11 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
     ...afterSending(result),
     ...(recoveryRoute === input.recoveryRoute ? {} : { toolsWithheld: true as const }),
   };
+}
+
+/** What goes upstream beside the view: the reserve less the room kept for recovered pages. */
+function sentBeside(reserve: RequestReserve): number {
+  return reserve.total - reserve.recoveryTokens;
 }
 
 /** `ProjectResult.settle` and `afterSend`, as one step to run once the body is sent. */

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { countMessageTokens } from '../core/ledger.js';
-import { approximateTokenCounter } from '../core/tokens.js';
+import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
+import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { OVER_WINDOW } from './stateless-lane.js';
 import { conversationBody } from './testing/agent-conversation.js';
@@ -23,8 +24,7 @@ afterEach(async () => {
  * What a Messages request takes of the window, counted as the governor counts (the approximate
  * counter): its messages, what stands beside them (tool definitions), and its `max_tokens`.
  */
-function requestTokens(body: JsonObject): number {
-  const counter = approximateTokenCounter;
+function requestTokens(body: JsonObject, counter: TokenCounter = approximateTokenCounter): number {
   const dialect = anthropicMessagesDialect;
   const messages = dialect.readTranscript(body).reduce((sum, m) => sum + countMessageTokens(counter, m), 0);
   const beside = dialect.promptBesideTranscript(body).reduce((sum, text) => sum + counter.count(text), 0);
@@ -75,5 +75,51 @@ describe('the window when tools and max_tokens leave the view less than its leas
     const fits = requestTokens(sent) <= 2_000;
     const warnings = response!.headers.get('x-selfgc-warnings') ?? '';
     expect(fits || warnings.split(',').includes(OVER_WINDOW)).toBe(true);
+  });
+
+  it('messages, the agent-driven mode: its tools and ledger message stay out where they would not fit', async () => {
+    fixture = await startProxyFixture({
+      window: 4_000,
+      proxy: { agentTools: true },
+      script: () => ({ text: 'Reading on.' }),
+    });
+    const body = (turns: number) => ({
+      ...conversationBody('messages', { turns, lines: 10 }),
+      max_tokens: 2_300,
+      tools: [READ_FILE],
+    });
+    const over: string[] = [];
+    for (let turns = 1; turns <= 14; turns += 1) {
+      const response = await fixture.post('messages', body(turns));
+      expect(response.status).toBe(200);
+      await response.text();
+      const sent = requestTokens(fixture.upstream.requests.at(-1)!.body as JsonObject);
+      if (requestTokens(body(turns)) <= 4_000 && sent > 4_000) over.push(`${turns} turns: ${sent} tokens`);
+    }
+    expect(over).toEqual([]);
+  });
+
+  it('messages: a request over the window says so when its new messages were only bounded, not counted', async () => {
+    fixture = await startProxyFixture({
+      window: 2_000,
+      tokenizer: 'per-provider',
+      script: () => ({ text: 'Reading on.' }),
+    });
+    const counter = providerTokenCounters()('anthropic');
+    const missed: string[] = [];
+    for (let turns = 1; turns <= 6; turns += 1) {
+      const body = {
+        ...conversationBody('messages', { turns, lines: 3 }),
+        max_tokens: 1_900,
+        tools: [READ_FILE],
+      };
+      const response = await fixture.post('messages', body);
+      expect(response.status).toBe(200);
+      await response.text();
+      const sent = requestTokens(fixture.upstream.requests.at(-1)!.body as JsonObject, counter);
+      const warnings = (response.headers.get('x-selfgc-warnings') ?? '').split(',');
+      if (sent > 2_000 && !warnings.includes(OVER_WINDOW)) missed.push(`${turns} turns: ${sent} tokens`);
+    }
+    expect(missed).toEqual([]);
   });
 });

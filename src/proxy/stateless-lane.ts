@@ -27,7 +27,11 @@ export type LaneReason =
 /** The warning code of a request reduced by the stateless lane. */
 export const STATELESS_REDUCTION = 'stateless-reduction';
 
-/** The warning code of a request whose system prompt and latest turn alone are over the window. */
+/**
+ * The warning code of a request that goes upstream over the window: its system prompt and latest
+ * turn alone are over it, or what stands beside the conversation leaves the view less than its
+ * least room.
+ */
 export const OVER_WINDOW = 'over-window';
 
 export interface LaneInput {
