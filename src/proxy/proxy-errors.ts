@@ -1,7 +1,8 @@
 /**
  * Errors the proxy itself answers (bad input, too large, timeouts, store down), written in the
  * error format of the provider the client speaks, with the status from the one `ERROR_TABLE`.
- * Errors from the upstream are never rewritten: they pass through as they came.
+ * Errors from the upstream pass through as they came; one that refuses a round of a stream the
+ * client already reads goes on in that stream's error event (`upstreamErrorBody`).
  */
 import { ERROR_TABLE, type ErrorCode, type SelfGcError } from '../core/errors.js';
 import { jsonAnswer, type ProxyAnswer } from './proxy-exchange.js';
