@@ -326,17 +326,30 @@ const ENVIRONMENT_DETAILS = /^<environment_details>\n[\s\S]*<\/environment_detai
 /** The tool name of the environment details a client sends (`ENVIRONMENT_DETAILS`). */
 export const ENVIRONMENT_TOOL = 'environment_details';
 
+/** The tool name of the reminders a client sends after a step's results (`clientReport`). */
+export const REMINDER_TOOL = 'system_reminder';
+
+/** Claude Code's reminders: what its harness, not the user, tells the model. */
+const CLIENT_REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
+/** A reminder that carries what the user sent while the tools ran: their words, a request. */
+const REMINDED_WORDS = /The user sent (?:a new|the following) message/;
+
 /**
- * Whether a user message holds nothing but environment details: with native tool calls, Cline and
- * Roo Code send them after a step's results in the same message, which reaches the ledger as a
- * user message of its own after the tool message. Right after that message, it is an output.
+ * The tool a user message reports as when it holds nothing but what a client sends after a
+ * step's results, which reaches the ledger as a user message of its own after the tool message:
+ * the environment details of Cline and Roo Code (`ENVIRONMENT_TOOL`), or Claude Code's reminders
+ * (`REMINDER_TOOL`: its todo list, a file the user changed, the date) unless one carries what the
+ * user sent meanwhile, or names a file it attaches. Right after that message, it is an output of the step, not a request.
  */
-export function reportsEnvironment(message: Message): boolean {
-  return (
-    message.role === 'user' &&
-    message.parts.length > 0 &&
-    message.parts.every((part) => part.type === 'text' && ENVIRONMENT_DETAILS.test(part.text))
-  );
+export function clientReport(message: Message): string | undefined {
+  if (message.role !== 'user' || message.parts.length === 0) return undefined;
+  if (!message.parts.every((part) => part.type === 'text')) return undefined;
+  if (message.parts.every((part) => ENVIRONMENT_DETAILS.test(partText(part)))) return ENVIRONMENT_TOOL;
+  const textValue = messageText(message);
+  if (!onlyBlocks(textValue, CLIENT_REMINDER) || REMINDED_WORDS.test(textValue)) return undefined;
+  // The reminder of a call whose result comes next, or a file attached: they open a request.
+  if (clientNote(message) !== undefined || clientAttachments(message, undefined).length > 0) return undefined;
+  return REMINDER_TOOL;
 }
 
 /** The text of an attached output: its part's, or its range of it. */
@@ -687,13 +700,11 @@ export function createLedger(options: LedgerOptions): Ledger {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
     // Output a text-protocol client sent as a user message, inside a request the agent works on;
-    // or what a client reports of the IDE right after a step's outputs (`reportsEnvironment`).
+    // or what a client reports right after a step's outputs (`clientReport`).
     const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
-    const observation =
-      shellObservation ??
-      (openConversation && messages[index - 1]?.role === 'tool' && reportsEnvironment(message)
-        ? { toolName: ENVIRONMENT_TOOL }
-        : undefined);
+    const report =
+      openConversation && messages[index - 1]?.role === 'tool' ? clientReport(message) : undefined;
+    const observation = shellObservation ?? (report === undefined ? undefined : { toolName: report });
     if (message.role === 'system') {
       systemCount += 1;
       const object = payloadObject(`system:${systemCount}`, 'system', index, sumOf(partCounts));

@@ -6,7 +6,7 @@
  * (the sidecar keeps them, under keys no new content can take), and the trigger bookkeeping
  * goes back to where the transcripts still agree.
  */
-import { ENVIRONMENT_TOOL, isObservation, type Ledger, type LedgerObject } from './ledger.js';
+import { ENVIRONMENT_TOOL, isObservation, type Ledger, type LedgerObject, REMINDER_TOOL } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
 import { foldKey, sidecarKey } from './render-replacement.js';
 import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
@@ -173,11 +173,13 @@ export function reconcileState(
 
 /**
  * `state` under this version's numbering (`LEDGER_IDS`). A state written before it may name by
- * another number every tool output from the first output a client attached to a request on, and
- * every request too from the first environment report it reads as an output (`reportsEnvironment`;
- * an older version took it for a request): what it bound past there under such ids (states,
- * payloads, a pending plan) is left out, and `renumberedFrom` says where, when that left anything
- * out. Before there every numbering agrees, and system ids never move.
+ * another number every tool output from the first object a later numbering counts on: an output
+ * a client attached to a request, or a report a client sent after a step's results (`clientReport`:
+ * environment details since version 3, reminders since 4), which an older version took for a
+ * request, so that every request from the first such report on may be named otherwise too. What
+ * it bound past there under such ids (states, payloads, a pending plan) is left out, and
+ * `renumberedFrom` says where, when that left anything out. Before there every numbering agrees,
+ * and system ids never move.
  */
 function underLedgerIds(
   ledger: Ledger,
@@ -187,10 +189,16 @@ function underLedgerIds(
   const stamped: SessionState = { ...state, ids: LEDGER_IDS };
   const first = (test: (object: LedgerObject) => boolean) =>
     ledger.objects.find(test)?.messageIndex ?? Number.POSITIVE_INFINITY;
-  const reports = first((object) => isObservation(object) && object.toolName === ENVIRONMENT_TOOL);
+  const counted = (since: number) => (state.ids ?? 0) < since;
+  const reported = (tool: string) => (object: LedgerObject) =>
+    isObservation(object) && object.toolName === tool;
+  const reports = Math.min(
+    counted(3) ? first(reported(ENVIRONMENT_TOOL)) : Number.POSITIVE_INFINITY,
+    counted(4) ? first(reported(REMINDER_TOOL)) : Number.POSITIVE_INFINITY,
+  );
   const outputs = Math.min(
     reports,
-    first((object) => object.attachedTo !== undefined),
+    counted(3) ? first((object) => object.attachedTo !== undefined) : Number.POSITIVE_INFINITY,
   );
   // Where ids of each kind stop agreeing: tool outputs at `outputs`, requests at `reports`.
   const holdsAt = (key: string, binding: ContentBinding | undefined) => {

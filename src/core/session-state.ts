@@ -20,13 +20,14 @@ export const SESSION_STATE_VERSION = 4;
 /**
  * How the ledger numbers objects, which state and payload ids name (`function:<tool>:N`,
  * `conversation:user:K`). Version 3 counts the outputs clients attach to requests
- * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's results
- * (`reportsEnvironment`). A state written under any other numbering (none written: before the
- * field existed; 2: development builds that counted some of them) may name objects otherwise from
- * the first such object on (`reconcile-state.ts` drops what it bound past it). Whatever changes
- * what those recognise changes the numbering, and this number with it.
+ * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's results;
+ * version 4 the reminders that follow them too (`clientReport`). A state written under any other
+ * numbering (none written: before the field existed; 2: development builds that counted some of
+ * them) may name objects otherwise from the first such object on (`reconcile-state.ts` drops what
+ * it bound past it). Whatever changes what those recognise changes the numbering, and this number
+ * with it.
  */
-export const LEDGER_IDS = 3;
+export const LEDGER_IDS = 4;
 
 /** Trigger bookkeeping carried from call to call (see `governor/`). */
 export interface TriggerBookkeeping {

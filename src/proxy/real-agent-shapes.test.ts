@@ -509,6 +509,60 @@ describe('Claude Code after a compaction, through the proxy', () => {
   });
 });
 
+/**
+ * Claude Code adds its own reminders beside a step's results, in the same user message (a nudge
+ * to use its task tools, a file the user changed). They are the harness's, not the user's: the
+ * task stays one request whose work folds as a whole, never a run of requests each "done".
+ */
+describe("Claude Code's reminders beside a step's results, through the proxy", () => {
+  const reminder = (turn: number) =>
+    `<system-reminder>\nThe task tools haven't been used recently (step ${turn}).\n</system-reminder>`;
+  const session = (turns: number): Json[] =>
+    anthropicConversation({ turns }).map((message, index) =>
+      index > 0 && message.role === 'user'
+        ? {
+            ...message,
+            content: [...(message.content as Block[]), { type: 'text', text: reminder((index - 2) / 2) }],
+          }
+        : message,
+    );
+
+  it('keeps them in the message of the results they came with, and folds no request made of one', async () => {
+    fixture = await startProxyFixture({ window: 4_000, script: () => ({ text: 'Reading on.' }) });
+    const offered = new Set<string>();
+    for (let turns = 1; turns <= 24; turns += 1) {
+      const body = {
+        model: 'claude-opus-4-8',
+        max_tokens: 1024,
+        system: 'You are Claude Code.',
+        messages: session(turns),
+      };
+      const response = await fixture.post('messages', body);
+      expect(response.status).toBe(200);
+      const raw = fixture.upstream.requests.at(-1)!.rawBody;
+      for (const key of pointerKeys(raw)) offered.add(key);
+      const sent = JSON.parse(raw) as { messages: Array<{ role: string; content: Block[] | string }> };
+      sent.messages.forEach((message, index) => {
+        const before = sent.messages[index - 1]?.content;
+        const called = Array.isArray(before) ? before.filter((block) => block.type === 'tool_use').length : 0;
+        if (called === 0) return;
+        // The results first, as many as the calls, then whatever stands beside them.
+        const blocks = message.content as Block[];
+        expect(blocks.slice(0, called).map((block) => block.type)).toEqual(Array(called).fill('tool_result'));
+        expect(blocks.slice(called).every((block) => block.type === 'text')).toBe(true);
+      });
+      // The latest step's reminder goes up as Claude Code wrote it, after its result.
+      const latest = sent.messages.at(-1)!.content as Block[];
+      expect(latest.at(-1)).toEqual({ type: 'text', text: reminder(turns - 1) });
+    }
+    expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
+    // The work folded under the task's own keys (`conversation:user:1@N`), none of a reminder's.
+    const requests = [...offered].filter((key) => key.startsWith('conversation:'));
+    expect(requests.length).toBeGreaterThan(0);
+    expect(requests.filter((key) => !/^conversation:user:1(?!\d)/.test(key))).toEqual([]);
+  });
+});
+
 describe('Chat audio and file parts through the proxy', () => {
   it('stay in the user turn they came in', async () => {
     fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }) });

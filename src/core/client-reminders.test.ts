@@ -1,0 +1,202 @@
+/**
+ * Claude Code's `<system-reminder>` blocks beside a step's results (a nudge to use its task
+ * tools, a file the user changed, the date): one wire user message holds the results and the
+ * reminder, which reaches the ledger as a user message of its own after the tool message. It is
+ * the harness's, not the user's: an output of the step, inside the request the work serves.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../stores/memory-store.js';
+import { createGovernor } from './governor/create-governor.js';
+import { createPinRule } from './governor/pins.js';
+import {
+  carriesOutput,
+  clientReport,
+  ENVIRONMENT_TOOL,
+  indexTranscript,
+  type Ledger,
+  REMINDER_TOOL,
+  turnStartOf,
+} from './ledger.js';
+import type { ObjectState } from './operations.js';
+import { LEDGER_IDS, type SessionState } from './session-state.js';
+import { moduleSource } from './testing/long-session.js';
+import { olderState, storedGovernor } from './testing/stored-governor.js';
+import { assistantMessage, toolRound, userMessage } from './testing/transcript-builders.js';
+import { approximateTokenCounter } from './tokens.js';
+import { type Message, text } from './transcript.js';
+
+const reminder = (body: string) => `<system-reminder>\n${body}\n</system-reminder>`;
+const TASK = 'Make every handler read its code from settings.';
+
+/** A task worked on in `steps` reads, each step's results followed by the harness's reminder. */
+function session(steps: number, reminded = true): Message[] {
+  const messages: Message[] = [userMessage(TASK)];
+  for (let step = 0; step < steps; step += 1) {
+    messages.push(
+      ...toolRound(`c${step}`, 'Read', { file_path: `/w/m${step}.py` }, moduleSource(100 + step, 30)),
+    );
+    if (reminded)
+      messages.push(userMessage(reminder(`The task tools haven't been used recently (step ${step}).`)));
+  }
+  return messages;
+}
+
+function ledgerOf(messages: readonly Message[]): Ledger {
+  return indexTranscript(messages, { tokenCounter: approximateTokenCounter, pin: createPinRule() });
+}
+
+const requests = (ledger: Ledger) =>
+  ledger.objects.filter((object) => object.kind === 'conversation').map((object) => object.id);
+
+describe("a client's reminders after a step's results", () => {
+  it('are an output of the step, inside the task: no request of their own', () => {
+    const messages = session(3);
+    const ledger = ledgerOf(messages);
+    expect(requests(ledger)).toEqual(['conversation:user:1']);
+    const reported = ledger.objectsByMessage.get(3)![0]!;
+    expect([reported.id, reported.kind, reported.partIndex]).toEqual([
+      `function:${REMINDER_TOOL}:2`,
+      'function',
+      undefined,
+    ]);
+    expect(ledger.get('conversation:user:1')!.span.end).toBe(messages.length);
+    expect(ledger.get('conversation:user:1')!.pinReason).toBe('first user request (task goal)');
+    // The latest turn is the step: its call, its result and the reminder after them.
+    expect(turnStartOf(messages, (index) => carriesOutput(ledger, index))).toBe(messages.length - 3);
+    // Several reminders, in parts of their own or in one text, report alike.
+    const two: Message = {
+      role: 'user',
+      parts: [text(reminder('a')), text(`${reminder('b')}\n${reminder('c')}`)],
+    };
+    expect(clientReport(two)).toBe(REMINDER_TOOL);
+  });
+
+  it('stay a request where they hold the words of the user or open a request', () => {
+    // What the user sent while the tools ran, which Claude Code surfaces in the running turn.
+    const sent = reminder(
+      'The user sent a new message while you were working:\nAlso keep the old names as aliases.',
+    );
+    const midTurn = ledgerOf([...session(2), userMessage(sent)]);
+    expect(requests(midTurn)).toEqual(['conversation:user:1', 'conversation:user:2']);
+    // Not after outputs: after the model's words, a reminder is a request's words as before.
+    const afterWords = ledgerOf([
+      userMessage(TASK),
+      assistantMessage('Which file?'),
+      userMessage(reminder('x')),
+    ]);
+    expect(requests(afterWords)).toEqual(['conversation:user:1', 'conversation:user:2']);
+    // The reminder of a call whose result the next message attaches opens a request.
+    const call = reminder('Called the Read tool with the following input: {"file_path":"/w/a.py"}');
+    expect(clientReport(userMessage(call))).toBeUndefined();
+    expect(requests(ledgerOf([...session(1), userMessage(call)]))).toEqual([
+      'conversation:user:1',
+      'conversation:user:2',
+    ]);
+    // Words beside a reminder, or a part that is not text, are the user's.
+    expect(clientReport(userMessage(`${reminder('x')}\nand fix the tests`))).toBeUndefined();
+    const image: Message = {
+      role: 'user',
+      parts: [
+        text(reminder('x')),
+        { type: 'image', ref: 'data:image/png;base64,iVBORw0KGgo=', source: 'data' },
+      ],
+    };
+    expect(clientReport(image)).toBeUndefined();
+    expect(clientReport(userMessage('<environment_details>\n# Time\n</environment_details>'))).toBe(
+      ENVIRONMENT_TOOL,
+    );
+  });
+
+  it('leave the governor to plan the task as it would without them: no past request made of one', async () => {
+    const governed = async (reminded: boolean) => {
+      const governor = createGovernor({
+        provider: 'anthropic',
+        window: 6_000,
+        store: createMemoryStore(),
+        tokenCounter: approximateTokenCounter,
+      });
+      const operations: string[] = [];
+      for (let steps = 1; steps <= 14; steps += 1) {
+        const result = await governor.project('s', session(steps, reminded));
+        expect(result.viewTokens).toBeLessThanOrEqual(6_000);
+        for (const commit of result.commits)
+          for (const operation of commit.operations)
+            if (operation.objectId.startsWith('conversation:'))
+              operations.push(`${steps} ${operation.operation} ${operation.objectId}`);
+      }
+      return operations;
+    };
+    const plain = await governed(false);
+    expect(plain.length).toBeGreaterThan(0);
+    // Each reminder taken for a request made every step before it a past request, its work done.
+    expect(await governed(true)).toEqual(plain);
+  });
+});
+
+describe('a state written under the numbering before reminders were outputs', () => {
+  const messages = [...session(3), userMessage('Now add a test.'), assistantMessage('On it.')];
+  const ledger = ledgerOf(messages);
+  const bound = (end: number) => ({ end, link: ledger.chain[end - 1]! });
+  const pruned = (id: string, end: number): ObjectState => ({
+    operation: 'prune',
+    replacement: `[pruned ${id}]`,
+    commitId: 'old',
+    binding: bound(end),
+  });
+  const underIds = (ids: number | undefined, objects: Record<string, ObjectState>): SessionState => ({
+    ...olderState(ledger, objects),
+    ...(ids === undefined ? {} : { ids }),
+  });
+
+  it('leaves out what it bound under an id past the first reminder, and keeps what it bound before', async () => {
+    // Version 3 took each reminder for a request: its second request was the first reminder.
+    expect(ledger.get('conversation:user:2')!.span.start).toBe(10);
+    expect(ledger.get('function:Read:1')!.messageIndex).toBe(2);
+    const state = underIds(3, {
+      'function:Read:1': pruned('function:Read:1', 3),
+      'conversation:user:2': pruned('conversation:user:2', 12),
+    });
+    const { governor } = await storedGovernor(state);
+    const governed = await governor.project('s', messages);
+    const shown = JSON.stringify(governed.view);
+    expect(shown).toContain('[pruned function:Read:1]');
+    expect(shown).not.toContain('[pruned conversation:user:2]');
+    const warning = governed.warnings.find((each) => each.code === 'transcript-diverged');
+    expect(warning?.messageIndex).toBe(3);
+    // Under this numbering, the same state holds whole.
+    const current = await storedGovernor(underIds(LEDGER_IDS, state.objects));
+    expect(JSON.stringify((await current.governor.project('s', messages)).view)).toContain(
+      '[pruned conversation:user:2]',
+    );
+  });
+
+  it("keeps a version 3 state whole where no reminder follows a step's results", async () => {
+    // Version 3 already counted environment reports: a session of them numbers alike in both.
+    const reported = messages.map((message) =>
+      message.role === 'user' &&
+      message.parts[0]?.type === 'text' &&
+      message.parts[0].text.startsWith('<system')
+        ? userMessage('<environment_details>\n# Current Mode\nACT MODE\n</environment_details>')
+        : message,
+    );
+    const reportedLedger = ledgerOf(reported);
+    expect(requests(reportedLedger)).toEqual(['conversation:user:1', 'conversation:user:2']);
+    const state: SessionState = {
+      ...olderState(reportedLedger, {
+        'conversation:user:2': {
+          operation: 'prune',
+          replacement: '[pruned conversation:user:2]',
+          commitId: 'old',
+          binding: { end: 12, link: reportedLedger.chain[11]! },
+        },
+      }),
+      ids: 3,
+    };
+    const governed = await (await storedGovernor(state)).governor.project('s', reported);
+    expect(JSON.stringify(governed.view)).toContain('[pruned conversation:user:2]');
+    expect(governed.warnings.map((each) => each.code)).not.toContain('transcript-diverged');
+    // A state without the numbering at all still drops it there: environment reports came in 3.
+    const older = await (await storedGovernor({ ...state, ids: 2 })).governor.project('s', reported);
+    expect(JSON.stringify(older.view)).not.toContain('[pruned conversation:user:2]');
+  });
+});
