@@ -328,28 +328,97 @@ export const ENVIRONMENT_TOOL = 'environment_details';
 
 /** The tool name of the reminders a client sends after a step's results (`clientReport`). */
 export const REMINDER_TOOL = 'system_reminder';
+/** The tool name of the images and files a client sends after the results they came in (`clientReport`). */
+export const MEDIA_TOOL = 'attached_media';
+
+/**
+ * The tool names of what a client sends inside the work, which the ledger reads as an output of
+ * the step before it (`clientReport`, `clientReply`), each with the numbering (`LEDGER_IDS`) that
+ * first read it so: a numbering before it took such a message for a request.
+ */
+export const CLIENT_OUTPUT_SINCE: Readonly<Record<string, number>> = {
+  [ENVIRONMENT_TOOL]: 3,
+  [REMINDER_TOOL]: 4,
+  [MEDIA_TOOL]: 5,
+  turn_aborted: 5,
+  subagent_notification: 5,
+  no_tool_used: 5,
+  continue_prompt: 5,
+  hook_feedback: 5,
+};
 
 /** Claude Code's reminders: what its harness, not the user, tells the model. */
 const CLIENT_REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
 /** A reminder that carries what the user sent while the tools ran: their words, a request. */
 const REMINDED_WORDS = /The user sent (?:a new|the following) message/;
+/**
+ * Codex's notes inside the work, each its block's tag: the outputs before it were cut off because
+ * the user interrupted the turn, or a sub-agent it started reports.
+ */
+const CODEX_NOTE = /<(turn_aborted|subagent_notification)>[\s\S]*?<\/\1>/g;
+/** What opencode writes before the images and files a tool returned, for providers that take none in a result. */
+const MEDIA_PROMPT = /^Attached image\(s\) from tool result:\s*$/;
+/** Opaque parts that are a file: a PDF or a document, which a tool may return as an image does. */
+const MEDIA_KINDS: ReadonlySet<string> = new Set(['file', 'input_file', 'document']);
+
+function isMedia(part: Part): boolean {
+  return part.type === 'image' || (part.type === 'opaque' && MEDIA_KINDS.has(part.kind));
+}
+
+function isEnvironment(part: Part): boolean {
+  return part.type === 'text' && ENVIRONMENT_DETAILS.test(part.text);
+}
 
 /**
  * The tool a user message reports as when it holds nothing but what a client sends after a
- * step's results, which reaches the ledger as a user message of its own after the tool message:
- * the environment details of Cline and Roo Code (`ENVIRONMENT_TOOL`), or Claude Code's reminders
- * (`REMINDER_TOOL`: its todo list, a file the user changed, the date) unless one carries what the
- * user sent meanwhile, or names a file it attaches. Right after that message, it is an output of the step, not a request.
+ * step's results, as a user message of its own (or in the message of the results, which the
+ * ledger reads as one after them): the environment details of Cline and Roo Code
+ * (`ENVIRONMENT_TOOL`); Claude Code's reminders (`REMINDER_TOOL`: its todo list, a file the user
+ * changed, the date) unless one carries what the user sent meanwhile, or names a file it
+ * attaches; Codex's notes (`CODEX_NOTE`); the images and files a tool returned, which Cline,
+ * opencode and older Codex send after the result for providers that take none in it
+ * (`MEDIA_TOOL`). Right after a step's outputs, it is an output of that step, not a request.
  */
 export function clientReport(message: Message): string | undefined {
   if (message.role !== 'user' || message.parts.length === 0) return undefined;
+  const [first, ...rest] = message.parts;
+  if (message.parts.every(isMedia)) return MEDIA_TOOL;
+  if (first?.type === 'text' && MEDIA_PROMPT.test(first.text) && rest.length > 0 && rest.every(isMedia))
+    return MEDIA_TOOL;
   if (!message.parts.every((part) => part.type === 'text')) return undefined;
-  if (message.parts.every((part) => ENVIRONMENT_DETAILS.test(partText(part)))) return ENVIRONMENT_TOOL;
+  if (message.parts.every(isEnvironment)) return ENVIRONMENT_TOOL;
   const textValue = messageText(message);
+  if (onlyBlocks(textValue, CODEX_NOTE)) return textValue.match(/<(\w+)>/)![1]!;
   if (!onlyBlocks(textValue, CLIENT_REMINDER) || REMINDED_WORDS.test(textValue)) return undefined;
   // The reminder of a call whose result comes next, or a file attached: they open a request.
   if (clientNote(message) !== undefined || clientAttachments(message, undefined).length > 0) return undefined;
   return REMINDER_TOOL;
+}
+
+/**
+ * What a client answers the model's words with, when they ended in no step it could run: Cline's
+ * and Roo Code's error that no tool was used, Claude Code's prompts to go on after an answer cut
+ * off, empty or malformed, and the feedback of a hook that kept the agent from ending its turn.
+ */
+const CLIENT_REPLIES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^\[ERROR\] You did not use a tool in your previous response!/, 'no_tool_used'],
+  [
+    /^(?:Output token limit hit\b|Your response was cut off because it exceeded the output token limit|\[Your previous response had no visible output\.|The previous response failed to produce a valid tool call\.|Your tool call was malformed and could not be parsed\.)/,
+    'continue_prompt',
+  ],
+  [/^(?:Stop|SubagentStop) hook feedback:\n/, 'hook_feedback'],
+];
+
+/**
+ * The tool a user message right after the model's words reports as, when it is a client's answer
+ * to them (`CLIENT_REPLIES`), with nothing beside it but the environment details Cline sends
+ * with each message: an output of the model's last step, not a request.
+ */
+export function clientReply(message: Message): string | undefined {
+  if (message.role !== 'user') return undefined;
+  const [first, ...rest] = message.parts;
+  if (first?.type !== 'text' || !rest.every(isEnvironment)) return undefined;
+  return CLIENT_REPLIES.find(([pattern]) => pattern.test(first.text))?.[1];
 }
 
 /** The text of an attached output: its part's, or its range of it. */
@@ -700,10 +769,19 @@ export function createLedger(options: LedgerOptions): Ledger {
     const sumOf = (counts: readonly number[]) => counts.reduce((sum, count) => sum + count, 0);
     const created: Array<[LedgerObject, () => Anchor[]]> = [];
     // Output a text-protocol client sent as a user message, inside a request the agent works on;
-    // or what a client reports right after a step's outputs (`clientReport`).
-    const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
-    const report =
-      openConversation && messages[index - 1]?.role === 'tool' ? clientReport(message) : undefined;
+    // or what a client sends inside the work: after a step's outputs (`clientReport`), or in
+    // answer to the model's words (`clientReply`).
+    const previous = messages[index - 1];
+    const shellObservation = openConversation ? clientObservation(message, previous) : undefined;
+    const afterOutput =
+      previous?.role === 'tool' || (objectsByMessage.get(index - 1)?.some(isObservation) ?? false);
+    const report = !openConversation
+      ? undefined
+      : afterOutput
+        ? clientReport(message)
+        : previous?.role === 'assistant'
+          ? clientReply(message)
+          : undefined;
     const observation = shellObservation ?? (report === undefined ? undefined : { toolName: report });
     if (message.role === 'system') {
       systemCount += 1;

@@ -6,7 +6,7 @@
  * (the sidecar keeps them, under keys no new content can take), and the trigger bookkeeping
  * goes back to where the transcripts still agree.
  */
-import { ENVIRONMENT_TOOL, isObservation, type Ledger, type LedgerObject, REMINDER_TOOL } from './ledger.js';
+import { CLIENT_OUTPUT_SINCE, isObservation, type Ledger, type LedgerObject } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
 import { foldKey, sidecarKey } from './render-replacement.js';
 import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
@@ -174,9 +174,9 @@ export function reconcileState(
 /**
  * `state` under this version's numbering (`LEDGER_IDS`). A state written before it may name by
  * another number every tool output from the first object a later numbering counts on: an output
- * a client attached to a request, or a report a client sent after a step's results (`clientReport`:
- * environment details since version 3, reminders since 4), which an older version took for a
- * request, so that every request from the first such report on may be named otherwise too. What
+ * a client attached to a request (since version 3), or a message a client sent inside the work
+ * (`CLIENT_OUTPUT_SINCE`), which an older version took for a request, so that every request from
+ * the first such message on may be named otherwise too. What
  * it bound past there under such ids (states, payloads, a pending plan) is left out, and
  * `renumberedFrom` says where, when that left anything out. Before there every numbering agrees,
  * and system ids never move.
@@ -190,12 +190,11 @@ function underLedgerIds(
   const first = (test: (object: LedgerObject) => boolean) =>
     ledger.objects.find(test)?.messageIndex ?? Number.POSITIVE_INFINITY;
   const counted = (since: number) => (state.ids ?? 0) < since;
-  const reported = (tool: string) => (object: LedgerObject) =>
-    isObservation(object) && object.toolName === tool;
-  const reports = Math.min(
-    counted(3) ? first(reported(ENVIRONMENT_TOOL)) : Number.POSITIVE_INFINITY,
-    counted(4) ? first(reported(REMINDER_TOOL)) : Number.POSITIVE_INFINITY,
-  );
+  // The first output of a kind the state's numbering took for a request.
+  const reports = first((object) => {
+    const since = object.toolName === undefined ? undefined : CLIENT_OUTPUT_SINCE[object.toolName];
+    return since !== undefined && counted(since) && isObservation(object);
+  });
   const outputs = Math.min(
     reports,
     counted(3) ? first((object) => object.attachedTo !== undefined) : Number.POSITIVE_INFINITY,

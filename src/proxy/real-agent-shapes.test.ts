@@ -9,7 +9,12 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { toolSearchRound } from '../adapters/anthropic/testing/tool-search-round.js';
 import { countBreakpoints, MAX_CACHE_BREAKPOINTS } from '../adapters/index.js';
-import { anthropicConversation, fileContent, responsesConversation } from './testing/agent-conversation.js';
+import {
+  anthropicConversation,
+  chatConversation,
+  fileContent,
+  responsesConversation,
+} from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { pointerKeys } from './testing/recovery-pointers.js';
@@ -557,6 +562,48 @@ describe("Claude Code's reminders beside a step's results, through the proxy", (
     }
     expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
     // The work folded under the task's own keys (`conversation:user:1@N`), none of a reminder's.
+    const requests = [...offered].filter((key) => key.startsWith('conversation:'));
+    expect(requests.length).toBeGreaterThan(0);
+    expect(requests.filter((key) => !/^conversation:user:1(?!\d)/.test(key))).toEqual([]);
+  });
+});
+
+/**
+ * Cline with native tools on a Chat provider that takes no image in a tool result: the result
+ * says so, the images follow as a user message, and the environment details as another. Both are
+ * outputs of the step, so the task stays one request.
+ */
+describe("Cline's images and environment after a step's results, through the proxy", () => {
+  const pixel =
+    'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+  const environment = (turn: number) =>
+    `<environment_details>\n# Current Time\n2026-12-07T10:${String(10 + turn)}:00Z\n</environment_details>`;
+  const session = (turns: number): Json[] =>
+    chatConversation({ turns }).flatMap((message, index) => {
+      if (message.role !== 'tool') return [message];
+      const turn = (index - 3) / 2;
+      return [
+        message,
+        ...(turn % 3 === 0
+          ? [{ role: 'user', content: [{ type: 'image_url', image_url: { url: pixel } }] }]
+          : []),
+        { role: 'user', content: [{ type: 'text', text: environment(turn) }] },
+      ];
+    });
+
+  it('folds the task as one request, never a run of requests each made of an image or a report', async () => {
+    fixture = await startProxyFixture({ window: 4_000, script: () => ({ text: 'Reading on.' }) });
+    const offered = new Set<string>();
+    for (let turns = 1; turns <= 24; turns += 1) {
+      const response = await fixture.post('chat', { model: 'gpt-4o', messages: session(turns) });
+      expect(response.status).toBe(200);
+      const raw = fixture.upstream.requests.at(-1)!.rawBody;
+      for (const key of pointerKeys(raw)) offered.add(key);
+      // The latest step goes up as Cline sent it: its result, then what came after it.
+      const sent = (JSON.parse(raw) as { messages: Json[] }).messages;
+      expect(sent.at(-1)).toEqual(session(turns).at(-1));
+    }
+    expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
     const requests = [...offered].filter((key) => key.startsWith('conversation:'));
     expect(requests.length).toBeGreaterThan(0);
     expect(requests.filter((key) => !/^conversation:user:1(?!\d)/.test(key))).toEqual([]);

@@ -1,8 +1,10 @@
 /**
- * Claude Code's `<system-reminder>` blocks beside a step's results (a nudge to use its task
- * tools, a file the user changed, the date): one wire user message holds the results and the
- * reminder, which reaches the ledger as a user message of its own after the tool message. It is
- * the harness's, not the user's: an output of the step, inside the request the work serves.
+ * What clients send inside the work, as user messages of their own: Claude Code's
+ * `<system-reminder>` blocks beside a step's results (a nudge to use its task tools, a file the
+ * user changed), Codex's notes, the images a tool returned, and a client's answer to the model's
+ * words (Cline's error that no tool was used, Claude Code's prompt to go on). They are the
+ * harness's, not the user's: each an output of the step before it, inside the request the work
+ * serves.
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../stores/memory-store.js';
@@ -10,10 +12,12 @@ import { createGovernor } from './governor/create-governor.js';
 import { createPinRule } from './governor/pins.js';
 import {
   carriesOutput,
+  clientReply,
   clientReport,
   ENVIRONMENT_TOOL,
   indexTranscript,
   type Ledger,
+  MEDIA_TOOL,
   REMINDER_TOOL,
   turnStartOf,
 } from './ledger.js';
@@ -23,7 +27,7 @@ import { moduleSource } from './testing/long-session.js';
 import { olderState, storedGovernor } from './testing/stored-governor.js';
 import { assistantMessage, toolRound, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
-import { type Message, text } from './transcript.js';
+import { type ImagePart, type Message, text } from './transcript.js';
 
 const reminder = (body: string) => `<system-reminder>\n${body}\n</system-reminder>`;
 const TASK = 'Make every handler read its code from settings.';
@@ -133,7 +137,86 @@ describe("a client's reminders after a step's results", () => {
   });
 });
 
-describe('a state written under the numbering before reminders were outputs', () => {
+const image: ImagePart = { type: 'image', ref: 'data:image/png;base64,iVBORw0KGgo=', source: 'data' };
+const ENVIRONMENT = '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>';
+const kinds = (ledger: Ledger, from: number) =>
+  ledger.objects.filter((object) => object.messageIndex >= from).map((object) => object.id);
+
+describe("what clients send after a step's results", () => {
+  it("reads Codex's notes of an interrupted turn and of a sub-agent as outputs of the step", () => {
+    const aborted = '<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>';
+    const notified =
+      '<subagent_notification>\n{"agent_path":"a1","status":{"completed":"done"}}\n</subagent_notification>';
+    const ledger = ledgerOf([...session(1, false), userMessage(aborted), userMessage('Go on with b.py.')]);
+    expect(kinds(ledger, 3)).toEqual(['function:turn_aborted:2', 'conversation:user:2']);
+    expect(kinds(ledgerOf([...session(1, false), userMessage(notified)]), 3)).toEqual([
+      'function:subagent_notification:2',
+    ]);
+    // Interrupted before any output, the note stays where the request is.
+    expect(requests(ledgerOf([userMessage(TASK), userMessage(aborted)]))).toHaveLength(2);
+  });
+
+  it('reads the images a tool returned, sent after its result, as its output, and what Cline sends after them', () => {
+    // Cline on a provider that takes no image in a result: the images, then the environment details.
+    const cline = ledgerOf([
+      ...session(1, false),
+      { role: 'user', parts: [image, image] },
+      userMessage(ENVIRONMENT),
+    ]);
+    expect(kinds(cline, 3)).toEqual([`function:${MEDIA_TOOL}:2`, `function:${ENVIRONMENT_TOOL}:3`]);
+    expect(requests(cline)).toEqual(['conversation:user:1']);
+    // opencode says what they are first.
+    const opencode: Message = { role: 'user', parts: [text('Attached image(s) from tool result:'), image] };
+    expect(clientReport(opencode)).toBe(MEDIA_TOOL);
+    // A picture the user sends after the model's words is theirs: a request.
+    const sent = ledgerOf([
+      userMessage(TASK),
+      assistantMessage('Send me the screenshot.'),
+      { role: 'user', parts: [image] },
+    ]);
+    expect(requests(sent)).toHaveLength(2);
+    expect(clientReport({ role: 'user', parts: [text('Here it is:'), image] })).toBeUndefined();
+  });
+});
+
+describe("a client's answer to the model's words", () => {
+  it('is an output of the step the words ended, no request: the work goes on in the task', () => {
+    const replies = [
+      '[ERROR] You did not use a tool in your previous response! Please retry with a tool use.\n\n# Next Steps\n',
+      'Output token limit hit. Resume directly, with no recap.',
+      'Your response was cut off because it exceeded the output token limit. Continue from where you left off.',
+      '[Your previous response had no visible output. Please continue and produce a user-visible response.]',
+      'Stop hook feedback:\nnpm test failed: 2 tests',
+    ];
+    for (const reply of replies) {
+      const messages = [
+        ...session(1, false),
+        assistantMessage('All handlers read their code now.'),
+        { role: 'user' as const, parts: [text(reply), text(ENVIRONMENT)] },
+        ...toolRound('next', 'Read', { file_path: '/w/m9.py' }, moduleSource(9, 10)),
+      ];
+      const ledger = ledgerOf(messages);
+      expect(requests(ledger), reply).toEqual(['conversation:user:1']);
+      expect(ledger.objectsByMessage.get(4)![0]!.id).toMatch(
+        /^function:(no_tool_used|continue_prompt|hook_feedback):2$/,
+      );
+      // The latest turn is the model's words and the answer to them.
+      const answered = messages.slice(0, 5);
+      expect(turnStartOf(answered, (index) => carriesOutput(ledgerOf(answered), index))).toBe(3);
+    }
+    // The user's own words after the model's, even about the same, are a request.
+    expect(clientReply(userMessage('Why did you stop? Output token limit hit?'))).toBeUndefined();
+    expect(
+      clientReply({ role: 'user', parts: [text('Stop hook feedback:\nx'), text('and fix the docs')] }),
+    ).toBeUndefined();
+    // After outputs, the model has not spoken: a reply's words there are not one.
+    expect(
+      requests(ledgerOf([...session(1, false), userMessage('Output token limit hit. Resume.')])),
+    ).toHaveLength(2);
+  });
+});
+
+describe('a state written under a numbering that took them for requests', () => {
   const messages = [...session(3), userMessage('Now add a test.'), assistantMessage('On it.')];
   const ledger = ledgerOf(messages);
   const bound = (end: number) => ({ end, link: ledger.chain[end - 1]! });
@@ -163,11 +246,13 @@ describe('a state written under the numbering before reminders were outputs', ()
     expect(shown).not.toContain('[pruned conversation:user:2]');
     const warning = governed.warnings.find((each) => each.code === 'transcript-diverged');
     expect(warning?.messageIndex).toBe(3);
-    // Under this numbering, the same state holds whole.
-    const current = await storedGovernor(underIds(LEDGER_IDS, state.objects));
-    expect(JSON.stringify((await current.governor.project('s', messages)).view)).toContain(
-      '[pruned conversation:user:2]',
-    );
+    // Under this numbering, and under 4 which read reminders so, the same state holds whole.
+    for (const ids of [LEDGER_IDS, 4]) {
+      const current = await storedGovernor(underIds(ids, state.objects));
+      expect(JSON.stringify((await current.governor.project('s', messages)).view)).toContain(
+        '[pruned conversation:user:2]',
+      );
+    }
   });
 
   it("keeps a version 3 state whole where no reminder follows a step's results", async () => {
@@ -198,5 +283,35 @@ describe('a state written under the numbering before reminders were outputs', ()
     // A state without the numbering at all still drops it there: environment reports came in 3.
     const older = await (await storedGovernor({ ...state, ids: 2 })).governor.project('s', reported);
     expect(JSON.stringify(older.view)).not.toContain('[pruned conversation:user:2]');
+  });
+
+  it('leaves out what a state under numbering 4 bound under an id past the first note of Codex', async () => {
+    const aborted = '<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>';
+    const codex = [
+      ...session(1, false),
+      userMessage(aborted),
+      userMessage('Go on with b.py.'),
+      assistantMessage('On it.'),
+    ];
+    const codexLedger = ledgerOf(codex);
+    expect(codexLedger.get('conversation:user:2')!.span.start).toBe(4);
+    const objects = {
+      'conversation:user:2': {
+        operation: 'prune' as const,
+        replacement: '[pruned conversation:user:2]',
+        commitId: 'old',
+        binding: { end: 6, link: codexLedger.chain[5]! },
+      },
+    };
+    const shown = async (ids: number) =>
+      JSON.stringify(
+        (
+          await (
+            await storedGovernor({ ...olderState(codexLedger, objects), ids })
+          ).governor.project('s', codex)
+        ).view,
+      );
+    expect(await shown(4)).not.toContain('[pruned conversation:user:2]');
+    expect(await shown(LEDGER_IDS)).toContain('[pruned conversation:user:2]');
   });
 });
