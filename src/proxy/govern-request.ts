@@ -29,6 +29,8 @@ export const TOKENS_BOUND_HEADER = 'x-selfgc-tokens-bound';
 
 /** The proxy's own warning: the reserve alone fills the window, so no view can fit. */
 export const RESERVE_OVER_WINDOW = 'reserve-over-window';
+/** The proxy left its recovery tools out of the request: they would have taken the view's least room. */
+export const RECOVERY_WITHHELD = 'recovery-withheld';
 
 export interface GovernedBody {
   /**
@@ -202,6 +204,7 @@ export async function governRequest(settings: GovernSettings, input: GovernInput
   // The newest messages were not counted before sending: the figures are upper bounds.
   if (result.settle !== undefined) headers.set(TOKENS_BOUND_HEADER, 'true');
   const warnings = new Set(result.warnings.map((warning) => warning.code));
+  if (recoveryRoute !== input.recoveryRoute) warnings.add(RECOVERY_WITHHELD);
   if (reserve.total >= window) warnings.add(RESERVE_OVER_WINDOW);
   // What stands beside the view may leave it less than its least room: the request is over then.
   else if (result.settle === undefined) {

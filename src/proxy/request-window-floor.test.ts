@@ -9,6 +9,7 @@ import { countMessageTokens } from '../core/ledger.js';
 import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
+import { RECOVERY_WITHHELD } from './govern-request.js';
 import { OVER_WINDOW } from './stateless-lane.js';
 import { conversationBody } from './testing/agent-conversation.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
@@ -45,17 +46,21 @@ describe('the window when tools and max_tokens leave the view less than its leas
       max_tokens: 1_200,
       tools: [READ_FILE],
     });
+    let warnings: string[] = [];
     for (let turns = 1; turns <= 3; turns += 1) {
       const response = await fixture.post('messages', body(turns));
       expect(response.status).toBe(200);
       await response.text();
+      warnings = (response.headers.get('x-selfgc-warnings') ?? '').split(',');
     }
     const sent = fixture.upstream.requests.at(-1)!.body as JsonObject;
     // The client's request fits the 2000-token window (max_tokens included)…
     expect(requestTokens(body(3))).toBeLessThanOrEqual(2_000);
-    // …and so does the proxy's, which leaves its own tools out for want of room.
+    // …and so does the proxy's, which leaves its own tools out for want of room, and says so.
     expect(requestTokens(sent)).toBeLessThanOrEqual(2_000);
     expect(JSON.stringify(sent.tools)).not.toContain('selfgc_');
+    expect(warnings).toContain(RECOVERY_WITHHELD);
+    expect(fixture.logs.at(-1)?.warnings).toContain(RECOVERY_WITHHELD);
   });
 
   it('messages: a request over the window goes upstream inside it, or the answer says it could not', async () => {
