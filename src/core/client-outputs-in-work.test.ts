@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { createGovernor } from './governor/create-governor.js';
 import { createPinRule } from './governor/pins.js';
+import { hasMilestone } from './governor/triggers.js';
 import {
   carriesOutput,
   clientReply,
@@ -25,7 +26,7 @@ import type { ObjectState } from './operations.js';
 import { LEDGER_IDS, type SessionState } from './session-state.js';
 import { moduleSource } from './testing/long-session.js';
 import { olderState, storedGovernor } from './testing/stored-governor.js';
-import { assistantMessage, toolRound, userMessage } from './testing/transcript-builders.js';
+import { assistantMessage, systemMessage, toolRound, userMessage } from './testing/transcript-builders.js';
 import { approximateTokenCounter } from './tokens.js';
 import { type ImagePart, type Message, text } from './transcript.js';
 
@@ -156,26 +157,59 @@ describe("what clients send after a step's results", () => {
     expect(requests(ledgerOf([userMessage(TASK), userMessage(aborted)]))).toHaveLength(2);
   });
 
-  it('reads the images a tool returned, sent after its result, as its output, and what Cline sends after them', () => {
-    // Cline on a provider that takes no image in a result: the images, then the environment details.
-    const cline = ledgerOf([
-      ...session(1, false),
-      { role: 'user', parts: [image, image] },
-      userMessage(ENVIRONMENT),
-    ]);
-    expect(kinds(cline, 3)).toEqual([`function:${MEDIA_TOOL}:2`, `function:${ENVIRONMENT_TOOL}:3`]);
-    expect(requests(cline)).toEqual(['conversation:user:1']);
-    // opencode says what they are first.
+  it('reads the images a tool returned, sent after its result, as its output, with what comes beside them', () => {
+    // Sent after the result to a provider that takes no image in one: alone, with the environment
+    // details (Cline), or after opencode's words for them; the environment details may follow.
     const opencode: Message = { role: 'user', parts: [text('Attached image(s) from tool result:'), image] };
-    expect(clientReport(opencode)).toBe(MEDIA_TOOL);
-    // A picture the user sends after the model's words is theirs: a request.
-    const sent = ledgerOf([
-      userMessage(TASK),
-      assistantMessage('Send me the screenshot.'),
-      { role: 'user', parts: [image] },
-    ]);
-    expect(requests(sent)).toHaveLength(2);
+    for (const media of [
+      [{ role: 'user', parts: [image, image] }],
+      [{ role: 'user', parts: [image, text(ENVIRONMENT)] }],
+      [opencode],
+    ] as Message[][]) {
+      const ledger = ledgerOf([...session(1, false), ...media, userMessage(ENVIRONMENT)]);
+      expect(kinds(ledger, 3)).toEqual([`function:${MEDIA_TOOL}:2`, `function:${ENVIRONMENT_TOOL}:3`]);
+      expect(requests(ledger)).toEqual(['conversation:user:1']);
+    }
+    // A picture the user sends is theirs: after the model's words, after the media of a step, after
+    // a turn they interrupted; or beside their words.
+    const theirs: Message = { role: 'user', parts: [image] };
+    for (const before of [
+      [assistantMessage('Send me the screenshot.')],
+      [opencode],
+      [userMessage('<turn_aborted>\nThe user interrupted the previous turn on purpose.\n</turn_aborted>')],
+    ]) {
+      const ledger = ledgerOf([...session(1, false), ...before, theirs]);
+      expect(requests(ledger)).toEqual(['conversation:user:1', 'conversation:user:2']);
+      expect(hasMilestone(ledger, ledger.messages.length - 1)).toBe(true);
+    }
     expect(clientReport({ role: 'user', parts: [text('Here it is:'), image] })).toBeUndefined();
+  });
+
+  it('reads a report after instructions a client sent between, as the latest turn does', () => {
+    const messages = [
+      ...session(1, false),
+      systemMessage('The date is now 2026-12-07.'),
+      userMessage(reminder('x')),
+    ];
+    expect(requests(ledgerOf(messages))).toEqual(['conversation:user:1']);
+  });
+
+  it('gives back the images a fold of them took, as marks: what text can hold of them', async () => {
+    const messages: Message[] = [
+      ...session(1, false),
+      { role: 'user', parts: [text('Attached image(s) from tool result:'), image, image] },
+      assistantMessage('The screenshot shows the error.'),
+      userMessage('Fix it.'),
+    ];
+    const { governor } = await storedGovernor();
+    const applied = await governor.applyAgentPlan('s', messages, {
+      planner: 'agent',
+      operations: [{ objectId: `function:${MEDIA_TOOL}:2`, operation: 'fold', reason: 'test' }],
+    });
+    expect(applied.rejected).toEqual([]);
+    expect(await governor.expand('s', applied.accepted[0]!.key)).toBe(
+      'Attached image(s) from tool result:\n[image]\n[image]',
+    );
   });
 });
 
@@ -313,5 +347,49 @@ describe('a state written under a numbering that took them for requests', () => 
       );
     expect(await shown(4)).not.toContain('[pruned conversation:user:2]');
     expect(await shown(LEDGER_IDS)).toContain('[pruned conversation:user:2]');
+  });
+
+  it('leaves out what a state under numbering 4 bound past a reminder it read only after a tool message', async () => {
+    // Numbering 4 read a reminder as an output only right after a tool message: after instructions
+    // it took one for a request, and the files the next request attaches were numbered one lower.
+    const called = (path: string) =>
+      `<system-reminder>\nCalled the Read tool with the following input: {"file_path":"/w/${path}"}\n</system-reminder>\n`;
+    const result = (body: string) =>
+      `<system-reminder>\nResult of calling the Read tool:\n${body}\n</system-reminder>\n`;
+    const late = [
+      ...session(1, false),
+      systemMessage('The date is now 2026-12-07.'),
+      userMessage(reminder('The task tools have not been used recently.')),
+      assistantMessage('Read both.'),
+      {
+        role: 'user' as const,
+        parts: [
+          text(called('a.py')),
+          text(result(moduleSource(501, 40))),
+          text(called('b.py')),
+          text(result(moduleSource(702, 40))),
+          text('Compare.'),
+        ],
+      },
+      assistantMessage('Comparing.'),
+    ];
+    const lateLedger = ledgerOf(late);
+    // Numbering 4's function:Read:3 was the b.py read; here it is the a.py read, in the same message.
+    expect(lateLedger.get('function:Read:3')!.callArguments).toContain('a.py');
+    const binding = { end: 7, link: lateLedger.chain[6]! };
+    const state: SessionState = {
+      ...olderState(lateLedger, {
+        'function:Read:3': {
+          operation: 'fold',
+          replacement: '[folded function:Read:3: Read /w/b.py]',
+          commitId: 'old',
+          binding,
+        },
+      }),
+      ids: 4,
+    };
+    const governed = await (await storedGovernor(state)).governor.project('s', late);
+    expect(JSON.stringify(governed.view)).not.toContain('Read /w/b.py]');
+    expect(governed.warnings.find((each) => each.code === 'transcript-diverged')?.messageIndex).toBe(4);
   });
 });

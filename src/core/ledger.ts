@@ -334,9 +334,10 @@ export const MEDIA_TOOL = 'attached_media';
 /**
  * The tool names of what a client sends inside the work, which the ledger reads as an output of
  * the step before it (`clientReport`, `clientReply`), each with the numbering (`LEDGER_IDS`) that
- * first read it so: a numbering before it took such a message for a request.
+ * first read it so right after a tool message (`clientOutputSince`): a numbering before it took
+ * such a message for a request.
  */
-export const CLIENT_OUTPUT_SINCE: Readonly<Record<string, number>> = {
+const CLIENT_OUTPUT_SINCE: Readonly<Record<string, number>> = {
   [ENVIRONMENT_TOOL]: 3,
   [REMINDER_TOOL]: 4,
   [MEDIA_TOOL]: 5,
@@ -346,6 +347,24 @@ export const CLIENT_OUTPUT_SINCE: Readonly<Record<string, number>> = {
   continue_prompt: 5,
   hook_feedback: 5,
 };
+/** The numbering that first read a report after anything but a tool message: a step's media, instructions. */
+const REPORTED_PAST_RESULTS_SINCE = 5;
+
+/**
+ * The numbering (`LEDGER_IDS`) that first read `object` as an output a client sent inside the
+ * work, when it is one: every numbering before it took that message for a request.
+ */
+export function clientOutputSince(
+  ledger: Pick<Ledger, 'messages'>,
+  object: LedgerObject,
+): number | undefined {
+  if (!isObservation(object) || object.toolName === undefined) return undefined;
+  const since = CLIENT_OUTPUT_SINCE[object.toolName];
+  if (since === undefined) return undefined;
+  return ledger.messages[object.messageIndex - 1]?.role === 'tool'
+    ? since
+    : Math.max(since, REPORTED_PAST_RESULTS_SINCE);
+}
 
 /** Claude Code's reminders: what its harness, not the user, tells the model. */
 const CLIENT_REMINDER = /<system-reminder>[\s\S]*?<\/system-reminder>/g;
@@ -369,22 +388,35 @@ function isEnvironment(part: Part): boolean {
   return part.type === 'text' && ENVIRONMENT_DETAILS.test(part.text);
 }
 
+/** Whether a text part holds nothing but Claude Code's reminders. */
+function isReminder(part: Part): boolean {
+  return part.type === 'text' && onlyBlocks(part.text, CLIENT_REMINDER);
+}
+
+/**
+ * Whether a user message is the images and files a tool returned, sent after its result: those
+ * alone, or after opencode's words for them, with at most the environment details Cline sends.
+ */
+function carriesMedia(message: Message): boolean {
+  const [first, ...rest] = message.parts;
+  const parts = first?.type === 'text' && MEDIA_PROMPT.test(first.text) ? rest : message.parts;
+  return parts.some(isMedia) && parts.every((part) => isMedia(part) || isEnvironment(part));
+}
+
 /**
  * The tool a user message reports as when it holds nothing but what a client sends after a
  * step's results, as a user message of its own (or in the message of the results, which the
  * ledger reads as one after them): the environment details of Cline and Roo Code
  * (`ENVIRONMENT_TOOL`); Claude Code's reminders (`REMINDER_TOOL`: its todo list, a file the user
  * changed, the date) unless one carries what the user sent meanwhile, or names a file it
- * attaches; Codex's notes (`CODEX_NOTE`); the images and files a tool returned, which Cline,
- * opencode and older Codex send after the result for providers that take none in it
- * (`MEDIA_TOOL`). Right after a step's outputs, it is an output of that step, not a request.
+ * attaches; Codex's notes (`CODEX_NOTE`); the images and files a tool returned, which opencode
+ * and older Codex send after the result for providers that take none in it (`MEDIA_TOOL`), but
+ * for which `afterMedia` (the message after such media), where they are the user's. Right after a
+ * step's outputs, it is an output of that step, not a request.
  */
-export function clientReport(message: Message): string | undefined {
+export function clientReport(message: Message, afterMedia = false): string | undefined {
   if (message.role !== 'user' || message.parts.length === 0) return undefined;
-  const [first, ...rest] = message.parts;
-  if (message.parts.every(isMedia)) return MEDIA_TOOL;
-  if (first?.type === 'text' && MEDIA_PROMPT.test(first.text) && rest.length > 0 && rest.every(isMedia))
-    return MEDIA_TOOL;
+  if (carriesMedia(message)) return afterMedia ? undefined : MEDIA_TOOL;
   if (!message.parts.every((part) => part.type === 'text')) return undefined;
   if (message.parts.every(isEnvironment)) return ENVIRONMENT_TOOL;
   const textValue = messageText(message);
@@ -406,18 +438,20 @@ const CLIENT_REPLIES: ReadonlyArray<readonly [RegExp, string]> = [
     /^(?:Output token limit hit\b|Your response was cut off because it exceeded the output token limit|\[Your previous response had no visible output\.|The previous response failed to produce a valid tool call\.|Your tool call was malformed and could not be parsed\.)/,
     'continue_prompt',
   ],
-  [/^(?:Stop|SubagentStop) hook feedback:\n/, 'hook_feedback'],
+  [/^(?:Stop|SubagentStop|TeammateIdle|TaskCompleted) hook feedback:\n/, 'hook_feedback'],
 ];
 
 /**
  * The tool a user message right after the model's words reports as, when it is a client's answer
- * to them (`CLIENT_REPLIES`), with nothing beside it but the environment details Cline sends
- * with each message: an output of the model's last step, not a request.
+ * to them (`CLIENT_REPLIES`), with nothing beside it but what clients send with each message (the
+ * environment details of Cline, the reminders of Claude Code): an output of the model's last
+ * step, not a request.
  */
 export function clientReply(message: Message): string | undefined {
   if (message.role !== 'user') return undefined;
   const [first, ...rest] = message.parts;
-  if (first?.type !== 'text' || !rest.every(isEnvironment)) return undefined;
+  if (first?.type !== 'text' || !rest.every((part) => isEnvironment(part) || isReminder(part)))
+    return undefined;
   return CLIENT_REPLIES.find(([pattern]) => pattern.test(first.text))?.[1];
 }
 
@@ -771,15 +805,17 @@ export function createLedger(options: LedgerOptions): Ledger {
     // Output a text-protocol client sent as a user message, inside a request the agent works on;
     // or what a client sends inside the work: after a step's outputs (`clientReport`), or in
     // answer to the model's words (`clientReply`).
-    const previous = messages[index - 1];
-    const shellObservation = openConversation ? clientObservation(message, previous) : undefined;
-    const afterOutput =
-      previous?.role === 'tool' || (objectsByMessage.get(index - 1)?.some(isObservation) ?? false);
+    const shellObservation = openConversation ? clientObservation(message, messages[index - 1]) : undefined;
+    // What it follows, past instructions a client sends between (as `turnStartOf` reads them).
+    let before = index - 1;
+    while (messages[before]?.role === 'system') before -= 1;
+    const afterMedia =
+      objectsByMessage.get(before)?.some((object) => object.toolName === MEDIA_TOOL) ?? false;
     const report = !openConversation
       ? undefined
-      : afterOutput
-        ? clientReport(message)
-        : previous?.role === 'assistant'
+      : messages[before]?.role === 'tool' || afterMedia
+        ? clientReport(message, afterMedia)
+        : messages[before]?.role === 'assistant'
           ? clientReply(message)
           : undefined;
     const observation = shellObservation ?? (report === undefined ? undefined : { toolName: report });

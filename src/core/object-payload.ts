@@ -10,6 +10,7 @@ import {
   type TextPart,
   type ToolResultPart,
   TRANSCRIPT_SPEC_VERSION,
+  textOfParts,
 } from './transcript.js';
 
 /** What a sidecar record's `payload` holds (as JSON text). */
@@ -136,12 +137,10 @@ export function parseObjectPayload(payload: string, where: string): ObjectPayloa
 /** The text the model sees when a payload is expanded back into the view. */
 export function payloadText(payload: ObjectPayload): string {
   if (payload.kind === 'function') {
-    if (payload.message) return messageText(payload.message);
+    if (payload.message) return textOfParts(payload.message.parts);
     if (payload.part.type === 'text') return payload.part.text;
     const content = payload.part.content;
-    return typeof content === 'string'
-      ? content
-      : content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
+    return typeof content === 'string' ? content : textOfParts(content);
   }
   return payload.messages.map((message) => `${message.role}: ${messageText(message)}`).join('\n\n');
 }

@@ -6,7 +6,7 @@
  * (the sidecar keeps them, under keys no new content can take), and the trigger bookkeeping
  * goes back to where the transcripts still agree.
  */
-import { CLIENT_OUTPUT_SINCE, isObservation, type Ledger, type LedgerObject } from './ledger.js';
+import { clientOutputSince, type Ledger, type LedgerObject } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
 import { foldKey, sidecarKey } from './render-replacement.js';
 import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
@@ -175,7 +175,7 @@ export function reconcileState(
  * `state` under this version's numbering (`LEDGER_IDS`). A state written before it may name by
  * another number every tool output from the first object a later numbering counts on: an output
  * a client attached to a request (since version 3), or a message a client sent inside the work
- * (`CLIENT_OUTPUT_SINCE`), which an older version took for a request, so that every request from
+ * (`clientOutputSince`), which an older version took for a request, so that every request from
  * the first such message on may be named otherwise too. What
  * it bound past there under such ids (states, payloads, a pending plan) is left out, and
  * `renumberedFrom` says where, when that left anything out. Before there every numbering agrees,
@@ -192,8 +192,8 @@ function underLedgerIds(
   const counted = (since: number) => (state.ids ?? 0) < since;
   // The first output of a kind the state's numbering took for a request.
   const reports = first((object) => {
-    const since = object.toolName === undefined ? undefined : CLIENT_OUTPUT_SINCE[object.toolName];
-    return since !== undefined && counted(since) && isObservation(object);
+    const since = clientOutputSince(ledger, object);
+    return since !== undefined && counted(since);
   });
   const outputs = Math.min(
     reports,

@@ -7,7 +7,7 @@ import { compactTokens, oneLine } from './compact-text.js';
 import { messageEntries } from './index-entries.js';
 import type { Ledger } from './ledger.js';
 import { attachedText, isToolOutput, type LedgerObject, rankAnchors, requestText } from './ledger.js';
-import { type Message, messageText, type Part, partText } from './transcript.js';
+import { type Message, messageText, type Part, partText, textOfParts } from './transcript.js';
 import { FOLD_INDEX, TOMBSTONE } from './tuning.js';
 
 /** The text payload of an object, as the model saw it. */
@@ -19,13 +19,11 @@ export function objectText(ledger: Ledger, object: LedgerObject): string {
     // An observation a text-protocol client sent is its whole user message; an output a client
     // attached to a request, its own part.
     if (message.role === 'user') {
-      if (object.partIndex === undefined) return messageText(message);
+      if (object.partIndex === undefined) return textOfParts(message.parts);
       return attachedText(part, object.range);
     }
     if (part?.type !== 'tool-result') return '';
-    return typeof part.content === 'string'
-      ? part.content
-      : part.content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
+    return typeof part.content === 'string' ? part.content : textOfParts(part.content);
   }
   // A request's own words, without the outputs a client attached to it.
   return message.role === 'user' ? requestText(message) : messageText(message);

@@ -21,7 +21,7 @@ export const SESSION_STATE_VERSION = 4;
  * How the ledger numbers objects, which state and payload ids name (`function:<tool>:N`,
  * `conversation:user:K`). Version 3 counts the outputs clients attach to requests
  * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's results;
- * versions 4 and 5 more of what clients send inside the work (`CLIENT_OUTPUT_SINCE`). A state
+ * versions 4 and 5 more of what clients send inside the work (`clientOutputSince`). A state
  * written under any other numbering (none written: before the field existed; 2: development
  * builds that counted some of them) may name objects otherwise from the first such object on
  * (`reconcile-state.ts` drops what it bound past it). Whatever changes what those recognise

@@ -158,6 +158,14 @@ export function partText(part: Part): string {
   }
 }
 
+/** What an image stands as where only text can stand for it. */
+export const IMAGE_MARK = '[image]';
+
+/** The text of parts where only text can stand for them, joined by newlines: an image as `IMAGE_MARK`. */
+export function textOfParts(parts: readonly Part[]): string {
+  return parts.map((part) => (part.type === 'image' ? IMAGE_MARK : partText(part))).join('\n');
+}
+
 /** All text of a message, parts joined by newlines. */
 export function messageText(message: Message): string {
   return message.parts.map(partText).join('\n');

@@ -569,11 +569,11 @@ describe("Claude Code's reminders beside a step's results, through the proxy", (
 });
 
 /**
- * Cline with native tools on a Chat provider that takes no image in a tool result: the result
- * says so, the images follow as a user message, and the environment details as another. Both are
- * outputs of the step, so the task stays one request.
+ * opencode on a Chat provider that takes no image in a tool result: the result, then a user
+ * message with its words for them and the images, and Cline's environment details after a step.
+ * Both are outputs of the step, so the task stays one request.
  */
-describe("Cline's images and environment after a step's results, through the proxy", () => {
+describe("a tool's images and a client's report after a step's results, through the proxy", () => {
   const pixel =
     'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
   const environment = (turn: number) =>
@@ -582,16 +582,17 @@ describe("Cline's images and environment after a step's results, through the pro
     chatConversation({ turns }).flatMap((message, index) => {
       if (message.role !== 'tool') return [message];
       const turn = (index - 3) / 2;
-      return [
-        message,
-        ...(turn % 3 === 0
-          ? [{ role: 'user', content: [{ type: 'image_url', image_url: { url: pixel } }] }]
-          : []),
-        { role: 'user', content: [{ type: 'text', text: environment(turn) }] },
-      ];
+      const images = {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Attached image(s) from tool result:' },
+          { type: 'image_url', image_url: { url: pixel } },
+        ],
+      };
+      return [message, turn % 3 === 0 ? images : { role: 'user', content: environment(turn) }];
     });
 
-  it('folds the task as one request, never a run of requests each made of an image or a report', async () => {
+  it('folds the task as one request, never a run of requests each made of images or a report', async () => {
     fixture = await startProxyFixture({ window: 4_000, script: () => ({ text: 'Reading on.' }) });
     const offered = new Set<string>();
     for (let turns = 1; turns <= 24; turns += 1) {
@@ -599,9 +600,9 @@ describe("Cline's images and environment after a step's results, through the pro
       expect(response.status).toBe(200);
       const raw = fixture.upstream.requests.at(-1)!.rawBody;
       for (const key of pointerKeys(raw)) offered.add(key);
-      // The latest step goes up as Cline sent it: its result, then what came after it.
+      // The latest step goes up as the client sent it: its call, its result, what came after it.
       const sent = (JSON.parse(raw) as { messages: Json[] }).messages;
-      expect(sent.at(-1)).toEqual(session(turns).at(-1));
+      expect(sent.slice(-3)).toEqual(session(turns).slice(-3));
     }
     expect(fixture.logs.some((entry) => entry.commit !== undefined)).toBe(true);
     const requests = [...offered].filter((key) => key.startsWith('conversation:'));

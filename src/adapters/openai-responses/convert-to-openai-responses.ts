@@ -10,6 +10,7 @@ import type {
   ToolResultPart,
   Warning,
 } from '../../core/transcript.js';
+import { textOfParts } from '../../core/transcript.js';
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
@@ -264,7 +265,7 @@ function outputItem(part: ToolResultPart, emit: Emit): ResponseInputItem {
     const item: ResponseLocalShellCallOutputItem = {
       type: 'local_shell_call_output',
       id: part.callId,
-      output: typeof part.content === 'string' ? part.content : outputText(part.content),
+      output: typeof part.content === 'string' ? part.content : textOfParts(part.content),
       ...status,
     };
     return withExtras(item, hints.extra);
@@ -279,11 +280,6 @@ function outputItem(part: ToolResultPart, emit: Emit): ResponseInputItem {
     ...status,
   } as const;
   return withExtras(item, hints.extra);
-}
-
-/** Text of list content, for an output that can only be a string. */
-function outputText(content: readonly ContentPart[]): string {
-  return content.map((inner) => (inner.type === 'image' ? '[image]' : inner.text)).join('\n');
 }
 
 function outputPart(part: ContentPart, emit: Emit): ResponseOutputContentPart {
