@@ -153,6 +153,15 @@ describe("what clients send after a step's results", () => {
     expect(kinds(ledgerOf([...session(1, false), userMessage(notified)]), 3)).toEqual([
       'function:subagent_notification:2',
     ]);
+    // opencode's prompt after a sub-agent's result, and a warning Codex sent about a call.
+    for (const [notice, tool] of [
+      ['Summarize the task tool output above and continue with your task.', 'subtask_prompt'],
+      [
+        'Warning: apply_patch was requested via exec_command. Use the apply_patch tool instead of exec_command.',
+        'client_warning',
+      ],
+    ])
+      expect(clientReport(userMessage(notice!))).toBe(tool);
     // Interrupted before any output, the note stays where the request is.
     expect(requests(ledgerOf([userMessage(TASK), userMessage(aborted)]))).toHaveLength(2);
   });

@@ -346,6 +346,8 @@ const CLIENT_OUTPUT_SINCE: Readonly<Record<string, number>> = {
   no_tool_used: 5,
   continue_prompt: 5,
   hook_feedback: 5,
+  subtask_prompt: 5,
+  client_warning: 5,
 };
 /** The numbering that first read a report after anything but a tool message: a step's media, instructions. */
 const REPORTED_PAST_RESULTS_SINCE = 5;
@@ -375,6 +377,17 @@ const REMINDED_WORDS = /The user sent (?:a new|the following) message/;
  * the user interrupted the turn, or a sub-agent it started reports.
  */
 const CODEX_NOTE = /<(turn_aborted|subagent_notification)>[\s\S]*?<\/\1>/g;
+/**
+ * Whole messages a client sends after a step's results, each with its tool name: opencode's
+ * prompt after a sub-agent's result, and the warnings Codex sent about how a tool was called.
+ */
+const CLIENT_NOTICES: ReadonlyArray<readonly [RegExp, string]> = [
+  [/^Summarize the task tool output above and continue with your task\.\s*$/, 'subtask_prompt'],
+  [
+    /^Warning: (?:apply_patch was requested via|The maximum number of unified exec processes you can keep open is)/,
+    'client_warning',
+  ],
+];
 /** What opencode writes before the images and files a tool returned, for providers that take none in a result. */
 const MEDIA_PROMPT = /^Attached image\(s\) from tool result:\s*$/;
 /** Opaque parts that are a file: a PDF or a document, which a tool may return as an image does. */
@@ -409,7 +422,7 @@ function carriesMedia(message: Message): boolean {
  * ledger reads as one after them): the environment details of Cline and Roo Code
  * (`ENVIRONMENT_TOOL`); Claude Code's reminders (`REMINDER_TOOL`: its todo list, a file the user
  * changed, the date) unless one carries what the user sent meanwhile, or names a file it
- * attaches; Codex's notes (`CODEX_NOTE`); the images and files a tool returned, which opencode
+ * attaches; Codex's notes (`CODEX_NOTE`) and opencode's and Codex's notices (`CLIENT_NOTICES`); the images and files a tool returned, which opencode
  * and older Codex send after the result for providers that take none in it (`MEDIA_TOOL`), but
  * for which `afterMedia` (the message after such media), where they are the user's. Right after a
  * step's outputs, it is an output of that step, not a request.
@@ -421,6 +434,8 @@ export function clientReport(message: Message, afterMedia = false): string | und
   if (message.parts.every(isEnvironment)) return ENVIRONMENT_TOOL;
   const textValue = messageText(message);
   if (onlyBlocks(textValue, CODEX_NOTE)) return textValue.match(/<(\w+)>/)![1]!;
+  const notice = CLIENT_NOTICES.find(([pattern]) => pattern.test(textValue));
+  if (notice !== undefined) return notice[1];
   if (!onlyBlocks(textValue, CLIENT_REMINDER) || REMINDED_WORDS.test(textValue)) return undefined;
   // The reminder of a call whose result comes next, or a file attached: they open a request.
   if (clientNote(message) !== undefined || clientAttachments(message, undefined).length > 0) return undefined;
