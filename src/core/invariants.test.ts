@@ -11,7 +11,7 @@ import { commitRehearsal } from './commit-plan.js';
 import { StoreError } from './errors.js';
 import { createPinRule } from './governor/pins.js';
 import { createLedger, indexTranscript, type Ledger, type LedgerObject } from './ledger.js';
-import { objectPayload, parseObjectPayload } from './object-payload.js';
+import { type ObjectPayload, objectPayload, parseObjectPayload } from './object-payload.js';
 import type { OperationKind, Plan, ViewState } from './operations.js';
 import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
@@ -120,6 +120,17 @@ function pairingProblems(view: readonly Message[], transcript: readonly Message[
   return problems;
 }
 
+/**
+ * A payload holds its object's own content: a tool result's part, the whole user message of an
+ * output a client sent as one, a conversation's messages.
+ */
+function expectPayloadOf(payload: ObjectPayload, messages: readonly Message[], object: LedgerObject): void {
+  if (payload.kind !== 'function')
+    expect(payload.messages).toEqual(messages.slice(object.span.start, object.span.end));
+  else if (payload.message !== undefined) expect(payload.message).toEqual(messages[object.messageIndex]);
+  else expect(payload.part).toEqual(messages[object.messageIndex]?.parts[object.partIndex ?? 0]);
+}
+
 describe('fold, mask and expand round-trip byte for byte', () => {
   it('the sidecar payload of any object comes back identical through JSON text', () => {
     fc.assert(
@@ -128,11 +139,7 @@ describe('fold, mask and expand round-trip byte for byte', () => {
         for (const object of ledger.objects) {
           const stored = JSON.stringify(objectPayload(ledger, object));
           const payload = parseObjectPayload(stored, 'property');
-          if (payload.kind === 'function') {
-            expect(payload.part).toEqual(messages[object.messageIndex]?.parts[object.partIndex ?? 0]);
-          } else {
-            expect(payload.messages).toEqual(messages.slice(object.span.start, object.span.end));
-          }
+          expectPayloadOf(payload, messages, object);
           expect(JSON.stringify(payload)).toBe(stored);
         }
       }),
@@ -198,10 +205,7 @@ describe('fold, mask and expand round-trip byte for byte', () => {
         if (outcome.status !== 'committed') throw new Error(outcome.status);
         const record = await store.getPayload('s', payloadKey(object.id, outcome.state.payloads[object.id]!));
         expect(record?.payload).toBe(JSON.stringify(objectPayload(ledger, object)));
-        const payload = parseObjectPayload(record?.payload ?? '', 'sidecar');
-        if (payload.kind === 'function')
-          expect(payload.part).toEqual(messages[object.messageIndex]?.parts[object.partIndex ?? 0]);
-        else expect(payload.messages).toEqual(messages.slice(object.span.start, object.span.end));
+        expectPayloadOf(parseObjectPayload(record?.payload ?? '', 'sidecar'), messages, object);
       }),
       { numRuns: 60 },
     );

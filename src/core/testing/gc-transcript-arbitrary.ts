@@ -3,8 +3,9 @@
  * `src/adapters/transcript-arbitrary.ts`: anchor-rich text, long listings fit for masking,
  * repeated calls on the same targets, errors, images inside results, several results in one tool
  * message or one message each, reasoning with and without signatures, opaque provider blocks
- * (an attached document, a server tool use and its result, a document inside a result), and
- * optionally a last call that never got its result.
+ * (an attached document, a server tool use and its result, a document inside a result), what
+ * clients send inside the work (reminders, environment details, a tool's images after its results,
+ * an answer to the model's words), and optionally a last call that never got its result.
  */
 import fc from 'fast-check';
 import type { ImagePart, Message, OpaquePart, Part, TextPart, ToolResultPart } from '../transcript.js';
@@ -72,6 +73,49 @@ interface CallShape {
   isError: boolean;
 }
 
+/** What a client sends after a step's results (`clientReport`), as a user message of its own. */
+const reportShape: fc.Arbitrary<Message> = fc.constantFrom<Message>(
+  {
+    role: 'user',
+    parts: [
+      { type: 'text', text: '<system-reminder>\nThe task tools have not been used.\n</system-reminder>' },
+    ],
+  },
+  {
+    role: 'user',
+    parts: [
+      { type: 'text', text: '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>' },
+    ],
+  },
+  {
+    role: 'user',
+    parts: [{ type: 'text', text: '<turn_aborted>\nThe user interrupted the turn.\n</turn_aborted>' }],
+  },
+  { role: 'user', parts: [{ type: 'image', ref: 'file-img', source: 'file-id' }] },
+  {
+    role: 'user',
+    parts: [
+      { type: 'text', text: 'Attached image(s) from tool result:' },
+      { type: 'image', ref: 'file-img', source: 'file-id' },
+    ],
+  },
+);
+
+/** What a client answers the model's words with (`clientReply`). */
+const replyShape: fc.Arbitrary<Message> = fc.constantFrom<Message>(
+  {
+    role: 'user',
+    parts: [
+      {
+        type: 'text',
+        text: '[ERROR] You did not use a tool in your previous response! Please retry with a tool use.',
+      },
+      { type: 'text', text: '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>' },
+    ],
+  },
+  { role: 'user', parts: [{ type: 'text', text: 'Stop hook feedback:\nsrc/app.ts: 2 tests fail' }] },
+);
+
 interface RoundShape {
   reasoning: { text: string; signature?: string | undefined } | undefined;
   text: string | undefined;
@@ -80,6 +124,8 @@ interface RoundShape {
   calls: CallShape[];
   /** Results in one tool message (Anthropic style) or one message each (OpenAI style). */
   splitResults: boolean;
+  /** What the client sends after the results. */
+  report: Message | undefined;
 }
 
 interface TurnShape {
@@ -88,6 +134,8 @@ interface TurnShape {
   attachment: string | undefined;
   rounds: RoundShape[];
   answer: string | undefined;
+  /** The client's answer to the model's last words, and the model's words after it. */
+  reply: Message | undefined;
 }
 
 const callShape: fc.Arbitrary<CallShape> = fc.record({
@@ -132,6 +180,7 @@ const roundShape: fc.Arbitrary<RoundShape> = fc.record({
   serverSearch: fc.option(line, { nil: undefined, freq: 4 }),
   calls: fc.array(callShape, { minLength: 0, maxLength: 3 }),
   splitResults: fc.boolean(),
+  report: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: reportShape }),
 });
 
 const turnShape: fc.Arbitrary<TurnShape> = fc.record({
@@ -139,6 +188,7 @@ const turnShape: fc.Arbitrary<TurnShape> = fc.record({
   attachment: fc.option(line, { nil: undefined, freq: 4 }),
   rounds: fc.array(roundShape, { minLength: 0, maxLength: 4 }),
   answer: fc.option(line, { nil: undefined }),
+  reply: fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: replyShape }),
 });
 
 export interface GcTranscriptArbitraryOptions {
@@ -193,9 +243,16 @@ function buildTranscript(system: string | undefined, turns: TurnShape[], unanswe
       if (results.length === 0) continue;
       if (round.splitResults) for (const result of results) messages.push({ role: 'tool', parts: [result] });
       else messages.push({ role: 'tool', parts: results });
+      if (round.report !== undefined) messages.push(structuredClone(round.report));
     }
-    if (turn.answer !== undefined)
+    if (turn.answer !== undefined) {
       messages.push({ role: 'assistant', parts: [{ type: 'text', text: turn.answer }] });
+      if (turn.reply !== undefined)
+        messages.push(structuredClone(turn.reply), {
+          role: 'assistant',
+          parts: [{ type: 'text', text: 'ok' }],
+        });
+    }
   }
   if (unanswered.length > 0) messages.push({ role: 'assistant', parts: callParts(unanswered) });
   return messages;
