@@ -422,10 +422,11 @@ function carriesMedia(message: Message): boolean {
  * ledger reads as one after them): the environment details of Cline and Roo Code
  * (`ENVIRONMENT_TOOL`); Claude Code's reminders (`REMINDER_TOOL`: its todo list, a file the user
  * changed, the date) unless one carries what the user sent meanwhile, or names a file it
- * attaches; Codex's notes (`CODEX_NOTE`) and opencode's and Codex's notices (`CLIENT_NOTICES`); the images and files a tool returned, which opencode
- * and older Codex send after the result for providers that take none in it (`MEDIA_TOOL`), but
- * for which `afterMedia` (the message after such media), where they are the user's. Right after a
- * step's outputs, it is an output of that step, not a request.
+ * attaches; Codex's notes (`CODEX_NOTE`); opencode's and Codex's notices (`CLIENT_NOTICES`); the
+ * images and files a tool returned, which opencode and older Codex send after the result to
+ * providers that take none in it (`MEDIA_TOOL`). Right after a step's outputs, it is an output of
+ * that step, not a request. `afterMedia` says it follows such media, not the results themselves:
+ * media there are the user's.
  */
 export function clientReport(message: Message, afterMedia = false): string | undefined {
   if (message.role !== 'user' || message.parts.length === 0) return undefined;

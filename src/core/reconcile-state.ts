@@ -176,10 +176,9 @@ export function reconcileState(
  * another number every tool output from the first object a later numbering counts on: an output
  * a client attached to a request (since version 3), or a message a client sent inside the work
  * (`clientOutputSince`), which an older version took for a request, so that every request from
- * the first such message on may be named otherwise too. What
- * it bound past there under such ids (states, payloads, a pending plan) is left out, and
- * `renumberedFrom` says where, when that left anything out. Before there every numbering agrees,
- * and system ids never move.
+ * the first such message on may be named otherwise too. What it bound past there under such ids
+ * (states, payloads, a pending plan) is left out, and `renumberedFrom` says where, when that left
+ * anything out. Before there every numbering agrees, and system ids never move.
  */
 function underLedgerIds(
   ledger: Ledger,

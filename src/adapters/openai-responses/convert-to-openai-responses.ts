@@ -1,16 +1,16 @@
-import type {
-  ImagePart,
-  Message,
-  OpaquePart,
-  Part,
-  ReasoningPart,
-  Role,
-  TextPart,
-  ToolCallPart,
-  ToolResultPart,
-  Warning,
+import {
+  type ImagePart,
+  type Message,
+  type OpaquePart,
+  type Part,
+  type ReasoningPart,
+  type Role,
+  type TextPart,
+  type ToolCallPart,
+  type ToolResultPart,
+  textOfParts,
+  type Warning,
 } from '../../core/transcript.js';
-import { textOfParts } from '../../core/transcript.js';
 import { ownOpaqueData } from '../opaque-part.js';
 import { type Emit, placeholderText } from '../placeholder-text.js';
 import { isRecord, type JsonRecord, readSlice, withExtras } from '../provider-data.js';
