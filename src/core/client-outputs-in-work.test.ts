@@ -247,6 +247,22 @@ describe("a client's answer to the model's words", () => {
       const answered = messages.slice(0, 5);
       expect(turnStartOf(answered, (index) => carriesOutput(ledgerOf(answered), index))).toBe(3);
     }
+    // Beside a reply, a reminder that carries what the user sent meanwhile, or names a file it
+    // attaches, is theirs, as after a step's results.
+    const feedback = text('Stop hook feedback:\nnpm test failed: 2 tests');
+    for (const beside of [
+      [reminder('The user sent the following message:\nAlso keep the old names.')],
+      [
+        reminder('Called the Read tool with the following input: {"file_path":"/w/spec.md"}'),
+        reminder(`Result of calling the Read tool:\n${moduleSource(7, 5)}`),
+      ],
+    ])
+      expect(
+        clientReply({ role: 'user', parts: [feedback, ...beside.map((each) => text(each))] }),
+      ).toBeUndefined();
+    expect(clientReply({ role: 'user', parts: [feedback, text(reminder('Tasks: none.'))] })).toBe(
+      'hook_feedback',
+    );
     // The user's own words after the model's, even about the same, are a request.
     expect(clientReply(userMessage('Why did you stop? Output token limit hit?'))).toBeUndefined();
     expect(
@@ -400,5 +416,42 @@ describe('a state written under a numbering that took them for requests', () => 
     const governed = await (await storedGovernor(state)).governor.project('s', late);
     expect(JSON.stringify(governed.view)).not.toContain('Read /w/b.py]');
     expect(governed.warnings.find((each) => each.code === 'transcript-diverged')?.messageIndex).toBe(4);
+  });
+
+  it("leaves a development build's numbering nothing past the second request or the first output sent inside the work", async () => {
+    // Builds that wrote numbering 5 read some messages otherwise than this one, both ways: a
+    // state under it holds only where every build agrees.
+    const messages = [
+      ...session(2, false),
+      assistantMessage('Both read.'),
+      userMessage('Now add a test.'),
+      ...toolRound('t', 'Read', { file_path: '/w/t.py' }, moduleSource(7, 10)),
+      userMessage(reminder('The task tools have not been used recently.')),
+      assistantMessage('Added.'),
+    ];
+    const ledger = ledgerOf(messages);
+    expect(ledger.get('conversation:user:2')!.messageIndex).toBe(6);
+    const fold = (id: string, end: number): ObjectState => ({
+      operation: 'fold',
+      replacement: `[folded ${id}]`,
+      commitId: 'old',
+      binding: { end, link: ledger.chain[end - 1]! },
+    });
+    const objects = {
+      'function:Read:1': fold('function:Read:1', 3),
+      'function:Read:3': fold('function:Read:3', 9),
+    };
+    const shown = async (ids: number) =>
+      JSON.stringify(
+        (
+          await (
+            await storedGovernor({ ...olderState(ledger, objects), ids })
+          ).governor.project('s', messages)
+        ).view,
+      );
+    const underFive = await shown(5);
+    expect(underFive).toContain('[folded function:Read:1]');
+    expect(underFive).not.toContain('[folded function:Read:3]');
+    expect(await shown(LEDGER_IDS)).toContain('[folded function:Read:3]');
   });
 });

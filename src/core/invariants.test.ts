@@ -127,8 +127,13 @@ function pairingProblems(view: readonly Message[], transcript: readonly Message[
 function expectPayloadOf(payload: ObjectPayload, messages: readonly Message[], object: LedgerObject): void {
   if (payload.kind !== 'function')
     expect(payload.messages).toEqual(messages.slice(object.span.start, object.span.end));
-  else if (payload.message !== undefined) expect(payload.message).toEqual(messages[object.messageIndex]);
-  else expect(payload.part).toEqual(messages[object.messageIndex]?.parts[object.partIndex ?? 0]);
+  else if (object.partIndex === undefined) {
+    expect(payload.message).toEqual(messages[object.messageIndex]);
+    expect(payload.part).toBeUndefined();
+  } else {
+    expect(payload.message).toBeUndefined();
+    expect(payload.part).toEqual(messages[object.messageIndex]?.parts[object.partIndex]);
+  }
 }
 
 describe('fold, mask and expand round-trip byte for byte', () => {

@@ -340,17 +340,17 @@ export const MEDIA_TOOL = 'attached_media';
 const CLIENT_OUTPUT_SINCE: Readonly<Record<string, number>> = {
   [ENVIRONMENT_TOOL]: 3,
   [REMINDER_TOOL]: 4,
-  [MEDIA_TOOL]: 5,
-  turn_aborted: 5,
-  subagent_notification: 5,
-  no_tool_used: 5,
-  continue_prompt: 5,
-  hook_feedback: 5,
-  subtask_prompt: 5,
-  client_warning: 5,
+  [MEDIA_TOOL]: 6,
+  turn_aborted: 6,
+  subagent_notification: 6,
+  no_tool_used: 6,
+  continue_prompt: 6,
+  hook_feedback: 6,
+  subtask_prompt: 6,
+  client_warning: 6,
 };
 /** The numbering that first read a report after anything but a tool message: a step's media, instructions. */
-const REPORTED_PAST_RESULTS_SINCE = 5;
+const REPORTED_PAST_RESULTS_SINCE = 6;
 
 /**
  * The numbering (`LEDGER_IDS`) that first read `object` as an output a client sent inside the
@@ -401,9 +401,9 @@ function isEnvironment(part: Part): boolean {
   return part.type === 'text' && ENVIRONMENT_DETAILS.test(part.text);
 }
 
-/** Whether a text part holds nothing but Claude Code's reminders. */
+/** Whether a part holds nothing but Claude Code's reminders, as `clientReport` reads them. */
 function isReminder(part: Part): boolean {
-  return part.type === 'text' && onlyBlocks(part.text, CLIENT_REMINDER);
+  return clientReport({ role: 'user', parts: [part] }) === REMINDER_TOOL;
 }
 
 /**

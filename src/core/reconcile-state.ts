@@ -9,7 +9,7 @@
 import { clientOutputSince, type Ledger, type LedgerObject } from './ledger.js';
 import { type ContentBinding, isSpanFold, type ObjectState, type ViewState } from './operations.js';
 import { foldKey, sidecarKey } from './render-replacement.js';
-import { LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
+import { DEVELOPMENT_LEDGER_IDS, LEDGER_IDS, type SessionState, withoutDeferral } from './session-state.js';
 
 export interface Reconciliation {
   /** The state that holds for this transcript. */
@@ -188,12 +188,18 @@ function underLedgerIds(
   const stamped: SessionState = { ...state, ids: LEDGER_IDS };
   const first = (test: (object: LedgerObject) => boolean) =>
     ledger.objects.find(test)?.messageIndex ?? Number.POSITIVE_INFINITY;
-  const counted = (since: number) => (state.ids ?? 0) < since;
-  // The first output of a kind the state's numbering took for a request.
-  const reports = first((object) => {
-    const since = clientOutputSince(ledger, object);
-    return since !== undefined && counted(since);
-  });
+  const development = state.ids !== undefined && DEVELOPMENT_LEDGER_IDS.has(state.ids);
+  const counted = (since: number) => development || (state.ids ?? 0) < since;
+  // The first output of a kind the state's numbering took for a request; under a development
+  // numbering, the second request too, which it may have taken for an output.
+  const requests = ledger.objects.filter((object) => object.kind === 'conversation');
+  const reports = Math.min(
+    first((object) => {
+      const since = clientOutputSince(ledger, object);
+      return since !== undefined && counted(since);
+    }),
+    development ? (requests[1]?.messageIndex ?? Number.POSITIVE_INFINITY) : Number.POSITIVE_INFINITY,
+  );
   const outputs = Math.min(
     reports,
     counted(3) ? first((object) => object.attachedTo !== undefined) : Number.POSITIVE_INFINITY,

@@ -21,13 +21,20 @@ export const SESSION_STATE_VERSION = 4;
  * How the ledger numbers objects, which state and payload ids name (`function:<tool>:N`,
  * `conversation:user:K`). Version 3 counts the outputs clients attach to requests
  * (`clientAttachments`, `mentionBlocks`) and the environment reports that follow a step's results;
- * versions 4 and 5 more of what clients send inside the work (`clientOutputSince`). A state
- * written under any other numbering (none written: before the field existed; 2: development
- * builds that counted some of them) may name objects otherwise from the first such object on
- * (`reconcile-state.ts` drops what it bound past it). Whatever changes what those recognise
- * changes the numbering, and this number with it.
+ * versions 4 and 6 more of what clients send inside the work (`clientOutputSince`). A state
+ * written under any other numbering (none written: before the field existed; 2 and 5: development
+ * builds that counted some of them otherwise) may name objects otherwise from the first such
+ * object on (`reconcile-state.ts` drops what it bound past it). Whatever changes what those
+ * recognise changes the numbering, and this number with it.
  */
-export const LEDGER_IDS = 5;
+export const LEDGER_IDS = 6;
+
+/**
+ * Numberings only development builds wrote, each of which read some messages after the first
+ * request otherwise than any other: a state under one holds only before the second request and
+ * the first output a client sent inside the work.
+ */
+export const DEVELOPMENT_LEDGER_IDS: ReadonlySet<number> = new Set([5]);
 
 /** Trigger bookkeeping carried from call to call (see `governor/`). */
 export interface TriggerBookkeeping {

@@ -8,7 +8,7 @@ import { latestTurnStart, rehearsePlan } from '../rehearse-plan.js';
 import { longSession, moduleSource } from '../testing/long-session.js';
 import { assistantMessage, toolRound, userMessage } from '../testing/transcript-builders.js';
 import { approximateTokenCounter } from '../tokens.js';
-import type { Message } from '../transcript.js';
+import { type ImagePart, type Message, text } from '../transcript.js';
 import { createEmbeddedPlanner, type EmbeddedPlannerOptions, planEmbedded } from './embedded-planner.js';
 import type { PlannerInput } from './planner.js';
 
@@ -122,6 +122,50 @@ describe('planEmbedded: proven staleness', () => {
       operation: 'prune',
       reason: 'same output as function:bash:2',
     });
+  });
+
+  it('tells images apart by what they show, not by their text: two screenshots are two outputs', () => {
+    const shot = (data: string): ImagePart => ({
+      type: 'image',
+      ref: `data:image/png;base64,${data}`,
+      source: 'data',
+    });
+    const screenshot = (id: string, data: string, after: boolean): Message[] => [
+      {
+        role: 'assistant',
+        parts: [{ type: 'tool-call', id, name: 'screenshot', arguments: `{"url":"/${id}"}` }],
+      },
+      {
+        role: 'tool',
+        parts: [
+          {
+            type: 'tool-result',
+            callId: id,
+            name: 'screenshot',
+            content: after ? 'Image read.' : [shot(data)],
+          },
+        ],
+      },
+      // opencode sends a result's images after it, to providers that take none in one.
+      ...(after
+        ? [{ role: 'user' as const, parts: [text('Attached image(s) from tool result:'), shot(data)] }]
+        : []),
+    ];
+    for (const after of [false, true]) {
+      const sent = (data: string) =>
+        ledgerOf([
+          userMessage('Check the login page, then the signup page.'),
+          ...screenshot('login', data, after),
+          ...screenshot('signup', 'BBBB', after),
+          ...filler(0, 2),
+          assistantMessage('Both pages checked.'),
+        ]);
+      const copies = (ledger: Ledger) =>
+        plan(ledger).filter((operation) => operation.reason.startsWith('same output'));
+      expect(copies(sent('AAAA'))).toEqual([]);
+      // The same screenshot twice is one output twice.
+      expect(copies(sent('BBBB'))).toHaveLength(1);
+    }
   });
 
   it('leaves outputs too small to be worth an operation', () => {

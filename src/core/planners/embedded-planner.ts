@@ -94,6 +94,20 @@ function supersessionKey(object: LedgerObject): string | undefined {
   return `${object.toolName}\n${values}`;
 }
 
+/**
+ * What a tool's output holds, to tell copies apart: its text, and each image it shows by its
+ * reference (its text reads every image alike).
+ */
+function outputContent(ledger: Ledger, object: LedgerObject): string {
+  const parts = ledger.messages[object.messageIndex]?.parts ?? [];
+  const own = object.partIndex === undefined ? parts : parts.slice(object.partIndex, object.partIndex + 1);
+  const images = own.flatMap((part) => {
+    const inner = part.type === 'tool-result' && typeof part.content !== 'string' ? part.content : [part];
+    return inner.flatMap((each) => (each.type === 'image' ? [each.ref] : []));
+  });
+  return [objectText(ledger, object), ...images].join('\0');
+}
+
 function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
   const stepsAfter = assistantStepsAfter(ledger);
   const functions = ledger.objects.filter((object) => isToolOutput(object));
@@ -104,7 +118,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
     const key = supersessionKey(object);
     if (key) latestByKey.set(key, object);
     if (object.tokens >= EMBEDDED_PLANNER.duplicateMinTokens)
-      latestByOutput.set(objectText(ledger, object), object);
+      latestByOutput.set(outputContent(ledger, object), object);
   }
   const evidence: Evidence[] = [];
   const candidates = ledger.objects.filter(
@@ -123,7 +137,7 @@ function collectEvidence(ledger: Ledger, protectFrom: number): Evidence[] {
     if (later && later !== object && !object.isError === !later.isError) entry.supersededBy = later.id;
     if (later && later !== object && object.isError && !later.isError) entry.supersededBy = later.id;
     if (isToolOutput(object) && object.tokens >= EMBEDDED_PLANNER.duplicateMinTokens) {
-      const same = latestByOutput.get(objectText(ledger, object));
+      const same = latestByOutput.get(outputContent(ledger, object));
       if (same && same !== object) entry.duplicateOf = same.id;
     }
     evidence.push(entry);
