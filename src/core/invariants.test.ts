@@ -68,9 +68,18 @@ function planFrom(
   };
 }
 
+/** Whether a fold of the object must be accepted: unpinned, and holding nothing pinned (instructions a client sent mid-way). */
 function isRemovable(ledger: Ledger, object: LedgerObject): boolean {
+  const holdsPinned = ledger.objects.some(
+    (other) =>
+      other !== object &&
+      other.pinned &&
+      other.messageIndex >= object.span.start &&
+      other.messageIndex < object.span.end,
+  );
   return (
     !object.pinned &&
+    !holdsPinned &&
     object.kind !== 'system' &&
     object.span.end <= latestTurnStart(ledger) &&
     object.span.end < ledger.messages.length

@@ -154,6 +154,26 @@ describe('reduceToWindow', () => {
     expect(isPrefix(kept, messages.slice(messages.length - kept.length))).toBe(true);
   });
 
+  it('keeps the instructions a client sent among the steps it leaves out, in their order', () => {
+    // Codex sends developer messages mid-way (a collaboration mode, permissions): instructions
+    // that hold on, as the system prompt does.
+    const messages: Message[] = [systemMessage('System.'), userMessage('The task.')];
+    for (let turn = 0; turn < 40; turn += 1) {
+      if (turn === 5 || turn === 12)
+        messages.push(systemMessage(`<collaboration_mode>Mode ${turn}</collaboration_mode>`));
+      messages.push(assistantMessage(`Thinking out loud about step ${turn}. ${'words '.repeat(150)}`));
+      messages.push(...toolRound(`call_${turn}`, 'bash', { command: `make ${turn}` }, `ok ${turn}`));
+    }
+    const reduced = reduceToWindow(messages, { room: 2_000, tokenCounter: counter });
+    expect(reduced.fits).toBe(true);
+    expect(reduced.dropped).toBeGreaterThan(20);
+    const systems = (list: readonly Message[]) => list.filter((message) => message.role === 'system');
+    expect(systems(reduced.messages)).toEqual(systems(messages));
+    expect(reduced.messages.slice(2, 4)).toEqual(systems(messages).slice(1));
+    expect(pairingProblems(messages, reduced.messages)).toEqual([]);
+    expect(reduced.tokensAfter).toBe(tokensOf(reduced.messages));
+  });
+
   it('cuts the middle of a latest output that alone is over the room, keeping its head and tail', () => {
     const huge = Array.from({ length: 5_000 }, (_, line) => `line ${line} of the build log`).join('\n');
     const messages = [...session(2), ...toolRound('call_big', 'bash', { command: 'make' }, huge)];

@@ -7,7 +7,7 @@
  * 1. the contents of the oldest tool results (each call and its result stay, the result saying
  *    what was elided);
  * 2. then the oldest steps whole (an assistant message with the results of its calls, or a user
- *    message), with a note of how many messages left;
+ *    message), with a note of how many messages left, but for the instructions among them;
  * 3. then, only when what is kept still does not fit, the middle of the largest texts left.
  *
  * Cache-friendly: what leaves is chosen by a cut on the original transcript's positions, and
@@ -216,7 +216,10 @@ function elideOldResults(
   return next;
 }
 
-/** Step 2: leave out the oldest steps between the head and the latest turn, as far as the cut says. */
+/**
+ * Step 2: leave out the oldest steps between the head and the latest turn, as far as the cut
+ * says. Instructions a client sent among them (system messages) stay, as the system prompt does.
+ */
 function dropOldSteps(
   working: Working,
   ends: readonly number[],
@@ -226,22 +229,27 @@ function dropOldSteps(
   step: number,
 ) {
   const { messages, sizes } = working;
+  const isInstructions = (index: number) => messages[index]!.role === 'system';
   const steps: Array<Removable & { start: number; stop: number }> = [];
   for (let start = head; start < latest; ) {
     let stop = start + 1;
     while (stop < latest && messages[stop]!.role !== 'user' && messages[stop]!.role !== 'assistant')
       stop += 1;
-    steps.push({ start, stop, end: ends[stop - 1]!, saving: totalOf(sizes.slice(start, stop)) });
+    let saving = 0;
+    for (let index = start; index < stop; index += 1) if (!isInstructions(index)) saving += sizes[index]!;
+    steps.push({ start, stop, end: ends[stop - 1]!, saving });
     start = stop;
   }
   const excess = totalOf(sizes) - room;
   const cut = smallestCut(excess, steps, step) ?? Number.POSITIVE_INFINITY;
   const leaving = steps.filter((candidate) => candidate.end <= cut);
   const until = leaving.at(-1)?.stop ?? head;
-  const dropped = until - head;
+  const kept: number[] = [];
+  for (let index = head; index < until; index += 1) if (isInstructions(index)) kept.push(index);
+  const dropped = until - head - kept.length;
   if (dropped === 0) return 0;
-  messages.splice(head, dropped);
-  sizes.splice(head, dropped);
+  messages.splice(head, until - head, ...kept.map((index) => messages[index]!));
+  sizes.splice(head, until - head, ...kept.map((index) => sizes[index]!));
   const note: TextPart = {
     type: 'text',
     text: `[${dropped} earlier messages were left out to fit the context window]`,

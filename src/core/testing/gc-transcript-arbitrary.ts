@@ -73,32 +73,41 @@ interface CallShape {
   isError: boolean;
 }
 
-/** What a client sends after a step's results (`clientReport`), as a user message of its own. */
-const reportShape: fc.Arbitrary<Message> = fc.constantFrom<Message>(
-  {
-    role: 'user',
-    parts: [
-      { type: 'text', text: '<system-reminder>\nThe task tools have not been used.\n</system-reminder>' },
-    ],
-  },
-  {
-    role: 'user',
-    parts: [
-      { type: 'text', text: '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>' },
-    ],
-  },
-  {
-    role: 'user',
-    parts: [{ type: 'text', text: '<turn_aborted>\nThe user interrupted the turn.\n</turn_aborted>' }],
-  },
-  { role: 'user', parts: [{ type: 'image', ref: 'file-img', source: 'file-id' }] },
-  {
-    role: 'user',
-    parts: [
-      { type: 'text', text: 'Attached image(s) from tool result:' },
-      { type: 'image', ref: 'file-img', source: 'file-id' },
-    ],
-  },
+const REMINDER: Message = {
+  role: 'user',
+  parts: [
+    { type: 'text', text: '<system-reminder>\nThe task tools have not been used.\n</system-reminder>' },
+  ],
+};
+const ENVIRONMENT: Message = {
+  role: 'user',
+  parts: [{ type: 'text', text: '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>' }],
+};
+const MEDIA: Message = {
+  role: 'user',
+  parts: [
+    { type: 'text', text: 'Attached image(s) from tool result:' },
+    { type: 'image', ref: 'file-img', source: 'file-id' },
+  ],
+};
+
+/**
+ * What a client sends after a step's results (`clientReport`), as user messages of their own:
+ * one report, a tool's images and what follows them, a report after instructions sent between.
+ */
+const reportShape: fc.Arbitrary<Message[]> = fc.constantFrom<Message[]>(
+  [REMINDER],
+  [ENVIRONMENT],
+  [
+    {
+      role: 'user',
+      parts: [{ type: 'text', text: '<turn_aborted>\nThe user interrupted the turn.\n</turn_aborted>' }],
+    },
+  ],
+  [{ role: 'user', parts: [{ type: 'image', ref: 'file-img', source: 'file-id' }] }],
+  [MEDIA],
+  [MEDIA, ENVIRONMENT],
+  [{ role: 'system', parts: [{ type: 'text', text: 'The date is now 2026-12-07.' }] }, REMINDER],
 );
 
 /** What a client answers the model's words with (`clientReply`). */
@@ -125,7 +134,7 @@ interface RoundShape {
   /** Results in one tool message (Anthropic style) or one message each (OpenAI style). */
   splitResults: boolean;
   /** What the client sends after the results. */
-  report: Message | undefined;
+  report: Message[] | undefined;
 }
 
 interface TurnShape {
@@ -243,7 +252,7 @@ function buildTranscript(system: string | undefined, turns: TurnShape[], unanswe
       if (results.length === 0) continue;
       if (round.splitResults) for (const result of results) messages.push({ role: 'tool', parts: [result] });
       else messages.push({ role: 'tool', parts: results });
-      if (round.report !== undefined) messages.push(structuredClone(round.report));
+      if (round.report !== undefined) messages.push(...structuredClone(round.report));
     }
     if (turn.answer !== undefined) {
       messages.push({ role: 'assistant', parts: [{ type: 'text', text: turn.answer }] });
