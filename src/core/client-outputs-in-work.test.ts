@@ -22,7 +22,7 @@ import {
   REMINDER_TOOL,
   turnStartOf,
 } from './ledger.js';
-import type { ObjectState } from './operations.js';
+import type { ObjectState, ViewState } from './operations.js';
 import { LEDGER_IDS, type SessionState } from './session-state.js';
 import { moduleSource } from './testing/long-session.js';
 import { olderState, storedGovernor } from './testing/stored-governor.js';
@@ -275,6 +275,12 @@ describe("a client's answer to the model's words", () => {
   });
 });
 
+/** The view `messages` get from a store that holds `objects` under numbering `ids`, as JSON. */
+async function viewUnder(messages: Message[], objects: ViewState, ids: number): Promise<string> {
+  const { governor } = await storedGovernor({ ...olderState(ledgerOf(messages), objects), ids });
+  return JSON.stringify((await governor.project('s', messages)).view);
+}
+
 describe('a state written under a numbering that took them for requests', () => {
   const messages = [...session(3), userMessage('Now add a test.'), assistantMessage('On it.')];
   const ledger = ledgerOf(messages);
@@ -362,16 +368,8 @@ describe('a state written under a numbering that took them for requests', () => 
         binding: { end: 6, link: codexLedger.chain[5]! },
       },
     };
-    const shown = async (ids: number) =>
-      JSON.stringify(
-        (
-          await (
-            await storedGovernor({ ...olderState(codexLedger, objects), ids })
-          ).governor.project('s', codex)
-        ).view,
-      );
-    expect(await shown(4)).not.toContain('[pruned conversation:user:2]');
-    expect(await shown(LEDGER_IDS)).toContain('[pruned conversation:user:2]');
+    expect(await viewUnder(codex, objects, 4)).not.toContain('[pruned conversation:user:2]');
+    expect(await viewUnder(codex, objects, LEDGER_IDS)).toContain('[pruned conversation:user:2]');
   });
 
   it('leaves out what a state under numbering 4 bound past a reminder it read only after a tool message', async () => {
@@ -441,17 +439,9 @@ describe('a state written under a numbering that took them for requests', () => 
       'function:Read:1': fold('function:Read:1', 3),
       'function:Read:3': fold('function:Read:3', 9),
     };
-    const shown = async (ids: number) =>
-      JSON.stringify(
-        (
-          await (
-            await storedGovernor({ ...olderState(ledger, objects), ids })
-          ).governor.project('s', messages)
-        ).view,
-      );
-    const underFive = await shown(5);
+    const underFive = await viewUnder(messages, objects, 5);
     expect(underFive).toContain('[folded function:Read:1]');
     expect(underFive).not.toContain('[folded function:Read:3]');
-    expect(await shown(LEDGER_IDS)).toContain('[folded function:Read:3]');
+    expect(await viewUnder(messages, objects, LEDGER_IDS)).toContain('[folded function:Read:3]');
   });
 });
