@@ -119,7 +119,7 @@ const replyShape: fc.Arbitrary<Message> = fc.constantFrom<Message>(
         type: 'text',
         text: '[ERROR] You did not use a tool in your previous response! Please retry with a tool use.',
       },
-      { type: 'text', text: '<environment_details>\n# Current Mode\nACT MODE\n</environment_details>' },
+      ...ENVIRONMENT.parts,
     ],
   },
   { role: 'user', parts: [{ type: 'text', text: 'Stop hook feedback:\nsrc/app.ts: 2 tests fail' }] },
