@@ -4,9 +4,9 @@
  * update checks and other outside traffic turned off, and which of its own tools the scripted
  * model calls to read a file or run a shell command.
  *
- * Each CLI speaks a different governed route: Claude Code Anthropic Messages, Codex OpenAI
- * Responses (a custom provider with `wire_api = "responses"`), opencode Chat Completions (an
- * `@ai-sdk/openai-compatible` provider).
+ * Each route is spoken by a CLI: Claude Code Anthropic Messages, Codex OpenAI Responses (a custom
+ * provider with `wire_api = "responses"`), opencode Chat Completions (an
+ * `@ai-sdk/openai-compatible` provider); Cline speaks Messages too, through the AI SDK.
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +14,15 @@ import type { ScriptedToolCall } from '../src/testing/index.js';
 import type { ScenarioName } from './agent-scenarios.js';
 import type { WireRoute } from './read-wire-request.js';
 
-export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode';
+export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode' | 'cline';
 
-export const AGENT_NAMES: readonly AgentName[] = ['claude-code', 'codex', 'codex-chatgpt', 'opencode'];
+export const AGENT_NAMES: readonly AgentName[] = [
+  'claude-code',
+  'codex',
+  'codex-chatgpt',
+  'opencode',
+  'cline',
+];
 
 /** Where `npm ci --prefix e2e/agents` puts the CLIs. */
 export const AGENTS_DIRECTORY = join(dirname(fileURLToPath(import.meta.url)), 'agents');
@@ -67,7 +73,7 @@ export interface AgentCli {
   /**
    * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
    * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 10.4k with its
-   * developer messages, opencode's 8.7k), and what is left holds only a few step files, so every
+   * developer messages, opencode's 8.7k, Cline's 5.2k), and what is left holds only a few step files, so every
    * scenario must fold.
    */
   window: number;
@@ -331,9 +337,69 @@ const opencode: AgentCli = {
   },
 };
 
+/**
+ * Cline's CLI (built on the Cline SDK), with its Anthropic provider pointed at the proxy: a second
+ * Messages client, on the AI SDK rather than Anthropic's own. It runs in-process
+ * (`CLINE_SESSION_BACKEND_MODE=local`): by default it starts a hub daemon that outlives the run.
+ */
+const cline: AgentCli = {
+  name: 'cline',
+  route: 'messages',
+  binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'cline'),
+  window: 16_000,
+  tools: {
+    read: (path) => ({ name: 'read_files', arguments: { files: [{ path }] } }),
+    shell: (command) => ({ name: 'run_commands', arguments: { commands: [command] } }),
+    delegate: (prompt) => ({
+      name: 'spawn_agent',
+      arguments: { systemPrompt: 'You read notes and report on them.', task: prompt },
+    }),
+    loopTools: ['read_files', 'run_commands'],
+  },
+  // A resumed session (`--id`) runs only in its interactive mode, and it compacts on its own only.
+  scenarios: ['two-runs', 'long-task', 'streaming-recovery', 'subagent'],
+  launch: ({ home, baseUrl, prompt }) => {
+    const providers = {
+      version: 1,
+      lastUsedProvider: 'anthropic',
+      modes: {},
+      providers: {
+        anthropic: {
+          settings: {
+            provider: 'anthropic',
+            apiKey: API_KEY,
+            // Its catalog gives this model 4,096 output tokens (the setting's `maxTokens` is not
+            // read): the request's output reserve, which the window must leave room for.
+            model: 'claude-3-haiku-20240307',
+            baseUrl: `${baseUrl}/v1`,
+          },
+          updatedAt: new Date().toISOString(),
+          tokenSource: 'manual',
+        },
+      },
+    };
+    return {
+      command: cline.binary,
+      // Its own compaction (by the usage the upstream reports) stays out of the scenarios.
+      args: ['--compaction', 'off', prompt],
+      env: {
+        ...baseEnv(home),
+        CLINE_SESSION_BACKEND_MODE: 'local',
+        CLINE_NO_AUTO_UPDATE: '1',
+        CLINE_NO_INTERACTIVE: '1',
+      },
+      files: {
+        [join(home, '.cline', 'data', 'settings', 'providers.json')]:
+          `${JSON.stringify(providers, null, 2)}\n`,
+      },
+    };
+  },
+};
+
 export const AGENT_CLIS: Readonly<Record<AgentName, AgentCli>> = {
   'claude-code': claudeCode,
   codex,
   'codex-chatgpt': codexChatGpt,
   opencode,
+  cline,
 };

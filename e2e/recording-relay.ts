@@ -20,6 +20,8 @@ export interface RecordedExchange {
   status?: number;
   /** The session the proxy governed the request in (its `x-selfgc-session` answer header). */
   session?: string;
+  /** The commits governance made for the request (its `x-selfgc-commit` answer header). */
+  commit?: string;
   /** The answer as text (streams included), cut after `ANSWER_LIMIT` bytes. */
   answer: string;
 }
@@ -88,6 +90,8 @@ export async function startRecordingRelay(target: string): Promise<RecordingRela
           exchange.status = answer.statusCode ?? 0;
           const session = answer.headers['x-selfgc-session'];
           if (typeof session === 'string') exchange.session = session;
+          const commit = answer.headers['x-selfgc-commit'];
+          if (typeof commit === 'string') exchange.commit = commit;
           outgoing.writeHead(exchange.status, answer.rawHeaders);
           const kept: Buffer[] = [];
           let keptBytes = 0;

@@ -441,29 +441,56 @@ describe('checkKeptState', () => {
 });
 
 describe('checkOneSession', () => {
-  const inSession = (record: RecordedExchange, session: string) => ({ ...record, session });
+  const inSession = (record: RecordedExchange, session: string, commit?: string) => ({
+    ...record,
+    session,
+    ...(commit === undefined ? {} : { commit }),
+  });
   const subagentTurn = [{ role: 'user', content: 'E2E-SUBTASK: read two notes' }];
-  const withSessions = (sessions: string[], extra: RecordedExchange[] = []) =>
+  /** The run's three client requests in these sessions, each with its commit if it has one. */
+  const withSessions = (
+    sessions: string[],
+    extra: RecordedExchange[] = [],
+    commits: ReadonlyArray<string | undefined> = [],
+  ) =>
     soundRun({
-      client: [...soundRun().client.map((record, at) => inSession(record, sessions[at]!)), ...extra],
+      client: [
+        ...soundRun().client.map((record, at) => inSession(record, sessions[at]!, commits[at])),
+        ...extra,
+      ],
     });
 
   it('passes conversations that each kept one session, the subagent in its own', () => {
     const run = withSessions(
       ['cc:a#1', 'cc:a#1', 'cc:a#1'],
       [inSession(exchange(3, body(subagentTurn)), 'cc:a/agent:b#2')],
+      [undefined, 'c1-a', 'c2-b'],
     );
     expect(checkOneSession([run])).toEqual([]);
   });
 
-  it('flags a conversation that moved to another session, and a resumed one that did', () => {
-    const [split] = checkOneSession([withSessions(['cc:a#1', 'cc:a#1', 'cc:a/agent:s1#1'])]);
-    expect(split?.message).toMatch(/governed in 2 sessions: cc:a#1, cc:a\/agent:s1#1$/);
-    const first = withSessions(['cc:a#1', 'cc:a#1', 'cc:a#1']);
+  it('flags a conversation that moved to another session after a commit, and a resumed one that did', () => {
+    const [split] = checkOneSession([
+      withSessions(['cc:a#1', 'cc:a#1', 'cc:a/agent:s1#1'], [], [undefined, 'c1-a']),
+    ]);
+    expect(split?.message).toMatch(
+      /governed in 2 sessions: cc:a#1, cc:a\/agent:s1#1; it left committed state behind in cc:a#1$/,
+    );
+    const first = withSessions(['cc:a#1', 'cc:a#1', 'cc:a#1'], [], [undefined, 'c1-a']);
     const resumed = { ...withSessions(['cc:b#1', 'cc:b#1', 'cc:b#1']), label: 'run-2', continues: true };
     expect(checkOneSession([first, resumed]).map((violation) => violation.run)).toEqual(['run-2']);
     // A run that does not resume is a new conversation, in a session of its own.
     expect(checkOneSession([first, { ...resumed, continues: false }])).toEqual([]);
+  });
+
+  it('passes a conversation that left a session before anything was committed in it', () => {
+    // A client without a session id of its own: the first request is governed by the hash of
+    // the conversation's start, the later ones by that and the first reply.
+    const run = withSessions(['auto-start', 'auto-reply', 'auto-reply'], [], [undefined, 'c1-a', 'c2-b']);
+    expect(checkOneSession([run])).toEqual([]);
+    // The same move after a commit in the first session leaves that commit behind.
+    const committed = withSessions(['auto-start', 'auto-reply', 'auto-reply'], [], ['c1-a']);
+    expect(checkOneSession([committed])[0]?.message).toMatch(/left committed state behind in auto-start$/);
   });
 });
 

@@ -355,37 +355,52 @@ export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
   });
 }
 
-/** The sessions the proxy governed each conversation of a run in, by the text that opens it. */
-function sessionsByConversation(run: RunRecord): Map<string, Set<string>> {
-  const sessions = new Map<string, Set<string>>();
+/**
+ * The sessions the proxy governed each conversation of a run in, by the text that opens it, in the
+ * order the conversation reached them: each with whether governance committed anything in it.
+ */
+function sessionsByConversation(run: RunRecord): Map<string, Map<string, boolean>> {
+  const sessions = new Map<string, Map<string, boolean>>();
   for (const { index, request } of clientRequests(run)) {
-    const session = run.client.find((exchange) => exchange.index === index)?.session;
-    if (session === undefined) continue;
+    const exchange = run.client.find((record) => record.index === index);
+    if (exchange?.session === undefined) continue;
     const opening = openingText(request);
-    const seen = sessions.get(opening) ?? new Set<string>();
-    seen.add(session);
+    const seen = sessions.get(opening) ?? new Map<string, boolean>();
+    const committed = (seen.get(exchange.session) ?? false) || exchange.commit !== undefined;
+    // Moved to the end: the session the conversation is in now comes last.
+    seen.delete(exchange.session);
+    seen.set(exchange.session, committed);
     sessions.set(opening, seen);
   }
   return sessions;
 }
 
 /**
- * Each conversation stays in one session, resumed ones too: a conversation whose requests the
- * proxy spread over two sessions is governed afresh in the second, its state left behind.
+ * Each conversation keeps its state, resumed ones too: a conversation the proxy moved on to
+ * another session after committing in one is governed afresh in the new one, its state left
+ * behind. A session left before anything was committed in it holds nothing to lose: a client
+ * that names no session of its own is governed by the hash of its conversation's start until
+ * the first reply, and of both from then on (`session-identity.ts`).
  */
 export function checkOneSession(runs: readonly RunRecord[]): Violation[] {
   const violations: Violation[] = [];
-  let previous = new Map<string, Set<string>>();
+  let previous = new Map<string, Map<string, boolean>>();
   for (const run of runs) {
     const current = sessionsByConversation(run);
     for (const [opening, sessions] of current) {
       const before = run.continues === true ? previous.get(opening) : undefined;
-      const all = new Set([...(before ?? []), ...sessions]);
-      if (all.size <= 1) continue;
+      const all = new Map(before ?? []);
+      for (const [session, committed] of sessions) {
+        const earlier = all.get(session) ?? false;
+        all.delete(session);
+        all.set(session, earlier || committed);
+      }
+      const left = [...all].slice(0, -1).filter(([, committed]) => committed);
+      if (left.length === 0) continue;
       violations.push({
         check: 'one-session',
         run: run.label,
-        message: `the conversation opening ${JSON.stringify(opening.slice(-80))} was governed in ${all.size} sessions${before === undefined ? '' : ' (with the run it resumes)'}: ${[...all].join(', ')}`,
+        message: `the conversation opening ${JSON.stringify(opening.slice(-80))} was governed in ${all.size} sessions${before === undefined ? '' : ' (with the run it resumes)'}: ${[...all.keys()].join(', ')}; it left committed state behind in ${left.map(([session]) => session).join(', ')}`,
       });
     }
     previous = current;

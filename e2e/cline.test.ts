@@ -1,0 +1,4 @@
+/** Cline's CLI against `selfgc proxy` and a scripted upstream, in a network namespace of its own. */
+import { describeAgentScenarios } from './describe-agent-scenarios.js';
+
+describeAgentScenarios('cline');
