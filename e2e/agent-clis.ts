@@ -14,7 +14,7 @@ import type { ScriptedToolCall } from '../src/testing/index.js';
 import type { ScenarioName } from './agent-scenarios.js';
 import type { WireRoute } from './read-wire-request.js';
 
-export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode' | 'cline';
+export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode' | 'cline' | 'cline-responses';
 
 export const AGENT_NAMES: readonly AgentName[] = [
   'claude-code',
@@ -338,9 +338,54 @@ const opencode: AgentCli = {
 };
 
 /**
- * Cline's CLI (built on the Cline SDK), with its Anthropic provider pointed at the proxy: a second
- * Messages client, on the AI SDK rather than Anthropic's own. It runs in-process
- * (`CLINE_SESSION_BACKEND_MODE=local`): by default it starts a hub daemon that outlives the run.
+ * How Cline's CLI (built on the Cline SDK) reaches the proxy: its provider settings with a base
+ * URL, its own tools, run in-process (`CLINE_SESSION_BACKEND_MODE=local`: by default it starts a
+ * hub daemon that outlives the run).
+ */
+function clineLaunch(
+  cli: AgentCli,
+  provider: 'anthropic' | 'openai-native',
+  context: AgentContext,
+): AgentLaunch {
+  const { home, baseUrl, prompt } = context;
+  const providers = {
+    version: 1,
+    lastUsedProvider: provider,
+    modes: {},
+    providers: {
+      [provider]: {
+        settings: {
+          provider,
+          apiKey: API_KEY,
+          // Models its catalog gives few output tokens (the setting's `maxTokens` is not read):
+          // the request's output reserve, which the window must leave room for.
+          model: provider === 'anthropic' ? 'claude-3-haiku-20240307' : 'gpt-4o-mini',
+          baseUrl: `${baseUrl}/v1`,
+        },
+        updatedAt: new Date().toISOString(),
+        tokenSource: 'manual',
+      },
+    },
+  };
+  return {
+    command: cli.binary,
+    // Its own compaction (by the usage the upstream reports) stays out of the scenarios.
+    args: ['--compaction', 'off', prompt],
+    env: {
+      ...baseEnv(home),
+      CLINE_SESSION_BACKEND_MODE: 'local',
+      CLINE_NO_AUTO_UPDATE: '1',
+      CLINE_NO_INTERACTIVE: '1',
+    },
+    files: {
+      [join(home, '.cline', 'data', 'settings', 'providers.json')]: `${JSON.stringify(providers, null, 2)}\n`,
+    },
+  };
+}
+
+/**
+ * Cline's CLI with its Anthropic provider: a second Messages client, on the AI SDK rather than
+ * Anthropic's own, whose tool results are JSON text.
  */
 const cline: AgentCli = {
   name: 'cline',
@@ -358,42 +403,20 @@ const cline: AgentCli = {
   },
   // A resumed session (`--id`) runs only in its interactive mode, and it compacts on its own only.
   scenarios: ['two-runs', 'long-task', 'streaming-recovery', 'subagent'],
-  launch: ({ home, baseUrl, prompt }) => {
-    const providers = {
-      version: 1,
-      lastUsedProvider: 'anthropic',
-      modes: {},
-      providers: {
-        anthropic: {
-          settings: {
-            provider: 'anthropic',
-            apiKey: API_KEY,
-            // Its catalog gives this model 4,096 output tokens (the setting's `maxTokens` is not
-            // read): the request's output reserve, which the window must leave room for.
-            model: 'claude-3-haiku-20240307',
-            baseUrl: `${baseUrl}/v1`,
-          },
-          updatedAt: new Date().toISOString(),
-          tokenSource: 'manual',
-        },
-      },
-    };
-    return {
-      command: cline.binary,
-      // Its own compaction (by the usage the upstream reports) stays out of the scenarios.
-      args: ['--compaction', 'off', prompt],
-      env: {
-        ...baseEnv(home),
-        CLINE_SESSION_BACKEND_MODE: 'local',
-        CLINE_NO_AUTO_UPDATE: '1',
-        CLINE_NO_INTERACTIVE: '1',
-      },
-      files: {
-        [join(home, '.cline', 'data', 'settings', 'providers.json')]:
-          `${JSON.stringify(providers, null, 2)}\n`,
-      },
-    };
-  },
+  launch: (context) => clineLaunch(cline, 'anthropic', context),
+};
+
+/**
+ * The same Cline with its OpenAI provider, which speaks Responses without `store: false` (the
+ * API keeps the items, as Codex never has it): the long task, and a recovery whose merged stream
+ * must keep the pairs of items the provider holds.
+ */
+const clineResponses: AgentCli = {
+  ...cline,
+  name: 'cline-responses',
+  route: 'responses',
+  scenarios: ['long-task', 'streaming-recovery'],
+  launch: (context) => clineLaunch(cline, 'openai-native', context),
 };
 
 export const AGENT_CLIS: Readonly<Record<AgentName, AgentCli>> = {
@@ -402,4 +425,5 @@ export const AGENT_CLIS: Readonly<Record<AgentName, AgentCli>> = {
   'codex-chatgpt': codexChatGpt,
   opencode,
   cline,
+  'cline-responses': clineResponses,
 };
