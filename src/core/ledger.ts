@@ -210,11 +210,20 @@ export interface PinContext {
 const CLIENT_INSTRUCTIONS =
   /^# AGENTS\.md instructions for [^\n]*\s*|<(INSTRUCTIONS|user_instructions|environment_context)>[\s\S]*?<\/\1>/g;
 /**
- * Notes a client sends as a user message: Claude Code's local-command caveats and output, and the
- * reminder of a call whose result it attaches to the next user message (`clientAttachments`).
+ * Notes a client sends as a user message: Claude Code's local-command caveats and output, a
+ * command the user ran in the client's shell (Claude Code's `!` mode, Codex's `<user_shell_command>`)
+ * and its output, and the reminder of a call whose result it attaches to the next user message
+ * (`clientAttachments`).
  */
 const CLIENT_NOTE =
-  /<(local-command-caveat|local-command-stdout)>[\s\S]*?<\/\1>|<system-reminder>\nCalled the [\w-]+ tool with the following input: \{[^\n]*\}\n<\/system-reminder>/g;
+  /<(local-command-caveat|local-command-stdout|bash-input|bash-stdout|bash-stderr|user_shell_command)>[\s\S]*?<\/\1>|<system-reminder>\nCalled the [\w-]+ tool with the following input: \{[^\n]*\}\n<\/system-reminder>/g;
+/**
+ * Claude Code's record of a slash command: its name, its message and its arguments. A local
+ * command (`/clear`, `/model`, `/plugin`) has empty arguments and answers with local output; a
+ * command that prompts the model carries its arguments or the prompt it expands to comes next.
+ */
+const COMMAND_BLOCKS = /<(command-name|command-message|command-args)>[^<]*<\/\1>/g;
+const EMPTY_COMMAND_ARGS = '<command-args></command-args>';
 
 /** Whether `pattern` matches the text, and nothing but blank space is left beside its matches. */
 function onlyBlocks(textValue: string, pattern: RegExp): boolean {
@@ -231,7 +240,8 @@ export function clientNote(message: Message): 'instructions' | 'note' | undefine
   if (message.role !== 'user') return undefined;
   const textValue = messageText(message);
   if (onlyBlocks(textValue, CLIENT_INSTRUCTIONS)) return 'instructions';
-  return onlyBlocks(textValue, CLIENT_NOTE) ? 'note' : undefined;
+  if (onlyBlocks(textValue, CLIENT_NOTE)) return 'note';
+  return textValue.includes(EMPTY_COMMAND_ARGS) && onlyBlocks(textValue, COMMAND_BLOCKS) ? 'note' : undefined;
 }
 
 /** What the agent ran, and its output's tool: read from a text-protocol client's observation. */
