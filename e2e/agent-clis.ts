@@ -6,7 +6,8 @@
  *
  * Each route is spoken by a CLI: Claude Code Anthropic Messages, Codex OpenAI Responses (a custom
  * provider with `wire_api = "responses"`), opencode Chat Completions (an
- * `@ai-sdk/openai-compatible` provider); Cline speaks Messages too, through the AI SDK.
+ * `@ai-sdk/openai-compatible` provider); Cline speaks Messages and Responses too, through the AI
+ * SDK.
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,14 +16,6 @@ import type { ScenarioName } from './agent-scenarios.js';
 import type { WireRoute } from './read-wire-request.js';
 
 export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode' | 'cline' | 'cline-responses';
-
-export const AGENT_NAMES: readonly AgentName[] = [
-  'claude-code',
-  'codex',
-  'codex-chatgpt',
-  'opencode',
-  'cline',
-];
 
 /** Where `npm ci --prefix e2e/agents` puts the CLIs. */
 export const AGENTS_DIRECTORY = join(dirname(fileURLToPath(import.meta.url)), 'agents');
@@ -357,8 +350,9 @@ function clineLaunch(
         settings: {
           provider,
           apiKey: API_KEY,
-          // Models its catalog gives few output tokens (the setting's `maxTokens` is not read):
-          // the request's output reserve, which the window must leave room for.
+          // On Anthropic, a model its catalog gives 4,096 output tokens, which the request asks
+          // for (the setting's `maxTokens` is not read) and the window must leave room for; the
+          // OpenAI provider asks for none, and the proxy keeps its own reserve.
           model: provider === 'anthropic' ? 'claude-3-haiku-20240307' : 'gpt-4o-mini',
           baseUrl: `${baseUrl}/v1`,
         },
@@ -375,7 +369,6 @@ function clineLaunch(
       ...baseEnv(home),
       CLINE_SESSION_BACKEND_MODE: 'local',
       CLINE_NO_AUTO_UPDATE: '1',
-      CLINE_NO_INTERACTIVE: '1',
     },
     files: {
       [join(home, '.cline', 'data', 'settings', 'providers.json')]: `${JSON.stringify(providers, null, 2)}\n`,

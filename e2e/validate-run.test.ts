@@ -474,13 +474,27 @@ describe('checkOneSession', () => {
       withSessions(['cc:a#1', 'cc:a#1', 'cc:a/agent:s1#1'], [], [undefined, 'c1-a']),
     ]);
     expect(split?.message).toMatch(
-      /governed in 2 sessions: cc:a#1, cc:a\/agent:s1#1; it left committed state behind in cc:a#1$/,
+      /went on in session cc:a\/agent:s1#1 after governance committed in cc:a#1$/,
     );
+    expect(split?.request).toBe(2);
     const first = withSessions(['cc:a#1', 'cc:a#1', 'cc:a#1'], [], [undefined, 'c1-a']);
     const resumed = { ...withSessions(['cc:b#1', 'cc:b#1', 'cc:b#1']), label: 'run-2', continues: true };
     expect(checkOneSession([first, resumed]).map((violation) => violation.run)).toEqual(['run-2']);
     // A run that does not resume is a new conversation, in a session of its own.
     expect(checkOneSession([first, { ...resumed, continues: false }])).toEqual([]);
+  });
+
+  it('flags a conversation that comes back to its session after a request in another', () => {
+    const back = withSessions(['cc:a#1', 'cc:b#1', 'cc:a#1'], [], ['c1-a']);
+    expect(checkOneSession([back]).map((violation) => violation.request)).toEqual([1]);
+    // A resumed run that goes elsewhere first, though it ends where the commit is.
+    const first = withSessions(['cc:a#1', 'cc:a#1', 'cc:a#1'], [], ['c1-a']);
+    const resumed = { ...withSessions(['cc:x#1', 'cc:a#1', 'cc:a#1']), label: 'run-2', continues: true };
+    expect(checkOneSession([first, resumed]).map((violation) => violation.run)).toEqual(['run-2']);
+    // The commit is remembered over runs that commit nothing more.
+    const again = { ...withSessions(['cc:a#1', 'cc:a#1', 'cc:a#1']), label: 'run-2', continues: true };
+    const third = { ...withSessions(['cc:b#1', 'cc:b#1', 'cc:b#1']), label: 'run-3', continues: true };
+    expect(checkOneSession([first, again, third]).map((violation) => violation.run)).toEqual(['run-3']);
   });
 
   it('passes a conversation that left a session before anything was committed in it', () => {
@@ -490,7 +504,7 @@ describe('checkOneSession', () => {
     expect(checkOneSession([run])).toEqual([]);
     // The same move after a commit in the first session leaves that commit behind.
     const committed = withSessions(['auto-start', 'auto-reply', 'auto-reply'], [], ['c1-a']);
-    expect(checkOneSession([committed])[0]?.message).toMatch(/left committed state behind in auto-start$/);
+    expect(checkOneSession([committed])[0]?.message).toMatch(/after governance committed in auto-start$/);
   });
 });
 

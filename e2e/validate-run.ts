@@ -356,54 +356,37 @@ export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
 }
 
 /**
- * The sessions the proxy governed each conversation of a run in, by the text that opens it, in the
- * order the conversation reached them: each with whether governance committed anything in it.
- */
-function sessionsByConversation(run: RunRecord): Map<string, Map<string, boolean>> {
-  const sessions = new Map<string, Map<string, boolean>>();
-  for (const { index, request } of clientRequests(run)) {
-    const exchange = run.client.find((record) => record.index === index);
-    if (exchange?.session === undefined) continue;
-    const opening = openingText(request);
-    const seen = sessions.get(opening) ?? new Map<string, boolean>();
-    const committed = (seen.get(exchange.session) ?? false) || exchange.commit !== undefined;
-    // Moved to the end: the session the conversation is in now comes last.
-    seen.delete(exchange.session);
-    seen.set(exchange.session, committed);
-    sessions.set(opening, seen);
-  }
-  return sessions;
-}
-
-/**
- * Each conversation keeps its state, resumed ones too: a conversation the proxy moved on to
- * another session after committing in one is governed afresh in the new one, its state left
- * behind. A session left before anything was committed in it holds nothing to lose: a client
- * that names no session of its own is governed by the hash of its conversation's start until
- * the first reply, and of both from then on (`session-identity.ts`).
+ * Each conversation keeps its state, resumed ones too: once governance committed in a session, a
+ * request of the conversation in any other session is governed without that state. A session left
+ * before anything was committed in it holds nothing to lose: a client that names no session of
+ * its own is governed by the hash of its conversation's start until the first reply, and of both
+ * from then on (`session-identity.ts`).
  */
 export function checkOneSession(runs: readonly RunRecord[]): Violation[] {
   const violations: Violation[] = [];
-  let previous = new Map<string, Map<string, boolean>>();
+  /** Per conversation (the text that opens it): the session its first commit went to. */
+  let committedIn = new Map<string, string>();
   for (const run of runs) {
-    const current = sessionsByConversation(run);
-    for (const [opening, sessions] of current) {
-      const before = run.continues === true ? previous.get(opening) : undefined;
-      const all = new Map(before ?? []);
-      for (const [session, committed] of sessions) {
-        const earlier = all.get(session) ?? false;
-        all.delete(session);
-        all.set(session, earlier || committed);
+    // A run that does not resume is a new conversation, though it may open with the same words.
+    if (run.continues !== true) committedIn = new Map();
+    const flagged = new Set<string>();
+    for (const { index, request } of clientRequests(run)) {
+      const exchange = run.client.find((record) => record.index === index);
+      if (exchange?.session === undefined) continue;
+      const opening = openingText(request);
+      const committed = committedIn.get(opening);
+      if (committed !== undefined && committed !== exchange.session && !flagged.has(opening)) {
+        flagged.add(opening);
+        violations.push({
+          check: 'one-session',
+          run: run.label,
+          request: index,
+          message: `the conversation opening ${JSON.stringify(opening.slice(-80))} went on in session ${exchange.session} after governance committed in ${committed}${run.continues === true ? ' (the run it resumes included)' : ''}`,
+        });
       }
-      const left = [...all].slice(0, -1).filter(([, committed]) => committed);
-      if (left.length === 0) continue;
-      violations.push({
-        check: 'one-session',
-        run: run.label,
-        message: `the conversation opening ${JSON.stringify(opening.slice(-80))} was governed in ${all.size} sessions${before === undefined ? '' : ' (with the run it resumes)'}: ${[...all.keys()].join(', ')}; it left committed state behind in ${left.map(([session]) => session).join(', ')}`,
-      });
+      if (committed === undefined && exchange.commit !== undefined)
+        committedIn.set(opening, exchange.session);
     }
-    previous = current;
   }
   return violations;
 }
