@@ -219,11 +219,18 @@ const CLIENT_NOTE =
   /<(local-command-caveat|local-command-stdout|bash-input|bash-stdout|bash-stderr|user_shell_command)>[\s\S]*?<\/\1>|<system-reminder>\nCalled the [\w-]+ tool with the following input: \{[^\n]*\}\n<\/system-reminder>/g;
 /**
  * Claude Code's record of a slash command: its name, its message and its arguments. A local
- * command (`/clear`, `/model`, `/plugin`) has empty arguments and answers with local output; a
- * command that prompts the model carries its arguments or the prompt it expands to comes next.
+ * command (`/clear`, `/model`, `/plugin`) is recorded with empty arguments and answers with local
+ * output. A command that prompts the model is recorded with its arguments, or with none, and the
+ * prompt it expands to comes next (the goal, when the record is not).
  */
 const COMMAND_BLOCKS = /<(command-name|command-message|command-args)>[^<]*<\/\1>/g;
 const EMPTY_COMMAND_ARGS = '<command-args></command-args>';
+
+/** Whether a text is one slash command's record, with empty arguments (`COMMAND_BLOCKS`). */
+function localCommand(textValue: string): boolean {
+  const args = textValue.match(/<command-args>/g)?.length ?? 0;
+  return args === 1 && textValue.includes(EMPTY_COMMAND_ARGS) && onlyBlocks(textValue, COMMAND_BLOCKS);
+}
 
 /** Whether `pattern` matches the text, and nothing but blank space is left beside its matches. */
 function onlyBlocks(textValue: string, pattern: RegExp): boolean {
@@ -240,8 +247,10 @@ export function clientNote(message: Message): 'instructions' | 'note' | undefine
   if (message.role !== 'user') return undefined;
   const textValue = messageText(message);
   if (onlyBlocks(textValue, CLIENT_INSTRUCTIONS)) return 'instructions';
-  if (onlyBlocks(textValue, CLIENT_NOTE)) return 'note';
-  return textValue.includes(EMPTY_COMMAND_ARGS) && onlyBlocks(textValue, COMMAND_BLOCKS) ? 'note' : undefined;
+  // Notes, and at most one local command's record among them (all three in one message).
+  const rest = textValue.replace(CLIENT_NOTE, '');
+  if (rest.trim() === '' && rest.length < textValue.length) return 'note';
+  return localCommand(rest) ? 'note' : undefined;
 }
 
 /** What the agent ran, and its output's tool: read from a text-protocol client's observation. */

@@ -219,6 +219,21 @@ describe('instructions a client sends as user messages', () => {
       ...clear.map(() => undefined),
       'conversation:user:7',
     ]);
+    // The caveat, the record and its output in one message, as a client may join them.
+    const joined = pinsOf([systemMessage('You are Claude Code.'), userMessage(clear.slice(0, 3).join('\n'))]);
+    expect(joined[0]?.[1]).toBeUndefined();
+  });
+
+  it('leave a local command beside a command with arguments, or beside words, the task goal', () => {
+    const clear =
+      '<command-name>/clear</command-name><command-message>clear</command-message><command-args></command-args>';
+    const review =
+      '<command-name>/review</command-name><command-message>review</command-message><command-args>158</command-args>';
+    for (const request of [`${clear}\n${review}`, `${clear}\nnow fix the lexer`]) {
+      expect(pinsOf([systemMessage('You are Claude Code.'), userMessage(request)])[0]?.[1]).toBe(
+        'first user request (task goal)',
+      );
+    }
   });
 
   it('leave a slash command that prompts the model the task goal', () => {
