@@ -4,7 +4,7 @@
  * the planners' size estimates and the valuator.
  */
 import { type Anchor, callExpressions, extractAnchors } from './anchors.js';
-import { messageReferenceText, rankAnchors } from './ledger.js';
+import { messageReferenceText, rankAnchors, textToolUses } from './ledger.js';
 import { messageMemo } from './message-memo.js';
 import type { Message } from './transcript.js';
 
@@ -68,10 +68,11 @@ export function codeLines(textValue: string): Anchor[] {
 const FENCED_CODE = /```[^\n]*\n([\s\S]*?)```/g;
 
 /**
- * The short lines of what the agent ran or wrote: its tool-call arguments and the fenced code in
- * its text (an agent that acts through a shell block, as mini-swe-agent's do, writes its command
- * there), any line with a letter, since agents quote their own commands again (`ls -R sympy |
- * grep diophantine`). Its prose is not code.
+ * The short lines of what the agent ran or wrote: its tool-call arguments, the fenced code in its
+ * text (an agent that acts through a shell block, as mini-swe-agent's do, writes its command
+ * there) and the parameters of the tool uses it wrote as XML (Cline's and Roo Code's), any line
+ * with a letter, since agents quote their own commands again (`ls -R sympy | grep
+ * diophantine`). Its prose is not code.
  */
 function agentLines(message: Message, textValue: string): Anchor[] {
   const calls = messageReferenceText({
@@ -79,7 +80,8 @@ function agentLines(message: Message, textValue: string): Anchor[] {
     parts: message.parts.filter((part) => part.type !== 'text'),
   });
   const fenced = [...textValue.matchAll(FENCED_CODE)].map((match) => match[1]!);
-  return shortLines([calls, ...fenced].join('\n'), () => true);
+  const written = textToolUses(textValue).flatMap((use) => Object.values(use.parameters));
+  return shortLines([calls, ...fenced, ...written].join('\n'), () => true);
 }
 
 /**

@@ -276,6 +276,30 @@ const RESULT_OBSERVATION = /^\[([\w-]+)(?: for ([^\n]*))?\] Result:/;
 const USER_WORDS = /<(feedback|answer|user_message)>/;
 /** A fenced block of the agent's: the command a text-protocol step runs is its last one. */
 const FENCED_BLOCK = /```[\w-]*[ \t]*\n([\s\S]*?)\n?```/g;
+/**
+ * A tool use Cline and Roo Code have the model write as XML in its text: the tool's tag at the
+ * start of a line, around a tag per parameter, the closing tag ending a line
+ * (`<read_file>\n<path>src/app.ts</path>\n</read_file>`).
+ */
+const XML_TOOL_USE = /^<([a-z][a-z_]*)>([\s\S]*?)<\/\1>[ \t]*$/gm;
+/** A parameter of a tool use that holds text, not more tags (Roo Code nests each file's path). */
+const XML_PARAMETER = /<([a-z][a-z_]*)>([^<]*)<\/\1>/g;
+
+/**
+ * The tool uses an agent wrote as XML in its text (`XML_TOOL_USE`), each with its parameters (the
+ * values of one named more than once on lines of their own).
+ */
+export function textToolUses(textValue: string): Array<{ name: string; parameters: Record<string, string> }> {
+  if (!textValue.includes('</')) return [];
+  return [...textValue.matchAll(XML_TOOL_USE)].flatMap((use) => {
+    const parameters: Record<string, string> = {};
+    for (const [, name, value] of use[2]!.matchAll(XML_PARAMETER)) {
+      const earlier = parameters[name!];
+      parameters[name!] = earlier === undefined ? value!.trim() : `${earlier}\n${value!.trim()}`;
+    }
+    return Object.keys(parameters).length === 0 ? [] : [{ name: use[1]!, parameters }];
+  });
+}
 
 /**
  * A tool's output that a text-protocol client sent as a user message, by the client's known
@@ -299,12 +323,13 @@ export function clientObservation(
   }
   const result = RESULT_OBSERVATION.exec(first.text);
   if (!result || USER_WORDS.test(messageText(message))) return undefined;
-  // One quoted target reads as itself; anything else as the client wrote it.
+  const toolName = result[1]!;
+  // The call as the agent wrote it, when it did in XML; else one quoted target reads as itself,
+  // anything else as the client wrote it.
+  const use = textToolUses(messageText(call)).findLast((entry) => entry.name === toolName);
+  if (use !== undefined) return { toolName, callArguments: JSON.stringify(use.parameters) };
   const target = result[2]?.replace(/^'([^']*)'$/, '$1');
-  return {
-    toolName: result[1]!,
-    ...(target === undefined ? {} : { callArguments: JSON.stringify({ target }) }),
-  };
+  return { toolName, ...(target === undefined ? {} : { callArguments: JSON.stringify({ target }) }) };
 }
 
 /**

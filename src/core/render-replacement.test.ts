@@ -22,6 +22,7 @@ import {
 import { CLI_SOURCE, threeRequestSession } from './testing/sample-session.js';
 import {
   assistantCalls,
+  assistantMessage,
   systemMessage,
   toolCall,
   toolMessage,
@@ -314,6 +315,32 @@ describe('fold indexes keep short lines of code after the anchors', () => {
     expect(folded).not.toContain('Now I search the package');
     expect(folded).toContain('sympy/solvers/diophantine.py');
     expect(folded).not.toContain('nothing else matched');
+  });
+
+  it('in a span fold, the commands a text-protocol agent wrote as XML, not its thinking', () => {
+    const cline = indexTranscript(
+      [
+        systemMessage('You are Cline.'),
+        userMessage('<task>\nFix the cache.\n</task>'),
+        assistantMessage(
+          '<thinking>\nThe solver lives somewhere under sympy, let me look.\n</thinking>\n\n<execute_command>\n<command>ls -R sympy | grep diophantine</command>\n<requires_approval>false</requires_approval>\n</execute_command>',
+        ),
+        userMessage(
+          "[execute_command for 'ls -R sympy | grep diophantine'] Result:\nsympy/solvers/diophantine.py",
+        ),
+        assistantMessage('Done.'),
+      ],
+      { tokenCounter: approximateTokenCounter },
+    );
+    const folded = renderSpanFold(cline, object(cline, 'conversation:user:1'), 4, {
+      maxAnchors: Number.POSITIVE_INFINITY,
+      maxAnchorChars: 4000,
+    });
+    expect(folded).toContain('ls -R sympy | grep diophantine');
+    expect(folded).not.toContain('let me look');
+    // The agent's own line, not only the result's header that repeats it.
+    const lines = messageEntries(cline.messages[2]!).lines.map((line) => line.value);
+    expect(lines).toEqual(['ls -R sympy | grep diophantine']);
   });
 
   it('in the fold of a whole conversation', () => {

@@ -62,7 +62,7 @@ describe('clientObservation', () => {
     });
   });
 
-  it("reads Cline's and Roo Code's tool results, with their target", () => {
+  it("reads Cline's and Roo Code's tool results, with the call the agent wrote or their target", () => {
     const result: Message = {
       role: 'user',
       parts: [
@@ -73,19 +73,40 @@ describe('clientObservation', () => {
     };
     expect(
       clientObservation(result, assistantMessage('<read_file><path>src/app.ts</path></read_file>')),
-    ).toEqual({ toolName: 'read_file', callArguments: JSON.stringify({ target: 'src/app.ts' }) });
+    ).toEqual({ toolName: 'read_file', callArguments: JSON.stringify({ path: 'src/app.ts' }) });
+    const command = assistantMessage(
+      '<thinking>\nRun the tests.\n</thinking>\n\n<execute_command>\n<command>npm test -- --run</command>\n<requires_approval>false</requires_approval>\n</execute_command>',
+    );
+    expect(
+      clientObservation(userMessage("[execute_command for 'npm test -- --run'] Result:\nok"), command),
+    ).toEqual({
+      toolName: 'execute_command',
+      callArguments: JSON.stringify({ command: 'npm test -- --run', requires_approval: 'false' }),
+    });
+    // No call of that tool in the agent's text: the target the result names.
+    expect(clientObservation(userMessage("[list_files for 'src'] Result:\na.ts"), command)).toEqual({
+      toolName: 'list_files',
+      callArguments: JSON.stringify({ target: 'src' }),
+    });
     expect(
       clientObservation(
         userMessage('[attempt_completion] Result: Done.'),
         assistantMessage('<attempt_completion/>'),
       ),
     ).toEqual({ toolName: 'attempt_completion' });
-    const read = assistantMessage('<read_file><args><file><path>a.ts</path></file></args></read_file>');
+    const read = assistantMessage(
+      '<read_file>\n<args>\n<file><path>a.ts</path></file>\n<file><path>b.ts</path></file>\n</args>\n</read_file>',
+    );
     expect(clientObservation(userMessage("[read_file for 'a.ts', 'b.ts'] Result:\n…"), read)).toEqual({
+      toolName: 'read_file',
+      callArguments: JSON.stringify({ path: 'a.ts\nb.ts' }),
+    });
+    const unwritten = assistantMessage('Reading them.');
+    expect(clientObservation(userMessage("[read_file for 'a.ts', 'b.ts'] Result:\n…"), unwritten)).toEqual({
       toolName: 'read_file',
       callArguments: JSON.stringify({ target: "'a.ts', 'b.ts'" }),
     });
-    expect(clientObservation(userMessage('[read_file for 3 files] Result:\n…'), read)).toEqual({
+    expect(clientObservation(userMessage('[read_file for 3 files] Result:\n…'), unwritten)).toEqual({
       toolName: 'read_file',
       callArguments: JSON.stringify({ target: '3 files' }),
     });
