@@ -383,6 +383,8 @@ function clineLaunch(
 const cline: AgentCli = {
   name: 'cline',
   route: 'messages',
+  // The Linux build of `cline` itself: the `cline` package is a launcher whose lock lists a build
+  // per platform, and `npm ci` refuses a lock that lacks those the registry does not serve.
   binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'cline'),
   window: 16_000,
   tools: {
