@@ -277,28 +277,65 @@ const USER_WORDS = /<(feedback|answer|user_message)>/;
 /** A fenced block of the agent's: the command a text-protocol step runs is its last one. */
 const FENCED_BLOCK = /```[\w-]*[ \t]*\n([\s\S]*?)\n?```/g;
 /**
- * A tool use Cline and Roo Code have the model write as XML in its text: the tool's tag at the
- * start of a line, around a tag per parameter, the closing tag ending a line
- * (`<read_file>\n<path>src/app.ts</path>\n</read_file>`).
+ * The tools Cline, Roo Code and Kilo Code have the model use by writing XML in its text: the
+ * tool's tag at the start of a line, a tag per parameter inside
+ * (`<read_file>\n<path>src/app.ts</path>\n</read_file>`). Only these names are read, so that
+ * HTML or XML an agent writes in its prose is not taken for a call.
  */
-const XML_TOOL_USE = /^<([a-z][a-z_]*)>([\s\S]*?)<\/\1>[ \t]*$/gm;
-/** A parameter of a tool use that holds text, not more tags (Roo Code nests each file's path). */
-const XML_PARAMETER = /<([a-z][a-z_]*)>([^<]*)<\/\1>/g;
+const XML_TOOLS: ReadonlySet<string> = new Set([
+  'execute_command',
+  'read_file',
+  'write_to_file',
+  'replace_in_file',
+  'apply_diff',
+  'insert_content',
+  'search_and_replace',
+  'search_files',
+  'list_files',
+  'list_code_definition_names',
+  'codebase_search',
+  'browser_action',
+  'use_mcp_tool',
+  'access_mcp_resource',
+  'web_fetch',
+  'ask_followup_question',
+  'attempt_completion',
+  'new_task',
+  'switch_mode',
+  'update_todo_list',
+  'fetch_instructions',
+  'plan_mode_respond',
+]);
+/** A tag at the start of a line that may open a tool use. */
+const LINE_TAG = /^<([a-z][a-z_]*)>/gm;
+/** A parameter of a tool use that holds text on one line (not a file's content, not more tags). */
+const XML_PARAMETER = /<([a-z][a-z_]*)>([^<\n]*)<\/\1>/g;
 
 /**
- * The tool uses an agent wrote as XML in its text (`XML_TOOL_USE`), each with its parameters (the
- * values of one named more than once on lines of their own).
+ * The tool uses an agent wrote as XML in its text (`XML_TOOLS`), in order, each with its
+ * parameters of one line (a parameter named twice keeps its first value). One pass over the
+ * text: a tool's tag that is never closed is not looked for again.
  */
 export function textToolUses(textValue: string): Array<{ name: string; parameters: Record<string, string> }> {
-  if (!textValue.includes('</')) return [];
-  return [...textValue.matchAll(XML_TOOL_USE)].flatMap((use) => {
-    const parameters: Record<string, string> = {};
-    for (const [, name, value] of use[2]!.matchAll(XML_PARAMETER)) {
-      const earlier = parameters[name!];
-      parameters[name!] = earlier === undefined ? value!.trim() : `${earlier}\n${value!.trim()}`;
+  const uses: Array<{ name: string; parameters: Record<string, string> }> = [];
+  if (!textValue.includes('</')) return uses;
+  const unclosed = new Set<string>();
+  const opening = new RegExp(LINE_TAG.source, LINE_TAG.flags);
+  for (let match = opening.exec(textValue); match !== null; match = opening.exec(textValue)) {
+    const name = match[1]!;
+    if (!XML_TOOLS.has(name) || unclosed.has(name)) continue;
+    const close = textValue.indexOf(`</${name}>`, opening.lastIndex);
+    if (close < 0) {
+      unclosed.add(name);
+      continue;
     }
-    return Object.keys(parameters).length === 0 ? [] : [{ name: use[1]!, parameters }];
-  });
+    const parameters: Record<string, string> = Object.create(null);
+    for (const [, parameter, value] of textValue.slice(opening.lastIndex, close).matchAll(XML_PARAMETER))
+      parameters[parameter!] ??= value!.trim();
+    if (Object.keys(parameters).length > 0) uses.push({ name, parameters });
+    opening.lastIndex = close + name.length + 3;
+  }
+  return uses;
 }
 
 /**
@@ -324,11 +361,13 @@ export function clientObservation(
   const result = RESULT_OBSERVATION.exec(first.text);
   if (!result || USER_WORDS.test(messageText(message))) return undefined;
   const toolName = result[1]!;
-  // The call as the agent wrote it, when it did in XML; else one quoted target reads as itself,
-  // anything else as the client wrote it.
-  const use = textToolUses(messageText(call)).findLast((entry) => entry.name === toolName);
-  if (use !== undefined) return { toolName, callArguments: JSON.stringify(use.parameters) };
+  // One quoted target reads as itself; anything else as the client wrote it.
   const target = result[2]?.replace(/^'([^']*)'$/, '$1');
+  // The call as the agent wrote it in XML, when it names that target: the first such use, which
+  // is the one Cline and Roo Code run.
+  const use = textToolUses(messageText(call)).find((entry) => entry.name === toolName);
+  if (use !== undefined && (target === undefined || Object.values(use.parameters).includes(target)))
+    return { toolName, callArguments: JSON.stringify(use.parameters) };
   return { toolName, ...(target === undefined ? {} : { callArguments: JSON.stringify({ target }) }) };
 }
 

@@ -4,7 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { hasMilestone } from './governor/triggers.js';
-import { carriesOutput, clientObservation, countMessageTokens, indexTranscript } from './ledger.js';
+import {
+  carriesOutput,
+  clientObservation,
+  countMessageTokens,
+  indexTranscript,
+  textToolUses,
+} from './ledger.js';
 import { objectPayload, payloadText } from './object-payload.js';
 import { projectView } from './project-view.js';
 import { latestTurnStart, rehearsePlan } from './rehearse-plan.js';
@@ -94,22 +100,42 @@ describe('clientObservation', () => {
         assistantMessage('<attempt_completion/>'),
       ),
     ).toEqual({ toolName: 'attempt_completion' });
+    // Roo Code's read of several files: the target the result names says more than one path.
     const read = assistantMessage(
       '<read_file>\n<args>\n<file><path>a.ts</path></file>\n<file><path>b.ts</path></file>\n</args>\n</read_file>',
     );
     expect(clientObservation(userMessage("[read_file for 'a.ts', 'b.ts'] Result:\n…"), read)).toEqual({
       toolName: 'read_file',
-      callArguments: JSON.stringify({ path: 'a.ts\nb.ts' }),
-    });
-    const unwritten = assistantMessage('Reading them.');
-    expect(clientObservation(userMessage("[read_file for 'a.ts', 'b.ts'] Result:\n…"), unwritten)).toEqual({
-      toolName: 'read_file',
       callArguments: JSON.stringify({ target: "'a.ts', 'b.ts'" }),
     });
-    expect(clientObservation(userMessage('[read_file for 3 files] Result:\n…'), unwritten)).toEqual({
+    expect(clientObservation(userMessage('[read_file for 3 files] Result:\n…'), read)).toEqual({
       toolName: 'read_file',
       callArguments: JSON.stringify({ target: '3 files' }),
     });
+    // Two uses in one message: the client ran the first, which the result names.
+    const two = assistantMessage(
+      '<read_file>\n<path>a.ts</path>\n</read_file>\n\n<read_file>\n<path>b.ts</path>\n</read_file>',
+    );
+    expect(clientObservation(userMessage("[read_file for 'a.ts'] Result:\n…"), two)).toEqual({
+      toolName: 'read_file',
+      callArguments: JSON.stringify({ path: 'a.ts' }),
+    });
+  });
+
+  it("reads only the known tools' XML, at the start of a line, with their parameters of one line", () => {
+    const text = [
+      '<thinking>\nI could run <command>rm -rf build</command> but will not.\n</thinking>',
+      'I changed the nav:\n<ul>\n<li>Dashboard overview page</li>\n</ul>',
+      'Then, in passing, <execute_command><command>ls</command></execute_command> mid-line.',
+      '<write_to_file>\n<path>src/app.ts</path>\n<content>\nexport const app = 1;\n</content>\n</write_to_file>',
+      '<execute_command>\n<command>npm test</command>\n<command>npm run lint</command>\n</execute_command>',
+    ].join('\n');
+    expect(textToolUses(text)).toEqual([
+      { name: 'write_to_file', parameters: { path: 'src/app.ts' } },
+      { name: 'execute_command', parameters: { command: 'npm test' } },
+    ]);
+    // A tool's tag never closed is looked for once, whatever follows it.
+    expect(textToolUses(`${'<read_file>\n'.repeat(5)}</x>`)).toEqual([]);
   });
 
   it('leaves a result carrying what the user said, and messages of other shapes, to be requests', () => {
