@@ -145,7 +145,7 @@ describe('text-protocol clients behind the proxy', () => {
     const sent = sentMessages(fixture);
     expect(roles(sent)).toEqual(roles(messages as SentMessage[]));
     const text = JSON.stringify(sent[2]);
-    expect(text).toMatch(/\[folded function:read_file:1: read_file target=src\/module0\.ts → ok/);
+    expect(text).toMatch(/\[folded function:read_file:1: read_file path=src\/module0\.ts → ok/);
     expect(text).not.toContain(JSON.stringify(fileContent(0)).slice(1, -1));
     expect(JSON.stringify(sent.at(-1))).toContain(JSON.stringify(fileContent(7)).slice(1, -1));
     // The task is a request, not an output: it stays as sent.
