@@ -66,8 +66,8 @@ export interface AgentCli {
   /**
    * The proxy's window for this CLI, small on purpose: its system prompt, tool definitions and
    * output reserve take a fixed part (Claude Code's about 14.5k tokens, Codex's 10.4k with its
-   * developer messages, opencode's 8.7k, Cline's 5.2k), and what is left holds only a few step files, so every
-   * scenario must fold.
+   * developer messages, opencode's 8.7k, Cline's 5.2k), and what is left holds only a few step
+   * files, so every scenario must fold.
    */
   window: number;
   tools: AgentTools;
