@@ -306,8 +306,6 @@ const XML_TOOLS: ReadonlySet<string> = new Set([
   'fetch_instructions',
   'plan_mode_respond',
 ]);
-/** A tag at the start of a line that may open a tool use. */
-const LINE_TAG = /^<([a-z][a-z_]*)>/gm;
 /** A parameter of a tool use that holds text on one line (not a file's content, not more tags). */
 const XML_PARAMETER = /<([a-z][a-z_]*)>([^<\n]*)<\/\1>/g;
 
@@ -320,7 +318,8 @@ export function textToolUses(textValue: string): Array<{ name: string; parameter
   const uses: Array<{ name: string; parameters: Record<string, string> }> = [];
   if (!textValue.includes('</')) return uses;
   const unclosed = new Set<string>();
-  const opening = new RegExp(LINE_TAG.source, LINE_TAG.flags);
+  // A tag at the start of a line that may open a tool use (a fresh one per call: it keeps its place).
+  const opening = /^<([a-z][a-z_]*)>/gm;
   for (let match = opening.exec(textValue); match !== null; match = opening.exec(textValue)) {
     const name = match[1]!;
     if (!XML_TOOLS.has(name) || unclosed.has(name)) continue;
