@@ -28,6 +28,7 @@ import {
   streamedText,
 } from './testing/recovery-rounds.js';
 import { streamGrammarProblems } from './testing/stream-grammar.js';
+import { until } from './testing/until.js';
 
 let fixture: ProxyFixture | undefined;
 let served: ServedProxy | undefined;
@@ -40,14 +41,6 @@ afterEach(async () => {
   front = undefined;
   fixture = undefined;
 });
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 /**
  * A served proxy whose scripted model calls `expand` in its first round (after `firstText`) and

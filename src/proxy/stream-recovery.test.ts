@@ -8,6 +8,7 @@ import { expandKeys, lastToolResult, pointerKeys } from './testing/recovery-poin
 import { agentBody, expandOf, isRecoveryRound, ROUTES } from './testing/recovery-rounds.js';
 import { type Accumulated, streamWithSdk } from './testing/sdk-stream.js';
 import { streamGrammarProblems } from './testing/stream-grammar.js';
+import { until } from './testing/until.js';
 import { EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
 
 /** What each route's SDK reports for an answer that ends without a tool call. */
@@ -261,11 +262,3 @@ describe('failures while recovering a stream', () => {
     expect(fixture!.logs[0]).toMatchObject({ status: 200, outcome: 'cancelled' });
   });
 });
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -5,6 +5,7 @@ import { type ServedProxy, serveProxy } from './serve-proxy.js';
 import { authHeaders, conversationBody, ROUTE_PATHS, type WireRoute } from './testing/agent-conversation.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { until } from './testing/until.js';
 
 const ROUTES: WireRoute[] = ['chat', 'responses', 'messages'];
 const REPLY = 'Streaming through the proxy, one small delta after another, until the end.';
@@ -31,14 +32,6 @@ function streamedText(route: WireRoute, events: ReturnType<typeof parseSse>): st
     .filter((payload) => payload.delta?.type === 'text_delta')
     .map((payload) => payload.delta.text)
     .join('');
-}
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 describe('streaming through node:http', () => {

@@ -21,6 +21,7 @@ import {
   readExpandPage,
   storeSessionOf,
 } from './testing/recovery-pointers.js';
+import { until } from './testing/until.js';
 import { answerInternalCall, EARLIER_RESULT_NOTE, EXPAND_TOOL, SEARCH_TOOL } from './transparent-recovery.js';
 import type { WireDialect } from './wire-dialect.js';
 
@@ -53,14 +54,6 @@ afterEach(async () => {
 /** Requests after the first of a recovery carry the scripted model's own call ids in their history. */
 function isRecoveryRound(request: ScriptedRequest): boolean {
   return request.rawBody.includes('_scripted0');
-}
-
-async function until(condition: () => boolean, timeoutMs = 3000): Promise<void> {
-  const started = Date.now();
-  while (!condition()) {
-    if (Date.now() - started > timeoutMs) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 /** The first recovery pointer the upstream was shown: any key, an output's or a span's. */
