@@ -82,6 +82,10 @@ describe('numeric options', () => {
       ],
       [['proxy', '--retain', '7 days'], '--retain: expected a duration such as 30m, 12h or 7d, got "7 days"'],
       [
+        ['proxy', '--client-compaction-at', 'never'],
+        '--client-compaction-at (tokens, or off): expected a positive integer, got "never"',
+      ],
+      [
         ['sessions', 'purge', '--older-than', 'soon'],
         '--older-than: expected a duration such as 30m, 12h or 7d, got "soon"',
       ],

@@ -73,7 +73,7 @@ describe('selfgc proxy', () => {
     await upstream.close();
   });
 
-  it('takes the upstream timeout, retention and keyless tenancy from its flags', async () => {
+  it('takes the upstream timeout, retention, keyless tenancy and client-compaction threshold from its flags', async () => {
     const upstream = await startScriptedUpstream({
       script: [{ hang: true }, { text: 'ok' }, { text: 'ok' }],
     });
@@ -90,6 +90,8 @@ describe('selfgc proxy', () => {
       '1h',
       '--tenant-header',
       'X-Tenant',
+      '--client-compaction-at',
+      '5',
     ]);
     children.push(proxy.child);
     expect(proxy.stderr()).toMatch(/listening on .*sessions kept 1h/);
@@ -106,7 +108,11 @@ describe('selfgc proxy', () => {
       error: { message: 'upstream did not answer within 300 ms', code: 'selfgc_upstream_timeout' },
       request_id: requestId,
     });
-    expect((await post({ 'x-tenant': 'bob' })).status).toBe(200);
+    const signalled = await post({ 'x-tenant': 'bob' });
+    expect(signalled.status).toBe(200);
+    // Its prompt is over 5 tokens: the answer reports it, for the client to compact.
+    expect(Number(signalled.headers.get('x-selfgc-tokens-before'))).toBeGreaterThan(5);
+    expect(signalled.headers.get('x-selfgc-warnings')).toContain('client-compaction');
     expect(proxy.stderr()).not.toContain('share one session namespace');
     expect((await post({})).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -83,6 +83,12 @@ openai_base_url = "http://127.0.0.1:8787" in ~/.codex/config.toml.
                              governance (default 8388608, 8 MiB)
   --governance-time-budget T time governance may take for one request, its wait for a worker
                              included (default 3000ms); then the stateless lane serves it
+  --client-compaction-at N   once the prompt a client sends passes N tokens, its answers
+                             report that prompt instead of the governed one, so that the client
+                             compacts its conversation itself (default 1000000; "off": never;
+                             clients compact from the usage answers report, which behind the
+                             proxy is otherwise the governed size, so their bodies would grow
+                             until the stateless lane, then the 32 MiB limit, takes them)
   --model FILE|default|none  the valuator model that orders what fold indexes keep, as
                              \`selfgc train\` writes it; default (also without --model): the one
                              shipped, fitted on the project's recorded sessions; none: entries
@@ -134,6 +140,8 @@ export interface ProxyCommandOptions {
   governanceMaxBytes?: number;
   /** Time governance may take per request, in ms; then the stateless lane takes it. */
   governanceTimeBudgetMs?: number;
+  /** The prompt size from which answers report the client's whole prompt (`--client-compaction-at`). */
+  clientCompactionTokens?: number | false;
   /** A valuator model for what fold indexes keep (`--model`). */
   entryModel?: EntryModel | 'none';
 }
@@ -240,6 +248,9 @@ export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Pro
         ...(options.governanceTimeBudgetMs === undefined
           ? {}
           : { governanceTimeBudgetMs: options.governanceTimeBudgetMs }),
+        ...(options.clientCompactionTokens === undefined
+          ? {}
+          : { clientCompactionTokens: options.clientCompactionTokens }),
         recovery: options.recovery !== false,
         agentTools: options.agentTools === true,
         logger: jsonLineLogger(io.stderr),

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
 import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
 import { DEFAULT_HORIZON } from '../eval/train-valuator.js';
+import { DEFAULT_CLIENT_COMPACTION_TOKENS } from '../proxy/client-compaction-signal.js';
 import { DEFAULT_GOVERNANCE_MAX_BYTES } from '../proxy/proxy-options.js';
 import { type OptionSpecs, parseCommandArgs, parseDuration, positiveInteger } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
@@ -248,6 +249,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         'governance-threads': { type: 'string' },
         'governance-max-bytes': { type: 'string' },
         'governance-time-budget': { type: 'string' },
+        'client-compaction-at': { type: 'string' },
         'store-timeout': { type: 'string' },
         'upstream-timeout': { type: 'string' },
         retain: { type: 'string' },
@@ -313,6 +315,18 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
                 '--governance-time-budget',
                 'ms',
               ),
+            }
+          : {}),
+        ...(typeof values['client-compaction-at'] === 'string'
+          ? {
+              clientCompactionTokens:
+                values['client-compaction-at'] === 'off'
+                  ? (false as const)
+                  : positiveInteger(
+                      values['client-compaction-at'],
+                      '--client-compaction-at (tokens, or off)',
+                      DEFAULT_CLIENT_COMPACTION_TOKENS,
+                    ),
             }
           : {}),
         ...(tenantHeader !== undefined || values['tenant-from-address'] === true

@@ -25,6 +25,7 @@ import {
   numberOf,
   positiveIntegerOf,
   presentToolNames,
+  raisedUsage,
   replaceFields,
   requireArray,
   requireModel,
@@ -98,6 +99,17 @@ export const anthropicMessagesDialect: WireDialect = {
     if (!isJsonObject(payload)) return undefined;
     const holder = isJsonObject(payload.message) ? payload.message : payload;
     return isJsonObject(holder.usage) ? usageFrom(holder.usage) : undefined;
+  },
+  withPromptUsage(payload, tokens) {
+    // `message_start` holds the message; `message_delta` and a whole answer hold the usage.
+    const nested = isJsonObject(payload.message);
+    const holder = nested ? (payload.message as JsonObject) : payload;
+    if (!isJsonObject(holder.usage)) return undefined;
+    const counted = usageFrom(holder.usage)?.inputTokens;
+    const usage =
+      counted === undefined ? undefined : raisedUsage(holder.usage, 'input_tokens', counted, tokens);
+    if (usage === undefined) return undefined;
+    return nested ? { ...payload, message: { ...holder, usage } } : { ...payload, usage };
   },
   withTools(body, tools) {
     const present = presentToolNames(body, (tool) => tool.name);

@@ -11,6 +11,7 @@ import {
   numberOf,
   positiveIntegerOf,
   presentToolNames,
+  raisedUsage,
   replaceFields,
   requireArray,
   requireModel,
@@ -95,6 +96,13 @@ export const chatDialect: WireDialect = {
       ...(inputTokens === undefined ? {} : { inputTokens }),
       cachedTokens: numberOf(details.cached_tokens) ?? 0,
     };
+  },
+  withPromptUsage(payload, tokens) {
+    if (!isJsonObject(payload.usage)) return undefined;
+    const counted = numberOf(payload.usage.prompt_tokens);
+    const usage =
+      counted === undefined ? undefined : raisedUsage(payload.usage, 'prompt_tokens', counted, tokens);
+    return usage === undefined ? undefined : { ...payload, usage };
   },
   withTools(body, tools) {
     const present = presentToolNames(body, (tool) =>

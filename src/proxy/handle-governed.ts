@@ -11,6 +11,7 @@ import {
   type UpstreamCall,
   upstreamRequestHeaders,
 } from './call-upstream.js';
+import { CLIENT_COMPACTION, withClientCompactionSignal } from './client-compaction-signal.js';
 import { decodeBody } from './content-coding.js';
 import { usageHolderOf } from './json-layout.js';
 import { markPassThrough, prepareUpstream, UNREADABLE_ENCODING } from './prepare-upstream.js';
@@ -18,7 +19,7 @@ import { publicError, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, joinChunks } from './read-body-bytes.js';
-import { createRequestTrace, type RequestTrace } from './request-trace.js';
+import { addWarnings, createRequestTrace, type RequestTrace } from './request-trace.js';
 import { namespaceOf } from './session-identity.js';
 import type { StreamMerger } from './stream-merger.js';
 import { streamRecovery } from './stream-recovery.js';
@@ -107,8 +108,10 @@ export async function handleGoverned(
     trace.entry.prepareMs = Math.round((settings.now() - prepareStarted) * 1000) / 1000;
     // Governed on this thread: what it left uncounted is counted once the body is sent.
     if (prepared.settle !== undefined) setImmediate(prepared.settle);
+    const reported = clientCompactionSignal(exchange);
     const { recovery: recovered, governor } = prepared;
-    if (recovered === undefined || governor === undefined) return await forward(exchange, prepared.body);
+    if (recovered === undefined || governor === undefined)
+      return reported(await forward(exchange, prepared.body));
     const recovery = createRecovery({
       dialect,
       governor,
@@ -126,17 +129,37 @@ export async function handleGoverned(
     const sent = await send(exchange, prepared.body);
     if (eventStreamOf(sent.call) !== null) {
       const merger = dialect.mergeStreams({ isInternal: isRecoveryTool, client: recovered.client });
-      return answerStreamed(exchange, sent, { recovery, merger, viewTokens: recovered.window.viewTokens });
+      return reported(
+        answerStreamed(exchange, sent, { recovery, merger, viewTokens: recovered.window.viewTokens }),
+      );
     }
     const first = await readAnswer(exchange, sent);
     const answer = await recoverTransparently(recovery, first, (next) =>
       sendBuffered(exchange, JSON.stringify(next)),
     );
     noteRecoveredTokens(exchange, recovery, recovered.window.viewTokens);
-    return answerBuffered(exchange, { ...answer, body: answer.text });
+    return reported(answerBuffered(exchange, { ...answer, body: answer.text }));
   } catch (error) {
     return trace.fail(error, dialect.provider, headers);
   }
+}
+
+/**
+ * What the client gets of its answer: as it came, or, once the prompt it sent passes
+ * `clientCompactionTokens`, with that prompt reported as the usage, so that it compacts
+ * (`client-compaction-signal.ts`); such a request is flagged, logged and counted here.
+ */
+function clientCompactionSignal(exchange: Exchange): (answer: ProxyAnswer) => ProxyAnswer {
+  const { settings, dialect, trace, headers } = exchange;
+  const tokens = trace.entry.tokensBefore;
+  const threshold = settings.clientCompactionTokens;
+  if (tokens === undefined || threshold === undefined || tokens < threshold) return (answer) => answer;
+  addWarnings(headers, trace.entry, [CLIENT_COMPACTION]);
+  settings.metrics.count('selfgc_proxy_client_compaction_signals_total', {
+    arm: trace.arm,
+    route: dialect.route,
+  });
+  return (answer) => withClientCompactionSignal(answer, dialect, tokens);
 }
 
 function upstreamUrl(exchange: Exchange): string {

@@ -46,6 +46,10 @@ export const METRICS = {
     type: 'counter',
     help: 'Governed requests sent through the stateless lane (reduced into the window without the store), by reason: store-unavailable, governance-failed, over-size, over-time.',
   },
+  selfgc_proxy_client_compaction_signals_total: {
+    type: 'counter',
+    help: "Answers that reported the client's whole prompt instead of the governed one, so that the client compacts its conversation, by route.",
+  },
   selfgc_proxy_divergences_total: {
     type: 'counter',
     help: 'Governed requests whose history was not an append to the one governed before (edited, truncated, or another conversation under the same session id): state past the divergence stopped applying.',

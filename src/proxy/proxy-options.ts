@@ -8,6 +8,7 @@ import { approximateTokenCounter, type TokenCounter } from '../core/tokens.js';
 import { guardStore, isGuardedStore, type StoreHealth } from '../stores/guard-store.js';
 import type { AbSplit } from './ab-split.js';
 import { fetchTransport, type UpstreamTransport } from './call-upstream.js';
+import { DEFAULT_CLIENT_COMPACTION_TOKENS } from './client-compaction-signal.js';
 import { contextWindowOf } from './context-window.js';
 import type { GovernanceWorkers } from './governance-workers.js';
 import type { GovernorContext, GovernorFactory } from './governor-pool.js';
@@ -73,6 +74,13 @@ export interface ProxyOptions {
    * finish, commits for the next one.
    */
   governanceTimeBudgetMs?: number;
+  /**
+   * Once the prompt a client sends passes this many tokens, its answers report that prompt
+   * instead of the governed one, so that the client's own compaction runs and its conversation
+   * stays within what governance takes (`client-compaction-signal.ts`). Default 1,000,000;
+   * false: never.
+   */
+  clientCompactionTokens?: number | false;
   /** Govern only a share of accounts; the rest form the control arm. Default: all governed. */
   abSplit?: AbSplit;
   /** Transparent expand/search_context, streamed or not. Default true. */
@@ -106,6 +114,8 @@ export interface ProxySettings {
   governs: boolean;
   governanceMaxBytes: number;
   governanceTimeBudgetMs: number;
+  /** The prompt size from which answers report the client's whole prompt; undefined: never. */
+  clientCompactionTokens: number | undefined;
   abSplit: AbSplit | undefined;
   recovery: boolean;
   agentTools: boolean;
@@ -160,6 +170,8 @@ function checkProxyOptions(options: ProxyOptions): void {
     upstreamTimeoutMs: options.upstreamTimeoutMs,
     governanceMaxBytes: options.governanceMaxBytes,
     governanceTimeBudgetMs: options.governanceTimeBudgetMs,
+    clientCompactionTokens:
+      options.clientCompactionTokens === false ? undefined : options.clientCompactionTokens,
   };
   for (const [field, value] of Object.entries(numbers)) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
@@ -192,6 +204,10 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     governs: options.governor !== undefined || options.governance !== undefined,
     governanceMaxBytes: options.governanceMaxBytes ?? DEFAULT_GOVERNANCE_MAX_BYTES,
     governanceTimeBudgetMs: options.governanceTimeBudgetMs ?? DEFAULT_GOVERNANCE_TIME_BUDGET_MS,
+    clientCompactionTokens:
+      options.clientCompactionTokens === false
+        ? undefined
+        : (options.clientCompactionTokens ?? DEFAULT_CLIENT_COMPACTION_TOKENS),
     abSplit: options.abSplit,
     recovery: options.recovery ?? true,
     agentTools: options.agentTools === true && options.recovery !== false,

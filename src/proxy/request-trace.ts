@@ -10,6 +10,13 @@ import type { ProxyLogEntry } from './proxy-log.js';
 import type { ProxySettings } from './proxy-options.js';
 import type { TokenUsage } from './wire-dialect.js';
 
+/** Add warning codes to the answer's `x-selfgc-warnings` and to the log entry, each once. */
+export function addWarnings(headers: Headers, entry: ProxyLogEntry, codes: readonly string[]): void {
+  const warnings = new Set([...(headers.get('x-selfgc-warnings')?.split(',') ?? []), ...codes]);
+  headers.set('x-selfgc-warnings', [...warnings].join(','));
+  entry.warnings = [...new Set([...(entry.warnings ?? []), ...codes])];
+}
+
 export interface RequestTrace {
   readonly arm: Arm;
   /** Names this request's log entry; sent to the client in `x-selfgc-request-id`. */

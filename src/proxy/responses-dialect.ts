@@ -15,6 +15,7 @@ import {
   numberOf,
   positiveIntegerOf,
   presentToolNames,
+  raisedUsage,
   replaceFields,
   requireModel,
   type WireDialect,
@@ -106,6 +107,17 @@ export const responsesDialect: WireDialect = {
       ...(inputTokens === undefined ? {} : { inputTokens }),
       cachedTokens: numberOf(details.cached_tokens) ?? 0,
     };
+  },
+  withPromptUsage(payload, tokens) {
+    // Stream events hold the response; a whole answer is the response.
+    const nested = isJsonObject(payload.response);
+    const holder = nested ? (payload.response as JsonObject) : payload;
+    if (!isJsonObject(holder.usage)) return undefined;
+    const counted = numberOf(holder.usage.input_tokens);
+    const usage =
+      counted === undefined ? undefined : raisedUsage(holder.usage, 'input_tokens', counted, tokens);
+    if (usage === undefined) return undefined;
+    return nested ? { ...payload, response: { ...holder, usage } } : { ...payload, usage };
   },
   withTools(body, tools) {
     const present = presentToolNames(body, (tool) => tool.name);

@@ -10,7 +10,7 @@ import { reduceToWindow } from '../core/reduce-to-window.js';
 import type { Message } from '../core/transcript.js';
 import type { GovernSettings } from './govern-request.js';
 import { reserveOf } from './request-reserve.js';
-import type { RequestTrace } from './request-trace.js';
+import { addWarnings, type RequestTrace } from './request-trace.js';
 import type { JsonObject, WireDialect } from './wire-dialect.js';
 
 /** Why a request went through the stateless lane. */
@@ -49,12 +49,6 @@ export type LaneSettings = Pick<
   GovernSettings,
   'metrics' | 'windowFor' | 'tokenCounterFor' | 'reserveOutput'
 >;
-
-function addWarnings(headers: Headers, entry: LaneInput['trace']['entry'], codes: readonly string[]): void {
-  const warnings = new Set([...(headers.get('x-selfgc-warnings')?.split(',') ?? []), ...codes]);
-  headers.set('x-selfgc-warnings', [...warnings].join(','));
-  entry.warnings = [...new Set([...(entry.warnings ?? []), ...codes])];
-}
 
 /**
  * The body to send for a request governance could not take: its transcript reduced into the

@@ -90,6 +90,12 @@ export interface WireDialect {
   recoverable?(body: JsonObject): boolean;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
   usageOf(payload: unknown): Partial<TokenUsage> | undefined;
+  /**
+   * An answer (or one stream event's data) whose usage reports a prompt of `tokens` at least: its
+   * uncached prompt tokens (and total, when reported) raised by what is missing, never lowered.
+   * Undefined when it reports no prompt tokens, or as many already (`client-compaction-signal.ts`).
+   */
+  withPromptUsage(payload: JsonObject, tokens: number): JsonObject | undefined;
   /** The body with `tools` added after the client's own (names already present are skipped). */
   withTools(body: JsonObject, tools: readonly ToolDefinition[]): JsonObject;
   /** Tool calls of a (non-streamed) answer; empty when it calls none or has several choices. */
@@ -139,7 +145,7 @@ export function eventUsage(
   dialect: Pick<WireDialect, 'usageOf'>,
   data: string,
 ): Partial<TokenUsage> | undefined {
-  if (!data.startsWith('{') || !USAGE_OBJECT.test(data)) return undefined;
+  if (!carriesUsage(data)) return undefined;
   try {
     return dialect.usageOf(JSON.parse(data));
   } catch {
@@ -149,6 +155,31 @@ export function eventUsage(
 }
 
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
+
+/** Whether an event's data is a JSON object that holds a usage object (and is worth parsing). */
+export function carriesUsage(data: string): boolean {
+  return data.startsWith('{') && USAGE_OBJECT.test(data);
+}
+
+/**
+ * `usage` with `field` raised by what `counted` (its prompt, as the dialect counts it) lacks of
+ * `tokens`, and `total_tokens` with it when reported; undefined when nothing lacks.
+ */
+export function raisedUsage(
+  usage: JsonObject,
+  field: string,
+  counted: number,
+  tokens: number,
+): JsonObject | undefined {
+  const missing = Math.ceil(tokens - counted);
+  if (!(missing > 0)) return undefined;
+  const total = numberOf(usage.total_tokens);
+  return {
+    ...usage,
+    [field]: (numberOf(usage[field]) ?? 0) + missing,
+    ...(total === undefined ? {} : { total_tokens: total + missing }),
+  };
+}
 
 export function requireModel(body: JsonObject): string {
   if (typeof body.model !== 'string' || body.model === '') {
