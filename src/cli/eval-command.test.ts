@@ -79,4 +79,28 @@ describe('formatSummary', () => {
       `  by family, ${first!.strategy}: agent-a 90.0% (0.250) · agent-b – (0.500, 3 over)`,
     );
   });
+
+  it('prints session mode by prefix length for the strategies with judged calls', () => {
+    expect(lines.some((line) => line.includes('by prefix'))).toBe(false);
+    const [first] = summary.sessionMode;
+    const band = (above: number, upTo: number | null, strict: number, total: number) => ({
+      above,
+      upTo,
+      calls: total,
+      strictNoImpactChanged: wilson(strict, total),
+      rareTokensChanged: { noImpact: wilson(strict, total), meanScore: 1 },
+    });
+    const banded = {
+      ...summary,
+      sessionMode: [
+        {
+          ...first!,
+          prefixBands: [band(0, 2, 9, 10), band(2, 4, 3, 4), band(4, 8, 0, 0), band(8, null, 1, 2)],
+        },
+      ],
+    };
+    expect(formatSummary(banded)).toContain(
+      `  by prefix / window, ${first!.strategy}: up to 2× 90.0% of 10 · 2–4× 75.0% of 4 · 4–8× – · over 8× 50.0% of 2`,
+    );
+  });
 });

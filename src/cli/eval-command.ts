@@ -6,7 +6,13 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
 import { defaultEntryModel, type EntryModel } from '../core/valuator/entry-model.js';
-import type { EvalSummary, FamilyResult, RareTokenResult, Rate } from '../eval/eval-summary.js';
+import {
+  type EvalSummary,
+  type FamilyResult,
+  prefixBandLabel,
+  type RareTokenResult,
+  type Rate,
+} from '../eval/eval-summary.js';
 import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
 import { holdOutFamilies } from '../eval/hold-out-families.js';
 import { FAILURE_CATEGORIES, JUDGE_DIMENSIONS } from '../eval/judge-llm.js';
@@ -135,6 +141,14 @@ export function formatSummary(summary: EvalSummary): string {
         `${row.family} ${row.strictNoImpactChanged.total > 0 ? percent(row.strictNoImpactChanged.value) : '–'} (${row.costRelative.toFixed(3)}${row.overWindowCalls > 0 ? `, ${row.overWindowCalls} over` : ''})`,
     );
     lines.push(`  by family, ${result.strategy}: ${cells.join(' · ')}`);
+  }
+  for (const result of summary.sessionMode) {
+    if (!result.prefixBands) continue;
+    const cells = result.prefixBands.map((band) => {
+      const rate = band.strictNoImpactChanged;
+      return `${prefixBandLabel(band)} ${rate.total > 0 ? `${percent(rate.value)} of ${rate.total}` : '–'}`;
+    });
+    lines.push(`  by prefix / window, ${result.strategy}: ${cells.join(' · ')}`);
   }
   if (summary.leaveOneFamilyOut?.length) {
     lines.push(

@@ -130,7 +130,12 @@ describe('selfgc eval', () => {
     const summary = JSON.parse(readFileSync(join(folder, 's.json'), 'utf8')) as {
       sessions: number;
       cutMode: Array<{ strategy: string; own: { cuts: number } }>;
-      sessionMode: Array<{ strategy: string; calls: number }>;
+      sessionMode: Array<{
+        strategy: string;
+        calls: number;
+        strictNoImpactChanged: { total: number };
+        prefixBands?: Array<{ calls: number; strictNoImpactChanged: { total: number } }>;
+      }>;
     };
     expect(summary.sessions).toBe(6);
     expect(summary.cutMode.map((result) => result.strategy)).toEqual([
@@ -140,7 +145,15 @@ describe('selfgc eval', () => {
       'oracle',
     ]);
     expect(summary.cutMode.every((result) => result.own.cuts > 0)).toBe(true);
-    expect(summary.sessionMode.find((result) => result.strategy === 'selfgc')?.calls).toBeGreaterThan(0);
+    const selfgc = summary.sessionMode.find((result) => result.strategy === 'selfgc');
+    expect(selfgc?.calls).toBeGreaterThan(0);
+    // The prefix bands come back from the workers and split the calls and the judged ones.
+    const bands = selfgc?.prefixBands ?? [];
+    expect(bands).toHaveLength(4);
+    expect(bands.reduce((sum, band) => sum + band.calls, 0)).toBe(selfgc?.calls);
+    expect(bands.reduce((sum, band) => sum + band.strictNoImpactChanged.total, 0)).toBe(
+      selfgc?.strictNoImpactChanged.total,
+    );
     expect(readFileSync(join(folder, 'r.html'), 'utf8')).toContain('data-chart="tradeoff"');
     const results = readFileSync(join(folder, 'results.md'), 'utf8');
     expect(results).toContain(
@@ -154,6 +167,7 @@ describe('selfgc eval', () => {
     for (const result of summary.cutMode)
       expect(results).toMatch(new RegExp(`^\\| ${result.strategy}( \\(upper bound\\))? \\| `, 'm'));
     for (const result of summary.sessionMode) expect(results).toContain(`| ${result.strategy} | `);
+    expect(results).toContain('## Session mode by prefix length');
   }, 120_000);
 
   it('shows help', async () => {

@@ -376,6 +376,66 @@ describe('aggregateSessions', () => {
     ]);
   });
 
+  it('breaks the judged calls down by prefix length in windows: up to 2, 2–4, 4–8, over 8', () => {
+    const judged = (pass: boolean, rare: boolean) => ({
+      strict: pass,
+      recoverable: pass,
+      rareTokens: rare,
+      rareTokenScore: rare ? 1 : 0.5,
+    });
+    const banded = [
+      call('selfgc', 's1', 150, 150, 0),
+      call('selfgc', 's1', 180, 90, 0, judged(true, true)),
+      // Exactly twice the window is still up to 2×.
+      call('selfgc', 's1', 200, 90, 0, judged(false, true)),
+      call('selfgc', 's1', 201, 90, 0, judged(true, false)),
+      // Changed, with nothing left to judge: a call of its band, not a judged one.
+      call('selfgc', 's1', 400, 90, 0, { committed: true }),
+      call('selfgc', 's2', 801, 90, 0, judged(true, true)),
+      call('selfgc', 's2', 5000, 90, 0, judged(false, false)),
+    ];
+    const [governed] = aggregateSessions(banded, 100);
+    expect(governed?.prefixBands).toEqual([
+      {
+        above: 0,
+        upTo: 2,
+        calls: 3,
+        strictNoImpactChanged: wilson(1, 2),
+        rareTokensChanged: { noImpact: wilson(2, 2), meanScore: 1 },
+      },
+      {
+        above: 2,
+        upTo: 4,
+        calls: 2,
+        strictNoImpactChanged: wilson(1, 1),
+        rareTokensChanged: { noImpact: wilson(0, 1), meanScore: 0.5 },
+      },
+      {
+        above: 4,
+        upTo: 8,
+        calls: 0,
+        strictNoImpactChanged: wilson(0, 0),
+        rareTokensChanged: { noImpact: wilson(0, 0), meanScore: 0 },
+      },
+      {
+        above: 8,
+        upTo: null,
+        calls: 2,
+        strictNoImpactChanged: wilson(1, 2),
+        rareTokensChanged: { noImpact: wilson(1, 2), meanScore: 0.75 },
+      },
+    ]);
+    // The bands split the strategy's judged calls, no more and no fewer.
+    expect(governed?.prefixBands?.reduce((sum, band) => sum + band.strictNoImpactChanged.total, 0)).toBe(
+      governed?.strictNoImpactChanged.total,
+    );
+  });
+
+  it('gives no prefix bands to a strategy none of whose calls was judged', () => {
+    expect(none?.prefixBands).toBeUndefined();
+    expect(selfgc?.prefixBands?.map((band) => band.calls)).toEqual([5, 0, 0, 0]);
+  });
+
   it('gives a relative cost of 1 when none was not replayed', () => {
     const [only] = aggregateSessions([call('selfgc', 's1', 100, 80, 0)], 100);
     expect(only?.cost).toBeCloseTo(100, 10);

@@ -19,6 +19,7 @@ import type {
   EvalSummary,
   FamilyResult,
   MissingAnchorSources,
+  PrefixBandResult,
   RareTokenResult,
   SessionModeResult,
 } from './eval-summary.js';
@@ -57,6 +58,7 @@ export interface CallOutcome {
   /** The family the session belongs to: the name of the file it came from. */
   family?: string;
   strategy: string;
+  /** Everything the session holds at this call; against the window, the call's prefix band. */
   prefixTokens: number;
   viewTokens: number;
   cachedTokens: number;
@@ -96,6 +98,15 @@ function rareTokenResult(verdicts: ReadonlyArray<{ pass: boolean; score: number 
     noImpact: wilson(passed, verdicts.length),
     meanScore: verdicts.length > 0 ? sum / verdicts.length : 0,
   };
+}
+
+/** The rare-token judge over those of these calls it judged (the changed ones). */
+function rareTokensOfCalls(calls: readonly CallOutcome[]): RareTokenResult {
+  return rareTokenResult(
+    calls.flatMap((call) =>
+      call.rareTokens === undefined ? [] : [{ pass: call.rareTokens, score: call.rareTokenScore ?? 0 }],
+    ),
+  );
 }
 
 function cutPoint(keep: number | 'auto', outcomes: readonly CutOutcome[]): CutPoint {
@@ -249,6 +260,29 @@ function familyResults(
   });
 }
 
+/** Upper bounds of the prefix bands, in windows; the last band is everything over the last bound. */
+const PREFIX_BAND_BOUNDS = [2, 4, 8];
+
+/** The judges on a strategy's calls by prefix length in windows; undefined when no call was judged. */
+function prefixBands(calls: readonly CallOutcome[], window: number): PrefixBandResult[] | undefined {
+  if (!calls.some((call) => call.strict !== undefined)) return undefined;
+  const bandOf = (call: CallOutcome) => {
+    const index = PREFIX_BAND_BOUNDS.findIndex((bound) => call.prefixTokens <= bound * window);
+    return index === -1 ? PREFIX_BAND_BOUNDS.length : index;
+  };
+  return [0, ...PREFIX_BAND_BOUNDS].map((above, index) => {
+    const list = calls.filter((call) => bandOf(call) === index);
+    const judged = list.filter((call) => call.strict !== undefined);
+    return {
+      above,
+      upTo: PREFIX_BAND_BOUNDS[index] ?? null,
+      calls: list.length,
+      strictNoImpactChanged: wilson(judged.filter((call) => call.strict).length, judged.length),
+      rareTokensChanged: rareTokensOfCalls(list),
+    };
+  });
+}
+
 /** Where the missing anchors of these calls last stood; undefined when no call was judged. */
 export function missingAnchorSources(calls: readonly CallOutcome[]): MissingAnchorSources | undefined {
   if (!calls.some((call) => call.strict !== undefined)) return undefined;
@@ -275,9 +309,6 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
   const noneCost = noneCalls.reduce((sum, call) => sum + callCost(call), 0);
   return [...byStrategy.entries()].map(([strategy, calls]) => {
     const changed = calls.filter((call) => call.strict !== undefined);
-    const rareJudged = calls.flatMap((call) =>
-      call.rareTokens === undefined ? [] : [{ pass: call.rareTokens, score: call.rareTokenScore ?? 0 }],
-    );
     const inputTokens = calls.reduce((sum, call) => sum + call.viewTokens, 0);
     const cost = calls.reduce((sum, call) => sum + callCost(call), 0);
     const sessions = groupBy(calls, (call) => call.session);
@@ -285,6 +316,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
     const audited = calls.flatMap((call) => (call.latestTurn ? [call.latestTurn] : []));
     const families = familyResults(calls, noneCalls, window);
     const missingAnchors = missingAnchorSources(calls);
+    const bands = prefixBands(calls, window);
     return {
       strategy,
       window,
@@ -298,13 +330,14 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
       commits: calls.filter((call) => call.committed).length,
       strictNoImpactChanged: wilson(changed.filter((call) => call.strict).length, changed.length),
       recoverableNoImpactChanged: wilson(changed.filter((call) => call.recoverable).length, changed.length),
-      rareTokensChanged: rareTokenResult(rareJudged),
+      rareTokensChanged: rareTokensOfCalls(calls),
       ...(planned.length > 0
         ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
         : {}),
       ...(audited.length > 0 ? { latestTurnAudit: auditCommits(audited) } : {}),
       ...(missingAnchors ? { missingAnchors } : {}),
       ...(families ? { families } : {}),
+      ...(bands ? { prefixBands: bands } : {}),
       timelines: [...sessions.entries()]
         .sort((a, b) => b[1].length - a[1].length)
         .slice(0, 12)

@@ -172,6 +172,12 @@ export interface SessionModeResult {
    * than one: a strategy can do well on average and badly on one kind of agent.
    */
   families?: FamilyResult[];
+  /**
+   * The judges by how long the prefix was against the window, when the strategy had judged calls
+   * (absent from summaries written before it existed): whether no-impact holds as a session grows
+   * past the window.
+   */
+  prefixBands?: PrefixBandResult[];
   /** Per session token timelines for the report: view tokens per call, and the calls that committed. */
   timelines: Array<{
     session: string;
@@ -205,6 +211,26 @@ export interface FamilyResult {
   /** Cost relative to no governance on the same family's calls. */
   costRelative: number;
   strictNoImpactChanged: Rate;
+}
+
+/**
+ * One strategy's session-mode judges on the calls whose prefix, in windows (prefix tokens over the
+ * session-mode window), is over `above` and at most `upTo` (no upper bound when null).
+ */
+export interface PrefixBandResult {
+  above: number;
+  upTo: number | null;
+  /** The strategy's calls in the band, judged or not. */
+  calls: number;
+  /** No-impact over the judged calls in the band (those whose view differs from the full prefix). */
+  strictNoImpactChanged: Rate;
+  rareTokensChanged: RareTokenResult;
+}
+
+/** A prefix band by its bounds in windows, as the reports name it: `up to 2×`, `2–4×`, `over 8×`. */
+export function prefixBandLabel(band: PrefixBandResult): string {
+  if (band.upTo === null) return `over ${band.above}×`;
+  return band.above === 0 ? `up to ${band.upTo}×` : `${band.above}–${band.upTo}×`;
 }
 
 /**

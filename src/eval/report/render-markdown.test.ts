@@ -145,6 +145,68 @@ describe('renderMarkdown', () => {
     expect(rows[3]).toEqual([summary.sessionMode[1]!.strategy, '90.0% · 0.500', '25.0% · 0.500 · 2 over']);
   });
 
+  it('breaks session mode down by prefix length, for the strategies with judged calls', () => {
+    expect(tables.has('Session mode by prefix length')).toBe(false);
+    const band = (
+      above: number,
+      upTo: number | null,
+      calls: number,
+      strict: number,
+      rare: number,
+      total: number,
+    ) => ({
+      above,
+      upTo,
+      calls,
+      strictNoImpactChanged: wilson(strict, total),
+      rareTokensChanged: { noImpact: wilson(rare, total), meanScore: total > 0 ? 0.9 : 0 },
+    });
+    const banded: EvalSummary = {
+      ...summary,
+      sessionMode: summary.sessionMode.map((result, index) =>
+        index === 0
+          ? result
+          : {
+              ...result,
+              prefixBands: [
+                band(0, 2, 1200, 95, 90, 100),
+                band(2, 4, 300, 36, 30, 40),
+                band(4, 8, 0, 0, 0, 0),
+                band(8, null, 50, 4, 5, 10),
+              ],
+            },
+      ),
+    };
+    const text = renderMarkdown(banded);
+    expect(text).toMatch(/over the window of\s128,000 tokens/);
+    const rows = tablesOf(text).get('Session mode by prefix length')!;
+    expect(rows[0]).toEqual([
+      'strategy',
+      'up to 2× (1,200 calls)',
+      '2–4× (300 calls)',
+      '4–8× (0 calls)',
+      'over 8× (50 calls)',
+      'rare-token, up to 2×',
+      'rare-token, 2–4×',
+      'rare-token, 4–8×',
+      'rare-token, over 8×',
+    ]);
+    // The first strategy has no bands (it changed no call): it has no row.
+    expect(rows.slice(2).map((row) => row[0])).toEqual(
+      summary.sessionMode.slice(1).map((result) => result.strategy),
+    );
+    expect(rows[2]!.slice(1)).toEqual([
+      `${interval(wilson(95, 100))} of 100`,
+      `${interval(wilson(36, 40))} of 40`,
+      '–',
+      `${interval(wilson(4, 10))} of 10`,
+      interval(wilson(90, 100)),
+      interval(wilson(30, 40)),
+      '–',
+      interval(wilson(5, 10)),
+    ]);
+  });
+
   it('shows where the missed anchors were, as shares, for the strategies that missed any', () => {
     expect(tables.has('Where the missed anchors were')).toBe(false);
     const withMissing: EvalSummary = {

@@ -3,13 +3,15 @@
  * command, the date and the evaluation's settings, so a document can link to measured numbers
  * instead of copying them.
  */
-import type {
-  CutModeResult,
-  EvalSummary,
-  FamilyResult,
-  RareTokenResult,
-  Rate,
-  SessionModeResult,
+import {
+  type CutModeResult,
+  type EvalSummary,
+  type FamilyResult,
+  type PrefixBandResult,
+  prefixBandLabel,
+  type RareTokenResult,
+  type Rate,
+  type SessionModeResult,
 } from '../eval-summary.js';
 import { FAILURE_CATEGORIES, JUDGE_DIMENSIONS, type JudgeDimension, PASS_SCORE } from '../judge-llm.js';
 import { RARE_SHARE } from '../judges/rare-token-judge.js';
@@ -317,6 +319,37 @@ ${table(
 )}`;
 }
 
+/** Session mode by prefix length: each strategy's judges on its judged calls, band by band. */
+function prefixBandsSection(results: readonly SessionModeResult[]): string | undefined {
+  const banded = results.flatMap((result) =>
+    result.prefixBands ? [{ strategy: result.strategy, bands: result.prefixBands }] : [],
+  );
+  const columns = banded[0]?.bands;
+  if (columns === undefined) return undefined;
+  const strict = (band: PrefixBandResult) =>
+    band.strictNoImpactChanged.total > 0
+      ? `${interval(band.strictNoImpactChanged)} of ${count(band.strictNoImpactChanged.total)}`
+      : '–';
+  const rare = (band: PrefixBandResult) =>
+    band.rareTokensChanged.noImpact.total > 0 ? interval(band.rareTokensChanged.noImpact) : '–';
+  return `## Session mode by prefix length
+
+Each call falls in a band by its prefix (all the session holds at the call) over the window of
+${count(results[0]!.window)} tokens; a band's heading gives its calls. Per cell: strict no-impact on the calls the
+strategy changed [95% CI], of how many were judged; then the rare-token judge on the same calls.
+Strategies that changed no call are left out.
+
+${table(
+  [
+    'strategy',
+    ...columns.map((band) => `${prefixBandLabel(band)} (${count(band.calls)} calls)`),
+    ...columns.map((band) => `rare-token, ${prefixBandLabel(band)}`),
+  ],
+  [false, ...columns.map(() => true), ...columns.map(() => true)],
+  banded.map(({ strategy, bands }) => [strategy, ...bands.map(strict), ...bands.map(rare)]),
+)}`;
+}
+
 /** Where the anchors each strategy's views missed last stood. */
 function missingSection(results: readonly SessionModeResult[]): string | undefined {
   const rows = results.flatMap((result) =>
@@ -474,6 +507,7 @@ ${summary.command}
     summary.cutMode.length > 0 ? matchedSection(summary) : undefined,
     summary.sessionMode.length > 0 ? sessionModeSection(summary.sessionMode) : undefined,
     familiesSection(summary.sessionMode),
+    prefixBandsSection(summary.sessionMode),
     missingSection(summary.sessionMode),
     holdOutSection(summary),
     fallbackNotes(summary),

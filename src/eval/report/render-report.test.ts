@@ -84,6 +84,41 @@ describe('renderReport', () => {
     expect(page).not.toMatch(/NaN|undefined|Infinity/);
   });
 
+  it('shows session mode by prefix length only when the run has it, a dash for a band with no judged call', () => {
+    expect(html).not.toContain('id="prefix-bands"');
+    const band = (above: number, upTo: number | null, strict: number, total: number) => ({
+      above,
+      upTo,
+      calls: total * 2,
+      strictNoImpactChanged: wilson(strict, total),
+      rareTokensChanged: { noImpact: wilson(strict, total), meanScore: 1 },
+    });
+    const [first, ...rest] = summary.sessionMode;
+    const page = renderReport({
+      ...summary,
+      sessionMode: [
+        first!,
+        ...rest.map((result) => ({
+          ...result,
+          prefixBands: [band(0, 2, 9, 10), band(2, 4, 3, 4), band(4, 8, 0, 0), band(8, null, 1, 2)],
+        })),
+      ],
+    });
+    const table = page.split('data-table="session-prefix-bands"')[1]?.split('</table>')[0] ?? '';
+    expect(table).not.toContain(`<tr data-strategy="${first!.strategy}">`);
+    for (const { strategy } of rest) expect(table).toContain(`<tr data-strategy="${strategy}">`);
+    expect(table).toContain('<th scope="col">over 8× <span class="muted">(4 calls)</span></th>');
+    expect(table).toContain('<th scope="col">Rare-token, 2–4×</th>');
+    const strict = elements(table, 'td', 'data-column', 'strict');
+    expect(strict).toHaveLength(4 * rest.length);
+    expect(table).toContain('90.0% <span class="ci" title="9 of 10">');
+    expect(table).toContain('<span class="muted">of 4</span>');
+    expect(table).toContain(
+      '<td data-column="strict"><span class="muted" title="no trials">\u2014</span></td>',
+    );
+    expect(page).not.toMatch(/NaN|undefined|Infinity/);
+  });
+
   it('shows the header facts', () => {
     expect(html).toContain(`<dd data-fact="sessions">${summary.sessions}</dd>`);
     expect(html).toContain(escapeHtml(summary.command));

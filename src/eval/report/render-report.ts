@@ -10,6 +10,7 @@ import {
   EVAL_SUMMARY_VERSION,
   type EvalSummary,
   type FamilyResult,
+  prefixBandLabel,
   type RareTokenResult,
   type Rate,
   type SessionModeResult,
@@ -64,6 +65,7 @@ ${renderCutMode(summary, styles)}
 ${renderSessionMode(summary.sessionMode, styles)}
 </section>
 ${familiesSection(summary)}
+${prefixBandsSection(summary)}
 ${auditSection(summary)}
 <footer>Costs under cache pricing: cache write ${summary.pricing.cacheWrite}×, cache read ${summary.pricing.cacheRead}× the input price.
 Intervals are Wilson 95%. Strategies see only the prefix before each cut; an upper bound sees the continuation.
@@ -111,6 +113,34 @@ function familiesSection(summary: EvalSummary): string {
           )
           .join('')}</tbody></table>`;
   return `<section id="families">\n<h2>By family</h2>\n${byFamily}\n${heldOut}\n</section>`;
+}
+
+/** Session mode by prefix length in windows, for the strategies with judged calls. */
+function prefixBandsSection(summary: EvalSummary): string {
+  const banded = summary.sessionMode.flatMap((result) =>
+    result.prefixBands ? [{ strategy: result.strategy, bands: result.prefixBands }] : [],
+  );
+  const columns = banded[0]?.bands;
+  if (columns === undefined) return '';
+  const labels = columns.map((band) => escapeHtml(prefixBandLabel(band)));
+  const rows = banded.map(
+    ({ strategy, bands }) =>
+      `<tr data-strategy="${escapeHtml(strategy)}"><th scope="row">${escapeHtml(strategy)}</th>${bands
+        .map(
+          (band) =>
+            `<td data-column="strict">${renderRate(band.strictNoImpactChanged)}${band.strictNoImpactChanged.total > 0 ? ` <span class="muted">of ${band.strictNoImpactChanged.total}</span>` : ''}</td>`,
+        )
+        .join('')}${bands
+        .map((band) => `<td data-column="rare-token">${renderRate(band.rareTokensChanged.noImpact)}</td>`)
+        .join('')}</tr>`,
+  );
+  return `<section id="prefix-bands">
+<h2>By prefix length</h2>
+<table class="results" data-table="session-prefix-bands">
+<caption>Session mode by the prefix each call had (all the session held) over the window of ${formatTokens(summary.sessionMode[0]!.window)} tokens: strict no-impact on changed calls, of the calls judged, then the rare-token judge on the same calls</caption>
+<thead><tr><th scope="col">Strategy</th>${columns.map((band, index) => `<th scope="col">${labels[index]} <span class="muted">(${band.calls} calls)</span></th>`).join('')}${labels.map((label) => `<th scope="col">Rare-token, ${label}</th>`).join('')}</tr></thead>
+<tbody>${rows.join('')}</tbody></table>
+</section>`;
 }
 
 function auditSection(summary: EvalSummary): string {
