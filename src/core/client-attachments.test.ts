@@ -303,6 +303,40 @@ describe('a latest turn whose attached outputs alone are over the window', () =>
     expect(governed.view.at(-2)).toEqual(messages[2]);
   });
 
+  it("folds them before the turn's own output, which the agent's next step reads", async () => {
+    // Claude Code after it compacted by itself: the step it was taking, then the files it read
+    // last re-attached after that step's result.
+    const own = moduleSource(303, 160);
+    const messages: Message[] = [
+      userMessage(
+        'This session is being continued from a previous conversation. Summary: go on with note 10.',
+      ),
+      ...toolRound('call_10', 'Bash', { command: 'cat notes/part-10.txt' }, own),
+      {
+        role: 'user',
+        parts: [
+          text(called('notes/part-09.txt')),
+          text(result(fileA)),
+          text(called('notes/part-08.txt')),
+          text(result(fileB)),
+        ],
+      },
+    ];
+    const window = Math.floor(ledgerOf(messages).totalTokens * 0.65);
+    const governor = createGovernor({
+      provider: 'anthropic',
+      window,
+      store: createMemoryStore(),
+      tokenCounter: approximateTokenCounter,
+    });
+    const governed = await governor.project('s', messages);
+    expect(governed.viewTokens).toBeLessThanOrEqual(window);
+    expect(governed.warnings.map((warning) => warning.code)).toContain('latest-turn-folded');
+    expect(governed.view[2]).toEqual(messages[2]);
+    const shown = messageText(governed.view.at(-1)!);
+    for (const id of ['function:Read:2', 'function:Read:3']) expect(shown).toContain(`expand("${id}")`);
+  });
+
   it('lets the planner fold or mask them like any output once the work went on, the request pinned', async () => {
     const messages: Message[] = [...afterCompaction(), assistantMessage('E2E-TOKEN-1 it was.')];
     messages.push(userMessage('Now review src/c.py and the modules it imports.'));

@@ -672,9 +672,15 @@ export function createGovernor(options: GovernorOptions): Governor {
   async function foldLatestTurn(sessionId: string, ledger: Ledger, limits: CallLimits, snapshot: Snapshot) {
     const state = snapshot.state.objects;
     const from = latestTurnStart(ledger);
+    // Copies of outputs a client attached to the turn (Claude Code's files re-read after its
+    // compaction) fold before the turn's own results, which the agent's next step reads; largest
+    // first in each.
     const outputs = ledger.objects
       .filter((object) => isToolOutput(object) && object.messageIndex >= from && !state[object.id])
-      .sort((a, b) => b.tokens - a.tokens);
+      .sort(
+        (a, b) =>
+          Number(a.attachedTo === undefined) - Number(b.attachedTo === undefined) || b.tokens - a.tokens,
+      );
     const allowLatest = { ...limits.rehearse, protectFrom: ledger.messages.length };
     const operations: PlannedOperation[] = [];
     let rehearsal: Rehearsal | undefined;
