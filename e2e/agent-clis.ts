@@ -34,6 +34,8 @@ export interface AgentContext {
   attach?: string;
   /** Resume the CLI's latest saved conversation in this project instead of starting one. */
   continues: boolean;
+  /** Set the CLI to compact by itself (`AgentCli.autoCompaction`). */
+  autoCompacts: boolean;
 }
 
 export interface AgentLaunch {
@@ -77,6 +79,14 @@ export interface AgentCli {
    * have no `compaction` scenario.
    */
   compactCommand?: string;
+  /**
+   * How the CLI compacts its conversation by itself in `auto-compaction`. It is set to compact
+   * once the answers report a prompt of `at` tokens; behind the proxy they report the governed
+   * size, below the window, so it compacts only when the proxy reports the client's whole prompt
+   * (`--client-compaction-at`, from the same size). `window`, when set, is the proxy's window for
+   * that scenario: one that holds the turn the CLI sends after its compaction.
+   */
+  autoCompaction?: { at: number; window?: number };
   /** The scenarios it plays, when not all it can (a second sign-in of the same CLI). */
   scenarios?: readonly ScenarioName[];
   launch(context: AgentContext): AgentLaunch;
@@ -133,7 +143,11 @@ const claudeCode: AgentCli = {
     loopTools: ['Read', 'Bash'],
   },
   compactCommand: '/compact',
-  launch: ({ home, baseUrl, prompt, attach, continues }) => ({
+  // Its threshold is a share (40%) of the window it is told (100k, the least it takes). After
+  // compacting it re-attaches the files it read last (five of the suite's, about 11k tokens) to
+  // the turn it goes on with, which its usual window cannot hold beside its tools.
+  autoCompaction: { at: 40_000, window: 32_000 },
+  launch: ({ home, baseUrl, prompt, attach, continues, autoCompacts }) => ({
     command: claudeCode.binary,
     // Root may not skip permissions; the tools the scripted model calls are allowed by name instead.
     args: [
@@ -158,6 +172,9 @@ const claudeCode: AgentCli = {
       DISABLE_INSTALLATION_CHECKS: '1',
       DISABLE_FEEDBACK_COMMAND: '1',
       CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
+      ...(autoCompacts
+        ? { CLAUDE_CODE_AUTO_COMPACT_WINDOW: '100000', CLAUDE_AUTOCOMPACT_PCT_OVERRIDE: '40' }
+        : {}),
     },
     files: {},
   }),
@@ -223,6 +240,7 @@ function codexLaunch(cli: AgentCli, signIn: 'api-key' | 'chatgpt', context: Agen
     // The run is inside a network namespace of its own in a throwaway directory.
     'sandbox_mode = "danger-full-access"',
     'check_for_update_on_startup = false',
+    ...(context.autoCompacts ? [`model_auto_compact_token_limit = ${cli.autoCompaction?.at}`] : []),
     '',
     '[analytics]',
     'enabled = false',
@@ -254,6 +272,8 @@ const codex: AgentCli = {
   route: 'responses',
   binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'codex'),
   window: 16_000,
+  // Above its window behind the proxy.
+  autoCompaction: { at: 20_000 },
   tools: {
     read: (path) => ({ name: 'exec_command', arguments: { cmd: `cat ${path}` } }),
     shell: (command) => ({ name: 'exec_command', arguments: { cmd: command } }),
@@ -279,6 +299,8 @@ const opencode: AgentCli = {
   route: 'chat',
   binary: join(AGENTS_DIRECTORY, 'node_modules', '.bin', 'opencode'),
   window: 16_000,
+  // Above its window behind the proxy.
+  autoCompaction: { at: 24_000 },
   tools: {
     read: (path) => ({ name: 'read', arguments: { filePath: path } }),
     shell: (command) => ({ name: 'bash', arguments: { command, description: 'Show a note' } }),
@@ -288,7 +310,9 @@ const opencode: AgentCli = {
     }),
     loopTools: ['read', 'bash'],
   },
-  launch: ({ home, baseUrl, prompt, attach, continues }) => {
+  launch: ({ home, baseUrl, prompt, attach, continues, autoCompacts }) => {
+    // It compacts once the answers report more than its context less its output limit.
+    const context = autoCompacts ? (opencode.autoCompaction?.at ?? 0) + OUTPUT_RESERVE : 200_000;
     const config = {
       $schema: 'https://opencode.ai/config.json',
       autoupdate: false,
@@ -301,7 +325,7 @@ const opencode: AgentCli = {
           name: 'selfgc proxy',
           options: { baseURL: `${baseUrl}/v1`, apiKey: API_KEY },
           models: {
-            'scripted-model': { name: 'scripted model', limit: { context: 200_000, output: OUTPUT_RESERVE } },
+            'scripted-model': { name: 'scripted model', limit: { context, output: OUTPUT_RESERVE } },
           },
         },
       },

@@ -15,7 +15,8 @@ export type ScenarioName =
   | 'streaming-recovery'
   | 'resume'
   | 'subagent'
-  | 'compaction';
+  | 'compaction'
+  | 'auto-compaction';
 
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'two-runs',
@@ -24,6 +25,7 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'resume',
   'subagent',
   'compaction',
+  'auto-compaction',
 ];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
@@ -76,6 +78,12 @@ export interface ScenarioRun {
   compacts?: boolean;
   /** The run goes on after that compaction: its conversation opens with the summary, which answers it. */
   afterCompaction?: boolean;
+  /**
+   * The CLI compacts the conversation by itself during the run (`auto-compaction`): the proxy
+   * reports the client's whole prompt once it passes the CLI's compaction limit, the scripted
+   * model writes the summary, and the run goes on from it to the end of its steps.
+   */
+  autoCompacts?: boolean;
   /**
    * A file of the run that the prompt comes with, attached the CLI's own way (`long-task`: the
    * first note, so the task's request carries a file the proxy must be able to fold).
@@ -263,6 +271,8 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: [delegatingRun()] };
     case 'compaction':
       return { name, runs: compactedRuns() };
+    case 'auto-compaction':
+      return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT, false), autoCompacts: true }] };
   }
 }
 
@@ -307,9 +317,12 @@ export function finalAnswer(seen: SeenValues): string {
 
 /**
  * What marks the request of a client's compaction in its last user turn: Claude Code asks for
- * "a detailed summary of the conversation so far" inside `<summary>` tags.
+ * "a detailed summary of the conversation so far" inside `<summary>` tags; Codex, compacting
+ * locally, opens it with its checkpoint prompt; opencode (1.18) sends the conversation as the
+ * text of that turn.
  */
-export const COMPACTION_REQUEST = /summary of the conversation[\s\S]*<summary>/;
+export const COMPACTION_REQUEST =
+  /summary of the conversation[\s\S]*<summary>|You are performing a CONTEXT CHECKPOINT COMPACTION\.|^Here is the conversation so far:\n\n<conversation>\n/;
 
 /** The line the scripted model's summary of a compaction holds, with what it had seen. */
 export function summaryLine(seen: Required<Pick<SeenValues, 'marker' | 'steps' | 'token'>>): string {

@@ -62,7 +62,13 @@ interface ProxyChild {
   exited: Promise<void>;
 }
 
-function startProxy(upstreamUrl: string, window: number, storeDirectory: string, result: ScenarioResult) {
+function startProxy(
+  upstreamUrl: string,
+  window: number,
+  storeDirectory: string,
+  result: ScenarioResult,
+  clientCompactionAt: number | undefined,
+) {
   const args = ['--import', 'tsx', join(ROOT, 'e2e', 'selfgc-from-source.ts'), 'proxy'];
   // The reserve the CLIs are set to, for a CLI that names none in its requests (Codex).
   args.push(
@@ -77,6 +83,7 @@ function startProxy(upstreamUrl: string, window: number, storeDirectory: string,
   );
   args.push('--store', `sqlite:${join(storeDirectory, 'selfgc.db')}`);
   args.push('--upstream-openai', upstreamUrl, '--upstream-anthropic', upstreamUrl);
+  if (clientCompactionAt !== undefined) args.push('--client-compaction-at', String(clientCompactionAt));
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const terminate = () => child.kill('SIGKILL');
@@ -161,6 +168,7 @@ function runCli(
     prompt: run.compacts === true ? compactCommandOf(cli) : run.prompt,
     ...(run.attach === undefined ? {} : { attach: run.attach }),
     continues: run.continues === true,
+    autoCompacts: run.autoCompacts === true,
   });
   writeFiles(launch.files);
   const started = Date.now();
@@ -225,7 +233,8 @@ async function runScenario(
   const cli = AGENT_CLIS[agent];
   const scenario = createScenario(scenarioName);
   if (scenario.runs.some((run) => run.compacts === true)) compactCommandOf(cli);
-  const { window } = cli;
+  const autoCompacts = scenario.runs.some((run) => run.autoCompacts === true);
+  const window = (autoCompacts ? cli.autoCompaction?.window : undefined) ?? cli.window;
   const result: ScenarioResult = {
     agent,
     scenario: scenarioName,
@@ -249,7 +258,9 @@ async function runScenario(
   let proxy: ProxyChild | undefined;
   let relay: Awaited<ReturnType<typeof startRecordingRelay>> | undefined;
   try {
-    proxy = direct ? undefined : await startProxy(upstream.url, window, base, result);
+    // The proxy reports the client's whole prompt from where the CLI compacts.
+    const clientCompactionAt = autoCompacts ? cli.autoCompaction?.at : undefined;
+    proxy = direct ? undefined : await startProxy(upstream.url, window, base, result, clientCompactionAt);
     relay = await startRecordingRelay(proxy?.url ?? upstream.url);
     for (const run of scenario.runs) {
       current = run;
@@ -267,6 +278,7 @@ async function runScenario(
         ...(run.secret === undefined ? {} : { secret: run.secret }),
         ...(run.continues === true ? { continues: true } : {}),
         ...(run.compacts === true ? { compacts: true } : {}),
+        ...(run.autoCompacts === true ? { autoCompacts: true } : {}),
         ...(attached === undefined ? {} : { attachedLine: attached }),
         ...outcome,
         client: relay.exchanges.slice(firstClient) as RecordedExchange[],

@@ -30,6 +30,8 @@ export interface RunRecord {
   continues?: boolean;
   /** The run only had the CLI compact its conversation (`compaction`): it prints no answer. */
   compacts?: boolean;
+  /** The CLI was to compact by itself during the run (`ScenarioRun.autoCompacts`). */
+  autoCompacts?: boolean;
   /** A line of the file the prompt came with (`attachedLine`), when the scenario attaches one. */
   attachedLine?: string;
   exitCode: number | null;

@@ -302,4 +302,63 @@ describe('the scripted agent', () => {
       expect(reply.text).toMatch(/^E2E-FAILED the conversation does not open with the summary/);
     });
   });
+
+  describe('when the client compacts by itself in the middle of its task', () => {
+    const [task] = createScenario('auto-compaction').runs;
+    const play = createScriptedAgent({
+      tools: AGENT_CLIS['claude-code'].tools,
+      project: '/p',
+      run: () => task!,
+    });
+    const checkpoint = {
+      role: 'user',
+      content:
+        'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM.',
+    };
+    const summaryOf = (steps: number, token: string) => ({
+      role: 'user',
+      content: `Another language model started to solve this problem. E2E-SUMMARY ${task!.marker} steps=${steps} token=${token}`,
+    });
+
+    it("summarizes on Codex's checkpoint prompt, which comes without tools", () => {
+      const reply = play(
+        messagesRequest(
+          [
+            { role: 'user', content: task!.prompt },
+            { role: 'assistant', content: [stepCall('toolu_7')] },
+            stepResult('toolu_7', task!.files[pathOf(task!, 6)]!),
+            checkpoint,
+          ],
+          [],
+        ),
+      );
+      expect(reply.text).toContain(`E2E-SUMMARY ${task!.marker} steps=7 token=`);
+    });
+
+    it("summarizes opencode's conversation sent as the text of one turn, without tools", () => {
+      const transcript = `Here is the conversation so far:\n\n<conversation>\n[Tool result]: ${task!.files[pathOf(task!, 4)]}\n</conversation>`;
+      const reply = play(messagesRequest([{ role: 'user', content: transcript }], []));
+      expect(reply.text).toContain(`E2E-SUMMARY ${task!.marker} steps=5 token=`);
+    });
+
+    it('takes the step after the one its summary names, then goes on from the results', () => {
+      const compacted = [{ role: 'user', content: task!.prompt }, summaryOf(7, 'E2E-TOKEN-x')];
+      expect(play(messagesRequest(compacted)).toolCalls).toEqual([
+        { name: 'Bash', arguments: { command: `cat ${pathOf(task!, 7)}`, description: 'Show a note' } },
+      ]);
+      const stepped = [...compacted, { role: 'assistant', content: [stepCall('toolu_8')] }];
+      const reply = play(
+        messagesRequest([...stepped, stepResult('toolu_8', task!.files[pathOf(task!, 7)]!)]),
+      );
+      expect(reply.toolCalls).toEqual([{ name: 'Read', arguments: { file_path: `/p/${pathOf(task!, 8)}` } }]);
+    });
+
+    it('answers from the summary when the compaction came after the last step', () => {
+      const compacted = [
+        { role: 'user', content: task!.prompt },
+        summaryOf(task!.steps.length, task!.lastToken),
+      ];
+      expect(play(messagesRequest(compacted))).toEqual({ text: expectedAnswer(task!) });
+    });
+  });
 });

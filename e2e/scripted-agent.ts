@@ -11,7 +11,8 @@
  * to a subagent (`subagent`) it plays twice: the parent's call of the CLI's agent tool, and the
  * subagent's own conversation, told apart by the prompt that opens it. Asked to summarize the
  * conversation for a compaction (`compaction`), it writes a summary of where it is; a run that
- * goes on after the compaction answers from that summary alone.
+ * goes on after the compaction answers from that summary alone, and one the client compacted in
+ * the middle of its task (`auto-compaction`) takes its next step from it.
  */
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
@@ -210,9 +211,10 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     const route = routeOfPath(scripted.path);
     if (route === undefined) return say('E2E side answer');
     const request = readWireRequest(route, scripted.body);
+    // Codex asks for its summary without tools, as side requests are asked.
+    if (COMPACTION_REQUEST.test(lastUserText(request))) return summarize(request);
     const loop = request.tools.some((tool) => options.tools.loopTools.includes(tool.name));
     if (!loop) return say('E2E notes');
-    if (COMPACTION_REQUEST.test(lastUserText(request))) return summarize(request);
     const run = options.run();
     if (run.afterCompaction === true) return answerFromSummary(request);
     const results = latestResults(request);
@@ -222,7 +224,12 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     const delegation = delegationOf(request, run);
     if (delegation !== undefined) return playSubagent(options, delegation, text);
     if (internal || run.continues === true) return recover(request, run, results);
-    const step = stepOf(text);
+    // A conversation the client compacted in the middle of its task: until the next step, its
+    // summary says where it stands.
+    const summary = results.length === 0 ? SUMMARY_LINE.exec(requestText(request)) : null;
+    if (summary !== null && run.steps[Number(summary[2])] === undefined)
+      return say(finalAnswer({ marker: summary[1]!, steps: Number(summary[2]), token: summary[3]! }));
+    const step = summary === null ? stepOf(text) : Number(summary[2]);
     if (results.length > 0 && step === 0) {
       return say(`E2E-FAILED a tool result without a step marker: ${text.slice(0, 300)}`);
     }

@@ -3,6 +3,7 @@ import type { RecordedExchange } from './recording-relay.js';
 import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
 import {
   checkAttachedFile,
+  checkClientCompaction,
   checkForeignContent,
   checkKeptState,
   checkLatestTurn,
@@ -437,6 +438,59 @@ describe('checkKeptState', () => {
     expect(checkKeptState([log[0]!, log[2]!])).toEqual([]);
     const dropping = { ...scenario([soundRun()]), proxyLog: log };
     expect(validateScenario(dropping).map((violation) => violation.check)).toEqual(['kept-state']);
+  });
+});
+
+describe('checkKeptState after the proxy told the client to compact', () => {
+  it('lets a signalled session replace its history, and only that session', () => {
+    const log = [
+      { session: 'a1', path: '/v1/responses', warnings: ['client-compaction'] },
+      { session: 'a1', path: '/v1/responses', divergedAt: 1, droppedStates: 1 },
+      { session: 'b2', path: '/v1/responses', divergedAt: 1, droppedStates: 2 },
+    ];
+    expect(checkKeptState(log)).toEqual([
+      "proxy log entry #2 (session b2, /v1/responses) dropped 2 object state(s) at message 1: another conversation's request took its session's state",
+    ]);
+    // A drop before the signal is not excused by it.
+    expect(checkKeptState([log[1]!, log[0]!])).toHaveLength(1);
+  });
+});
+
+describe('checkClientCompaction', () => {
+  const SIGNALLED = [{ session: 'a1', warnings: ['fallback-reduction', 'client-compaction'] }];
+  const compactionAsk = [
+    ...bulkyTurn,
+    { role: 'assistant', content: 'Step 2.' },
+    {
+      role: 'user',
+      content: 'You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.',
+    },
+  ];
+  const afterSummary = [...firstTurn, { role: 'user', content: 'E2E-SUMMARY E2E-RUN-aaaa steps=1 token=x' }];
+  const compacting = (after: unknown[]) =>
+    soundRun({
+      autoCompacts: true,
+      client: [exchange(0, body(bulkyTurn)), exchange(1, body(compactionAsk, [])), exchange(2, body(after))],
+    });
+
+  it('passes a run whose client, told its prompt, asked for a summary and went on with less', () => {
+    expect(checkClientCompaction(compacting(afterSummary), SIGNALLED)).toEqual([]);
+  });
+
+  it('fails without the signal, without the compaction, or when the history did not shrink', () => {
+    expect(checkClientCompaction(compacting(afterSummary), [{ session: 'a1' }])).toEqual([
+      "the proxy never reported the client's whole prompt (no client-compaction warning)",
+    ]);
+    expect(checkClientCompaction(soundRun({ autoCompacts: true }), SIGNALLED)).toEqual([
+      'the client never asked for a compaction summary after the proxy reported its prompt',
+    ]);
+    expect(checkClientCompaction(compacting(compactionAsk), SIGNALLED)[0]).toMatch(
+      /^the request after the compaction \(\d+ tokens\) is no smaller than the largest before it/,
+    );
+  });
+
+  it('has nothing to check in a run that was not to compact', () => {
+    expect(checkClientCompaction(soundRun(), [])).toEqual([]);
   });
 });
 

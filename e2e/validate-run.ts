@@ -45,6 +45,7 @@ export const CHECK_NAMES = [
   'one-session',
   'attached-file',
   'upstream-coding',
+  'client-compaction',
 ] as const;
 
 export type CheckName = (typeof CHECK_NAMES)[number];
@@ -346,13 +347,47 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
  * in the scenarios edits a conversation, so every drop is one conversation's state lost to another.
  */
 export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
+  // A session the proxy told to compact may replace its history, as it was told.
+  const signalled = new Set<unknown>();
   return proxyLog.flatMap((entry, index) => {
+    if (signalledCompaction(entry)) signalled.add(entry.session);
     const dropped = typeof entry.droppedStates === 'number' ? entry.droppedStates : 0;
-    if (dropped === 0) return [];
+    if (dropped === 0 || signalled.has(entry.session)) return [];
     return [
       `proxy log entry #${index} (session ${String(entry.session)}, ${String(entry.path)}) dropped ${dropped} object state(s) at message ${String(entry.divergedAt)}: another conversation's request took its session's state`,
     ];
   });
+}
+
+/** Whether the proxy reported the client's whole prompt in this answer, for the client to compact. */
+function signalledCompaction(entry: ScenarioResult['proxyLog'][number]): boolean {
+  return Array.isArray(entry.warnings) && entry.warnings.includes('client-compaction');
+}
+
+/**
+ * A run whose CLI was to compact by itself (`auto-compaction`): the proxy reported the client's
+ * whole prompt, the client then asked the model for a summary, and the request after that summary
+ * is smaller than the largest before it (the client replaced its history).
+ */
+export function checkClientCompaction(run: RunRecord, proxyLog: ScenarioResult['proxyLog']): string[] {
+  if (run.autoCompacts !== true) return [];
+  if (!proxyLog.some(signalledCompaction))
+    return ["the proxy never reported the client's whole prompt (no client-compaction warning)"];
+  const requests = clientRequests(run);
+  const asked = requests.findIndex(({ request }) => COMPACTION_REQUEST.test(lastUserText(request)));
+  if (asked < 0)
+    return ['the client never asked for a compaction summary after the proxy reported its prompt'];
+  const size = (at: number) => {
+    const { request } = requests[at]!;
+    return measureRequest(request, counterForRoute(request.route)).total;
+  };
+  if (asked + 1 >= requests.length) return ['the client sent nothing after its compaction request'];
+  const before = Math.max(...requests.slice(0, asked + 1).map((_, at) => size(at)));
+  if (size(asked + 1) >= before)
+    return [
+      `the request after the compaction (${size(asked + 1)} tokens) is no smaller than the largest before it (${before})`,
+    ];
+  return [];
 }
 
 /**
@@ -437,6 +472,8 @@ export function validateScenario(result: ScenarioResult): Violation[] {
       violations.push(...checkRecoveryHidden(run));
       for (const message of checkAttachedFile(run))
         violations.push({ check: 'attached-file', run: run.label, message });
+      for (const message of checkClientCompaction(run, result.proxyLog))
+        violations.push({ check: 'client-compaction', run: run.label, message });
     }
     earlier.push(...run.uniqueStrings);
   }
