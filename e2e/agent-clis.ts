@@ -284,13 +284,15 @@ const codex: AgentCli = {
 
 /**
  * The same Codex signed in with ChatGPT: the proxy must refuse its WebSocket so that it falls back
- * to HTTP at once, and read its zstd bodies. Two scenarios cover that: a long task, which
- * governance folds, and a recovery, whose rounds the proxy sends upstream itself.
+ * to HTTP at once, and read its zstd bodies. Three scenarios cover that: a long task, which
+ * governance folds; a recovery, whose rounds the proxy sends upstream itself; and its compaction
+ * by itself, which with the built-in provider is remote (its history sent to the API with a
+ * `compaction_trigger` item, answered by one `compaction` item).
  */
 const codexChatGpt: AgentCli = {
   ...codex,
   name: 'codex-chatgpt',
-  scenarios: ['long-task', 'streaming-recovery'],
+  scenarios: ['long-task', 'streaming-recovery', 'auto-compaction'],
   launch: (context) => codexLaunch(codex, 'chatgpt', context),
 };
 

@@ -46,9 +46,14 @@ export interface WireRequest {
   /** Objects carrying `cache_control` anywhere in the body (Anthropic prompt-cache breakpoints). */
   cacheBreakpoints: number;
   stream: boolean;
+  /** The input ends in a `compaction_trigger` item: Codex's remote compaction (Responses). */
+  compactionTrigger: boolean;
 }
 
 type Json = Record<string, unknown>;
+
+/** What each route's reader takes from a body; the rest is read the same way for every route. */
+type BodyReading = Omit<WireRequest, 'route' | 'model' | 'cacheBreakpoints' | 'stream' | 'compactionTrigger'>;
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -103,7 +108,7 @@ function toolEntries(tools: unknown, nameOf: (tool: Json) => string): Array<{ na
   });
 }
 
-function readMessages(body: Json): Omit<WireRequest, 'route' | 'model' | 'cacheBreakpoints' | 'stream'> {
+function readMessages(body: Json): BodyReading {
   const system = typeof body.system === 'string' ? body.system : contentText(body.system);
   const turns = arrayOf(body.messages)
     .filter(isObject)
@@ -140,7 +145,7 @@ const RESPONSES_RESULTS = new Set([
   'local_shell_call_output',
 ]);
 
-function readResponses(body: Json): Omit<WireRequest, 'route' | 'model' | 'cacheBreakpoints' | 'stream'> {
+function readResponses(body: Json): BodyReading {
   const items =
     typeof body.input === 'string'
       ? [{ type: 'message', role: 'user', content: body.input }]
@@ -162,6 +167,9 @@ function readResponses(body: Json): Omit<WireRequest, 'route' | 'model' | 'cache
     }
     if (type === 'reasoning')
       return { role: 'assistant', text: contentText(item.summary), calls: [], results: [] };
+    // What a remote compaction left of the history: the API reads it, the scripted model too.
+    if (type === 'compaction')
+      return { role: 'assistant', text: stringOf(item.encrypted_content), calls: [], results: [] };
     return { role: stringOf(item.role), text: contentText(item.content), calls: [], results: [] };
   });
   return {
@@ -172,7 +180,7 @@ function readResponses(body: Json): Omit<WireRequest, 'route' | 'model' | 'cache
   };
 }
 
-function readChat(body: Json): Omit<WireRequest, 'route' | 'model' | 'cacheBreakpoints' | 'stream'> {
+function readChat(body: Json): BodyReading {
   const turns = arrayOf(body.messages)
     .filter(isObject)
     .map((message): WireTurn => {
@@ -224,7 +232,13 @@ export function readWireRequest(route: WireRoute, body: unknown): WireRequest {
     ...read,
     cacheBreakpoints: countCacheControl(json),
     stream: json.stream === true,
+    compactionTrigger: route === 'responses' && endsInCompactionTrigger(json.input),
   };
+}
+
+function endsInCompactionTrigger(input: unknown): boolean {
+  const last = arrayOf(input).at(-1);
+  return isObject(last) && last.type === 'compaction_trigger';
 }
 
 /** The text of the request's first user turn: what opens its conversation. */

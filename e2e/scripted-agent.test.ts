@@ -353,6 +353,37 @@ describe('the scripted agent', () => {
       expect(reply.toolCalls).toEqual([{ name: 'Read', arguments: { file_path: `/p/${pathOf(task!, 8)}` } }]);
     });
 
+    it("answers Codex's remote compaction with a compaction item, and goes on from that item", () => {
+      const codex = createScriptedAgent({ tools: AGENT_CLIS.codex.tools, project: '/p', run: () => task! });
+      const responses = (input: unknown[]): ScriptedRequest => ({
+        index: 0,
+        method: 'POST',
+        path: '/v1/responses',
+        headers: {},
+        body: { model: 'gpt-5-codex', input, tools: [{ type: 'function', name: 'exec_command' }] },
+        rawBody: '',
+      });
+      const userText = (value: string) => ({
+        type: 'message',
+        role: 'user',
+        content: [{ type: 'input_text', text: value }],
+      });
+      const history = [
+        userText(task!.prompt),
+        { type: 'function_call', call_id: 'c7', name: 'exec_command', arguments: '{"cmd":"cat x"}' },
+        { type: 'function_call_output', call_id: 'c7', output: task!.files[pathOf(task!, 6)] },
+      ];
+      const reply = codex(responses([...history, { type: 'compaction_trigger' }]));
+      expect(reply.text).toBeUndefined();
+      expect(reply.compaction).toMatch(new RegExp(`^E2E-SUMMARY ${task!.marker} steps=7 token=E2E-TOKEN-`));
+      const next = codex(
+        responses([userText(task!.prompt), { type: 'compaction', encrypted_content: reply.compaction }]),
+      );
+      expect(next.toolCalls).toEqual([
+        { name: 'exec_command', arguments: { cmd: `cat ${pathOf(task!, 7)}` } },
+      ]);
+    });
+
     it('answers from the summary when the compaction came after the last step', () => {
       const compacted = [
         { role: 'user', content: task!.prompt },

@@ -159,7 +159,14 @@ function summarize(request: WireRequest): ScriptedReply {
   }
   const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
   const line = summaryLine({ marker, steps: latest?.step ?? 0, token: latest?.token ?? 'none' });
+  // A remote compaction is answered by one compaction item, whose content only the API reads.
+  if (request.compactionTrigger) return { compaction: line };
   return say(`<analysis>The notes read so far, in order.</analysis>\n<summary>\n${line}\n</summary>`);
+}
+
+/** Whether the client asks for a compaction: in its last user turn, or by Codex's remote trigger. */
+export function asksForCompaction(request: WireRequest): boolean {
+  return request.compactionTrigger || COMPACTION_REQUEST.test(lastUserText(request));
 }
 
 /** After a compaction: the answer the conversation's opening summary gives, and nothing else. */
@@ -212,7 +219,7 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     if (route === undefined) return say('E2E side answer');
     const request = readWireRequest(route, scripted.body);
     // Codex asks for its summary without tools, as side requests are asked.
-    if (COMPACTION_REQUEST.test(lastUserText(request))) return summarize(request);
+    if (asksForCompaction(request)) return summarize(request);
     const loop = request.tools.some((tool) => options.tools.loopTools.includes(tool.name));
     if (!loop) return say('E2E notes');
     const run = options.run();

@@ -6,7 +6,6 @@
  */
 import type { TokenCounter } from '../src/core/tokens.js';
 import { tokenCounterForProvider } from '../src/tokenizers/create-token-counter.js';
-import { COMPACTION_REQUEST } from './agent-scenarios.js';
 import {
   checkCacheBreakpoints,
   checkToolPairs,
@@ -26,7 +25,7 @@ import {
 } from './read-wire-request.js';
 import type { RecordedExchange } from './recording-relay.js';
 import type { RunRecord, ScenarioResult } from './scenario-result.js';
-import { EXPAND_TOOL } from './scripted-agent.js';
+import { asksForCompaction, EXPAND_TOOL } from './scripted-agent.js';
 
 /** Every check, in the order a report lists them. */
 export const CHECK_NAMES = [
@@ -96,9 +95,7 @@ export function checkTask(run: RunRecord): string[] {
   else if (run.exitCode !== 0) problems.push(`the CLI exited with ${run.exitCode ?? `signal ${run.signal}`}`);
   if (run.compacts === true) {
     // A compaction prints nothing: the run must have asked the model for the summary.
-    const asked = readRequests(run.upstream).some(({ request }) =>
-      COMPACTION_REQUEST.test(lastUserText(request)),
-    );
+    const asked = readRequests(run.upstream).some(({ request }) => asksForCompaction(request));
     if (!asked) problems.push('no request of the run asked the model for a compaction summary');
   } else if (!run.stdout.includes(run.expectedAnswer)) {
     problems.push(`its output lacks "${run.expectedAnswer}"`);
@@ -374,7 +371,7 @@ export function checkClientCompaction(run: RunRecord, proxyLog: ScenarioResult['
   if (!proxyLog.some(signalledCompaction))
     return ["the proxy never reported the client's whole prompt (no client-compaction warning)"];
   const requests = clientRequests(run);
-  const asked = requests.findIndex(({ request }) => COMPACTION_REQUEST.test(lastUserText(request)));
+  const asked = requests.findIndex(({ request }) => asksForCompaction(request));
   if (asked < 0)
     return ['the client never asked for a compaction summary after the proxy reported its prompt'];
   const size = (at: number) => {

@@ -127,7 +127,8 @@ type OutputItem =
       content: Array<{ type: 'output_text'; text: string; annotations: []; logprobs: [] }>;
     }
   | { id: string; type: 'function_call'; status: string; call_id: string; name: string; arguments: string }
-  | { id: string; type: 'reasoning'; summary: []; encrypted_content: string };
+  | { id: string; type: 'reasoning'; summary: []; encrypted_content: string }
+  | { id: string; type: 'compaction'; encrypted_content: string };
 
 /**
  * Whether the request asks for the model's reasoning state back, as Codex always does: a
@@ -141,6 +142,8 @@ function wantsReasoning(body: Record<string, unknown>): boolean {
 function outputItems(context: WireContext): OutputItem[] {
   const { content } = context;
   const status = content.truncated ? 'incomplete' : 'completed';
+  if (content.compaction !== undefined)
+    return [{ id: `cmp_${context.id}`, type: 'compaction', encrypted_content: content.compaction }];
   const items: OutputItem[] = [];
   if (wantsReasoning(context.body)) {
     const state = Buffer.from(`scripted reasoning state of ${context.id}`).toString('base64');
@@ -223,7 +226,7 @@ export function responseFrames(context: WireContext): SseFrame[] {
   const items = outputItems(context);
   items.forEach((item, outputIndex) => {
     const at = { item_id: item.id, output_index: outputIndex };
-    if (item.type === 'reasoning') {
+    if (item.type === 'reasoning' || item.type === 'compaction') {
       emit('response.output_item.added', {
         output_index: outputIndex,
         item: { ...item, encrypted_content: null },

@@ -67,6 +67,11 @@ export interface ScriptedReply {
   toolCalls?: ScriptedToolCall[];
   /** Extended thinking (Anthropic only; a `thinking` block before the text). */
   thinking?: string;
+  /**
+   * Responses only: the answer is one `compaction` item with this as its `encrypted_content`, as
+   * the API answers a Codex request that ends in a `compaction_trigger` (its remote compaction).
+   */
+  compaction?: string;
   /** `length` renders a truncated answer (`finish_reason: length`, `max_tokens`, `incomplete`). */
   stopReason?: 'stop' | 'length';
   /** Token counts to report; missing fields are estimated from the request and the answer. */
@@ -114,6 +119,8 @@ export interface ScriptedContent {
   thinking: string | undefined;
   toolCalls: Array<{ id: string; name: string; arguments: string }>;
   truncated: boolean;
+  /** The `encrypted_content` of the one `compaction` item of a Responses answer. */
+  compaction?: string;
 }
 
 export function resolveContent(
@@ -126,7 +133,13 @@ export function resolveContent(
     name: call.name,
     arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
   }));
-  return { text, thinking: reply.thinking, toolCalls, truncated: reply.stopReason === 'length' };
+  return {
+    text,
+    thinking: reply.thinking,
+    toolCalls,
+    truncated: reply.stopReason === 'length',
+    ...(reply.compaction === undefined ? {} : { compaction: reply.compaction }),
+  };
 }
 
 /** The scripted tokenizer: one token per four characters, rounded up. */

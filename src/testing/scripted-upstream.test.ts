@@ -159,6 +159,29 @@ describe('POST /v1/responses', () => {
     expect(completed.response.usage.output_tokens).toBe(6);
   });
 
+  it('answers a compaction with its one compaction item, whole or streamed', async () => {
+    const trigger = { ...responsesBody, input: [{ type: 'compaction_trigger' }] };
+    const server = await start({
+      script: [{ compaction: 'summary-state' }, { compaction: 'summary-state' }],
+    });
+    const body = await readJson(post(server, '/v1/responses', trigger));
+    expect(body).toMatchObject({
+      status: 'completed',
+      output: [{ type: 'compaction', id: 'cmp_scripted0000', encrypted_content: 'summary-state' }],
+    });
+    const payloads = sseJson(
+      await readSse(await post(server, '/v1/responses', { ...trigger, stream: true })),
+    );
+    expect(payloads.map((payload) => payload.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(payloads[3]).toMatchObject({ item: { type: 'compaction', encrypted_content: 'summary-state' } });
+  });
+
   it('marks a truncated answer incomplete', async () => {
     const server = await start({ script: [{ text: 'cut', stopReason: 'length' }] });
     const body = await readJson(post(server, '/v1/responses', responsesBody));
