@@ -301,5 +301,22 @@ describe('the client-compaction signal through the proxy', () => {
     const response = await fixture!.post('messages', conversationBody('messages', { turns: 8 }));
     expect(response.status).toBe(400);
     expect(await response.json()).toEqual(error);
+    // It reported nothing: neither flagged nor counted as a signal.
+    expect(response.headers.get('x-selfgc-warnings') ?? '').not.toContain(CLIENT_COMPACTION);
+    await until(() => fixture!.logs.length === 1);
+    expect(fixture!.logs[0]!.warnings ?? []).not.toContain(CLIENT_COMPACTION);
+    const samples = await fixture!.metrics();
+    expect(sampleSum(samples, 'selfgc_proxy_client_compaction_signals_total', {})).toBe(0);
+  });
+
+  it('a request that fails upstream is neither flagged nor counted', async () => {
+    await serve({ script: () => ({ disconnect: true }), proxy: { clientCompactionTokens: 1_000 } });
+    const response = await fixture!.post('chat', conversationBody('chat', { turns: 8 }));
+    expect(response.status).toBeGreaterThanOrEqual(500);
+    expect(response.headers.get('x-selfgc-warnings') ?? '').not.toContain(CLIENT_COMPACTION);
+    await until(() => fixture!.logs.length === 1);
+    expect(fixture!.logs[0]!.warnings ?? []).not.toContain(CLIENT_COMPACTION);
+    const samples = await fixture!.metrics();
+    expect(sampleSum(samples, 'selfgc_proxy_client_compaction_signals_total', {})).toBe(0);
   });
 });

@@ -42,6 +42,11 @@ interface Exchange {
   headers: Headers;
   /** The client's headers as they go upstream (without the body's coding once it is decoded). */
   forwarded: Headers;
+  /**
+   * The prompt the client sent, once it passes `clientCompactionTokens`: a successful answer
+   * reports it (`client-compaction-signal.ts`).
+   */
+  reportedTokens?: number;
 }
 
 /** Logged once, with the first keyless request, when nothing tells keyless clients apart. */
@@ -147,19 +152,27 @@ export async function handleGoverned(
 /**
  * What the client gets of its answer: as it came, or, once the prompt it sent passes
  * `clientCompactionTokens`, with that prompt reported as the usage, so that it compacts
- * (`client-compaction-signal.ts`); such a request is flagged, logged and counted here.
+ * (`client-compaction-signal.ts`). Such an answer is flagged, logged and counted by
+ * `answerHeaders`, when it succeeded: an error, or a failure of the proxy's own, reports nothing.
  */
 function clientCompactionSignal(exchange: Exchange): (answer: ProxyAnswer) => ProxyAnswer {
-  const { settings, dialect, trace, headers } = exchange;
+  const { settings, dialect, trace } = exchange;
   const tokens = trace.entry.tokensBefore;
   const threshold = settings.clientCompactionTokens;
   if (tokens === undefined || threshold === undefined || tokens < threshold) return (answer) => answer;
+  exchange.reportedTokens = tokens;
+  return (answer) => withClientCompactionSignal(answer, dialect, tokens);
+}
+
+/** Flag, log and count an answer that reports the client's whole prompt (a successful one). */
+function noteClientCompaction(exchange: Exchange, status: number): void {
+  const { settings, dialect, trace, headers } = exchange;
+  if (exchange.reportedTokens === undefined || status < 200 || status > 299) return;
   addWarnings(headers, trace.entry, [CLIENT_COMPACTION]);
   settings.metrics.count('selfgc_proxy_client_compaction_signals_total', {
     arm: trace.arm,
     route: dialect.route,
   });
-  return (answer) => withClientCompactionSignal(answer, dialect, tokens);
 }
 
 function upstreamUrl(exchange: Exchange): string {
@@ -234,7 +247,9 @@ async function readAnswer(
   return { status: call.answer.status, headers: call.answer.headers, text, json };
 }
 
-function answerHeaders(exchange: Exchange, upstream: Headers): Headers {
+/** The answer's headers: the upstream's and the `x-selfgc-*` ones (`client-compaction` when it succeeded). */
+function answerHeaders(exchange: Exchange, status: number, upstream: Headers): Headers {
+  noteClientCompaction(exchange, status);
   const headers = clientResponseHeaders(upstream);
   for (const [name, value] of exchange.headers) headers.set(name, value);
   return headers;
@@ -247,11 +262,13 @@ const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 type WholeAnswer<Body> = Pick<BufferedAnswer, 'status' | 'headers'> & { body: Body };
 
 function answerBuffered(exchange: Exchange, answer: WholeAnswer<string | Uint8Array>): ProxyAnswer {
+  // Before the log entry is written: it holds the answer's warnings.
+  const headers = answerHeaders(exchange, answer.status, answer.headers);
   exchange.trace.respond(answer.status);
   exchange.trace.end();
   return {
     status: answer.status,
-    headers: answerHeaders(exchange, answer.headers),
+    headers,
     body: NULL_BODY_STATUSES.has(answer.status) ? null : answer.body,
   };
 }
@@ -311,7 +328,11 @@ function answerStreamed(
     },
   });
   trace.respond(answer.status);
-  return { status: answer.status, headers: answerHeaders(exchange, answer.headers), body: stream };
+  return {
+    status: answer.status,
+    headers: answerHeaders(exchange, answer.status, answer.headers),
+    body: stream,
+  };
 }
 
 /** Forward once; event streams go through chunk by chunk, everything else is read first. */
@@ -336,5 +357,9 @@ async function forward(exchange: Exchange, body: Uint8Array): Promise<ProxyAnswe
     },
   );
   trace.respond(answer.status);
-  return { status: answer.status, headers: answerHeaders(exchange, answer.headers), body: stream };
+  return {
+    status: answer.status,
+    headers: answerHeaders(exchange, answer.status, answer.headers),
+    body: stream,
+  };
 }
