@@ -192,6 +192,17 @@ describe('raiseStreamUsage', () => {
     );
   });
 
+  it('ends an event at a blank line whatever the line endings around it, mixed ones too', async () => {
+    for (const end of ['\n\r\n', '\r\n\n', '\r\r', '\r\n\r\n']) {
+      const text = `data: {"choices":[],"usage":{"prompt_tokens":1}}${end}data: [DONE]${end}`;
+      for (const chunks of [[text], [...text]]) {
+        const out = await streamText(raiseStreamUsage(streamOf(chunks), chatDialect, 500));
+        expect(out).toContain('data: {"choices":[],"usage":{"prompt_tokens":500}}');
+        expect(out.endsWith(`data: [DONE]${end}`)).toBe(true);
+      }
+    }
+  });
+
   it('passes on an event the stream ends without a blank line, and one whose data is not JSON', async () => {
     const text =
       'data: {"usage": {"prompt_tokens": 1}, broken\n\ndata: {"choices":[],"usage":{"prompt_tokens":1}}';

@@ -27,8 +27,12 @@ export const CLIENT_COMPACTION = 'client-compaction';
  */
 export const DEFAULT_CLIENT_COMPACTION_TOKENS = 1_000_000;
 
-/** Where one server-sent event ends: a blank line, in any of the line endings SSE allows. */
-const EVENT_END = /\r\n\r\n|\n\n|\r\r/g;
+/**
+ * Where one server-sent event ends: a line end, then an empty line, each in any of the line
+ * endings SSE allows (CRLF, LF or CR, mixed too). A CR is a line end of its own only when no LF
+ * follows it.
+ */
+const EVENT_END = /(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)/g;
 
 /** One event's text (without its blank line) with the usage of its data raised, or as it came. */
 function raiseEvent(event: string, dialect: WireDialect, tokens: number): string {
