@@ -83,7 +83,7 @@ openai_base_url = "http://127.0.0.1:8787" in ~/.codex/config.toml.
                              governance (default 8388608, 8 MiB)
   --governance-time-budget T time governance may take for one request, its wait for a worker
                              included (default 3000ms); then the stateless lane serves it
-  --client-compaction-at N   once the prompt a client sends passes N tokens, its answers
+  --client-compaction-at N   once the prompt a client sends reaches N tokens, its answers
                              report that prompt instead of the governed one, so that the client
                              compacts its conversation itself (default 1000000; "off": never;
                              clients compact from the usage answers report, which behind the

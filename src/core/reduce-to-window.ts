@@ -54,6 +54,8 @@ export interface WindowReduction {
    * times the room, else estimated by characters (it is not tokenized whole).
    */
   tokensBefore: number;
+  /** Whether `tokensBefore` counted some text over `EXACT_COUNT_CHARS` by its upper bound. */
+  tokensBeforeBound: boolean;
   /** Tokens of the messages after, counted (texts over `EXACT_COUNT_CHARS` by their upper bound). */
   tokensAfter: number;
   /** Tool results whose content was elided. */
@@ -81,15 +83,18 @@ function utf8Bytes(text: string): number {
   return bytes;
 }
 
-/** Exact counts for texts of ordinary size, an upper bound for huge ones. */
-function boundedCounter(counter: TokenCounter): TokenCounter {
-  return {
+/** Exact counts for texts of ordinary size, an upper bound for huge ones (`bounded` once it gave one). */
+function boundedCounter(counter: TokenCounter): TokenCounter & { bounded: boolean } {
+  const bounding = {
     name: `${counter.name} (bounded)`,
-    count: (text) =>
-      text.length <= EXACT_COUNT_CHARS
-        ? counter.count(text)
-        : Math.ceil(utf8Bytes(text) * TOKENS_PER_BYTE_BOUND),
+    bounded: false,
+    count: (text: string) => {
+      if (text.length <= EXACT_COUNT_CHARS) return counter.count(text);
+      bounding.bounded = true;
+      return Math.ceil(utf8Bytes(text) * TOKENS_PER_BYTE_BOUND);
+    },
   };
+  return bounding;
 }
 
 /** End of the protected head: the leading system messages and the first user request. */
@@ -317,14 +322,17 @@ export function reduceToWindow(
   const working: Working = { messages: [...messages], sizes: [], counter };
   const estimated = messages.map(estimateOf);
   let tokensBefore = totalOf(estimated);
+  let tokensBeforeBound = false;
   if (tokensBefore <= room * COUNT_WHOLE_FACTOR) {
     working.sizes = messages.map((message) => countMessageTokens(counter, message));
     tokensBefore = totalOf(working.sizes);
+    tokensBeforeBound = counter.bounded;
     if (tokensBefore <= room) {
       return {
         messages: working.messages,
         changed: false,
         tokensBefore,
+        tokensBeforeBound,
         tokensAfter: tokensBefore,
         elided: 0,
         dropped: 0,
@@ -352,6 +360,7 @@ export function reduceToWindow(
     messages: working.messages,
     changed,
     tokensBefore,
+    tokensBeforeBound,
     tokensAfter,
     ...result,
     fits: tokensAfter <= room,

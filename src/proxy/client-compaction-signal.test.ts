@@ -299,6 +299,41 @@ describe('the client-compaction signal through the proxy', () => {
     expect(fixture!.logs[0]?.lane).toBe(lane);
   });
 
+  it('a prompt whose huge texts the stateless lane sized by their bytes is judged by its approximate count', async () => {
+    // Four outputs of 210,000 characters, each over what the lane counts exactly: counted by their
+    // bytes they would make over a million tokens of a prompt of about 210,000.
+    const output = 'log line: request served in 12 ms\n'.repeat(6_000);
+    const messages: Wire[] = [{ role: 'user', content: 'Read the four logs.' }];
+    for (let index = 0; index < 4; index += 1) {
+      const call = {
+        id: `call_${index}`,
+        type: 'function',
+        function: { name: 'read', arguments: `{"n":${index}}` },
+      };
+      messages.push(
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: call.id, content: output },
+      );
+    }
+    messages.push({ role: 'user', content: 'Which one was slowest?' });
+    const body = { model: 'gpt-4o', messages };
+    const lane = { window: 400_000, script: () => ({ text: 'Done.' }) };
+    await serve({ ...lane, proxy: { governanceMaxBytes: 1_000, clientCompactionTokens: 1_000_000 } });
+    const quiet = await fixture!.post('chat', body);
+    expect(quiet.status).toBe(200);
+    expect(Number(quiet.headers.get('x-selfgc-tokens-before'))).toBeGreaterThan(1_000_000);
+    expect(quiet.headers.get('x-selfgc-tokens-bound')).toBe('true');
+    expect(quiet.headers.get('x-selfgc-warnings') ?? '').not.toContain(CLIENT_COMPACTION);
+    await fixture!.close();
+    await served!.close();
+    // Over a threshold the approximate count passes, that count is what the client reads.
+    await serve({ ...lane, proxy: { governanceMaxBytes: 1_000, clientCompactionTokens: 200_000 } });
+    const signalled = await fixture!.post('chat', body);
+    const reported = promptOf('chat', (await signalled.json()) as Wire);
+    expect(reported).toBe(Math.ceil(JSON.stringify(body).length / 4));
+    expect(signalled.headers.get('x-selfgc-warnings')).toContain(CLIENT_COMPACTION);
+  });
+
   it('an error answer over the threshold goes as it came, usage and all', async () => {
     const error = {
       type: 'error',

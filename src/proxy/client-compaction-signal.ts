@@ -5,13 +5,14 @@
  * happens, and the conversation the client sends grows without bound: past
  * `governanceMaxBytes` it leaves through the stateless lane, past `bodyLimitBytes` it is refused.
  *
- * So once the prompt a client sends passes `clientCompactionTokens`, its answers report that
- * prompt instead: the usage's uncached prompt tokens are raised to the size the client sent
- * (`WireDialect.withPromptUsage`; never lowered, and nothing else of the answer changes). The
- * client then compacts as it would without the proxy, and its compaction request is governed
- * like any other. Such a request is flagged `client-compaction` in `x-selfgc-warnings`, counted
- * in `selfgc_proxy_client_compaction_signals_total`, and its answer carries the usage the
- * upstream reported in the log (`inputTokens`), not the raised one.
+ * So once the prompt a client sends reaches `clientCompactionTokens`, its successful answers
+ * report that prompt instead: the usage's uncached prompt tokens are raised to the size the
+ * client sent (`WireDialect.withPromptUsage`; never lowered). No other field changes, though the
+ * events that carry usage are written anew and a whole answer is serialized anew. The client then
+ * compacts as it would without the proxy, and its compaction request is governed like any other.
+ * Such an answer is flagged `client-compaction` in `x-selfgc-warnings` and counted in
+ * `selfgc_proxy_client_compaction_signals_total`; the log keeps the usage the upstream reported
+ * (`inputTokens`), not the raised one.
  */
 import { exceedsJsonDepth } from '../core/json-depth.js';
 import type { ProxyAnswer } from './proxy-exchange.js';
@@ -76,17 +77,23 @@ export function raiseStreamUsage(
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   let pending = '';
+  /** Length of `pending` already searched: an event's end (four characters at most) found anew. */
+  let searched = 0;
   const whole = (final: boolean): string => {
     let out = '';
     let start = 0;
-    EVENT_END.lastIndex = 0;
+    EVENT_END.lastIndex = Math.max(0, searched - 3);
     for (let match = EVENT_END.exec(pending); match !== null; match = EVENT_END.exec(pending)) {
+      const end = match.index + match[0].length;
+      // A CR that ends what has come so far may be the first half of a CRLF.
+      if (!final && end === pending.length && pending.endsWith('\r')) break;
       out += raiseEvent(pending.slice(start, match.index), dialect, tokens) + match[0];
-      start = match.index + match[0].length;
+      start = end;
     }
     // An event the stream ends without a blank line goes as it came.
     out += final ? pending.slice(start) : '';
     pending = final ? '' : pending.slice(start);
+    searched = pending.length;
     return out;
   };
   return source.pipeThrough(

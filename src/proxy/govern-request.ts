@@ -17,15 +17,9 @@ import type { ProxySettings } from './proxy-options.js';
 import { type RequestReserve, reserveOf } from './request-reserve.js';
 import type { RequestTrace } from './request-trace.js';
 import type { SessionIdentity } from './session-identity.js';
-import { type LaneReason, OVER_WINDOW, reduceStatelessly } from './stateless-lane.js';
+import { type LaneReason, OVER_WINDOW, reduceStatelessly, TOKENS_BOUND_HEADER } from './stateless-lane.js';
 import { hasRecoveryPointers } from './transparent-recovery.js';
 import type { JsonObject, ToolDefinition, WireDialect } from './wire-dialect.js';
-
-/**
- * Set when the request went upstream before its newest messages were counted (the window was
- * far): `x-selfgc-tokens-before` and `-after` are then upper bounds, not counts.
- */
-export const TOKENS_BOUND_HEADER = 'x-selfgc-tokens-bound';
 
 /** The proxy's own warning: the reserve alone fills the window, so no view can fit. */
 export const RESERVE_OVER_WINDOW = 'reserve-over-window';

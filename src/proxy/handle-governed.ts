@@ -4,6 +4,7 @@
  * answer (streamed through, or after transparent recovery) plus the `x-selfgc-*` headers.
  */
 import { exceedsJsonDepth } from '../core/json-depth.js';
+import { tokensForChars } from '../core/tokens.js';
 import { chooseArm } from './ab-split.js';
 import {
   callUpstream,
@@ -113,7 +114,7 @@ export async function handleGoverned(
     trace.entry.prepareMs = Math.round((settings.now() - prepareStarted) * 1000) / 1000;
     // Governed on this thread: what it left uncounted is counted once the body is sent.
     if (prepared.settle !== undefined) setImmediate(prepared.settle);
-    const reported = clientCompactionSignal(exchange);
+    const reported = clientCompactionSignal(exchange, body.byteLength);
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined)
       return reported(await forward(exchange, prepared.body));
@@ -155,9 +156,15 @@ export async function handleGoverned(
  * (`client-compaction-signal.ts`). Such an answer is flagged, logged and counted by
  * `answerHeaders`, when it succeeded: an error, or a failure of the proxy's own, reports nothing.
  */
-function clientCompactionSignal(exchange: Exchange): (answer: ProxyAnswer) => ProxyAnswer {
+function clientCompactionSignal(exchange: Exchange, bodyBytes: number): (answer: ProxyAnswer) => ProxyAnswer {
   const { settings, dialect, trace } = exchange;
-  const tokens = trace.entry.tokensBefore;
+  const { tokensBefore, tokensBound } = trace.entry;
+  // An upper bound (texts sized by their bytes) can be several times the prompt: the body's
+  // bytes over four, the approximate count, when that is less.
+  const tokens =
+    tokensBefore === undefined || tokensBound !== true
+      ? tokensBefore
+      : Math.min(tokensBefore, tokensForChars(bodyBytes));
   const threshold = settings.clientCompactionTokens;
   if (tokens === undefined || threshold === undefined || tokens < threshold) return (answer) => answer;
   exchange.reportedTokens = tokens;

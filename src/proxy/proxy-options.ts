@@ -75,7 +75,7 @@ export interface ProxyOptions {
    */
   governanceTimeBudgetMs?: number;
   /**
-   * Once the prompt a client sends passes this many tokens, its answers report that prompt
+   * Once the prompt a client sends reaches this many tokens, its answers report that prompt
    * instead of the governed one, so that the client's own compaction runs and its conversation
    * stays within what governance takes (`client-compaction-signal.ts`). Default 1,000,000;
    * false: never.

@@ -11,11 +11,12 @@ import { createMemoryStore } from '../stores/memory-store.js';
 import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
-import { RESERVE_OVER_WINDOW, TOKENS_BOUND_HEADER } from './govern-request.js';
+import { RESERVE_OVER_WINDOW } from './govern-request.js';
 import { createGovernorPool, type GovernorFactory } from './governor-pool.js';
 import { recoveryReserve } from './recovery-budget.js';
 import { type ServedProxy, serveProxy } from './serve-proxy.js';
 import { hashApiKey } from './session-identity.js';
+import { TOKENS_BOUND_HEADER } from './stateless-lane.js';
 import {
   anthropicConversation,
   authHeaders,

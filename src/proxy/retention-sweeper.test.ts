@@ -4,6 +4,7 @@ import type { SidecarStore } from '../core/store.js';
 import { createMemoryStore } from '../stores/memory-store.js';
 import { commitRecord, payloadRecord } from '../stores/store-fixtures.case.js';
 import { type RetentionSweeper, startRetentionSweeper } from './retention-sweeper.js';
+import { until } from './testing/until.js';
 
 let sweeper: RetentionSweeper | undefined;
 afterEach(async () => {
@@ -15,14 +16,6 @@ async function writeSession(store: SidecarStore, sessionId: string): Promise<voi
   await store.putPayloads([payloadRecord(sessionId, 'function:bash:1', { payload: 'AWS_SECRET=abc' })]);
   await store.writeCommit(sessionId, commitRecord(sessionId, 'commit-1', 1), { step: 1 }, 0);
 }
-
-const until = async (check: () => boolean, deadlineMs = 3000) => {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > deadlineMs) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-};
 
 describe('startRetentionSweeper', () => {
   it('removes sessions idle longer than the retention on its own, a bounded number per sweep', async () => {

@@ -24,6 +24,13 @@ export type LaneReason =
   /** Governance (its wait for a worker included) took longer than `governanceTimeBudgetMs`. */
   | 'over-time';
 
+/**
+ * Set when `x-selfgc-tokens-before` and `-after` are upper bounds, not counts: governance sent the
+ * request before its newest messages were counted (the window was far), or the lane counted a
+ * huge text by its bytes.
+ */
+export const TOKENS_BOUND_HEADER = 'x-selfgc-tokens-bound';
+
 /** The warning code of a request reduced by the stateless lane. */
 export const STATELESS_REDUCTION = 'stateless-reduction';
 
@@ -79,11 +86,14 @@ export function reduceStatelessly(
   headers.set('x-selfgc-tokens-before', String(tokensBefore));
   headers.set('x-selfgc-tokens-after', String(tokensAfter));
   headers.set('x-selfgc-output-reserve', String(reserve.outputTokens));
+  // A huge text counted by its bytes: the figures are upper bounds, as governance says of its own.
+  if (reduction.tokensBeforeBound) headers.set(TOKENS_BOUND_HEADER, 'true');
   Object.assign(trace.entry, {
     tokensBefore,
     tokensAfter,
     outputReserve: reserve.outputTokens,
     lane: reason,
+    ...(reduction.tokensBeforeBound ? { tokensBound: true } : {}),
   });
   settings.metrics.count('selfgc_proxy_stateless_lane_total', { arm: trace.arm, reason });
   if (!reduction.changed) return undefined;
