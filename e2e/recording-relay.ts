@@ -22,6 +22,8 @@ export interface RecordedExchange {
   session?: string;
   /** The commits governance made for the request (its `x-selfgc-commit` answer header). */
   commit?: string;
+  /** The codes of the request's warnings (its `x-selfgc-warnings` answer header). */
+  warnings?: string[];
   /** The answer as text (streams included), cut after `ANSWER_LIMIT` bytes. */
   answer: string;
 }
@@ -92,6 +94,8 @@ export async function startRecordingRelay(target: string): Promise<RecordingRela
           if (typeof session === 'string') exchange.session = session;
           const commit = answer.headers['x-selfgc-commit'];
           if (typeof commit === 'string') exchange.commit = commit;
+          const warnings = answer.headers['x-selfgc-warnings'];
+          if (typeof warnings === 'string') exchange.warnings = warnings.split(',');
           outgoing.writeHead(exchange.status, answer.rawHeaders);
           const kept: Buffer[] = [];
           let keptBytes = 0;

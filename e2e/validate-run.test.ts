@@ -451,13 +451,15 @@ describe('checkKeptState after the proxy told the client to compact', () => {
     expect(checkKeptState(log)).toEqual([
       "proxy log entry #2 (session b2, /v1/responses) dropped 2 object state(s) at message 1: another conversation's request took its session's state",
     ]);
-    // A drop before the signal is not excused by it.
+    // A drop before the signal is not excused by it, nor a second drop after one signal.
     expect(checkKeptState([log[1]!, log[0]!])).toHaveLength(1);
+    expect(checkKeptState([log[0]!, log[1]!, log[1]!])).toEqual([
+      "proxy log entry #2 (session a1, /v1/responses) dropped 1 object state(s) at message 1: another conversation's request took its session's state",
+    ]);
   });
 });
 
 describe('checkClientCompaction', () => {
-  const SIGNALLED = [{ session: 'a1', warnings: ['fallback-reduction', 'client-compaction'] }];
   const compactionAsk = [
     ...bulkyTurn,
     { role: 'assistant', content: 'Step 2.' },
@@ -467,30 +469,44 @@ describe('checkClientCompaction', () => {
     },
   ];
   const afterSummary = [...firstTurn, { role: 'user', content: 'E2E-SUMMARY E2E-RUN-aaaa steps=1 token=x' }];
-  const compacting = (after: unknown[]) =>
+  const signalled = (record: RecordedExchange) => ({
+    ...record,
+    warnings: ['fallback-reduction', 'client-compaction'],
+  });
+  /** The client told its prompt, its compaction request, a side request, then its loop going on. */
+  const compacting = (after: unknown[], signal = true) =>
     soundRun({
       autoCompacts: true,
-      client: [exchange(0, body(bulkyTurn)), exchange(1, body(compactionAsk, [])), exchange(2, body(after))],
+      client: [
+        signal ? signalled(exchange(0, body(bulkyTurn))) : exchange(0, body(bulkyTurn)),
+        exchange(1, body(compactionAsk, [])),
+        exchange(2, body([{ role: 'user', content: 'x'.repeat(4_000) }], [])),
+        exchange(3, body(after)),
+      ],
     });
 
   it('passes a run whose client, told its prompt, asked for a summary and went on with less', () => {
-    expect(checkClientCompaction(compacting(afterSummary), SIGNALLED)).toEqual([]);
+    expect(checkClientCompaction(compacting(afterSummary))).toEqual([]);
   });
 
-  it('fails without the signal, without the compaction, or when the history did not shrink', () => {
-    expect(checkClientCompaction(compacting(afterSummary), [{ session: 'a1' }])).toEqual([
+  it('fails without the signal, without a compaction after it, or when the loop did not shrink', () => {
+    expect(checkClientCompaction(compacting(afterSummary, false))).toEqual([
       "the proxy never reported the client's whole prompt (no client-compaction warning)",
     ]);
-    expect(checkClientCompaction(soundRun({ autoCompacts: true }), SIGNALLED)).toEqual([
+    // The compaction came before the signal: the CLI compacted by itself.
+    const early = compacting(afterSummary);
+    early.client = [exchange(0, body(compactionAsk, [])), signalled(exchange(1, body(bulkyTurn)))];
+    expect(checkClientCompaction(early)).toEqual([
       'the client never asked for a compaction summary after the proxy reported its prompt',
     ]);
-    expect(checkClientCompaction(compacting(compactionAsk), SIGNALLED)[0]).toMatch(
+    // Only the side request (no tools) is smaller: the loop went on with its whole history.
+    expect(checkClientCompaction(compacting(compactionAsk))[0]).toMatch(
       /^the request after the compaction \(\d+ tokens\) is no smaller than the largest before it/,
     );
   });
 
   it('has nothing to check in a run that was not to compact', () => {
-    expect(checkClientCompaction(soundRun(), [])).toEqual([]);
+    expect(checkClientCompaction(soundRun())).toEqual([]);
   });
 });
 

@@ -344,12 +344,13 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
  * in the scenarios edits a conversation, so every drop is one conversation's state lost to another.
  */
 export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
-  // A session the proxy told to compact may replace its history, as it was told.
+  // A session the proxy told to compact may replace its history once, as it was told.
   const signalled = new Set<unknown>();
   return proxyLog.flatMap((entry, index) => {
     if (signalledCompaction(entry)) signalled.add(entry.session);
     const dropped = typeof entry.droppedStates === 'number' ? entry.droppedStates : 0;
-    if (dropped === 0 || signalled.has(entry.session)) return [];
+    if (dropped === 0) return [];
+    if (signalled.delete(entry.session)) return [];
     return [
       `proxy log entry #${index} (session ${String(entry.session)}, ${String(entry.path)}) dropped ${dropped} object state(s) at message ${String(entry.divergedAt)}: another conversation's request took its session's state`,
     ];
@@ -362,27 +363,34 @@ function signalledCompaction(entry: ScenarioResult['proxyLog'][number]): boolean
 }
 
 /**
- * A run whose CLI was to compact by itself (`auto-compaction`): the proxy reported the client's
- * whole prompt, the client then asked the model for a summary, and the request after that summary
- * is smaller than the largest before it (the client replaced its history).
+ * A run whose CLI was to compact by itself (`auto-compaction`): the proxy answered some request
+ * with the client's whole prompt (`client-compaction`), the client asked the model for a summary
+ * after that, and the next request of its agent loop (one with tools, not a side request) is
+ * smaller than the largest before the summary (the client replaced its history).
  */
-export function checkClientCompaction(run: RunRecord, proxyLog: ScenarioResult['proxyLog']): string[] {
+export function checkClientCompaction(run: RunRecord): string[] {
   if (run.autoCompacts !== true) return [];
-  if (!proxyLog.some(signalledCompaction))
-    return ["the proxy never reported the client's whole prompt (no client-compaction warning)"];
   const requests = clientRequests(run);
-  const asked = requests.findIndex(({ request }) => asksForCompaction(request));
+  const signalledAt = (at: number) =>
+    run.client
+      .find((exchange) => exchange.index === requests[at]!.index)
+      ?.warnings?.includes('client-compaction') === true;
+  const signal = requests.findIndex((_, at) => signalledAt(at));
+  if (signal < 0)
+    return ["the proxy never reported the client's whole prompt (no client-compaction warning)"];
+  const asked = requests.findIndex(({ request }, at) => at > signal && asksForCompaction(request));
   if (asked < 0)
     return ['the client never asked for a compaction summary after the proxy reported its prompt'];
   const size = (at: number) => {
     const { request } = requests[at]!;
     return measureRequest(request, counterForRoute(request.route)).total;
   };
-  if (asked + 1 >= requests.length) return ['the client sent nothing after its compaction request'];
+  const next = requests.findIndex(({ request }, at) => at > asked && request.tools.length > 0);
+  if (next < 0) return ['the client sent no request of its agent loop after its compaction request'];
   const before = Math.max(...requests.slice(0, asked + 1).map((_, at) => size(at)));
-  if (size(asked + 1) >= before)
+  if (size(next) >= before)
     return [
-      `the request after the compaction (${size(asked + 1)} tokens) is no smaller than the largest before it (${before})`,
+      `the request after the compaction (${size(next)} tokens) is no smaller than the largest before it (${before})`,
     ];
   return [];
 }
@@ -469,7 +477,7 @@ export function validateScenario(result: ScenarioResult): Violation[] {
       violations.push(...checkRecoveryHidden(run));
       for (const message of checkAttachedFile(run))
         violations.push({ check: 'attached-file', run: run.label, message });
-      for (const message of checkClientCompaction(run, result.proxyLog))
+      for (const message of checkClientCompaction(run))
         violations.push({ check: 'client-compaction', run: run.label, message });
     }
     earlier.push(...run.uniqueStrings);
