@@ -79,6 +79,10 @@ function ledgerOf(messages: readonly Message[]): Ledger {
   return indexTranscript(messages, { tokenCounter: approximateTokenCounter });
 }
 
+function governorOf(window: number, store = createMemoryStore()) {
+  return createGovernor({ provider: 'anthropic', window, store, tokenCounter: approximateTokenCounter });
+}
+
 describe('outputs a client attached to a user message', () => {
   it('are read with their tool and their call, also from the user message before', () => {
     const messages = afterCompaction();
@@ -280,12 +284,7 @@ describe('a latest turn whose attached outputs alone are over the window', () =>
     const messages = afterCompaction();
     const whole = ledgerOf(messages).totalTokens;
     const window = Math.floor(whole * 0.6);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window,
-      store: createMemoryStore(),
-      tokenCounter: approximateTokenCounter,
-    });
+    const governor = governorOf(window);
     const governed = await governor.project('s', messages);
     expect(governed.viewTokens).toBeLessThanOrEqual(window);
     expect(governed.warnings.map((warning) => warning.code)).toContain('latest-turn-folded');
@@ -323,12 +322,7 @@ describe('a latest turn whose attached outputs alone are over the window', () =>
       },
     ];
     const window = Math.floor(ledgerOf(messages).totalTokens * 0.65);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window,
-      store: createMemoryStore(),
-      tokenCounter: approximateTokenCounter,
-    });
+    const governor = governorOf(window);
     const governed = await governor.project('s', messages);
     expect(governed.viewTokens).toBeLessThanOrEqual(window);
     expect(governed.warnings.map((warning) => warning.code)).toContain('latest-turn-folded');
@@ -346,12 +340,7 @@ describe('a latest turn whose attached outputs alone are over the window', () =>
     }
     const store = createMemoryStore();
     const window = Math.floor(ledgerOf(messages).totalTokens * 0.8);
-    const governor = createGovernor({
-      provider: 'anthropic',
-      window,
-      store,
-      tokenCounter: approximateTokenCounter,
-    });
+    const governor = governorOf(window, store);
     const governed = await governor.project('s', messages);
     expect(governed.viewTokens).toBeLessThanOrEqual(window);
     // The question states a rule: its request is pinned, and stays; the files it came with do not.

@@ -11,6 +11,7 @@ import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, type ProxyFixtureOptions, startProxyFixture } from './testing/proxy-fixture.js';
 import { agentBody, expandOf, isRecoveryRound, ROUTES } from './testing/recovery-rounds.js';
 import { streamWithSdk } from './testing/sdk-stream.js';
+import { streamOf } from './testing/text-stream.js';
 import { until } from './testing/until.js';
 
 let fixture: ProxyFixture | undefined;
@@ -45,16 +46,6 @@ function totalOf(route: WireRoute, answer: Wire): number | undefined {
 
 async function streamText(stream: ReadableStream<Uint8Array>): Promise<string> {
   return new Response(stream).text();
-}
-
-function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  return new ReadableStream({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
-      controller.close();
-    },
-  });
 }
 
 describe('what each dialect raises', () => {

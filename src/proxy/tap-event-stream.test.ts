@@ -1,15 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createSseReader, tapEventStream } from './tap-event-stream.js';
-
-function streamOf(chunks: string[]): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
-  return new ReadableStream({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
-      controller.close();
-    },
-  });
-}
+import { streamOf } from './testing/text-stream.js';
 
 describe('createSseReader', () => {
   it('reassembles events split anywhere, with any line ending', () => {
