@@ -457,6 +457,18 @@ describe('checkKeptState after the proxy told the client to compact', () => {
       "proxy log entry #2 (session a1, /v1/responses) dropped 1 object state(s) at message 1: another conversation's request took its session's state",
     ]);
   });
+
+  it("excuses a drop by an earlier answer's signal, never by the request's own", () => {
+    const told = { session: 'a1', path: '/v1/responses', warnings: ['client-compaction'] };
+    const toldAndDropped = { ...told, divergedAt: 1, droppedStates: 1 };
+    const dropped = { session: 'a1', path: '/v1/responses', divergedAt: 1, droppedStates: 1 };
+    // The client had not read the signal of the answer to the request that dropped.
+    expect(checkKeptState([toldAndDropped])).toEqual([
+      "proxy log entry #0 (session a1, /v1/responses) dropped 1 object state(s) at message 1: another conversation's request took its session's state",
+    ]);
+    // Told, then a request that drops and is told again, then one more drop: each follows a signal.
+    expect(checkKeptState([told, toldAndDropped, dropped])).toEqual([]);
+  });
 });
 
 describe('checkClientCompaction', () => {

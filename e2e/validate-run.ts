@@ -344,13 +344,14 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
  * in the scenarios edits a conversation, so every drop is one conversation's state lost to another.
  */
 export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
-  // A session the proxy told to compact may replace its history once, as it was told.
+  // A session the proxy told to compact may replace its history once, as it was told: by an
+  // earlier answer, never by the answer to the request that dropped (the client had not read it).
   const signalled = new Set<unknown>();
   return proxyLog.flatMap((entry, index) => {
-    if (signalledCompaction(entry)) signalled.add(entry.session);
     const dropped = typeof entry.droppedStates === 'number' ? entry.droppedStates : 0;
-    if (dropped === 0) return [];
-    if (signalled.delete(entry.session)) return [];
+    const excused = dropped > 0 && signalled.delete(entry.session);
+    if (signalledCompaction(entry)) signalled.add(entry.session);
+    if (dropped === 0 || excused) return [];
     return [
       `proxy log entry #${index} (session ${String(entry.session)}, ${String(entry.path)}) dropped ${dropped} object state(s) at message ${String(entry.divergedAt)}: another conversation's request took its session's state`,
     ];
