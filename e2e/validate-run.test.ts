@@ -512,9 +512,26 @@ describe('checkClientCompaction', () => {
       'the client never asked for a compaction summary after the proxy reported its prompt',
     ]);
     // Only the side request (no tools) is smaller: the loop went on with its whole history.
-    expect(checkClientCompaction(compacting(compactionAsk))[0]).toMatch(
+    const wholeHistory = [
+      ...compactionAsk,
+      { role: 'assistant', content: 'Noted.' },
+      { role: 'user', content: 'Go on.' },
+    ];
+    expect(checkClientCompaction(compacting(wholeHistory))[0]).toMatch(
       /^the request after the compaction \(\d+ tokens\) is no smaller than the largest before it/,
     );
+  });
+
+  it('takes the loop going on from the request after the last compaction request, tools or not', () => {
+    // A compaction request with the tools, asked twice (a retry): neither is the loop going on.
+    const retried = compacting(afterSummary);
+    retried.client = [
+      signalled(exchange(0, body(bulkyTurn))),
+      exchange(1, body(compactionAsk)),
+      exchange(2, body(compactionAsk)),
+      exchange(3, body(afterSummary)),
+    ];
+    expect(checkClientCompaction(retried)).toEqual([]);
   });
 
   it('has nothing to check in a run that was not to compact', () => {

@@ -366,8 +366,9 @@ function signalledCompaction(entry: ScenarioResult['proxyLog'][number]): boolean
 /**
  * A run whose CLI was to compact by itself (`auto-compaction`): the proxy answered some request
  * with the client's whole prompt (`client-compaction`), the client asked the model for a summary
- * after that, and the next request of its agent loop (one with tools, not a side request) is
- * smaller than the largest before the summary (the client replaced its history).
+ * after that, and the next request of its agent loop (one with tools, neither a side request nor
+ * another compaction request) is smaller than the largest before the summary (the client
+ * replaced its history).
  */
 export function checkClientCompaction(run: RunRecord): string[] {
   if (run.autoCompacts !== true) return [];
@@ -386,7 +387,10 @@ export function checkClientCompaction(run: RunRecord): string[] {
     const { request } = requests[at]!;
     return measureRequest(request, counterForRoute(request.route)).total;
   };
-  const next = requests.findIndex(({ request }, at) => at > asked && request.tools.length > 0);
+  // A compaction request may carry the tools (Codex's remote trigger does) and come again (a retry).
+  const next = requests.findIndex(
+    ({ request }, at) => at > asked && request.tools.length > 0 && !asksForCompaction(request),
+  );
   if (next < 0) return ['the client sent no request of its agent loop after its compaction request'];
   const before = Math.max(...requests.slice(0, asked + 1).map((_, at) => size(at)));
   if (size(next) >= before)
