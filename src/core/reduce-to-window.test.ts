@@ -66,6 +66,16 @@ describe('reduceToWindow', () => {
     expect(reduced.messages.every((message, index) => message === messages[index])).toBe(true);
     expect(reduced).toMatchObject({ changed: false, elided: 0, dropped: 0, trimmed: 0, fits: true });
     expect(reduced.tokensAfter).toBe(reduced.tokensBefore);
+    expect(reduced.tokensBound).toBe(false);
+  });
+
+  it('says when its figures hold a huge text counted by its bytes: upper bounds, not counts', () => {
+    const huge = 'log line: request served in 12 ms\n'.repeat(7_500);
+    expect(huge.length).toBeGreaterThan(EXACT_COUNT_CHARS);
+    const messages = [...session(2), ...toolRound('call_big', 'bash', { command: 'cat log' }, huge)];
+    const roomy = reduceToWindow(messages, { room: 400_000, tokenCounter: counter });
+    expect(roomy).toMatchObject({ changed: false, tokensBound: true });
+    expect(roomy.tokensBefore).toBeGreaterThan(huge.length);
   });
 
   it('elides the oldest tool results first, keeping every call with its result, the head and the latest turn', () => {

@@ -54,8 +54,11 @@ export interface WindowReduction {
    * times the room, else estimated by characters (it is not tokenized whole).
    */
   tokensBefore: number;
-  /** Whether `tokensBefore` counted some text over `EXACT_COUNT_CHARS` by its upper bound. */
-  tokensBeforeBound: boolean;
+  /**
+   * Whether `tokensBefore` or `tokensAfter` counted some text over `EXACT_COUNT_CHARS` by its
+   * upper bound: then they are upper bounds, not counts.
+   */
+  tokensBound: boolean;
   /** Tokens of the messages after, counted (texts over `EXACT_COUNT_CHARS` by their upper bound). */
   tokensAfter: number;
   /** Tool results whose content was elided. */
@@ -322,17 +325,15 @@ export function reduceToWindow(
   const working: Working = { messages: [...messages], sizes: [], counter };
   const estimated = messages.map(estimateOf);
   let tokensBefore = totalOf(estimated);
-  let tokensBeforeBound = false;
   if (tokensBefore <= room * COUNT_WHOLE_FACTOR) {
     working.sizes = messages.map((message) => countMessageTokens(counter, message));
     tokensBefore = totalOf(working.sizes);
-    tokensBeforeBound = counter.bounded;
     if (tokensBefore <= room) {
       return {
         messages: working.messages,
         changed: false,
         tokensBefore,
-        tokensBeforeBound,
+        tokensBound: counter.bounded,
         tokensAfter: tokensBefore,
         elided: 0,
         dropped: 0,
@@ -360,7 +361,7 @@ export function reduceToWindow(
     messages: working.messages,
     changed,
     tokensBefore,
-    tokensBeforeBound,
+    tokensBound: counter.bounded,
     tokensAfter,
     ...result,
     fits: tokensAfter <= room,

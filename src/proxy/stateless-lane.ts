@@ -87,13 +87,13 @@ export function reduceStatelessly(
   headers.set('x-selfgc-tokens-after', String(tokensAfter));
   headers.set('x-selfgc-output-reserve', String(reserve.outputTokens));
   // A huge text counted by its bytes: the figures are upper bounds, as governance says of its own.
-  if (reduction.tokensBeforeBound) headers.set(TOKENS_BOUND_HEADER, 'true');
+  if (reduction.tokensBound) headers.set(TOKENS_BOUND_HEADER, 'true');
   Object.assign(trace.entry, {
     tokensBefore,
     tokensAfter,
     outputReserve: reserve.outputTokens,
     lane: reason,
-    ...(reduction.tokensBeforeBound ? { tokensBound: true } : {}),
+    ...(reduction.tokensBound ? { tokensBound: true } : {}),
   });
   settings.metrics.count('selfgc_proxy_stateless_lane_total', { arm: trace.arm, reason });
   if (!reduction.changed) return undefined;
