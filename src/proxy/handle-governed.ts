@@ -44,7 +44,7 @@ interface Exchange {
   /** The client's headers as they go upstream (without the body's coding once it is decoded). */
   forwarded: Headers;
   /**
-   * The prompt the client sent, once it passes `clientCompactionTokens`: a successful answer
+   * The prompt the client sent, once it reaches `clientCompactionTokens`: a successful answer
    * reports it (`client-compaction-signal.ts`).
    */
   reportedTokens?: number;
@@ -151,7 +151,7 @@ export async function handleGoverned(
 }
 
 /**
- * What the client gets of its answer: as it came, or, once the prompt it sent passes
+ * What the client gets of its answer: as it came, or, once the prompt it sent reaches
  * `clientCompactionTokens`, with that prompt reported as the usage, so that it compacts
  * (`client-compaction-signal.ts`). Such an answer is flagged, logged and counted by
  * `answerHeaders`, when it succeeded: an error, or a failure of the proxy's own, reports nothing.
