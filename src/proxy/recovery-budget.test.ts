@@ -47,6 +47,14 @@ describe('cutPage', () => {
     }
   });
 
+  it('ends a page of JSON text at an escaped line break, as Cline sends its tool results', () => {
+    const json = JSON.stringify([{ query: 'notes/secret.txt', result: text }]);
+    expect(json).not.toContain('\n');
+    const pages = pagesOf(json, 500);
+    expect(pages.join('')).toBe(json);
+    for (const page of pages.slice(0, -1)) expect(page.endsWith('\\n')).toBe(true);
+  });
+
   it('returns the whole rest when it fits', () => {
     expect(cutPage('short text', 0, 100, approximateTokenCounter)).toEqual({ page: 'short text', end: 10 });
     expect(cutPage('short text', 6, 100, approximateTokenCounter)).toEqual({ page: 'text', end: 10 });

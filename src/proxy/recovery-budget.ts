@@ -104,7 +104,7 @@ function wholeCharacters(text: string, offset: number, size: number): number {
 
 /**
  * The longest piece of `text` from `offset` that fits `budget` tokens, ending at a line break
- * when one falls in its second half; `end` is where the next page starts (`offset` itself when
+ * (or an escaped `\n` of JSON text) when one falls in its second half; `end` is where the next page starts (`offset` itself when
  * not even one character fits). A few counts of shrinking candidates, never of the whole text
  * (a span can be hundreds of thousands of characters).
  */
@@ -133,8 +133,11 @@ export function cutPage(
   }
   let end = offset + fits;
   if (end < text.length) {
-    const lineEnd = text.lastIndexOf('\n', end - 1);
-    if (lineEnd + 1 > offset + fits / 2) end = lineEnd + 1;
+    // A line break, or one written as `\n` inside JSON text (tool results a client sends as
+    // JSON, Cline's), where the page can end after it.
+    const escaped = end < 2 ? -1 : text.lastIndexOf('\\n', end - 2);
+    const lineEnd = Math.max(text.lastIndexOf('\n', end - 1) + 1, escaped < 0 ? 0 : escaped + 2);
+    if (lineEnd > offset + fits / 2) end = lineEnd;
   }
   return { page: text.slice(offset, end), end };
 }
