@@ -250,16 +250,17 @@ describe('governOpenAI on an oversized session', () => {
     ).rejects.toMatchObject({ cause: expect.any(UngovernedCallError) });
     expect(upstream.requests).toHaveLength(0);
 
-    upstream.enqueue({ text: 'as written' });
+    upstream.enqueue({ text: 'kept by OpenAI' }, { text: 'as written' });
+    const kept = await client.responses.create({ model: 'gpt-test', input: 'Hello' });
     const events: GovernEvent[] = [];
     const lenient = governed(events, true);
     const response = await lenient.responses.create({
       model: 'gpt-test',
       input: 'Hi',
-      previous_response_id: 'resp_1',
+      previous_response_id: kept.id,
     });
     expect(response.output_text).toBe('as written');
-    expect(upstream.requests[0]?.body).toMatchObject({ previous_response_id: 'resp_1' });
+    expect(upstream.requests[1]?.body).toMatchObject({ previous_response_id: kept.id });
     expect(events).toMatchObject([{ status: 'ungoverned', error: { name: 'UngovernedCallError' } }]);
   });
 

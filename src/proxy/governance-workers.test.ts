@@ -124,12 +124,14 @@ describe('governance in worker threads', () => {
 
   it('hands a body it leaves as it is back, and upstream gets the client’s bytes as they came', async () => {
     fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'as sent' }) });
+    expect((await fixture.post('responses', '{"model": "gpt-x", "input": "hi"}')).status).toBe(200);
     // Server-side history is not governed; the spacing and escapes are the client's own.
-    const body = '{ "model": "gpt-x",\n  "previous_response_id": "resp_1", "input": "caf\\u00e9 — é€😀" }';
+    const body =
+      '{ "model": "gpt-x",\n  "previous_response_id": "resp_scripted0000", "input": "caf\\u00e9 — é€😀" }';
     const response = await fixture.post('responses', body);
     expect(response.status).toBe(200);
     expect(response.headers.get('x-selfgc-governance')).toBe('server-state');
-    expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
+    expect(fixture.upstream.requests[1]?.rawBody).toBe(body);
   });
 
   it('answers a body that is not UTF-8 with a 400, decoded in the worker', async () => {

@@ -139,7 +139,7 @@ function wantsReasoning(body: Record<string, unknown>): boolean {
   return Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content');
 }
 
-function outputItems(context: WireContext): OutputItem[] {
+export function outputItems(context: WireContext): OutputItem[] {
   const { content } = context;
   const status = content.truncated ? 'incomplete' : 'completed';
   if (content.compaction !== undefined)

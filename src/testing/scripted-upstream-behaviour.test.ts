@@ -129,6 +129,50 @@ describe('errors and failure modes', () => {
   });
 });
 
+describe('continuing a response (previous_response_id)', () => {
+  const call = { toolCalls: [{ name: 'read_file', arguments: { path: 'a.ts' } }] };
+
+  it('continues a stored answer whose calls the new input answers', async () => {
+    const server = await start({ script: [call, { text: 'done' }] });
+    const first = await readJson(post(server, '/v1/responses', { model: 'm', input: 'read a.ts' }));
+    const callId = first.output[0].call_id;
+    const input = [{ type: 'function_call_output', call_id: callId, output: 'x' }];
+    const second = await readJson(post(server, '/v1/responses', { previous_response_id: first.id, input }));
+    expect(second.output[0].content[0].text).toBe('done');
+  });
+
+  it('refuses an unknown or unstored response, a call left unanswered and an output without its call', async () => {
+    const server = await start({ script: [call, call] });
+    const unstored = await readJson(post(server, '/v1/responses', { input: 'read', store: false }));
+    const stored = await readJson(post(server, '/v1/responses', { input: 'read' }));
+    const refusals = [
+      { previous_response_id: unstored.id, input: 'go on' },
+      { previous_response_id: 'resp_never', input: 'go on' },
+      { previous_response_id: stored.id, input: 'go on' },
+      {
+        previous_response_id: stored.id,
+        input: [
+          { type: 'function_call_output', call_id: stored.output[0].call_id, output: 'x' },
+          { type: 'function_call_output', call_id: 'call_other', output: 'y' },
+        ],
+      },
+    ];
+    const errors = [];
+    for (const body of refusals) {
+      const response = await post(server, '/v1/responses', body);
+      expect(response.status).toBe(400);
+      errors.push((await readJson(response)).error.message);
+    }
+    expect(errors).toEqual([
+      `Previous response with id '${unstored.id}' not found.`,
+      "Previous response with id 'resp_never' not found.",
+      `No tool output found for function call ${stored.output[0].call_id}.`,
+      'No tool call found for function call output with call_id call_other.',
+    ]);
+    expect(server.remaining()).toBe(0);
+  });
+});
+
 describe('script and request log', () => {
   it('calls a script function with each request and records path, headers and body', async () => {
     const server = await start({

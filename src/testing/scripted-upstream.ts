@@ -21,6 +21,7 @@ import {
   chatErrorFrame,
   openaiErrorBody,
   openaiModelList,
+  outputItems,
   renderChatCompletion,
   renderResponse,
   responseErrorFrame,
@@ -37,6 +38,7 @@ import {
   type ScriptedReply,
   type ScriptedRequest,
 } from './scripted-reply.js';
+import { createResponseStore } from './scripted-response-store.js';
 
 export interface ScriptedUpstreamOptions {
   /** What to answer on the generation paths (chat completions, responses, messages). */
@@ -114,6 +116,7 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
   const requests: ScriptedRequest[] = [];
   const queue = typeof options.script === 'function' ? undefined : [...options.script];
   const closing = new AbortController();
+  const responses = createResponseStore();
 
   async function nextReply(request: ScriptedRequest): Promise<ScriptedReply> {
     if (typeof options.script === 'function') return options.script(request);
@@ -172,6 +175,10 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
       );
     }
 
+    const body = isRecord(parsed.value) ? parsed.value : {};
+    const refusal = route === 'responses' ? responses.refusal(body) : undefined;
+    if (refusal !== undefined) return fail(refusal);
+
     const reply = await nextReply(request);
     if (reply.delayMs !== undefined) await pause(reply.delayMs, signal);
     if (reply.hang === true) await untilAborted(signal);
@@ -183,7 +190,6 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
       return sendError(res, dialect, reply.error, ids.requestId, reply.headers ?? {});
 
     const generator = GENERATORS[route];
-    const body = isRecord(parsed.value) ? parsed.value : {};
     const content = resolveContent(reply, (position) => `${generator.toolCallPrefix}${ids.id}_${position}`);
     const cached = options.cachedInputTokens;
     const defaultCached = typeof cached === 'function' ? cached(request) : (cached ?? 0);
@@ -197,9 +203,11 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
       chunkChars: options.streamChunkChars ?? 8,
     };
     const answerHeaders = { ...requestIdHeader(dialect, ids.requestId), ...reply.headers };
+    const cut = reply.cutStream;
+    if (route === 'responses' && cut === undefined)
+      responses.remember(body, `resp_${ids.id}`, outputItems(context));
     if (body.stream !== true) return sendJson(res, 200, generator.json(context), answerHeaders);
     let frames = generator.frames(context);
-    const cut = reply.cutStream;
     if (cut !== undefined) {
       frames = frames.slice(0, cut.afterEvents);
       if (cut.error !== undefined) frames.push(generator.errorFrame(cut.error, ids.requestId, frames.length));
