@@ -117,7 +117,7 @@ export async function handleGoverned(
     const reported = clientCompactionSignal(exchange, body.byteLength);
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined)
-      return reported(await forward(exchange, prepared.body));
+      return reported(await forward(exchange, continuingStored(exchange, keyHash, prepared.body)));
     const recovery = createRecovery({
       dialect,
       governor,
@@ -134,7 +134,11 @@ export async function handleGoverned(
     });
     const sent = await send(exchange, prepared.body);
     if (eventStreamOf(sent.call) !== null) {
-      const merger = dialect.mergeStreams({ isInternal: isRecoveryTool, client: recovered.client });
+      const merger = dialect.mergeStreams({
+        isInternal: isRecoveryTool,
+        client: recovered.client,
+        onStored: (shown, stored) => settings.storedResponses.note(keyHash, shown, stored),
+      });
       return reported(
         answerStreamed(exchange, sent, { recovery, merger, viewTokens: recovered.window.viewTokens }),
       );
@@ -148,6 +152,18 @@ export async function handleGoverned(
   } catch (error) {
     return trace.fail(error, dialect.provider, headers);
   }
+}
+
+/**
+ * The body to send of a request governance left as it came: one continuing an answer the proxy
+ * merged goes on from the response that closed it (`stored-responses.ts`).
+ */
+function continuingStored(exchange: Exchange, scope: string, bytes: Uint8Array): Uint8Array {
+  const { dialect, settings, trace } = exchange;
+  if (trace.entry.governance !== 'server-state' || dialect.continuingStored === undefined) return bytes;
+  const body = JSON.parse(decodeBodyText(bytes)) as JsonObject;
+  const continuing = dialect.continuingStored(body, (id) => settings.storedResponses.storedFor(scope, id));
+  return continuing === undefined ? bytes : new TextEncoder().encode(JSON.stringify(continuing));
 }
 
 /**

@@ -17,6 +17,7 @@ import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
 import type { KeylessTenancy } from './session-identity.js';
+import { createStoredResponses, type StoredResponses } from './stored-responses.js';
 import { createTranscriptCache, type TranscriptCache } from './transcript-cache.js';
 
 export interface ProxyOptions {
@@ -129,6 +130,8 @@ export interface ProxySettings {
   governance: GovernanceWorkers | undefined;
   /** The transcript cache of governance on the proxy's own thread (workers have their own). */
   transcripts: TranscriptCache;
+  /** The stored responses merged answers stand for, for the clients that continue them. */
+  storedResponses: StoredResponses;
   metrics: ProxyMetrics;
   upstream: UpstreamTransport;
   now: () => number;
@@ -221,6 +224,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     storeHealth: healthOf(options.store),
     governance: options.governance,
     transcripts: createTranscriptCache(),
+    storedResponses: createStoredResponses(),
     metrics: createProxyMetrics(),
     upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),
     now: options.now ?? (() => performance.timeOrigin + performance.now()),

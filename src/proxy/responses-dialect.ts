@@ -88,6 +88,11 @@ export const responsesDialect: WireDialect = {
     if (body.conversation !== undefined && body.conversation !== null) return 'server-state';
     return undefined;
   },
+  continuingStored(body, storedFor) {
+    const shown = body.previous_response_id;
+    const stored = typeof shown === 'string' ? storedFor(shown) : undefined;
+    return stored === undefined ? undefined : replaceFields(body, { previous_response_id: stored });
+  },
   recoverable(body) {
     // Codex's compaction request ends in a trigger and must be answered by one `compaction` item:
     // the proxy's tools and rounds would stand between them.

@@ -3,7 +3,9 @@
  * `response.in_progress`, the output items of every round renumbered (`output_index`) in the
  * order the client receives them, `sequence_number` counted anew over everything sent, and one
  * `response.completed` whose `response.output` is exactly the items streamed (the SDK's
- * `ResponseStream` takes that object as its final response). The proxy's tools never show in
+ * `ResponseStream` takes that object as its final response), under the first round's id: where
+ * the provider keeps answers, a client continuing it is sent on from the last
+ * (`stored-responses.ts`). The proxy's tools never show in
  * the echoed `tools` and `tool_choice`.
  */
 import { answeredCallId, clientCallName, pairedItems } from './responses-items.js';
@@ -155,6 +157,12 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
         return pairedItems(held, isProxyCall, (block) => block.leading === true);
       });
       if (closing !== undefined) {
+        const stored = isJsonObject(closing.payload.response)
+          ? stringOf(closing.payload.response.id)
+          : undefined;
+        const shown = stringOf(first?.id);
+        if (providerKeepsItems && stored !== undefined && shown !== undefined && stored !== shown)
+          options.onStored?.(shown, stored);
         const response = { ...hidden(closing.payload.response), output: sent.filter(isJsonObject) };
         events.push(sequenced(closing.message, { ...closing.payload, response }));
       }

@@ -32,6 +32,11 @@ export interface StreamMergerOptions {
    * its `store` (whether the provider keeps the answer's items).
    */
   client: JsonObject;
+  /**
+   * Where the provider keeps the answer under another id than the one the client got (a later
+   * round's): called when the answer closes, with both.
+   */
+  onStored?(shown: string, stored: string): void;
 }
 
 /** How one upstream round's stream ended. */

@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Wire } from '../testing/upstream-test-kit.js';
 import { type ServedProxy, serveProxy } from './serve-proxy.js';
@@ -150,6 +151,42 @@ describe('transparent recovery of streamed answers', () => {
       expect(types.filter((type: string) => type === 'reasoning')).toHaveLength(reasoningItems);
       expect(types.at(-1)).toBe('message');
       expect(fixture!.upstream.requests[1]?.rawBody).toContain('"type":"reasoning"');
+    },
+  );
+
+  it.each([
+    ['streamed', true],
+    ['whole', false],
+  ])(
+    'responses: a client may continue a recovered answer (%s) by previous_response_id',
+    async (_, stream) => {
+      const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
+      const url = await serve({
+        script: (request) => {
+          if ((request.body as Wire).previous_response_id !== undefined) return { text: 'Read it.' };
+          return isRecoveryRound(request)
+            ? { toolCalls: [readFile] }
+            : { text: 'Looking. ', toolCalls: expandOf(request) };
+        },
+      });
+      const openai = new OpenAI({ apiKey: 'sk-test-key', baseURL: `${url}/v1`, maxRetries: 0 });
+      const body = agentBody('responses');
+      const answer = stream
+        ? await openai.responses.stream(body).finalResponse()
+        : await openai.responses.create(body);
+      const call = (answer.output as Wire[]).find((item) => item.type === 'function_call')!;
+      expect(call.name).toBe('read_file');
+      // The streamed answer keeps the id its `response.created` gave (the first round's), the
+      // whole one is the round that closed it; either way the client continues from a stored
+      // response that holds its call, every proxy call answered before it.
+      expect(answer.id).toBe(stream ? 'resp_scripted0000' : 'resp_scripted0001');
+      const next = await openai.responses.create({
+        model: body.model,
+        tools: body.tools,
+        previous_response_id: answer.id,
+        input: [{ type: 'function_call_output', call_id: call.call_id, output: 'export const x = 1;' }],
+      });
+      expect(next.output_text).toBe('Read it.');
     },
   );
 
