@@ -94,6 +94,9 @@ export const responsesDialect: WireDialect = {
     return stored === undefined ? undefined : replaceFields(body, { previous_response_id: stored });
   },
   recoverable(body) {
+    // A response run in the background is read back by the client (`GET /responses/{id}`), round
+    // by round as the provider keeps it: no round of the proxy's may stand in it.
+    if (body.background === true) return false;
     // Codex's compaction request ends in a trigger and must be answered by one `compaction` item:
     // the proxy's tools and rounds would stand between them.
     const items = inputItems(body);

@@ -378,6 +378,18 @@ describe('transparent recovery', () => {
     expect(fixture.upstream.requests[1]?.rawBody).toContain('expand(');
   });
 
+  it('adds no tools to a Responses request run in the background, which the client reads back itself', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
+    const body = conversationBody('responses', { turns: TURNS });
+    await fixture.post('responses', { ...body, background: true });
+    await fixture.post('responses', { ...body, background: false });
+    expect(fixture.upstream.requests.map((request) => request.rawBody.includes(EXPAND_TOOL))).toEqual([
+      false,
+      true,
+    ]);
+    expect(fixture.upstream.requests[0]?.rawBody).not.toContain('expand(');
+  });
+
   it.each([false, true])(
     'pages through a payload over the rounds of one request, each page in the same room (streamed: %s)',
     async (stream) => {
