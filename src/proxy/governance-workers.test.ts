@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { SelfGcError } from '../core/errors.js';
 import { readSessionState, sidecarKeyOf } from '../core/session-state.js';
 import { defaultEntryModel } from '../core/valuator/entry-model.js';
@@ -132,6 +132,28 @@ describe('governance in worker threads', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-selfgc-governance')).toBe('server-state');
     expect(fixture.upstream.requests[1]?.rawBody).toBe(body);
+  });
+
+  it('leaves a body that continues server-side state unparsed on the proxy’s thread', async () => {
+    fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'as sent' }) });
+    const parse = JSON.parse;
+    const parsedHere: string[] = [];
+    // The scripted upstream parses the body in this thread too: only the proxy's handling counts.
+    vi.spyOn(JSON, 'parse').mockImplementation((text, reviver) => {
+      const stack = new Error().stack ?? '';
+      if (stack.includes('handle-governed') && text.includes('client-input')) parsedHere.push(text);
+      return parse(text, reviver);
+    });
+    try {
+      for (const state of [{ conversation: 'conv_1' }, { previous_response_id: 'resp_elsewhere' }]) {
+        const body = { model: 'gpt-x', ...state, input: 'client-input' };
+        await (await fixture.post('responses', body)).text();
+      }
+    } finally {
+      vi.restoreAllMocks();
+    }
+    expect(fixture.upstream.requests.map((request) => request.rawBody)).toHaveLength(2);
+    expect(parsedHere).toEqual([]);
   });
 
   it('answers a body that is not UTF-8 with a 400, decoded in the worker', async () => {

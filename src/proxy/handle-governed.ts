@@ -15,11 +15,16 @@ import {
 import { CLIENT_COMPACTION, withClientCompactionSignal } from './client-compaction-signal.js';
 import { decodeBody } from './content-coding.js';
 import { usageHolderOf } from './json-layout.js';
-import { markPassThrough, prepareUpstream, UNREADABLE_ENCODING } from './prepare-upstream.js';
+import {
+  markPassThrough,
+  type PreparedUpstream,
+  prepareUpstream,
+  UNREADABLE_ENCODING,
+} from './prepare-upstream.js';
 import { publicError, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
-import { decodeBodyText, joinChunks } from './read-body-bytes.js';
+import { decodeBodyText, encodeBodyText, joinChunks } from './read-body-bytes.js';
 import { addWarnings, createRequestTrace, type RequestTrace } from './request-trace.js';
 import { namespaceOf } from './session-identity.js';
 import type { StreamMerger } from './stream-merger.js';
@@ -117,7 +122,7 @@ export async function handleGoverned(
     const reported = clientCompactionSignal(exchange, body.byteLength);
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined)
-      return reported(await forward(exchange, continuingStored(exchange, keyHash, prepared.body)));
+      return reported(await forward(exchange, continuingStored(exchange, keyHash, prepared)));
     const recovery = createRecovery({
       dialect,
       governor,
@@ -156,14 +161,16 @@ export async function handleGoverned(
 
 /**
  * The body to send of a request governance left as it came: one continuing an answer the proxy
- * merged goes on from the response that closed it (`stored-responses.ts`).
+ * merged goes on from the response that closed it (`stored-responses.ts`). Only such a body is
+ * parsed again here: the rest go as their bytes, unread on the proxy's thread.
  */
-function continuingStored(exchange: Exchange, scope: string, bytes: Uint8Array): Uint8Array {
-  const { dialect, settings, trace } = exchange;
-  if (trace.entry.governance !== 'server-state' || dialect.continuingStored === undefined) return bytes;
-  const body = JSON.parse(decodeBodyText(bytes)) as JsonObject;
-  const continuing = dialect.continuingStored(body, (id) => settings.storedResponses.storedFor(scope, id));
-  return continuing === undefined ? bytes : new TextEncoder().encode(JSON.stringify(continuing));
+function continuingStored(exchange: Exchange, scope: string, prepared: PreparedUpstream): Uint8Array {
+  const { dialect, settings } = exchange;
+  const shown = prepared.continues;
+  const stored = shown === undefined ? undefined : settings.storedResponses.storedFor(scope, shown);
+  if (stored === undefined || dialect.continuingStored === undefined) return prepared.body;
+  const body = JSON.parse(decodeBodyText(prepared.body)) as JsonObject;
+  return encodeBodyText(JSON.stringify(dialect.continuingStored(body, stored)));
 }
 
 /**

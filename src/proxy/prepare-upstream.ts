@@ -75,6 +75,11 @@ export interface PrepareInput {
 export interface PreparedUpstream {
   /** The body to send upstream first: the client's own bytes when governance left it as it is. */
   body: Uint8Array;
+  /**
+   * The stored answer the body continues (`WireDialect.continuedAnswer`), read here, off the
+   * proxy's thread: the proxy's thread parses the body again only when it is to name another.
+   */
+  continues?: string;
   /** Set when transparent recovery runs: `body` then carries the recovery tools. */
   recovery?: {
     /** The store session id. */
@@ -166,8 +171,13 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const model = requireModel(body);
   dialect.checkBody(body);
   trace.entry.stream = body.stream === true;
+  // A body that continues a stored answer is never governed: it goes as it came, or continues
+  // another answer (`stored-responses.ts`), whether the adapters can read it or not.
+  const continues = dialect.continuedAnswer?.(body);
+  const asCame: PreparedUpstream =
+    continues === undefined ? { body: input.bytes } : { body: input.bytes, continues };
   const read = readOrPassThrough(input, body, reading);
-  if (read === undefined) return { body: input.bytes };
+  if (read === undefined) return asCame;
   const { messages: transcript, bound } = read;
   checkArgumentDepth(transcript, bound?.reused);
   bound?.keep();
@@ -203,7 +213,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     ...(input.lane === undefined ? {} : { lane: input.lane }),
     ...(bound === undefined ? {} : { chain: bound.chain }),
   });
-  if (governed.body === undefined) return { body: input.bytes };
+  if (governed.body === undefined) return asCame;
   const { result, governor } = governed;
   const settle = governed.settle === undefined ? {} : { settle: governed.settle };
   const recover =

@@ -88,10 +88,11 @@ export const responsesDialect: WireDialect = {
     if (body.conversation !== undefined && body.conversation !== null) return 'server-state';
     return undefined;
   },
-  continuingStored(body, storedFor) {
-    const shown = body.previous_response_id;
-    const stored = typeof shown === 'string' ? storedFor(shown) : undefined;
-    return stored === undefined ? undefined : replaceFields(body, { previous_response_id: stored });
+  continuedAnswer(body) {
+    return typeof body.previous_response_id === 'string' ? body.previous_response_id : undefined;
+  },
+  continuingStored(body, id) {
+    return replaceFields(body, { previous_response_id: id });
   },
   recoverable(body) {
     // A response run in the background is read back by the client (`GET /responses/{id}`), round

@@ -190,6 +190,43 @@ describe('transparent recovery of streamed answers', () => {
     },
   );
 
+  it.each([
+    ['governed in a worker thread', { workers: 1 }, []],
+    // A continuation is never governed: whether the adapters can read it does not matter.
+    ['with an item the adapters cannot read', {}, [{ role: 'user', content: 'Thanks.', status: null }]],
+  ])(
+    'responses: a client continues a recovered streamed answer from the round that closed it (%s)',
+    async (_, options, extra) => {
+      const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
+      const url = await serve({
+        ...options,
+        script: (request) => {
+          if ((request.body as Wire).previous_response_id !== undefined) return { text: 'Read it.' };
+          return isRecoveryRound(request)
+            ? { toolCalls: [readFile] }
+            : { text: 'Looking. ', toolCalls: expandOf(request) };
+        },
+      });
+      const openai = new OpenAI({ apiKey: 'sk-test-key', baseURL: `${url}/v1`, maxRetries: 0 });
+      const body = agentBody('responses');
+      const answer = await openai.responses.stream(body).finalResponse();
+      const call = (answer.output as Wire[]).find((item) => item.type === 'function_call')!;
+      const next = await openai.responses.create({
+        model: body.model,
+        tools: body.tools,
+        previous_response_id: answer.id,
+        input: [
+          { type: 'function_call_output', call_id: call.call_id, output: 'export const x = 1;' },
+          ...(extra as []),
+        ],
+      });
+      expect(next.output_text).toBe('Read it.');
+      expect(fixture!.upstream.requests.at(-1)?.body).toMatchObject({
+        previous_response_id: 'resp_scripted0001',
+      });
+    },
+  );
+
   it('stops after three rounds, forbids tools on the last call, and drops a proxy call made anyway', async () => {
     const url = await serve({
       script: (request) => ({ text: 'again ', toolCalls: expandOf(request) }),

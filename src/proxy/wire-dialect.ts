@@ -86,11 +86,10 @@ export interface WireDialect {
   outputLimit(body: JsonObject): number | undefined;
   /** Why a request cannot be governed (its history lives upstream), or undefined. */
   ungovernedReason?(body: JsonObject): string | undefined;
-  /**
-   * A request that continues a stored answer, made to continue `storedFor` of the id it names
-   * (`stored-responses.ts`); undefined when `storedFor` knows no other.
-   */
-  continuingStored?(body: JsonObject, storedFor: (id: string) => string | undefined): JsonObject | undefined;
+  /** The stored answer a request continues (the id it names), or undefined. */
+  continuedAnswer?(body: JsonObject): string | undefined;
+  /** The request made to continue the stored answer `id` instead (`stored-responses.ts`). */
+  continuingStored?(body: JsonObject, id: string): JsonObject;
   /** Whether the proxy can answer its own tools in the answers to this request (default yes). */
   recoverable?(body: JsonObject): boolean;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
