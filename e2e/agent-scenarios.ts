@@ -16,7 +16,8 @@ export type ScenarioName =
   | 'resume'
   | 'subagent'
   | 'compaction'
-  | 'auto-compaction';
+  | 'auto-compaction'
+  | 'parallel-reads';
 
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'two-runs',
@@ -26,6 +27,7 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'subagent',
   'compaction',
   'auto-compaction',
+  'parallel-reads',
 ];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
@@ -84,6 +86,11 @@ export interface ScenarioRun {
    * model writes the summary, and the run goes on from it to the end of its steps.
    */
   autoCompacts?: boolean;
+  /**
+   * The scripted model asks for this many steps in one turn (`parallel-reads`), each in a call of
+   * its own, as models call read-only tools side by side: the client answers them in one message.
+   */
+  parallel?: number;
   /**
    * A file of the run that the prompt comes with, attached the CLI's own way (`long-task`: the
    * first note, so the task's request carries a file the proxy must be able to fold).
@@ -168,8 +175,14 @@ function stepPath(step: number): string {
   return `notes/part-${String(step).padStart(2, '0')}.txt`;
 }
 
-/** Steps alternate between the read tool and the shell tool. */
-function makeRun(label: string, stepCount: number, prompt: string, secretStep: boolean): ScenarioRun {
+/** Steps alternate between the read tool and the shell tool; each file has `lines` lines. */
+function makeRun(
+  label: string,
+  stepCount: number,
+  prompt: string,
+  secretStep: boolean,
+  lines = LINES_PER_FILE,
+): ScenarioRun {
   const marker = `E2E-RUN-${hex(6)}`;
   const secret = secretStep ? secretPhrase() : undefined;
   const files: Record<string, string> = {};
@@ -181,7 +194,7 @@ function makeRun(label: string, stepCount: number, prompt: string, secretStep: b
     const path = holdsSecret ? 'notes/secret.txt' : stepPath(step);
     files[path] = holdsSecret
       ? stepFile(step, marker, token, [`${SECRET_LEAD} ${secret}.`], SECRET_FILE_LINES, SECRET_AT_LINE)
-      : stepFile(step, marker, token);
+      : stepFile(step, marker, token, [], lines);
     steps.push({ tool: step % 2 === 1 ? 'read' : 'shell', path });
     lastToken = token;
   }
@@ -200,6 +213,8 @@ const RESUME_PROMPT = 'Now tell me the release code from notes/secret.txt, as yo
 const COMPACTION_PROMPT =
   'Go through all sixteen notes in notes/ (part-01 to part-16), one file after the other, and tell me the token the last one ends with.';
 const AFTER_COMPACTION_PROMPT = 'Which token did the last note end with? Answer as you did before.';
+const PARALLEL_PROMPT =
+  'Go through all fifteen notes in notes/ (part-01 to part-15), two at a time, and tell me the token the last one ends with.';
 const SUBAGENT_PROMPT =
   'Read the notes part-01 to part-07 in notes/, then have a subagent read notes/sub-01.txt to notes/sub-04.txt, and tell me the token it reports.';
 
@@ -273,6 +288,13 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: compactedRuns() };
     case 'auto-compaction':
       return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT, false), autoCompacts: true }] };
+    case 'parallel-reads':
+      // Files half a step's size: the two results of a turn take the room one takes elsewhere,
+      // so the latest turn fits the small windows the CLIs play in (none is folded to fit).
+      return {
+        name,
+        runs: [{ ...makeRun('run-1', 15, PARALLEL_PROMPT, false, LINES_PER_FILE / 2), parallel: 2 }],
+      };
   }
 }
 

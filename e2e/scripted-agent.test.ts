@@ -191,6 +191,40 @@ describe('the scripted agent', () => {
     expect(plainAgent(request)).toEqual({ text: expectedAnswer(plain) });
   });
 
+  it('asks for two steps in one turn in parallel-reads, and goes on after the later of their results', () => {
+    const parallel = createScenario('parallel-reads').runs[0]!;
+    const parallelAgent = createScriptedAgent({
+      tools: AGENT_CLIS['claude-code'].tools,
+      project: '/p',
+      run: () => parallel,
+    });
+    const read = (index: number) => ({
+      name: 'Read',
+      arguments: { file_path: `/p/${pathOf(parallel, index)}` },
+    });
+    const cat = (index: number) => ({
+      name: 'Bash',
+      arguments: { command: `cat ${pathOf(parallel, index)}`, description: 'Show a note' },
+    });
+    const first = { role: 'user', content: parallel.prompt };
+    expect(parallelAgent(messagesRequest([first])).toolCalls).toEqual([read(0), cat(1)]);
+    // Both results in one message, in either order: the next pair starts after the later step.
+    const both = {
+      role: 'user',
+      content: [1, 0].map((index) => ({
+        type: 'tool_result',
+        tool_use_id: `toolu_${index}`,
+        content: [{ type: 'text', text: parallel.files[pathOf(parallel, index)]! }],
+      })),
+    };
+    const calls = { role: 'assistant', content: [stepCall('toolu_0'), stepCall('toolu_1')] };
+    expect(parallelAgent(messagesRequest([first, calls, both])).toolCalls).toEqual([read(2), cat(3)]);
+    // Fifteen steps: the last turn asks for the last step alone.
+    const last = parallel.steps.length - 1;
+    const beforeLast = stepResult('toolu_13', parallel.files[pathOf(parallel, last - 1)]!);
+    expect(parallelAgent(messagesRequest([first, calls, beforeLast])).toolCalls).toEqual([read(last)]);
+  });
+
   describe('with a subagent', () => {
     const delegating = createScenario('subagent').runs[0]!;
     const delegatingAgent = createScriptedAgent({

@@ -17,6 +17,7 @@
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
 import {
+  type AgentStep,
   COMPACTION_REQUEST,
   type DelegateStep,
   type FileStep,
@@ -183,6 +184,12 @@ function fileCall(options: ScriptedAgentOptions, step: FileStep) {
     : options.tools.shell(`cat ${step.path}`);
 }
 
+/** The file steps at the head of `steps`, up to the first that is not one. */
+function fileSteps(steps: readonly AgentStep[]): FileStep[] {
+  const end = steps.findIndex((step) => step.tool === 'agent');
+  return (end < 0 ? steps : steps.slice(0, end)) as FileStep[];
+}
+
 /** The delegate step whose subagent this conversation is (its opening prompt), with its number. */
 function delegationOf(
   request: WireRequest,
@@ -245,8 +252,11 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
       if (options.tools.delegate === undefined) return say('E2E-FAILED this CLI has no agent tool to script');
       return { text: `Step ${step + 1}: a subagent.`, toolCalls: [options.tools.delegate(next.prompt)] };
     }
-    if (next !== undefined)
-      return { text: `Step ${step + 1}: ${next.path}.`, toolCalls: [fileCall(options, next)] };
+    if (next !== undefined) {
+      const batch = fileSteps(run.steps.slice(step, step + (run.parallel ?? 1)));
+      const paths = batch.map((file) => file.path).join(', ');
+      return { text: `Step ${step + 1}: ${paths}.`, toolCalls: batch.map((file) => fileCall(options, file)) };
+    }
     if (run.secret !== undefined) return recover(request, run, results);
     const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
     const token = TOKEN.exec(text)?.[0] ?? 'no-token';
