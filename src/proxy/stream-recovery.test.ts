@@ -155,13 +155,22 @@ describe('transparent recovery of streamed answers', () => {
   );
 
   it.each([
-    ['streamed', true],
-    ['whole', false],
+    ['streamed', true, {}, []],
+    ['whole', false, {}, []],
+    ['streamed, governed in a worker thread', true, { workers: 1 }, []],
+    // A continuation is never governed: whether the adapters can read it does not matter.
+    [
+      'streamed, with an item the adapters cannot read',
+      true,
+      {},
+      [{ role: 'user', content: 'Thanks.', status: null }],
+    ],
   ])(
-    'responses: a client may continue a recovered answer (%s) by previous_response_id',
-    async (_, stream) => {
+    'responses: a client continues a recovered answer (%s) by previous_response_id from the round that closed it',
+    async (_, stream, options, extra) => {
       const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
       const url = await serve({
+        ...options,
         script: (request) => {
           if ((request.body as Wire).previous_response_id !== undefined) return { text: 'Read it.' };
           return isRecoveryRound(request)
@@ -180,37 +189,6 @@ describe('transparent recovery of streamed answers', () => {
       // whole one is the round that closed it; either way the client continues from a stored
       // response that holds its call, every proxy call answered before it.
       expect(answer.id).toBe(stream ? 'resp_scripted0000' : 'resp_scripted0001');
-      const next = await openai.responses.create({
-        model: body.model,
-        tools: body.tools,
-        previous_response_id: answer.id,
-        input: [{ type: 'function_call_output', call_id: call.call_id, output: 'export const x = 1;' }],
-      });
-      expect(next.output_text).toBe('Read it.');
-    },
-  );
-
-  it.each([
-    ['governed in a worker thread', { workers: 1 }, []],
-    // A continuation is never governed: whether the adapters can read it does not matter.
-    ['with an item the adapters cannot read', {}, [{ role: 'user', content: 'Thanks.', status: null }]],
-  ])(
-    'responses: a client continues a recovered streamed answer from the round that closed it (%s)',
-    async (_, options, extra) => {
-      const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
-      const url = await serve({
-        ...options,
-        script: (request) => {
-          if ((request.body as Wire).previous_response_id !== undefined) return { text: 'Read it.' };
-          return isRecoveryRound(request)
-            ? { toolCalls: [readFile] }
-            : { text: 'Looking. ', toolCalls: expandOf(request) };
-        },
-      });
-      const openai = new OpenAI({ apiKey: 'sk-test-key', baseURL: `${url}/v1`, maxRetries: 0 });
-      const body = agentBody('responses');
-      const answer = await openai.responses.stream(body).finalResponse();
-      const call = (answer.output as Wire[]).find((item) => item.type === 'function_call')!;
       const next = await openai.responses.create({
         model: body.model,
         tools: body.tools,
