@@ -92,14 +92,6 @@ export const anthropicMessagesDialect: WireDialect = {
     // inherits tools and system from the thread the server holds.
     return isJsonObject(body.thread) && body.thread.type === 'continue' ? 'server-state' : undefined;
   },
-  continuedAnswer(body) {
-    const thread = body.thread;
-    if (!isJsonObject(thread) || thread.type !== 'continue') return undefined;
-    return typeof thread.previous_message_id === 'string' ? thread.previous_message_id : undefined;
-  },
-  continuingStored(body, id) {
-    return replaceFields(body, { thread: { ...(body.thread as JsonObject), previous_message_id: id } });
-  },
   recoverable(body) {
     return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : [], [body.system]));
   },

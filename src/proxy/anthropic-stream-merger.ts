@@ -1,8 +1,7 @@
 /**
  * Anthropic Messages streams merged into one message: one `message_start`, the content blocks of
  * every round renumbered in the order the client receives them, and the last round's
- * `message_delta` and `message_stop`, under the first round's message id (a thread continued
- * from it is sent on from the last round's reply: `stored-responses.ts`). The SDK's `MessageStream` appends a block at each
+ * `message_delta` and `message_stop`. The SDK's `MessageStream` appends a block at each
  * `content_block_start` and addresses deltas by `index`, so indexes must count the blocks sent.
  */
 import { createRoundBlocks, type RoundBlock } from './round-blocks.js';
@@ -82,9 +81,6 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
   let lastSent: unknown;
   /** Whether a round went on upstream: the proxy took its calls out. */
   let recovered = false;
-  /** The message id the client got (the first round's), and the latest round's. */
-  let shownId: unknown;
-  let roundId: unknown;
   const indexed = (message: SseMessage, payload: JsonObject, index: number): SseMessage => {
     if (payload.type === 'content_block_start' && isJsonObject(payload.content_block))
       lastSent = payload.content_block.type;
@@ -118,10 +114,8 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
       const index = numberOf(payload.index) ?? -1;
       switch (payload.type) {
         case 'message_start':
-          roundId = isJsonObject(payload.message) ? payload.message.id : undefined;
           if (started) return [];
           started = true;
-          shownId = roundId;
           return [message];
         case 'content_block_start': {
           const start = isJsonObject(payload.content_block) ? payload.content_block : {};
@@ -193,9 +187,6 @@ export function mergeAnthropicStreams(options: StreamMergerOptions): StreamMerge
         );
       }
       events.push({ event: 'message_stop', data: JSON.stringify({ type: 'message_stop' }) });
-      // A thread kept upstream holds each round's reply: a continuation goes on from the last.
-      if (typeof shownId === 'string' && typeof roundId === 'string' && shownId !== roundId)
-        options.onStored?.(shownId, roundId);
       startRound();
       return events;
     },

@@ -1,10 +1,9 @@
 /**
  * Which stored response a client's answer stands for, where the two differ. A streamed answer
- * that recovery merged from several rounds carries the first round's id (`response.created` or
- * `message_start` goes out before the proxy knows of a second round), while the provider keeps
- * each round as a response of its own (Responses with `store`, a Messages thread), and the first
- * ends in the proxy's call, unanswered. A client that continues the answer (`previous_response_id`,
- * a thread's `previous_message_id`) names the id it was given; the proxy sends on the round that
+ * that recovery merged from several rounds carries the first round's id (`response.created` goes
+ * out before the proxy knows of a second round), while the provider keeps each round as a response
+ * of its own, and the first ends in the proxy's call, unanswered. A client that continues the
+ * answer by `previous_response_id` names the id it was given; the proxy sends on the round that
  * closed the answer, which holds the client's items after the proxy's answered calls.
  *
  * Kept in this process, for the latest `limit` answers, apart per key: behind several proxy

@@ -205,41 +205,6 @@ describe('transparent recovery of streamed answers', () => {
     },
   );
 
-  it('messages: a thread continued from a recovered streamed answer goes on from its last reply', async () => {
-    const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
-    const url = await serve({
-      script: (request) => {
-        if ((request.body as Wire).thread?.type === 'continue') return { text: 'Read it.' };
-        return isRecoveryRound(request)
-          ? { toolCalls: [readFile] }
-          : { text: 'Looking. ', toolCalls: expandOf(request) };
-      },
-    });
-    // Claude Code's message threads (CLAUDE_CODE_TETHER_LIVE): every round of the proxy's creates
-    // a thread upstream, and only the last round's reply holds the client's call.
-    const body = { ...agentBody('messages'), thread: { type: 'create' } };
-    const answer = await streamWithSdk('messages', url, body);
-    expect(answer.final.id).toBe('msg_scripted0000');
-    const call = (answer.final.content as Wire[]).find((block) => block.type === 'tool_use')!;
-    const continued = {
-      model: body.model,
-      max_tokens: 1024,
-      thread: { type: 'continue', previous_message_id: answer.final.id },
-      messages: [
-        {
-          role: 'user',
-          content: [{ type: 'tool_result', tool_use_id: call.id, content: 'export const x = 1;' }],
-        },
-      ],
-    };
-    const next = await fixture!.post('messages', continued);
-    expect(next.status).toBe(200);
-    expect(next.headers.get('x-selfgc-governance')).toBe('server-state');
-    expect(fixture!.upstream.requests.at(-1)?.body).toMatchObject({
-      thread: { type: 'continue', previous_message_id: 'msg_scripted0001' },
-    });
-  });
-
   it('stops after three rounds, forbids tools on the last call, and drops a proxy call made anyway', async () => {
     const url = await serve({
       script: (request) => ({ text: 'again ', toolCalls: expandOf(request) }),
