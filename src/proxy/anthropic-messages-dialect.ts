@@ -93,6 +93,10 @@ export const anthropicMessagesDialect: WireDialect = {
     return isJsonObject(body.thread) && body.thread.type === 'continue' ? 'server-state' : undefined;
   },
   recoverable(body) {
+    // A thread keeps the tools of the request that made it, and its continues go upstream as
+    // sent (`ungovernedReason`): the proxy's tools would be offered there with no round of the
+    // proxy's to answer them, and the client would get the calls.
+    if (isJsonObject(body.thread)) return false;
     return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : [], [body.system]));
   },
   usageOf(payload) {

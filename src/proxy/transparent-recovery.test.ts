@@ -390,6 +390,20 @@ describe('transparent recovery', () => {
     expect(fixture.upstream.requests[0]?.rawBody).not.toContain('expand(');
   });
 
+  it('adds no tools to a Messages thread, whose continues inherit them and go upstream unanswered by the proxy', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'ok' }) });
+    const body = conversationBody('messages', { turns: TURNS });
+    // Claude Code's message threads: the server keeps the tools of the request that created the
+    // thread, and a continue (sent as it came, `server-state`) is answered with them.
+    await fixture.post('messages', { ...body, thread: { type: 'create' } });
+    await fixture.post('messages', body);
+    expect(fixture.upstream.requests.map((request) => request.rawBody.includes(EXPAND_TOOL))).toEqual([
+      false,
+      true,
+    ]);
+    expect(fixture.upstream.requests[0]?.rawBody).not.toContain('expand(');
+  });
+
   it.each([false, true])(
     'pages through a payload over the rounds of one request, each page in the same room (streamed: %s)',
     async (stream) => {
