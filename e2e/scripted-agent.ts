@@ -147,17 +147,23 @@ function recover(request: WireRequest, run: ScenarioRun, results: WireResult[]):
   return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: next } }] };
 }
 
+/** The latest step whose file's end a text shows, with that file's token. */
+function latestStepEnd(text: string): { step: number; token: string } | undefined {
+  let latest: { step: number; token: string } | undefined;
+  for (const match of text.matchAll(STEP_END)) {
+    const step = Number(match[1]);
+    if (latest === undefined || step > latest.step) latest = { step, token: match[2]! };
+  }
+  return latest;
+}
+
 /**
  * The summary of a compaction, in the tags the client asks for: the run's marker, the latest
  * step whose file's end the request still shows, and that file's token.
  */
 function summarize(request: WireRequest): ScriptedReply {
   const text = requestText(request);
-  let latest: { step: number; token: string } | undefined;
-  for (const match of text.matchAll(STEP_END)) {
-    const step = Number(match[1]);
-    if (latest === undefined || step > latest.step) latest = { step, token: match[2]! };
-  }
+  const latest = latestStepEnd(text);
   const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
   const line = summaryLine({ marker, steps: latest?.step ?? 0, token: latest?.token ?? 'none' });
   // A remote compaction is answered by one compaction item, whose content only the API reads.
@@ -259,7 +265,8 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     }
     if (run.secret !== undefined) return recover(request, run, results);
     const marker = MARKER.exec(text)?.[0] ?? 'no-marker';
-    const token = TOKEN.exec(text)?.[0] ?? 'no-token';
+    // Of several results (parallel-reads), the latest step's token.
+    const token = latestStepEnd(text)?.token ?? TOKEN.exec(text)?.[0] ?? 'no-token';
     return say(finalAnswer({ marker, steps: step, token }));
   };
 }
