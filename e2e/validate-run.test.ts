@@ -182,6 +182,31 @@ describe('checkLatestTurn', () => {
     expect(violation?.message).toContain('"Now summarize notes/part-01.txt"');
   });
 
+  it('takes a last user turn joined after the user messages before it, as a view for a Chat client is', () => {
+    const asked = [
+      ...secondTurn,
+      { role: 'assistant', content: 'E2E-DONE' },
+      { role: 'user', content: 'Now tell me the release code.' },
+    ];
+    const joined = (last: string) => [
+      firstTurn[0],
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: '[folded conversation:user:1@4: 4 messages]' },
+          { type: 'text', text: last },
+        ],
+      },
+    ];
+    const run = soundRun({
+      client: [exchange(0, body(asked))],
+      upstream: [upstream(0, body(joined('Now tell me the release code.')))],
+    });
+    expect(checkLatestTurn(run)).toEqual([]);
+    const changed = { ...run, upstream: [upstream(0, body(joined('Now tell me the code.')))] };
+    expect(checkLatestTurn(changed)).toMatchObject([{ check: 'latest-turn', request: 0 }]);
+  });
+
   it('lets the window rescue fold the files a client attached to the last user turn, and nothing else', () => {
     const file = '<system-reminder>\nResult of calling the Read tool:\n1\tE2E-STEP-01\n</system-reminder>\n';
     const fold =

@@ -137,14 +137,17 @@ function withoutFiles(text: string): string {
 /**
  * Governance never touches the latest turn: the tool results a client request ends with reach
  * the upstream as they were (some upstream request ends with the same results), and so does
- * the text of its last user turn (a prompt, or what the client attaches to it). One exception:
- * when that turn alone is over the window, the files a client attached to it may fold (the
- * proxy's window rescue); the rest of its text still reaches the upstream as it was.
+ * the text of its last user turn (a prompt, or what the client attaches to it). That text may
+ * end a longer user turn: a Chat client that never sends two user messages in a row gets a run
+ * of them in its view joined, the latest last (a fold after the request before it). One
+ * exception: when that turn alone is over the window, the files a client attached to it may
+ * fold (the proxy's window rescue); the rest of its text still reaches the upstream as it was.
  */
 export function checkLatestTurn(run: RunRecord): Violation[] {
   const upstream = readRequests(run.upstream);
   const upstreamEndings = upstream.map(({ request }) => latestResults(request).map((result) => result.text));
-  const upstreamWords = new Set(upstream.map(({ request }) => lastUserText(request)));
+  const upstreamTexts = upstream.map(({ request }) => lastUserText(request));
+  const upstreamWords = new Set(upstreamTexts);
   const rescued = new Set(
     upstream
       .map(({ request }) => lastUserText(request))
@@ -155,7 +158,9 @@ export function checkLatestTurn(run: RunRecord): Violation[] {
   for (const { index, request } of clientRequests(run)) {
     const words = lastUserText(request);
     const kept =
-      upstreamWords.has(words) || (withoutFiles(words) !== words && rescued.has(withoutFiles(words)));
+      upstreamWords.has(words) ||
+      upstreamTexts.some((text) => text.endsWith(`\n${words}`)) ||
+      (withoutFiles(words) !== words && rescued.has(withoutFiles(words)));
     if (words !== '' && !kept) {
       violations.push({
         check: 'latest-turn',
