@@ -15,7 +15,14 @@ import type { ScriptedToolCall } from '../src/testing/index.js';
 import type { ScenarioName } from './agent-scenarios.js';
 import type { WireRoute } from './read-wire-request.js';
 
-export type AgentName = 'claude-code' | 'codex' | 'codex-chatgpt' | 'opencode' | 'cline' | 'cline-responses';
+export type AgentName =
+  | 'claude-code'
+  | 'codex'
+  | 'codex-chatgpt'
+  | 'opencode'
+  | 'kilo'
+  | 'cline'
+  | 'cline-responses';
 
 /** Where `npm ci --prefix e2e/agents` puts the CLIs. */
 export const AGENTS_DIRECTORY = join(dirname(fileURLToPath(import.meta.url)), 'agents');
@@ -296,6 +303,75 @@ const codexChatGpt: AgentCli = {
   launch: (context) => codexLaunch(codex, 'chatgpt', context),
 };
 
+/**
+ * How opencode and its fork Kilo's CLI reach the proxy: an `@ai-sdk/openai-compatible` provider
+ * in the CLI's global config (Kilo reads opencode's format from its own file), the prompt run
+ * with `run`, everything that would reach out turned off by the CLI's own variables.
+ */
+function opencodeLaunch(
+  cli: AgentCli,
+  flavour: { configFile: string; schema: string; envPrefix: 'OPENCODE' | 'KILO' },
+  context: AgentContext,
+): AgentLaunch {
+  const { home, baseUrl, prompt, attach, continues, autoCompacts } = context;
+  // It compacts once the answers report more than its context less its output limit.
+  const context_ = autoCompacts ? (cli.autoCompaction?.at ?? 0) + OUTPUT_RESERVE : 200_000;
+  const config = {
+    $schema: flavour.schema,
+    autoupdate: false,
+    share: 'disabled',
+    model: 'selfgc/scripted-model',
+    small_model: 'selfgc/scripted-model',
+    provider: {
+      selfgc: {
+        npm: '@ai-sdk/openai-compatible',
+        name: 'selfgc proxy',
+        options: { baseURL: `${baseUrl}/v1`, apiKey: API_KEY },
+        models: {
+          'scripted-model': { name: 'scripted model', limit: { context: context_, output: OUTPUT_RESERVE } },
+        },
+      },
+    },
+  };
+  const off = [
+    'DISABLE_AUTOUPDATE',
+    'DISABLE_MODELS_FETCH',
+    'DISABLE_SHARE',
+    'DISABLE_LSP_DOWNLOAD',
+    'DISABLE_DEFAULT_PLUGINS',
+    'DISABLE_CLAUDE_CODE',
+    'DISABLE_EXTERNAL_SKILLS',
+  ];
+  return {
+    command: cli.binary,
+    // `--file` takes every word after it: the prompt goes first.
+    args: [
+      'run',
+      ...(continues ? ['--continue'] : []),
+      prompt,
+      ...(attach === undefined ? [] : ['--file', attach]),
+    ],
+    env: {
+      ...baseEnv(home),
+      ...Object.fromEntries(off.map((name) => [`${flavour.envPrefix}_${name}`, '1'])),
+      ...(flavour.envPrefix === 'KILO'
+        ? { KILO_TELEMETRY_LEVEL: 'off', KILO_DISABLE_SESSION_INGEST: '1' }
+        : {}),
+    },
+    files: { [join(home, '.config', flavour.configFile)]: `${JSON.stringify(config, null, 2)}\n` },
+  };
+}
+
+const OPENCODE_TOOLS: AgentTools = {
+  read: (path) => ({ name: 'read', arguments: { filePath: path } }),
+  shell: (command) => ({ name: 'bash', arguments: { command, description: 'Show a note' } }),
+  delegate: (prompt) => ({
+    name: 'task',
+    arguments: { description: 'Read the sub notes', prompt, subagent_type: 'general' },
+  }),
+  loopTools: ['read', 'bash'],
+};
+
 const opencode: AgentCli = {
   name: 'opencode',
   route: 'chat',
@@ -303,57 +379,37 @@ const opencode: AgentCli = {
   window: 16_000,
   // Above its window behind the proxy.
   autoCompaction: { at: 24_000 },
-  tools: {
-    read: (path) => ({ name: 'read', arguments: { filePath: path } }),
-    shell: (command) => ({ name: 'bash', arguments: { command, description: 'Show a note' } }),
-    delegate: (prompt) => ({
-      name: 'task',
-      arguments: { description: 'Read the sub notes', prompt, subagent_type: 'general' },
-    }),
-    loopTools: ['read', 'bash'],
-  },
-  launch: ({ home, baseUrl, prompt, attach, continues, autoCompacts }) => {
-    // It compacts once the answers report more than its context less its output limit.
-    const context = autoCompacts ? (opencode.autoCompaction?.at ?? 0) + OUTPUT_RESERVE : 200_000;
-    const config = {
-      $schema: 'https://opencode.ai/config.json',
-      autoupdate: false,
-      share: 'disabled',
-      model: 'selfgc/scripted-model',
-      small_model: 'selfgc/scripted-model',
-      provider: {
-        selfgc: {
-          npm: '@ai-sdk/openai-compatible',
-          name: 'selfgc proxy',
-          options: { baseURL: `${baseUrl}/v1`, apiKey: API_KEY },
-          models: {
-            'scripted-model': { name: 'scripted model', limit: { context, output: OUTPUT_RESERVE } },
-          },
-        },
+  tools: OPENCODE_TOOLS,
+  launch: (context) =>
+    opencodeLaunch(
+      opencode,
+      {
+        configFile: 'opencode/opencode.json',
+        schema: 'https://opencode.ai/config.json',
+        envPrefix: 'OPENCODE',
       },
-    };
-    return {
-      command: opencode.binary,
-      // `--file` takes every word after it: the prompt goes first.
-      args: [
-        'run',
-        ...(continues ? ['--continue'] : []),
-        prompt,
-        ...(attach === undefined ? [] : ['--file', attach]),
-      ],
-      env: {
-        ...baseEnv(home),
-        OPENCODE_DISABLE_AUTOUPDATE: '1',
-        OPENCODE_DISABLE_MODELS_FETCH: '1',
-        OPENCODE_DISABLE_SHARE: '1',
-        OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
-        OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
-        OPENCODE_DISABLE_CLAUDE_CODE: '1',
-        OPENCODE_DISABLE_EXTERNAL_SKILLS: '1',
-      },
-      files: { [join(home, '.config', 'opencode', 'opencode.json')]: `${JSON.stringify(config, null, 2)}\n` },
-    };
-  },
+      context,
+    ),
+};
+
+/**
+ * Kilo Code's CLI, a fork of opencode: the same provider config and tools from its own file, and
+ * its own compaction prompts (`Summarize conversation chunk N of M.` among them).
+ */
+const kilo: AgentCli = {
+  ...opencode,
+  name: 'kilo',
+  // The Linux build itself, as Cline's: the launcher package's lock lists a build per platform.
+  binary: join(AGENTS_DIRECTORY, 'node_modules', '@kilocode', 'cli-linux-x64', 'bin', 'kilo'),
+  // Its prompt and tools take about 11k tokens, 2k more than opencode's.
+  window: 24_000,
+  autoCompaction: { at: 32_000 },
+  launch: (context) =>
+    opencodeLaunch(
+      kilo,
+      { configFile: 'kilo/kilo.json', schema: 'https://kilo.ai/config.json', envPrefix: 'KILO' },
+      context,
+    ),
 };
 
 /**
@@ -445,6 +501,7 @@ export const AGENT_CLIS: Readonly<Record<AgentName, AgentCli>> = {
   codex,
   'codex-chatgpt': codexChatGpt,
   opencode,
+  kilo,
   cline,
   'cline-responses': clineResponses,
 };
