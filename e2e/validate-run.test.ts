@@ -207,6 +207,43 @@ describe('checkLatestTurn', () => {
     expect(checkLatestTurn(changed)).toMatchObject([{ check: 'latest-turn', request: 0 }]);
   });
 
+  it('flags a latest turn joined after a copy of itself', () => {
+    const prompt = 'Now tell me the release code.';
+    const asked = [
+      ...secondTurn,
+      { role: 'assistant', content: 'E2E-DONE' },
+      { role: 'user', content: prompt },
+    ];
+    const twice = [...firstTurn, { role: 'user', content: `${prompt}\n\n${prompt}` }];
+    const run = soundRun({ client: [exchange(0, body(asked))], upstream: [upstream(0, body(twice))] });
+    expect(checkLatestTurn(run)).toMatchObject([{ check: 'latest-turn', request: 0 }]);
+  });
+
+  it('takes each upstream request for one client request: a second one with the same words does not cover a changed one', () => {
+    const prompt = 'Now tell me the release code.';
+    const asked = [
+      ...secondTurn,
+      { role: 'assistant', content: 'E2E-DONE' },
+      { role: 'user', content: prompt },
+    ];
+    // A title request beside the task's, ending with the same prompt (opencode's, Kilo's).
+    const title = [
+      { role: 'user', content: 'Generate a title for this conversation:' },
+      { role: 'user', content: prompt },
+    ];
+    const changed = [...firstTurn, { role: 'user', content: '[folded conversation:user:1@4: 4 messages]' }];
+    const sound = soundRun({
+      client: [exchange(0, body(title)), exchange(1, body(asked))],
+      upstream: [upstream(0, body(title)), upstream(1, body(asked))],
+    });
+    expect(checkLatestTurn(sound)).toEqual([]);
+    const run = { ...sound, upstream: [upstream(0, body(title)), upstream(1, body(changed))] };
+    expect(checkLatestTurn(run)).toMatchObject([{ check: 'latest-turn' }]);
+    // A request the proxy did not answer with 2xx need not have gone upstream (checkProxyAnswers flags it).
+    const refused = { ...sound, client: [exchange(0, body(asked), 400), exchange(1, body(asked))] };
+    expect(checkLatestTurn({ ...refused, upstream: [upstream(1, body(asked))] })).toEqual([]);
+  });
+
   it('lets the window rescue fold the files a client attached to the last user turn, and nothing else', () => {
     const file = '<system-reminder>\nResult of calling the Read tool:\n1\tE2E-STEP-01\n</system-reminder>\n';
     const fold =

@@ -135,38 +135,91 @@ function withoutFiles(text: string): string {
 }
 
 /**
+ * Whether an upstream request's last user text keeps a client's: as it was; ending a longer user
+ * turn, after a line break (a Chat client that never sends two user messages in a row gets a run
+ * of them in its view joined, the latest last: a fold or tombstone before it), though not after
+ * the same words again; or, when the client attached files to it, with them folded by the
+ * proxy's window rescue and the rest as it was.
+ */
+function keepsUserText(text: string, words: string): boolean {
+  if (text === words) return true;
+  if (text.endsWith(`\n${words}`)) {
+    const before = text.slice(0, -words.length - 1).replace(/\n+$/, '');
+    return before !== words && !before.endsWith(`\n${words}`);
+  }
+  const bare = withoutFiles(words);
+  return bare !== words && text.replace(FOLDED_FILE, '') !== text && withoutFiles(text) === bare;
+}
+
+/**
+ * For each client request (by position in `wanted`), the upstream request (by position in
+ * `texts`) that keeps its last user text, each upstream request taken for one client request at
+ * most (a maximum bipartite matching); undefined for those left without one.
+ */
+function matchUserTexts(wanted: readonly string[], texts: readonly string[]): Array<number | undefined> {
+  const holder: Array<number | undefined> = texts.map(() => undefined);
+  const fits = wanted.map((words) => texts.flatMap((text, at) => (keepsUserText(text, words) ? [at] : [])));
+  const place = (client: number, seen: Set<number>): boolean => {
+    for (const at of fits[client]!) {
+      if (seen.has(at)) continue;
+      seen.add(at);
+      const other = holder[at];
+      if (other === undefined || place(other, seen)) {
+        holder[at] = client;
+        return true;
+      }
+    }
+    return false;
+  };
+  for (let client = 0; client < wanted.length; client += 1) place(client, new Set());
+  const matched: Array<number | undefined> = wanted.map(() => undefined);
+  holder.forEach((client, at) => {
+    if (client !== undefined) matched[client] = at;
+  });
+  return matched;
+}
+
+/**
  * Governance never touches the latest turn: the tool results a client request ends with reach
  * the upstream as they were (some upstream request ends with the same results), and so does
- * the text of its last user turn (a prompt, or what the client attaches to it). That text may
- * end a longer user turn: a Chat client that never sends two user messages in a row gets a run
- * of them in its view joined, the latest last (a fold after the request before it). One
- * exception: when that turn alone is over the window, the files a client attached to it may
- * fold (the proxy's window rescue); the rest of its text still reaches the upstream as it was.
+ * the text of its last user turn (a prompt, or what the client attaches to it; `keepsUserText`).
+ * Each client request the proxy answered with 2xx went upstream, so its text must be kept by an
+ * upstream request of its own: another request ending with the same words (a retry, a title
+ * request) does not stand for it.
  */
 export function checkLatestTurn(run: RunRecord): Violation[] {
   const upstream = readRequests(run.upstream);
   const upstreamEndings = upstream.map(({ request }) => latestResults(request).map((result) => result.text));
   const upstreamTexts = upstream.map(({ request }) => lastUserText(request));
-  const upstreamWords = new Set(upstreamTexts);
-  const rescued = new Set(
-    upstream
-      .map(({ request }) => lastUserText(request))
-      .filter((text) => text.replace(FOLDED_FILE, '') !== text)
-      .map(withoutFiles),
+  const answered = new Set(
+    run.client
+      .filter((exchange) => exchange.status !== undefined && exchange.status >= 200 && exchange.status <= 299)
+      .map((exchange) => exchange.index),
   );
+  const asked = clientRequests(run).map(({ index, request }) => ({
+    index,
+    request,
+    words: lastUserText(request),
+  }));
+  // The upstream request that kept each answered request's words, one client request apiece.
+  const owned = asked.filter(({ index, words }) => words !== '' && answered.has(index));
+  const matched = matchUserTexts(
+    owned.map(({ words }) => words),
+    upstreamTexts,
+  );
+  const unkept = new Set(owned.filter((_, at) => matched[at] === undefined).map(({ index }) => index));
   const violations: Violation[] = [];
-  for (const { index, request } of clientRequests(run)) {
-    const words = lastUserText(request);
-    const kept =
-      upstreamWords.has(words) ||
-      upstreamTexts.some((text) => text.endsWith(`\n${words}`)) ||
-      (withoutFiles(words) !== words && rescued.has(withoutFiles(words)));
-    if (words !== '' && !kept) {
+  for (const { index, request, words } of asked) {
+    const anywhere = upstreamTexts.some((text) => keepsUserText(text, words));
+    if (words !== '' && (unkept.has(index) || !anywhere)) {
+      const alike = asked.filter((other) => other.words === words).length;
       violations.push({
         check: 'latest-turn',
         run: run.label,
         request: index,
-        message: `the client's request ended with a user turn (${JSON.stringify(words.slice(0, 80))}…) whose text no upstream request ended with: the latest turn was changed or dropped`,
+        message: anywhere
+          ? `the client's request ended with a user turn (${JSON.stringify(words.slice(0, 80))}…) that only upstream requests kept for other client requests ended with (one upstream request per client request; ${alike} client requests ended with it): the latest turn was changed or dropped`
+          : `the client's request ended with a user turn (${JSON.stringify(words.slice(0, 80))}…) whose text no upstream request ended with: the latest turn was changed or dropped`,
       });
     }
     const results = latestResults(request);
