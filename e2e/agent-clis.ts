@@ -310,7 +310,13 @@ const codexChatGpt: AgentCli = {
  */
 function opencodeLaunch(
   cli: AgentCli,
-  flavour: { configFile: string; schema: string; envPrefix: 'OPENCODE' | 'KILO' },
+  flavour: {
+    configFile: string;
+    schema: string;
+    envPrefix: 'OPENCODE' | 'KILO';
+    /** Keys of the CLI's own beside the shared ones. */
+    config?: Record<string, unknown>;
+  },
   context: AgentContext,
 ): AgentLaunch {
   const { home, baseUrl, prompt, attach, continues, autoCompacts } = context;
@@ -332,6 +338,7 @@ function opencodeLaunch(
         },
       },
     },
+    ...flavour.config,
   };
   const off = [
     'DISABLE_AUTOUPDATE',
@@ -407,7 +414,14 @@ const kilo: AgentCli = {
   launch: (context) =>
     opencodeLaunch(
       kilo,
-      { configFile: 'kilo/kilo.json', schema: 'https://kilo.ai/config.json', envPrefix: 'KILO' },
+      {
+        configFile: 'kilo/kilo.json',
+        schema: 'https://app.kilo.ai/config.json',
+        envPrefix: 'KILO',
+        // Its built-in Kilo Gateway provider fetches its model list from api.kilo.ai at every
+        // start, signed in or not, whatever KILO_DISABLE_MODELS_FETCH says (that is models.dev's).
+        config: { disabled_providers: ['kilo'] },
+      },
       context,
     ),
 };
