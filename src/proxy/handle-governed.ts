@@ -27,6 +27,7 @@ import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, encodeBodyText, joinChunks } from './read-body-bytes.js';
 import { addWarnings, createRequestTrace, type RequestTrace } from './request-trace.js';
 import { namespaceOf } from './session-identity.js';
+import { CONTINUED_FROM_LAST_ROUND } from './stored-responses.js';
 import type { StreamMerger } from './stream-merger.js';
 import { streamRecovery } from './stream-recovery.js';
 import { tapEventStream } from './tap-event-stream.js';
@@ -169,6 +170,7 @@ function continuingStored(exchange: Exchange, scope: string, prepared: PreparedU
   const shown = prepared.continues;
   const stored = shown === undefined ? undefined : settings.storedResponses.storedFor(scope, shown);
   if (stored === undefined || dialect.continuingStored === undefined) return prepared.body;
+  addWarnings(exchange.headers, exchange.trace.entry, [CONTINUED_FROM_LAST_ROUND]);
   const body = JSON.parse(decodeBodyText(prepared.body)) as JsonObject;
   return encodeBodyText(JSON.stringify(dialect.continuingStored(body, stored)));
 }

@@ -18,6 +18,9 @@ export interface StoredResponses {
 
 export const STORED_RESPONSES_LIMIT = 10_000;
 
+/** The warning of a request sent on from another stored response than the one it named. */
+export const CONTINUED_FROM_LAST_ROUND = 'continued-from-last-round';
+
 export function createStoredResponses(limit = STORED_RESPONSES_LIMIT): StoredResponses {
   const stored = new Map<string, string>();
   const keyOf = (scope: string, shown: string) => `${scope}\n${shown}`;

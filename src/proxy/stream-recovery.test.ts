@@ -189,16 +189,20 @@ describe('transparent recovery of streamed answers', () => {
       // whole one is the round that closed it; either way the client continues from a stored
       // response that holds its call, every proxy call answered before it.
       expect(answer.id).toBe(stream ? 'resp_scripted0000' : 'resp_scripted0001');
-      const next = await openai.responses.create({
-        model: body.model,
-        tools: body.tools,
-        previous_response_id: answer.id,
-        input: [
-          { type: 'function_call_output', call_id: call.call_id, output: 'export const x = 1;' },
-          ...(extra as []),
-        ],
-      });
+      const { data: next, response } = await openai.responses
+        .create({
+          model: body.model,
+          tools: body.tools,
+          previous_response_id: answer.id,
+          input: [
+            { type: 'function_call_output', call_id: call.call_id, output: 'export const x = 1;' },
+            ...(extra as []),
+          ],
+        })
+        .withResponse();
       expect(next.output_text).toBe('Read it.');
+      // Said when the proxy named another response than the client did.
+      expect(response.headers.get('x-selfgc-warnings') ?? '').toBe(stream ? 'continued-from-last-round' : '');
       expect(fixture!.upstream.requests.at(-1)?.body).toMatchObject({
         previous_response_id: 'resp_scripted0001',
       });
