@@ -410,6 +410,9 @@ const kilo: AgentCli = {
   binary: join(AGENTS_DIRECTORY, 'node_modules', '@kilocode', 'cli-linux-x64', 'bin', 'kilo'),
   // Its prompt and tools take about 11k tokens, 2k more than opencode's.
   window: 24_000,
+  // Two runs and the subagent go as opencode's do (the same launch, session header and task
+  // tool); each run starts slowly, so the suite keeps to the scenarios its prompts change.
+  scenarios: ['long-task', 'streaming-recovery', 'resume', 'auto-compaction', 'parallel-reads'],
   autoCompaction: { at: 32_000 },
   launch: (context) =>
     opencodeLaunch(
