@@ -94,6 +94,11 @@ export interface AgentCli {
    * that scenario: one that holds the turn the CLI sends after its compaction.
    */
   autoCompaction?: { at: number; window?: number };
+  /**
+   * The CLI saves its conversations as JSON lines under HOME (Claude Code, Codex), which the
+   * runner can cut back to an earlier step (`rewound-resume`); opencode keeps them in SQLite.
+   */
+  savesJsonLines?: boolean;
   /** The scenarios it plays, when not all it can (a second sign-in of the same CLI). */
   scenarios?: readonly ScenarioName[];
   launch(context: AgentContext): AgentLaunch;
@@ -154,6 +159,7 @@ const claudeCode: AgentCli = {
   // compacting it re-attaches the files it read last (five of the suite's, about 11k tokens) to
   // the turn it goes on with, which its usual window cannot hold beside its tools.
   autoCompaction: { at: 40_000, window: 32_000 },
+  savesJsonLines: true,
   launch: ({ home, baseUrl, prompt, attach, continues, autoCompacts }) => ({
     command: claudeCode.binary,
     // Root may not skip permissions; the tools the scripted model calls are allowed by name instead.
@@ -281,6 +287,7 @@ const codex: AgentCli = {
   window: 16_000,
   // Above its window behind the proxy.
   autoCompaction: { at: 20_000 },
+  savesJsonLines: true,
   tools: {
     read: (path) => ({ name: 'exec_command', arguments: { cmd: `cat ${path}` } }),
     shell: (command) => ({ name: 'exec_command', arguments: { cmd: command } }),
@@ -496,7 +503,7 @@ const cline: AgentCli = {
     loopTools: ['read_files', 'run_commands'],
   },
   // A resumed session (`--id`) runs only in its interactive mode, and it compacts on its own only.
-  scenarios: ['two-runs', 'long-task', 'streaming-recovery', 'subagent'],
+  scenarios: ['two-runs', 'long-task', 'streaming-recovery', 'subagent', 'concurrent-runs'],
   launch: (context) => clineLaunch(cline, 'anthropic', context),
 };
 

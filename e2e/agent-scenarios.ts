@@ -17,7 +17,10 @@ export type ScenarioName =
   | 'subagent'
   | 'compaction'
   | 'auto-compaction'
-  | 'parallel-reads';
+  | 'parallel-reads'
+  | 'concurrent-runs'
+  | 'forked-resume'
+  | 'rewound-resume';
 
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'two-runs',
@@ -28,6 +31,9 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'compaction',
   'auto-compaction',
   'parallel-reads',
+  'concurrent-runs',
+  'forked-resume',
+  'rewound-resume',
 ];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
@@ -69,9 +75,17 @@ export interface ScenarioRun {
   secret?: string;
   /**
    * The run goes on with the previous run's conversation, resumed from the CLI's saved session
-   * (`resume`): same project, same files, its steps already taken there.
+   * (`resume`): in the project as that run left it, with this run's files added; the steps of a
+   * run with a secret were taken there already (it only recovers), others it takes anew.
    */
   continues?: boolean;
+  /**
+   * Before the run resumes it, the CLI's saved conversation is cut back to the tool result of this
+   * step of the run before (`rewound-resume`), as Claude Code's `/rewind` or Codex's backtrack
+   * leave it: the client then sends the shorter history, and what the cut steps' files held is
+   * stale for every request of the run.
+   */
+  rewindTo?: number;
   /**
    * The run only has the CLI compact the conversation it goes on with (`compaction`): its prompt
    * is the CLI's compaction command, the scripted model writes the summary, and the CLI prints
@@ -91,6 +105,13 @@ export interface ScenarioRun {
    * its own, as models call read-only tools side by side: the client answers them in one message.
    */
   parallel?: number;
+  /**
+   * The run goes at once with the run before it (`concurrent-runs`, `forked-resume`), in a CLI
+   * process of its own, with a HOME of its own copied from the one the runs before left (a CLI's
+   * settings there name its base URL), in the same project. The scripted model tells such runs
+   * apart by the header their relays add (`CLIENT_HEADER`), which the proxy passes on unread.
+   */
+  alongside?: boolean;
   /**
    * A file of the run that the prompt comes with, attached the CLI's own way (`long-task`: the
    * first note, so the task's request carries a file the proxy must be able to fold).
@@ -152,6 +173,11 @@ function fileLines(title: string, count: number): string[] {
 const SECRET_FILE_LINES = 2 * LINES_PER_FILE;
 const SECRET_AT_LINE = SECRET_FILE_LINES - 6;
 
+/** A step file's step marker (`E2E-STEP-07`). */
+export function stepName(step: number, mark = 'E2E-STEP'): string {
+  return `${mark}-${String(step).padStart(2, '0')}`;
+}
+
 /**
  * A step file: its step marker and the run marker first, its token last; `inserted` lines go
  * in after `at` of its `count` lines.
@@ -165,33 +191,37 @@ function stepFile(
   at = count / 2,
   mark = 'E2E-STEP',
 ): string {
-  const name = `${mark}-${String(step).padStart(2, '0')}`;
+  const name = stepName(step, mark);
   const lines = fileLines(`part ${step}`, count);
   lines.splice(at, 0, ...inserted);
   return `${name} ${marker}\n${lines.join('\n')}\n${name} ends with ${token}\n`;
 }
 
-function stepPath(step: number): string {
-  return `notes/part-${String(step).padStart(2, '0')}.txt`;
+function stepPath(step: number, folder = 'notes'): string {
+  return `${folder}/part-${String(step).padStart(2, '0')}.txt`;
 }
 
-/** Steps alternate between the read tool and the shell tool; each file has `lines` lines. */
-function makeRun(
-  label: string,
-  stepCount: number,
-  prompt: string,
-  secretStep: boolean,
-  lines = LINES_PER_FILE,
-): ScenarioRun {
+interface RunShape {
+  /** The first step reads a file with a secret (`ScenarioRun.secret`). */
+  secret?: boolean;
+  /** Lines of each step file. */
+  lines?: number;
+  /** Where the step files lie, relative to the project. */
+  folder?: string;
+}
+
+/** Steps alternate between the read tool and the shell tool. */
+function makeRun(label: string, stepCount: number, prompt: string, shape: RunShape = {}): ScenarioRun {
+  const { lines = LINES_PER_FILE, folder = 'notes' } = shape;
   const marker = `E2E-RUN-${hex(6)}`;
-  const secret = secretStep ? secretPhrase() : undefined;
+  const secret = shape.secret === true ? secretPhrase() : undefined;
   const files: Record<string, string> = {};
   const steps: AgentStep[] = [];
   let lastToken = '';
   for (let step = 1; step <= stepCount; step += 1) {
     const token = `E2E-TOKEN-${hex(6)}`;
     const holdsSecret = step === 1 && secret !== undefined;
-    const path = holdsSecret ? 'notes/secret.txt' : stepPath(step);
+    const path = holdsSecret ? `${folder}/secret.txt` : stepPath(step, folder);
     files[path] = holdsSecret
       ? stepFile(step, marker, token, [`${SECRET_LEAD} ${secret}.`], SECRET_FILE_LINES, SECRET_AT_LINE)
       : stepFile(step, marker, token, [], lines);
@@ -215,6 +245,14 @@ const COMPACTION_PROMPT =
 const AFTER_COMPACTION_PROMPT = 'Which token did the last note end with? Answer as you did before.';
 const PARALLEL_PROMPT =
   'Go through all fifteen notes in notes/ (part-01 to part-15), two at a time, and tell me the token the last one ends with.';
+const CONCURRENT_PROMPT =
+  'Someone else works in this project at the same time. Take a folder of notes/ that is free, go through its notes one after the other (part-01 to part-08), and tell me the token the last one ends with.';
+const FORK_PROMPT =
+  'Someone else goes on from here at the same time. Take a folder of notes/ that is free, go through its notes one after the other (part-01 to part-06), and tell me the token the last one ends with.';
+const REWOUND_FIRST_PROMPT =
+  'Go through the notes in notes/ one file after the other (part-01 to part-09) and tell me the token the last one ends with.';
+const REWOUND_PROMPT =
+  'Forget the notes after part-04. Go through the notes in notes/after/ instead (part-01 to part-04), one after the other, and tell me the token the last one ends with.';
 const SUBAGENT_PROMPT =
   'Read the notes part-01 to part-07 in notes/, then have a subagent read notes/sub-01.txt to notes/sub-04.txt, and tell me the token it reports.';
 
@@ -224,8 +262,35 @@ const SUBAGENT_PROMPT =
  * is no longer in the view the proxy sends, and the answer takes recovery.
  */
 function resumedRuns(): ScenarioRun[] {
-  const { secret, ...first } = makeRun('run-1', 9, RESUME_FIRST_PROMPT, true);
+  const { secret, ...first } = makeRun('run-1', 9, RESUME_FIRST_PROMPT, { secret: true });
   return [first, { ...first, label: 'run-2', prompt: RESUME_PROMPT, secret: secret!, continues: true }];
+}
+
+/**
+ * A task long enough for the proxy to commit, then two processes of the CLI that resume its
+ * conversation at once, each from a copy of the saved session, with one prompt, and go on with
+ * steps of their own. Both send the conversation's history and the CLI's id for it (Claude Code,
+ * Codex, opencode keep the id on resume): one session of the proxy's, two conversations that part
+ * after the history, each of whose later requests meets the state the other's left.
+ */
+function forkedRuns(): ScenarioRun[] {
+  const first = makeRun('run-1', 6, TWO_RUNS_PROMPT);
+  const fork = (label: string, folder: string): ScenarioRun => ({
+    ...makeRun(label, 6, FORK_PROMPT, { folder }),
+    continues: true,
+  });
+  return [first, fork('run-2', 'notes/a'), { ...fork('run-3', 'notes/b'), alongside: true }];
+}
+
+/**
+ * A task long enough for the proxy to commit, its saved conversation cut back to the middle
+ * (the steps after the fourth gone), then resumed with steps of a run of its own. The proxy's
+ * state holds the cut steps, folded or not; none of their content may reach the upstream again.
+ */
+function rewoundRuns(): ScenarioRun[] {
+  const first = makeRun('run-1', 9, REWOUND_FIRST_PROMPT);
+  const after = makeRun('run-2', 4, REWOUND_PROMPT, { folder: 'notes/after' });
+  return [first, { ...after, continues: true, rewindTo: 4 }];
 }
 
 /**
@@ -235,7 +300,7 @@ function resumedRuns(): ScenarioRun[] {
  * the proxy must govern it as a conversation of its own (no state of the first taken or dropped).
  */
 function compactedRuns(): ScenarioRun[] {
-  const first = makeRun('run-1', 16, COMPACTION_PROMPT, false);
+  const first = makeRun('run-1', 16, COMPACTION_PROMPT);
   return [
     first,
     { ...first, label: 'run-2', prompt: '', continues: true, compacts: true },
@@ -249,7 +314,7 @@ function compactedRuns(): ScenarioRun[] {
  * Code) and the last token the run must answer with is the one only the subagent read.
  */
 function delegatingRun(): ScenarioRun {
-  const run = makeRun('run-1', 7, SUBAGENT_PROMPT, false);
+  const run = makeRun('run-1', 7, SUBAGENT_PROMPT);
   const steps: FileStep[] = [];
   const files: Record<string, string> = {};
   let lastToken = '';
@@ -274,12 +339,12 @@ export function createScenario(name: ScenarioName): Scenario {
     case 'two-runs':
       return {
         name,
-        runs: [makeRun('run-1', 6, TWO_RUNS_PROMPT, false), makeRun('run-2', 6, TWO_RUNS_PROMPT, false)],
+        runs: [makeRun('run-1', 6, TWO_RUNS_PROMPT), makeRun('run-2', 6, TWO_RUNS_PROMPT)],
       };
     case 'long-task':
-      return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT, false), attach: stepPath(1) }] };
+      return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT), attach: stepPath(1) }] };
     case 'streaming-recovery':
-      return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, true)] };
+      return { name, runs: [makeRun('run-1', 9, RECOVERY_PROMPT, { secret: true })] };
     case 'resume':
       return { name, runs: resumedRuns() };
     case 'subagent':
@@ -287,15 +352,41 @@ export function createScenario(name: ScenarioName): Scenario {
     case 'compaction':
       return { name, runs: compactedRuns() };
     case 'auto-compaction':
-      return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT, false), autoCompacts: true }] };
+      return { name, runs: [{ ...makeRun('run-1', 15, LONG_TASK_PROMPT), autoCompacts: true }] };
     case 'parallel-reads':
       // Files half a step's size: the two results of a turn take the room one takes elsewhere,
       // so the latest turn fits the small windows the CLIs play in (none is folded to fit).
       return {
         name,
-        runs: [{ ...makeRun('run-1', 15, PARALLEL_PROMPT, false, LINES_PER_FILE / 2), parallel: 2 }],
+        runs: [{ ...makeRun('run-1', 15, PARALLEL_PROMPT, { lines: LINES_PER_FILE / 2 }), parallel: 2 }],
       };
+    case 'concurrent-runs':
+      // Two processes of the CLI with one prompt, one project and one key: the requests that open
+      // their conversations differ in nothing but the ids a client adds of its own (Cline adds
+      // none). Each run's steps read files of its own, so any of them in the other's requests is
+      // the other's content.
+      return {
+        name,
+        runs: [
+          makeRun('run-1', 8, CONCURRENT_PROMPT, { folder: 'notes/a' }),
+          { ...makeRun('run-2', 8, CONCURRENT_PROMPT, { folder: 'notes/b' }), alongside: true },
+        ],
+      };
+    case 'forked-resume':
+      return { name, runs: forkedRuns() };
+    case 'rewound-resume':
+      return { name, runs: rewoundRuns() };
   }
+}
+
+/** The runs in the order they go, runs that go at once (`alongside`) in one group. */
+export function groupsOf<Run extends { alongside?: boolean }>(runs: readonly Run[]): Run[][] {
+  const groups: Run[][] = [];
+  for (const run of runs) {
+    if (run.alongside === true && groups.length > 0) groups[groups.length - 1]!.push(run);
+    else groups.push([run]);
+  }
+  return groups;
 }
 
 /**

@@ -49,14 +49,16 @@ export function describeAgentScenarios(agent: AgentName): void {
   const unavailable = namespaceUnavailable() ?? agentUnavailable(agent);
   // A CLI without an agent tool to script (Codex) has no subagent to run, and one that takes
   // no compaction command outside its interactive mode (Codex, opencode) no compaction; one
-  // not set to compact by itself at a known size, no auto-compaction.
+  // not set to compact by itself at a known size, no auto-compaction; one whose saved
+  // conversations the runner cannot cut back, no rewind.
   const cli = AGENT_CLIS[agent];
   const scenarios = SCENARIO_NAMES.filter(
     (name) =>
       (cli.scenarios === undefined || cli.scenarios.includes(name)) &&
       (name !== 'subagent' || cli.tools.delegate !== undefined) &&
       (name !== 'compaction' || cli.compactCommand !== undefined) &&
-      (name !== 'auto-compaction' || cli.autoCompaction !== undefined),
+      (name !== 'auto-compaction' || cli.autoCompaction !== undefined) &&
+      (name !== 'rewound-resume' || cli.savesJsonLines === true),
   );
   describe(`${agent} through selfgc proxy (end to end)`, () => {
     for (const scenario of scenarios) {

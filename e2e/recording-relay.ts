@@ -18,6 +18,8 @@ export interface RecordedExchange {
   body: string;
   /** Undefined when the answer never came (the relay could not reach the proxy). */
   status?: number;
+  /** The proxy's id for the request (its `x-selfgc-request-id` answer header), as its log names it. */
+  requestId?: string;
   /** The session the proxy governed the request in (its `x-selfgc-session` answer header). */
   session?: string;
   /** The commits governance made for the request (its `x-selfgc-commit` answer header). */
@@ -33,6 +35,13 @@ export interface RecordingRelay {
   exchanges: RecordedExchange[];
   close(): Promise<void>;
 }
+
+/**
+ * The header a relay adds to every request it forwards, naming the client behind it
+ * (`startRecordingRelay`'s `client`): the proxy passes it on like any client header, so each
+ * request the scripted upstream gets names the CLI process it serves.
+ */
+export const CLIENT_HEADER = 'x-e2e-client';
 
 /** Bytes of each answer kept. */
 const ANSWER_LIMIT = 1_000_000;
@@ -60,8 +69,11 @@ function bodyText(body: Buffer, contentEncoding: string | undefined): string {
   }
 }
 
-/** Listen on 127.0.0.1 (ephemeral port) and relay to `target` (`http://host:port`). */
-export async function startRecordingRelay(target: string): Promise<RecordingRelay> {
+/**
+ * Listen on 127.0.0.1 (ephemeral port) and relay to `target` (`http://host:port`), adding
+ * `CLIENT_HEADER: client` to each request (not to what is recorded of it).
+ */
+export async function startRecordingRelay(target: string, client: string): Promise<RecordingRelay> {
   const exchanges: RecordedExchange[] = [];
   const started = Date.now();
   const destination = new URL(target);
@@ -86,10 +98,12 @@ export async function startRecordingRelay(target: string): Promise<RecordingRela
           port: destination.port,
           method: exchange.method,
           path: exchange.path,
-          headers: { ...incoming.headers, host: destination.host },
+          headers: { ...incoming.headers, host: destination.host, [CLIENT_HEADER]: client },
         },
         (answer) => {
           exchange.status = answer.statusCode ?? 0;
+          const requestId = answer.headers['x-selfgc-request-id'];
+          if (typeof requestId === 'string') exchange.requestId = requestId;
           const session = answer.headers['x-selfgc-session'];
           if (typeof session === 'string') exchange.session = session;
           const commit = answer.headers['x-selfgc-commit'];

@@ -12,12 +12,12 @@
  * to tell a CLI or script problem from a proxy one.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { startScriptedUpstream } from '../src/testing/index.js';
+import { type ScriptedRequest, type ScriptedUpstream, startScriptedUpstream } from '../src/testing/index.js';
 import {
   AGENT_CLIS,
   type AgentCli,
@@ -30,13 +30,15 @@ import {
   attachedLine,
   createScenario,
   expectedAnswer,
+  groupsOf,
   SCENARIO_NAMES,
   type ScenarioName,
   type ScenarioRun,
+  stepName,
   uniqueStrings,
 } from './agent-scenarios.js';
 import { collectText } from './child-output.js';
-import { type RecordedExchange, startRecordingRelay } from './recording-relay.js';
+import { CLIENT_HEADER, startRecordingRelay } from './recording-relay.js';
 import type { RunRecord, ScenarioResult, UpstreamRecord } from './scenario-result.js';
 import { createScriptedAgent } from './scripted-agent.js';
 
@@ -131,12 +133,36 @@ function writeFiles(files: Record<string, string>): void {
   }
 }
 
-/** Replace the project's notes with this run's. */
-function layOutProject(project: string, run: ScenarioRun): void {
+/** Write `files` (relative paths) into the project. */
+function addFiles(project: string, files: Record<string, string>): void {
+  writeFiles(Object.fromEntries(Object.entries(files).map(([path, text]) => [join(project, path), text])));
+}
+
+/** Replace the project's notes with `files`. */
+function layOutProject(project: string, files: Record<string, string>): void {
   rmSync(join(project, 'notes'), { recursive: true, force: true });
-  writeFiles(
-    Object.fromEntries(Object.entries(run.files).map(([path, text]) => [join(project, path), text])),
-  );
+  addFiles(project, files);
+}
+
+/**
+ * Cut each conversation the CLI saved in `home` as JSON lines back to the tool result of `step`
+ * (`ScenarioRun.rewindTo`): every line after the last that holds that step file's end goes.
+ */
+function rewindSavedSessions(home: string, step: number): void {
+  const end = `${stepName(step)} ends with`;
+  const files = readdirSync(home, { recursive: true, encoding: 'utf8' })
+    .filter((path) => path.endsWith('.jsonl'))
+    .map((path) => join(home, path));
+  let cut = 0;
+  for (const file of files) {
+    const lines = readFileSync(file, 'utf8').split('\n');
+    const last = lines.findLastIndex((line) => line.includes(end));
+    if (last < 0) continue;
+    writeFileSync(file, `${lines.slice(0, last + 1).join('\n')}\n`);
+    cut += 1;
+  }
+  if (cut === 0)
+    throw new Error(`no conversation saved as JSON lines in ${home} holds ${end}: nothing to rewind`);
 }
 
 interface CliOutcome {
@@ -225,6 +251,69 @@ function runCli(
   });
 }
 
+interface RunPlace {
+  cli: AgentCli;
+  /** The CLI's HOME, of this run alone when runs go at once (a CLI's settings name its base URL). */
+  home(run: ScenarioRun): string;
+  project: string;
+  /** Where the run's relay forwards to: the proxy, or the upstream itself (`--direct`). */
+  target: string;
+  upstream: ScriptedUpstream;
+}
+
+/**
+ * One run: the CLI behind a relay of its own, which names the run in every request it forwards
+ * (`CLIENT_HEADER`), so the upstream requests of the run are the ones that name it, whatever ran
+ * beside it.
+ */
+async function playRun(place: RunPlace, run: ScenarioRun): Promise<RunRecord> {
+  const home = place.home(run);
+  if (run.rewindTo !== undefined) rewindSavedSessions(home, run.rewindTo);
+  const relay = await startRecordingRelay(place.target, run.label);
+  let outcome: CliOutcome;
+  try {
+    outcome = await runCli(place.cli, home, place.project, relay.url, run);
+  } finally {
+    await relay.close();
+  }
+  const attached = attachedLine(run);
+  return {
+    label: run.label,
+    marker: run.marker,
+    uniqueStrings: uniqueStrings(run),
+    expectedAnswer: expectedAnswer(run),
+    ...(run.secret === undefined ? {} : { secret: run.secret }),
+    ...(run.continues === true ? { continues: true } : {}),
+    ...(run.compacts === true ? { compacts: true } : {}),
+    ...(run.autoCompacts === true ? { autoCompacts: true } : {}),
+    ...(run.alongside === true ? { alongside: true } : {}),
+    ...(run.rewindTo === undefined ? {} : { rewindTo: run.rewindTo }),
+    ...(attached === undefined ? {} : { attachedLine: attached }),
+    ...outcome,
+    client: relay.exchanges,
+    upstream: place.upstream.requests
+      .filter((request) => request.headers[CLIENT_HEADER] === run.label)
+      .map(
+        (request): UpstreamRecord => ({
+          index: request.index,
+          method: request.method,
+          path: request.path,
+          headers: request.headers,
+          body: request.body,
+        }),
+      ),
+  };
+}
+
+/** What reached the upstream naming no run: requests no run's record holds, so none was checked. */
+function unattributed(upstream: ScriptedUpstream, runs: readonly ScenarioRun[]): string | undefined {
+  const labels = new Set(runs.map((run) => run.label));
+  const lost = upstream.requests.filter((request) => !labels.has(request.headers[CLIENT_HEADER] ?? ''));
+  if (lost.length === 0) return undefined;
+  const paths = lost.slice(0, 3).map((request) => `#${request.index} ${request.method} ${request.path}`);
+  return `${lost.length} upstream request(s) named no run in ${CLIENT_HEADER} (${paths.join(', ')}): the proxy dropped a client header`;
+}
+
 async function runScenario(
   agent: AgentName,
   scenarioName: ScenarioName,
@@ -246,58 +335,43 @@ async function runScenario(
   };
   const base = mkdtempSync(join(tmpdir(), `selfgc-e2e-${agent}-`));
   onTerminate.add(() => rmSync(base, { recursive: true, force: true }));
-  const home = join(base, 'home');
   const project = join(base, 'project');
-  mkdirSync(join(home, 'tmp'), { recursive: true });
+  const home = join(base, 'home');
   mkdirSync(project, { recursive: true });
-  let current = scenario.runs[0]!;
+  mkdirSync(join(home, 'tmp'), { recursive: true });
+  // A run among others that go at once takes a copy of the HOME the runs before it left.
+  const homeOf = (run: ScenarioRun) => {
+    const group = groupsOf(scenario.runs).find((runs) => runs.includes(run))!;
+    if (group.length === 1) return home;
+    const own = join(base, `home-${run.label}`);
+    cpSync(home, own, { recursive: true });
+    return own;
+  };
+  // Every request names the run it serves: the relays add it (`CLIENT_HEADER`).
+  const runOf = (request: ScriptedRequest) =>
+    scenario.runs.find((run) => run.label === request.headers[CLIENT_HEADER]) ?? scenario.runs[0]!;
   const upstream = await startScriptedUpstream({
-    script: createScriptedAgent({ tools: cli.tools, project, run: () => current }),
+    script: createScriptedAgent({ tools: cli.tools, project, run: runOf }),
     models: ['scripted-model'],
   });
   let proxy: ProxyChild | undefined;
-  let relay: Awaited<ReturnType<typeof startRecordingRelay>> | undefined;
   try {
     // The proxy reports the client's whole prompt from where the CLI compacts.
     const clientCompactionAt = autoCompacts ? cli.autoCompaction?.at : undefined;
     proxy = direct ? undefined : await startProxy(upstream.url, window, base, result, clientCompactionAt);
-    relay = await startRecordingRelay(proxy?.url ?? upstream.url);
-    for (const run of scenario.runs) {
-      current = run;
-      // A resumed conversation goes on in the project as its first run left it.
-      if (run.continues !== true) layOutProject(project, run);
-      const firstUpstream = upstream.requests.length;
-      const firstClient = relay.exchanges.length;
-      const outcome = await runCli(cli, home, project, relay.url, run);
-      const attached = attachedLine(run);
-      const record: RunRecord = {
-        label: run.label,
-        marker: run.marker,
-        uniqueStrings: uniqueStrings(run),
-        expectedAnswer: expectedAnswer(run),
-        ...(run.secret === undefined ? {} : { secret: run.secret }),
-        ...(run.continues === true ? { continues: true } : {}),
-        ...(run.compacts === true ? { compacts: true } : {}),
-        ...(run.autoCompacts === true ? { autoCompacts: true } : {}),
-        ...(attached === undefined ? {} : { attachedLine: attached }),
-        ...outcome,
-        client: relay.exchanges.slice(firstClient) as RecordedExchange[],
-        upstream: upstream.requests.slice(firstUpstream).map(
-          (request): UpstreamRecord => ({
-            index: request.index,
-            method: request.method,
-            path: request.path,
-            headers: request.headers,
-            body: request.body,
-          }),
-        ),
-      };
-      result.runs.push(record);
+    const place: RunPlace = { cli, home: homeOf, project, target: proxy?.url ?? upstream.url, upstream };
+    for (const group of groupsOf(scenario.runs)) {
+      const files = Object.assign({}, ...group.map((run) => run.files)) as Record<string, string>;
+      // A resumed conversation goes on in the project as the run before left it.
+      if (group.some((run) => run.continues === true)) addFiles(project, files);
+      else layOutProject(project, files);
+      result.runs.push(...(await Promise.all(group.map((run) => playRun(place, run)))));
     }
+    const lost = unattributed(upstream, scenario.runs);
+    if (lost !== undefined) result.error = lost;
   } catch (error) {
     result.error = error instanceof Error ? error.message : String(error);
   } finally {
-    await relay?.close();
     if (proxy !== undefined) await stopProxy(proxy);
     await upstream.close();
     rmSync(base, { recursive: true, force: true });

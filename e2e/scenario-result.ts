@@ -32,6 +32,10 @@ export interface RunRecord {
   compacts?: boolean;
   /** The CLI was to compact by itself during the run (`ScenarioRun.autoCompacts`). */
   autoCompacts?: boolean;
+  /** The step the CLI's saved conversation was cut back to before the run (`ScenarioRun.rewindTo`). */
+  rewindTo?: number;
+  /** The run went at once with the run before it (`ScenarioRun.alongside`). */
+  alongside?: boolean;
   /** A line of the file the prompt came with (`attachedLine`), when the scenario attaches one. */
   attachedLine?: string;
   exitCode: number | null;
@@ -43,7 +47,7 @@ export interface RunRecord {
   stderr: string;
   /** What the CLI sent (through the recording relay), with the answers it got. */
   client: RecordedExchange[];
-  /** What reached the scripted upstream during this run. */
+  /** What reached the scripted upstream for this run (the requests its relay named it in). */
   upstream: UpstreamRecord[];
 }
 

@@ -1,8 +1,9 @@
 /**
  * The scripted model behind the suite's upstream: it plays an agent that works through a
- * scenario's steps with the CLI's own tools, and keeps no state of its own. Where it is comes
- * from the request alone (the step marker of the latest tool result, which governance never
- * folds), so it behaves the same whatever the proxy did to the older turns.
+ * scenario's steps with the CLI's own tools, and keeps no state of its own (which run a request
+ * plays is the runner's to say). Where it is comes from the request alone (the step marker of the
+ * latest tool result, which governance never folds), so it behaves the same whatever the proxy
+ * did to the older turns.
  *
  * In `streaming-recovery` it needs, at the end, a value that only the first step's file showed:
  * when that is no longer in the request, it follows a recovery pointer (`expand("<id>")`) with
@@ -26,6 +27,7 @@ import {
   SECRET_LEAD,
   SUBSTEP_MARK,
   SUBTASK_MARK,
+  stepName,
   summaryLine,
 } from './agent-scenarios.js';
 import {
@@ -45,8 +47,11 @@ export interface ScriptedAgentOptions {
   tools: AgentTools;
   /** The project directory (read tools take absolute paths). */
   project: string;
-  /** The run being played; the runner switches it between runs. */
-  run(): ScenarioRun;
+  /**
+   * The run a request plays: the runner switches it between runs, and tells runs that go at once
+   * apart by the header the CLI's relay adds.
+   */
+  run(request: ScriptedRequest): ScenarioRun;
 }
 
 const STEP = /E2E-STEP-(\d+)/g;
@@ -67,10 +72,6 @@ function stepOf(text: string, pattern = STEP): number {
   let step = 0;
   for (const match of text.matchAll(pattern)) step = Math.max(step, Number(match[1]));
   return step;
-}
-
-function stepName(step: number): string {
-  return `E2E-STEP-${String(step).padStart(2, '0')}`;
 }
 
 function say(text: string): ScriptedReply {
@@ -235,15 +236,23 @@ export function createScriptedAgent(options: ScriptedAgentOptions) {
     if (asksForCompaction(request)) return summarize(request);
     const loop = request.tools.some((tool) => options.tools.loopTools.includes(tool.name));
     if (!loop) return say('E2E notes');
-    const run = options.run();
+    const run = options.run(scripted);
     if (run.afterCompaction === true) return answerFromSummary(request);
-    const results = latestResults(request);
+    // A resumed run with steps of its own counts only its own results: a conversation cut back
+    // to a tool result goes on with it and the new prompt in one turn.
+    const latest = latestResults(request);
+    const results =
+      run.continues === true && run.secret === undefined
+        ? latest.filter((result) => result.text.includes(run.marker))
+        : latest;
     const calls = lastCalls(request);
     const internal = results.some((result) => calls.get(result.id) === EXPAND_TOOL);
     const text = results.map((result) => result.text).join('\n');
     const delegation = delegationOf(request, run);
     if (delegation !== undefined) return playSubagent(options, delegation, text);
-    if (internal || run.continues === true) return recover(request, run, results);
+    // A resumed run with a secret asks for it at once; one without goes on with steps of its own.
+    if (internal || (run.continues === true && run.secret !== undefined))
+      return recover(request, run, results);
     // A conversation the client compacted in the middle of its task: until the next step, its
     // summary says where it stands.
     const summary = results.length === 0 ? SUMMARY_LINE.exec(requestText(request)) : null;

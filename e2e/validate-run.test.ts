@@ -14,6 +14,7 @@ import {
   checkScenarioPressure,
   checkTask,
   checkUpstreamCoding,
+  cutBackRequests,
   validateScenario,
 } from './validate-run.js';
 
@@ -148,7 +149,7 @@ describe('checkForeignContent', () => {
         check: 'foreign-content',
         run: 'run-1',
         request: 7,
-        message: "carries 1 string(s) of an earlier run that this run's client never sent: 5eed1234",
+        message: "carries 1 string(s) of another run that this run's client never sent: 5eed1234",
       },
     ]);
   });
@@ -503,6 +504,31 @@ describe('checkKeptState', () => {
   });
 });
 
+describe('checkKeptState after the client cut its history back', () => {
+  it("excuses the drops of a rewound run's requests up to its first commit, and no others", () => {
+    const requests = ['req_a', 'req_b', 'req_c', 'req_d'];
+    const client = requests.map((requestId, index) => ({
+      ...exchange(index, body(firstTurn)),
+      requestId,
+      ...(index === 1 ? { commit: 'c3-a' } : {}),
+    }));
+    const rewound = soundRun({ label: 'run-2', client, rewindTo: 4 });
+    expect([...cutBackRequests([soundRun({ client }), rewound])]).toEqual(['req_a', 'req_b']);
+    const drop = (requestId: string) => ({
+      session: 'a1',
+      path: '/v1/messages',
+      requestId,
+      divergedAt: 11,
+      droppedStates: 4,
+    });
+    const log = [drop('req_a'), drop('req_b'), drop('req_c')];
+    expect(checkKeptState(log, cutBackRequests([rewound]))).toEqual([
+      "proxy log entry #2 (session a1, /v1/messages) dropped 4 object state(s) at message 11: another conversation's request took its session's state",
+    ]);
+    expect(checkKeptState(log)).toHaveLength(3);
+  });
+});
+
 describe('checkKeptState after the proxy told the client to compact', () => {
   it('lets a signalled session replace its history, and only that session', () => {
     const log = [
@@ -688,6 +714,19 @@ describe('validateScenario', () => {
     expect(checks).toEqual(['task', 'latest-turn', 'latest-turn', 'foreign-content']);
     const narrow = validateScenario(scenario([soundRun()], 60)).map((violation) => violation.check);
     expect(narrow).toEqual(['window', 'window', 'window']);
+  });
+
+  it("holds runs that went at once to each other's content, later runs' too", () => {
+    const leaked = [...secondTurn, { role: 'user', content: 'folded, anchor 5eed1234' }];
+    const first = soundRun({ uniqueStrings: ['E2E-RUN-aaaa'], upstream: [upstream(1, body(leaked))] });
+    const second = soundRun({ label: 'run-2', marker: 'E2E-RUN-cccc', uniqueStrings: ['5eed1234'] });
+    const checks = (result: ScenarioResult) =>
+      validateScenario(result)
+        .filter((violation) => violation.check === 'foreign-content')
+        .map((violation) => `${violation.run} #${violation.request}`);
+    // One after the other, run-1 could not have seen what only run-2 held.
+    expect(checks(scenario([first, second]))).toEqual([]);
+    expect(checks(scenario([first, { ...second, alongside: true }]))).toEqual(['run-1 #1']);
   });
 
   it('reports a runner failure', () => {

@@ -6,6 +6,7 @@
  */
 import type { TokenCounter } from '../src/core/tokens.js';
 import { tokenCounterForProvider } from '../src/tokenizers/create-token-counter.js';
+import { groupsOf } from './agent-scenarios.js';
 import {
   checkCacheBreakpoints,
   checkToolPairs,
@@ -104,7 +105,10 @@ export function checkTask(run: RunRecord): string[] {
   return [`${problems.join('; ')}. stdout: ${ending(run.stdout)} | stderr: ${ending(run.stderr)}`];
 }
 
-/** Every strings of `others` in an upstream request must be in some request the run's client sent. */
+/**
+ * Each of `others` (what other runs' files hold) in an upstream request of the run must be in some
+ * request the run's client sent.
+ */
 export function checkForeignContent(run: RunRecord, others: readonly string[]): Violation[] {
   const sent = run.client.map((exchange) => exchange.body).join('\n');
   const violations: Violation[] = [];
@@ -116,7 +120,7 @@ export function checkForeignContent(run: RunRecord, others: readonly string[]): 
         check: 'foreign-content',
         run: run.label,
         request: record.index,
-        message: `carries ${leaked.length} string(s) of an earlier run that this run's client never sent: ${leaked.slice(0, 3).join(', ')}`,
+        message: `carries ${leaked.length} string(s) of another run that this run's client never sent: ${leaked.slice(0, 3).join(', ')}`,
       });
     }
   }
@@ -398,22 +402,43 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
 
 /**
  * No request dropped stored state: each conversation goes on from its own, whatever other
- * conversations (a subagent's, a side request's) the client sends under its session id. Nothing
- * in the scenarios edits a conversation, so every drop is one conversation's state lost to another.
+ * conversations (a subagent's, a side request's) the client sends under its session id. The
+ * scenarios edit a conversation only by cutting it back (`cutBack`, the requests whose drops are
+ * the cut steps'), so every other drop is one conversation's state lost to another.
  */
-export function checkKeptState(proxyLog: ScenarioResult['proxyLog']): string[] {
+export function checkKeptState(
+  proxyLog: ScenarioResult['proxyLog'],
+  cutBack: ReadonlySet<string> = new Set(),
+): string[] {
   // A session the proxy told to compact may replace its history once, as it was told: by an
   // earlier answer, never by the answer to the request that dropped (the client had not read it).
   const signalled = new Set<unknown>();
   return proxyLog.flatMap((entry, index) => {
     const dropped = typeof entry.droppedStates === 'number' ? entry.droppedStates : 0;
-    const excused = dropped > 0 && signalled.delete(entry.session);
+    const excused = dropped > 0 && (signalled.delete(entry.session) || cutBack.has(String(entry.requestId)));
     if (signalledCompaction(entry)) signalled.add(entry.session);
     if (dropped === 0 || excused) return [];
     return [
       `proxy log entry #${index} (session ${String(entry.session)}, ${String(entry.path)}) dropped ${dropped} object state(s) at message ${String(entry.divergedAt)}: another conversation's request took its session's state`,
     ];
   });
+}
+
+/**
+ * The requests (by the proxy's request id) of runs whose client sent a history cut back
+ * (`rewindTo`) up to the first that committed: until a commit stores the shorter history, each
+ * drops the state of the steps that were cut, as it should.
+ */
+export function cutBackRequests(runs: readonly RunRecord[]): Set<string> {
+  const ids = new Set<string>();
+  for (const run of runs) {
+    if (run.rewindTo === undefined) continue;
+    for (const exchange of run.client) {
+      if (exchange.requestId !== undefined) ids.add(exchange.requestId);
+      if (exchange.commit !== undefined) break;
+    }
+  }
+  return ids;
 }
 
 /** Whether the proxy reported the client's whole prompt in this answer, for the client to compact. */
@@ -524,17 +549,30 @@ export function checkUpstreamCoding(run: RunRecord): Violation[] {
     }));
 }
 
+/**
+ * What a run may not see unless its client sent it: the strings of the runs before it, and of
+ * those that went at once with it.
+ */
+function othersOf(runs: readonly RunRecord[], run: RunRecord): string[] {
+  const groups = groupsOf(runs);
+  const at = groups.findIndex((group) => group.includes(run));
+  return groups
+    .slice(0, at + 1)
+    .flat()
+    .filter((other) => other !== run)
+    .flatMap((other) => other.uniqueStrings);
+}
+
 export function validateScenario(result: ScenarioResult): Violation[] {
   const violations: Violation[] = [];
   if (result.error !== undefined) violations.push({ check: 'runner', run: '-', message: result.error });
-  const earlier: string[] = [];
   for (const run of result.runs) {
     for (const message of checkTask(run)) violations.push({ check: 'task', run: run.label, message });
     if (result.proxied) {
       violations.push(...checkProxyAnswers(run));
       violations.push(...checkUpstreamRequests(run, result.window));
       violations.push(...checkLatestTurn(run));
-      violations.push(...checkForeignContent(run, earlier));
+      violations.push(...checkForeignContent(run, othersOf(result.runs, run)));
       for (const message of checkRecovery(run))
         violations.push({ check: 'recovery', run: run.label, message });
       violations.push(...checkRecoveryHidden(run));
@@ -543,10 +581,14 @@ export function validateScenario(result: ScenarioResult): Violation[] {
       for (const message of checkClientCompaction(run))
         violations.push({ check: 'client-compaction', run: run.label, message });
     }
-    earlier.push(...run.uniqueStrings);
   }
   if (result.proxied) {
-    for (const message of checkKeptState(result.proxyLog))
+    // Runs that resumed one conversation at once part in one session: each request of one drops
+    // the state the other's left, as a conversation edited back does.
+    const forked = groupsOf(result.runs).some(
+      (group) => group.length > 1 && group.every((run) => run.continues === true),
+    );
+    for (const message of forked ? [] : checkKeptState(result.proxyLog, cutBackRequests(result.runs)))
       violations.push({ check: 'kept-state', run: '-', message });
     violations.push(...checkOneSession(result.runs));
   }
