@@ -15,6 +15,7 @@ import {
   checkTask,
   checkUpstreamCoding,
   cutBackRequests,
+  forkedRequests,
   validateScenario,
 } from './validate-run.js';
 
@@ -526,6 +527,42 @@ describe('checkKeptState after the client cut its history back', () => {
       "proxy log entry #2 (session a1, /v1/messages) dropped 4 object state(s) at message 11: another conversation's request took its session's state",
     ]);
     expect(checkKeptState(log)).toHaveLength(3);
+  });
+});
+
+describe('checkKeptState after two processes resumed one conversation at once', () => {
+  it("excuses the drops of the forks' requests, not those of the run they resume", () => {
+    const withIds = (prefix: string) =>
+      soundRun().client.map((record, index) => ({ ...record, requestId: `${prefix}${index}` }));
+    const first = soundRun({ client: withIds('req_1') });
+    const forks = [
+      soundRun({ label: 'run-2', continues: true, client: withIds('req_2') }),
+      soundRun({ label: 'run-3', continues: true, alongside: true, client: withIds('req_3') }),
+    ];
+    expect([...forkedRequests([first, ...forks])]).toEqual([
+      'req_20',
+      'req_21',
+      'req_22',
+      'req_30',
+      'req_31',
+      'req_32',
+    ]);
+    // Resumed one after the other, neither is a fork.
+    expect(forkedRequests([first, forks[0]!, { ...forks[1]!, alongside: false }]).size).toBe(0);
+    const drop = (requestId: string) => ({
+      session: 'a1',
+      path: '/v1/messages',
+      requestId,
+      divergedAt: 9,
+      droppedStates: 1,
+    });
+    const result = {
+      ...scenario([first, ...forks]),
+      proxyLog: [drop('req_11'), drop('req_21'), drop('req_31')],
+    };
+    expect(validateScenario(result).map((violation) => violation.message)).toEqual([
+      "proxy log entry #0 (session a1, /v1/messages) dropped 1 object state(s) at message 9: another conversation's request took its session's state",
+    ]);
   });
 });
 

@@ -403,21 +403,22 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
 /**
  * No request dropped stored state: each conversation goes on from its own, whatever other
  * conversations (a subagent's, a side request's) the client sends under its session id. The
- * scenarios edit a conversation only by cutting it back (`cutBack`, the requests whose drops are
- * the cut steps'), so every other drop is one conversation's state lost to another.
+ * scenarios edit a conversation only by cutting it back, and part one only by resuming it twice
+ * at once (`excused`, the requests whose drops are the cut steps' or the other fork's), so every
+ * other drop is one conversation's state lost to another.
  */
 export function checkKeptState(
   proxyLog: ScenarioResult['proxyLog'],
-  cutBack: ReadonlySet<string> = new Set(),
+  excused: ReadonlySet<string> = new Set(),
 ): string[] {
   // A session the proxy told to compact may replace its history once, as it was told: by an
   // earlier answer, never by the answer to the request that dropped (the client had not read it).
   const signalled = new Set<unknown>();
   return proxyLog.flatMap((entry, index) => {
     const dropped = typeof entry.droppedStates === 'number' ? entry.droppedStates : 0;
-    const excused = dropped > 0 && (signalled.delete(entry.session) || cutBack.has(String(entry.requestId)));
+    const allowed = dropped > 0 && (signalled.delete(entry.session) || excused.has(String(entry.requestId)));
     if (signalledCompaction(entry)) signalled.add(entry.session);
-    if (dropped === 0 || excused) return [];
+    if (dropped === 0 || allowed) return [];
     return [
       `proxy log entry #${index} (session ${String(entry.session)}, ${String(entry.path)}) dropped ${dropped} object state(s) at message ${String(entry.divergedAt)}: another conversation's request took its session's state`,
     ];
@@ -436,6 +437,22 @@ export function cutBackRequests(runs: readonly RunRecord[]): Set<string> {
     for (const exchange of run.client) {
       if (exchange.requestId !== undefined) ids.add(exchange.requestId);
       if (exchange.commit !== undefined) break;
+    }
+  }
+  return ids;
+}
+
+/**
+ * The requests (by the proxy's request id) of runs that resumed one conversation at once
+ * (`forked-resume`): one session holds both conversations after the history they share, so each
+ * request of one drops the state the other's left. The run they resume is held to its state.
+ */
+export function forkedRequests(runs: readonly RunRecord[]): Set<string> {
+  const ids = new Set<string>();
+  for (const group of groupsOf(runs)) {
+    if (group.length < 2 || !group.every((run) => run.continues === true)) continue;
+    for (const run of group) {
+      for (const exchange of run.client) if (exchange.requestId !== undefined) ids.add(exchange.requestId);
     }
   }
   return ids;
@@ -583,12 +600,8 @@ export function validateScenario(result: ScenarioResult): Violation[] {
     }
   }
   if (result.proxied) {
-    // Runs that resumed one conversation at once part in one session: each request of one drops
-    // the state the other's left, as a conversation edited back does.
-    const forked = groupsOf(result.runs).some(
-      (group) => group.length > 1 && group.every((run) => run.continues === true),
-    );
-    for (const message of forked ? [] : checkKeptState(result.proxyLog, cutBackRequests(result.runs)))
+    const excused = new Set([...cutBackRequests(result.runs), ...forkedRequests(result.runs)]);
+    for (const message of checkKeptState(result.proxyLog, excused))
       violations.push({ check: 'kept-state', run: '-', message });
     violations.push(...checkOneSession(result.runs));
   }
