@@ -11,6 +11,7 @@ import {
   checkProxyAnswers,
   checkRecovery,
   checkRecoveryHidden,
+  checkResumedHistory,
   checkScenarioPressure,
   checkTask,
   checkUpstreamCoding,
@@ -527,6 +528,60 @@ describe('checkKeptState after the client cut its history back', () => {
       "proxy log entry #2 (session a1, /v1/messages) dropped 4 object state(s) at message 11: another conversation's request took its session's state",
     ]);
     expect(checkKeptState(log)).toHaveLength(3);
+  });
+});
+
+describe('checkResumedHistory', () => {
+  const before = soundRun({ marker: 'E2E-RUN-aaaa' });
+  const stepFiles = (...steps: number[]) => [
+    ...firstTurn,
+    ...steps.map((step) => ({ role: 'user', content: `E2E-STEP-0${step} E2E-RUN-aaaa\npart ${step}` })),
+    { role: 'user', content: 'go on with notes/after/' },
+  ];
+  const resumed = (rewindTo: number | undefined, ...steps: number[]) =>
+    soundRun({
+      label: 'run-2',
+      marker: 'E2E-RUN-cccc',
+      continues: true,
+      ...(rewindTo === undefined ? {} : { rewindTo }),
+      client: [exchange(0, body(stepFiles(...steps)))],
+    });
+
+  it('passes a resumed run whose client sent the history, cut back where it was cut', () => {
+    expect(checkResumedHistory(resumed(undefined, 1, 2, 3, 4, 5), before)).toEqual([]);
+    expect(checkResumedHistory(resumed(4, 1, 2, 3, 4), before)).toEqual([]);
+  });
+
+  it('flags a CLI that started afresh instead of resuming', () => {
+    const fresh = soundRun({ label: 'run-2', marker: 'E2E-RUN-cccc', continues: true, client: [] });
+    expect(checkResumedHistory(fresh, before)).toEqual([
+      'no request of the client held E2E-RUN-aaaa of run-1: the CLI did not resume its conversation',
+    ]);
+  });
+
+  it('flags a rewound run whose client still sent the cut steps, or not the step it was cut to', () => {
+    expect(checkResumedHistory(resumed(4, 1, 2, 3, 4, 5, 6), before)).toEqual([
+      'the client sent step(s) 5, 6 of run-1, cut from its saved conversation: the cut did not take',
+    ]);
+    expect(checkResumedHistory(resumed(4, 1, 2, 3), before)).toEqual([
+      'the client never sent step 4 of run-1, the step it was cut back to',
+    ]);
+  });
+
+  it('has nothing to check for a run that goes on with the same task (resume, compaction) or none', () => {
+    expect(checkResumedHistory({ ...before, label: 'run-2', continues: true, client: [] }, before)).toEqual(
+      [],
+    );
+    expect(checkResumedHistory(resumed(undefined), undefined)).toEqual([]);
+    expect(checkResumedHistory({ ...resumed(undefined), continues: false }, before)).toEqual([]);
+  });
+
+  it('holds the runs that resume at once to the run of the group before them', () => {
+    const forks = [resumed(undefined, 1), { ...resumed(undefined), label: 'run-3', alongside: true }];
+    const checks = validateScenario(scenario([before, ...forks])).filter(
+      (violation) => violation.check === 'resumed-history',
+    );
+    expect(checks.map((violation) => violation.run)).toEqual(['run-3']);
   });
 });
 

@@ -43,6 +43,7 @@ export const CHECK_NAMES = [
   'recovery-hidden',
   'kept-state',
   'one-session',
+  'resumed-history',
   'attached-file',
   'upstream-coding',
   'client-compaction',
@@ -567,6 +568,44 @@ export function checkUpstreamCoding(run: RunRecord): Violation[] {
 }
 
 /**
+ * A run that resumes the conversation of the run before with steps of its own (`forked-resume`,
+ * `rewound-resume`) sent that conversation's history: the run before's marker is in what its
+ * client sent, or the CLI started afresh and nothing of a resume was tested (its own steps end the
+ * run alike). One whose saved history was cut back (`rewindTo`) sent the file of that step and of
+ * none after it, or the cut did not take and nothing was cut that could leak.
+ */
+export function checkResumedHistory(run: RunRecord, before: RunRecord | undefined): string[] {
+  if (run.continues !== true || before === undefined || before.marker === run.marker) return [];
+  const sent = run.client.map((exchange) => exchange.body).join('\n');
+  if (!sent.includes(before.marker))
+    return [
+      `no request of the client held ${before.marker} of ${before.label}: the CLI did not resume its conversation`,
+    ];
+  if (run.rewindTo === undefined) return [];
+  // A step file opens with its step name and its run's marker (`stepFile`).
+  const steps = [...sent.matchAll(new RegExp(`E2E-STEP-(\\d+) ${before.marker}`, 'g'))].map((match) =>
+    Number(match[1]),
+  );
+  const problems: string[] = [];
+  if (!steps.includes(run.rewindTo))
+    problems.push(
+      `the client never sent step ${run.rewindTo} of ${before.label}, the step it was cut back to`,
+    );
+  const cut = [...new Set(steps.filter((step) => step > run.rewindTo!))].sort((a, b) => a - b);
+  if (cut.length > 0)
+    problems.push(
+      `the client sent step(s) ${cut.join(', ')} of ${before.label}, cut from its saved conversation: the cut did not take`,
+    );
+  return problems;
+}
+
+/** The last run of the group before the run's own: the one whose conversation it resumes. */
+function runBefore(runs: readonly RunRecord[], run: RunRecord): RunRecord | undefined {
+  const groups = groupsOf(runs);
+  return groups[groups.findIndex((group) => group.includes(run)) - 1]?.at(-1);
+}
+
+/**
  * What a run may not see unless its client sent it: the strings of the runs before it, and of
  * those that went at once with it.
  */
@@ -585,6 +624,8 @@ export function validateScenario(result: ScenarioResult): Violation[] {
   if (result.error !== undefined) violations.push({ check: 'runner', run: '-', message: result.error });
   for (const run of result.runs) {
     for (const message of checkTask(run)) violations.push({ check: 'task', run: run.label, message });
+    for (const message of checkResumedHistory(run, runBefore(result.runs, run)))
+      violations.push({ check: 'resumed-history', run: run.label, message });
     if (result.proxied) {
       violations.push(...checkProxyAnswers(run));
       violations.push(...checkUpstreamRequests(run, result.window));
