@@ -365,7 +365,10 @@ async function runScenario(
       // A resumed conversation goes on in the project as the run before left it.
       if (group.some((run) => run.continues === true)) addFiles(project, files);
       else layOutProject(project, files);
-      result.runs.push(...(await Promise.all(group.map((run) => playRun(place, run)))));
+      // Every run of the group ends before anything is torn down, one that failed to start too.
+      const played = await Promise.allSettled(group.map((run) => playRun(place, run)));
+      for (const outcome of played) if (outcome.status === 'rejected') throw outcome.reason;
+      result.runs.push(...played.map((outcome) => (outcome as PromiseFulfilledResult<RunRecord>).value));
     }
     const lost = unattributed(upstream, scenario.runs);
     if (lost !== undefined) result.error = lost;
