@@ -344,7 +344,8 @@ async function runScenario(
     const group = groupsOf(scenario.runs).find((runs) => runs.includes(run))!;
     if (group.length === 1) return home;
     const own = join(base, `home-${run.label}`);
-    cpSync(home, own, { recursive: true });
+    // Links as they are: cpSync would point a relative one back into the HOME it copies.
+    cpSync(home, own, { recursive: true, verbatimSymlinks: true });
     return own;
   };
   // Every request names the run it serves: the relays add it (`CLIENT_HEADER`).
