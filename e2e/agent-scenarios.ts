@@ -75,15 +75,18 @@ export interface ScenarioRun {
   secret?: string;
   /**
    * The run goes on with the previous run's conversation, resumed from the CLI's saved session
-   * (`resume`): in the project as that run left it, with this run's files added; the steps of a
-   * run with a secret were taken there already (it only recovers), others it takes anew.
+   * (`resume`): in the project as that run left it, with this run's files added. A run of the same
+   * task (its marker) took its steps there already: it only recovers its secret (`resume`) or
+   * compacts and answers (`compaction`); a run with a marker of its own takes its own steps
+   * (`forked-resume`, `rewound-resume`).
    */
   continues?: boolean;
   /**
    * Before the run resumes it, the CLI's saved conversation is cut back to the tool result of this
-   * step of the run before (`rewound-resume`), as Claude Code's `/rewind` or Codex's backtrack
-   * leave it: the client then sends the shorter history, and what the cut steps' files held is
-   * stale for every request of the run.
+   * step of the run before (`rewound-resume`): a history edited back in the middle of a task, as
+   * Claude Code's `/rewind` or Codex's backtrack edit one (they cut at a user message, this cut at
+   * a tool result leaves the proxy more to drop). The client then sends the shorter history, and
+   * what the cut steps' files held is stale for every request of the run.
    */
   rewindTo?: number;
   /**

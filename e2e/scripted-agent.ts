@@ -8,7 +8,9 @@
  * In `streaming-recovery` it needs, at the end, a value that only the first step's file showed:
  * when that is no longer in the request, it follows a recovery pointer (`expand("<id>")`) with
  * the proxy's `selfgc_expand` tool, as a real model would, if the request offers that tool. A run
- * that continues a resumed conversation (`resume`) asks for that value at once. A step it hands
+ * that continues a resumed conversation (`resume`) asks for that value at once; one that goes on
+ * in it with steps of its own (`forked-resume`, `rewound-resume`) counts only the results of its
+ * own files, whatever results of the task it resumes the history ends with. A step it hands
  * to a subagent (`subagent`) it plays twice: the parent's call of the CLI's agent tool, and the
  * subagent's own conversation, told apart by the prompt that opens it. Asked to summarize the
  * conversation for a compaction (`compaction`), it writes a summary of where it is; a run that
@@ -48,8 +50,8 @@ export interface ScriptedAgentOptions {
   /** The project directory (read tools take absolute paths). */
   project: string;
   /**
-   * The run a request plays: the runner switches it between runs, and tells runs that go at once
-   * apart by the header the CLI's relay adds.
+   * The run a request plays, which the runner tells by the header the run's relay adds
+   * (`CLIENT_HEADER`), runs that go at once too.
    */
   run(request: ScriptedRequest): ScenarioRun;
 }
