@@ -160,6 +160,50 @@ describe('the scripted agent', () => {
     ]);
   });
 
+  it('takes its own steps in a resumed conversation that it goes on with a task of its own', () => {
+    const [first, rewound] = createScenario('rewound-resume').runs;
+    const [, fork] = createScenario('forked-resume').runs;
+    expect(rewound).toMatchObject({ continues: true, rewindTo: 4 });
+    expect(rewound!.secret).toBeUndefined();
+    const agentFor = (of: ScenarioRun) =>
+      createScriptedAgent({ tools: AGENT_CLIS['claude-code'].tools, project: '/p', run: () => of });
+    const readOwn = (of: ScenarioRun, index: number) => ({
+      name: 'Read',
+      arguments: { file_path: `/p/${pathOf(of, index)}` },
+    });
+    const task = [{ role: 'user', content: first!.prompt }];
+    // Cut back to the fourth step's result: the new prompt goes in the turn that holds it.
+    const cutBack = [
+      ...task,
+      { role: 'assistant', content: [stepCall('toolu_4')] },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'toolu_4', content: first!.files[pathOf(first!, 3)]! },
+          { type: 'text', text: rewound!.prompt },
+        ],
+      },
+    ];
+    expect(agentFor(rewound!)(messagesRequest(cutBack)).toolCalls).toEqual([readOwn(rewound!, 0)]);
+    // The same request read as the task's own run goes on with the task's fifth step.
+    expect(agentFor(first!)(messagesRequest(cutBack)).toolCalls).toEqual([readOwn(first!, 4)]);
+    const afterOwnStep = [
+      ...cutBack,
+      { role: 'assistant', content: [stepCall('toolu_a1')] },
+      stepResult('toolu_a1', rewound!.files[pathOf(rewound!, 0)]!),
+    ];
+    expect(agentFor(rewound!)(messagesRequest(afterOwnStep)).toolCalls?.[0]?.arguments).toMatchObject({
+      command: `cat ${pathOf(rewound!, 1)}`,
+    });
+    // A fork goes on after the finished task's answer with its own first step, not the recovery.
+    const finished = [
+      ...task,
+      { role: 'assistant', content: [{ type: 'text', text: expectedAnswer(first!) }] },
+      { role: 'user', content: fork!.prompt },
+    ];
+    expect(agentFor(fork!)(messagesRequest(finished)).toolCalls).toEqual([readOwn(fork!, 0)]);
+  });
+
   it('ends a plain run with the marker and the last token it saw', () => {
     const plain = createScenario('long-task').runs[0]!;
     const plainAgent = createScriptedAgent({
