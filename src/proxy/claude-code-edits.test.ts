@@ -174,7 +174,11 @@ describe('Claude Code 2.1.332 microcompaction through the proxy', () => {
           raw.includes(CLEARED) &&
           !raw.includes(`"name":"${EXPAND_TOOL}","input"`)
         )
-          return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: expandKey } }] };
+          // With thinking enabled the model opens each answer with thinking.
+          return {
+            thinking: 'The first key holds what I need.',
+            toolCalls: [{ name: EXPAND_TOOL, arguments: { id: expandKey } }],
+          };
         return { text: 'Reading on.' };
       },
     });
@@ -226,7 +230,10 @@ describe('Claude Code 2.1.332 rewind through the proxy', () => {
         const raw = request.rawBody;
         const key = expandKeysSeen.find((candidate) => !raw.includes(`{"id":"${candidate}"}`));
         if (rewound && key !== undefined)
-          return { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }] };
+          return {
+            thinking: 'A key from before the rewind.',
+            toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }],
+          };
         return { text: 'Reading on.' };
       },
     });

@@ -262,6 +262,24 @@ describe('transparent recovery', () => {
     },
   );
 
+  /** A Messages conversation as a client with thinking on sends it: each model turn opens with its thinking. */
+  function withThinking(body: Record<string, unknown>): Record<string, unknown> {
+    const messages = (body.messages as Array<{ role: string; content: unknown }>).map((message, index) =>
+      message.role !== 'assistant'
+        ? message
+        : {
+            ...message,
+            content: [
+              { type: 'thinking', thinking: `Turn ${index}.`, signature: `client-signature-${index}` },
+              ...(Array.isArray(message.content)
+                ? message.content
+                : [{ type: 'text', text: message.content }]),
+            ],
+          },
+    );
+    return { ...body, thinking: { type: 'enabled', budget_tokens: 1024 }, messages };
+  }
+
   // With thinking on, the API refuses a last assistant message (before the tool results) that does
   // not open with a thinking block. A round's answer continues the turn the first one opened, and
   // without interleaved thinking it opens with none: the client must get the turn's thinking.
@@ -277,8 +295,7 @@ describe('transparent recovery', () => {
           : { text: 'Reading it again.', toolCalls: [readFile] },
     });
     const body = {
-      ...conversationBody('messages', { turns: TURNS }),
-      thinking: { type: 'enabled', budget_tokens: 1024 },
+      ...withThinking(conversationBody('messages', { turns: TURNS })),
       tools: [TOOL_DEFINITIONS.messages],
     };
     const response = await fixture.post('messages', body);
@@ -305,10 +322,7 @@ describe('transparent recovery', () => {
         toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }],
       }),
     });
-    const body = {
-      ...conversationBody('messages', { turns: TURNS }),
-      thinking: { type: 'enabled', budget_tokens: 1024 },
-    };
+    const body = withThinking(conversationBody('messages', { turns: TURNS }));
     const response = await fixture.post('messages', body);
     expect(response.status).toBe(200);
     const answer = (await response.json()) as { content: Array<{ type: string; text?: string }> };

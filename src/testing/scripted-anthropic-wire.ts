@@ -33,12 +33,16 @@ function parseToolInput(name: string, json: string): unknown {
   }
 }
 
+/** The signature of the thinking block of the answer `id`. */
+export function thinkingSignature(id: string): string {
+  return Buffer.from(`scripted-signature:${id}`).toString('base64');
+}
+
 function contentBlocks(context: WireContext): ContentBlock[] {
   const { content } = context;
   const blocks: ContentBlock[] = [];
   if (content.thinking !== undefined) {
-    const signature = Buffer.from(`scripted-signature:${context.id}`).toString('base64');
-    blocks.push({ type: 'thinking', thinking: content.thinking, signature });
+    blocks.push({ type: 'thinking', thinking: content.thinking, signature: thinkingSignature(context.id) });
   }
   if (content.text !== '' || content.toolCalls.length === 0)
     blocks.push({ type: 'text', text: content.text });

@@ -173,6 +173,61 @@ describe('continuing a response (previous_response_id)', () => {
   });
 });
 
+describe('thinking blocks on Messages', () => {
+  const thinkingCall = {
+    thinking: 'Read a.ts first.',
+    toolCalls: [{ name: 'read_file', arguments: { path: 'a.ts' } }],
+  };
+  type Block = { type: string; [field: string]: unknown };
+
+  /**
+   * The model's answer (its thinking, its call), and how to go on after it: the call's result,
+   * after the assistant message given.
+   */
+  async function answered(server: Awaited<ReturnType<typeof start>>, thinking: object) {
+    const opening = [{ role: 'user', content: 'read a.ts' }];
+    const body = { ...anthropicBody, thinking, messages: opening };
+    const [given, call] = (await readJson(post(server, '/v1/messages', body))).content as Block[];
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: call!.id, content: 'x' }] };
+    const goOn = (content: Block[]) =>
+      post(server, '/v1/messages', {
+        ...body,
+        messages: [...opening, { role: 'assistant', content }, result],
+      });
+    return { given: given!, call: call!, goOn };
+  }
+
+  it('takes thinking back as it gave it, and refuses it changed, out of place or left out', async () => {
+    const server = await start({ script: [thinkingCall, { text: 'done' }] });
+    const { given, call, goOn } = await answered(server, { type: 'enabled', budget_tokens: 1024 });
+    expect(given).toMatchObject({ type: 'thinking', thinking: 'Read a.ts first.' });
+    const refusals = [[{ ...given, thinking: 'Read b.ts first.' }, call], [call, given], [given], [call]];
+    const errors = [];
+    for (const content of refusals) {
+      const response = await goOn(content);
+      expect(response.status).toBe(400);
+      errors.push((await readJson(response)).error.message);
+    }
+    expect(errors).toEqual([
+      'messages.1.content.0: Invalid `signature` in `thinking` block',
+      'messages.1.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found tool_use.',
+      'messages.1: The final block in an assistant message cannot be `thinking`.',
+      expect.stringMatching(
+        /^messages\.1\.content\.0\.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`\. When `thinking` is enabled, a final `assistant` message must start with a thinking block/,
+      ),
+    ]);
+    expect((await readJson(goOn([given, call]))).content[0].text).toBe('done');
+  });
+
+  it('leaves signatures it never issued unchecked, and a call without thinking when thinking is adaptive', async () => {
+    const server = await start({ script: [thinkingCall, { text: 'done' }, { text: 'done' }] });
+    const { call, goOn } = await answered(server, { type: 'adaptive' });
+    const foreign = { type: 'thinking', thinking: 'anything', signature: 'c2lnLTE=' };
+    expect((await goOn([foreign, call])).status).toBe(200);
+    expect((await goOn([call])).status).toBe(200);
+  });
+});
+
 describe('script and request log', () => {
   it('calls a script function with each request and records path, headers and body', async () => {
     const server = await start({

@@ -5,6 +5,10 @@
  *
  * Clients point at `url + '/v1'` (OpenAI SDK `baseURL`, OpenAI-compatible base URLs) or at `url`
  * (Anthropic SDK `baseURL`).
+ *
+ * It refuses what the APIs refuse of a conversation's state, with their messages: a Responses
+ * continuation it cannot continue (`scripted-response-store.ts`), and Messages thinking blocks out
+ * of place or changed (`scripted-thinking-rules.ts`).
  */
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -15,6 +19,7 @@ import {
   anthropicModelList,
   messageFrames,
   renderMessage,
+  thinkingSignature,
 } from './scripted-anthropic-wire.js';
 import {
   chatCompletionFrames,
@@ -39,6 +44,7 @@ import {
   type ScriptedRequest,
 } from './scripted-reply.js';
 import { createResponseStore } from './scripted-response-store.js';
+import { createThinkingRules } from './scripted-thinking-rules.js';
 
 export interface ScriptedUpstreamOptions {
   /** What to answer on the generation paths (chat completions, responses, messages). */
@@ -117,6 +123,7 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
   const queue = typeof options.script === 'function' ? undefined : [...options.script];
   const closing = new AbortController();
   const responses = createResponseStore();
+  const thinking = createThinkingRules();
 
   async function nextReply(request: ScriptedRequest): Promise<ScriptedReply> {
     if (typeof options.script === 'function') return options.script(request);
@@ -176,7 +183,12 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
     }
 
     const body = isRecord(parsed.value) ? parsed.value : {};
-    const refusal = route === 'responses' ? responses.refusal(body) : undefined;
+    const refusal =
+      route === 'responses'
+        ? responses.refusal(body)
+        : route === 'messages'
+          ? thinking.refusal(body)
+          : undefined;
     if (refusal !== undefined) return fail(refusal);
 
     const reply = await nextReply(request);
@@ -206,6 +218,8 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
     const cut = reply.cutStream;
     if (route === 'responses' && cut === undefined)
       responses.remember(body, `resp_${ids.id}`, outputItems(context));
+    if (route === 'messages' && content.thinking !== undefined)
+      thinking.issued(thinkingSignature(ids.id), content.thinking);
     if (body.stream !== true) return sendJson(res, 200, generator.json(context), answerHeaders);
     let frames = generator.frames(context);
     if (cut !== undefined) {

@@ -1,0 +1,95 @@
+/**
+ * The Messages API's rules for thinking blocks, as the scripted upstream enforces them, with the
+ * API's own messages: an assistant message with thinking opens with it and does not end with it;
+ * with thinking enabled, the assistant turn a request continues opens with thinking; and a thinking
+ * block comes back as the API gave it (the scripted upstream
+ * remembers the text of each signature it issued, and refuses a block whose text changed).
+ * Signatures it never issued (a test's own fixtures) are not checked.
+ */
+import type { ScriptedError } from './scripted-reply.js';
+
+type Block = Record<string, unknown>;
+
+const THINKING = new Set(['thinking', 'redacted_thinking']);
+
+export interface ThinkingRules {
+  /** The refusal of a Messages request that breaks a rule, or undefined. */
+  refusal(body: Record<string, unknown>): ScriptedError | undefined;
+  /** Remembers the text a signature was issued for. */
+  issued(signature: string, thinking: string): void;
+}
+
+function blocksOf(message: unknown): Block[] {
+  if (typeof message !== 'object' || message === null) return [];
+  const content = (message as Block).content;
+  if (!Array.isArray(content)) return [];
+  return content.filter((block): block is Block => typeof block === 'object' && block !== null);
+}
+
+function roleOf(message: unknown): unknown {
+  return typeof message === 'object' && message !== null ? (message as Block).role : undefined;
+}
+
+function refused(message: string): ScriptedError {
+  return { status: 400, message };
+}
+
+export function createThinkingRules(): ThinkingRules {
+  const texts = new Map<string, string>();
+  return {
+    issued(signature, thinking) {
+      texts.set(signature, thinking);
+    },
+    refusal(body) {
+      const messages = Array.isArray(body.messages) ? body.messages : [];
+      for (const [index, message] of messages.entries()) {
+        if (roleOf(message) !== 'assistant') continue;
+        const blocks = blocksOf(message);
+        if (!blocks.some((block) => THINKING.has(String(block.type)))) continue;
+        const first = String(blocks[0]!.type);
+        if (!THINKING.has(first))
+          return refused(
+            `messages.${index}.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found ${first}.`,
+          );
+        if (THINKING.has(String(blocks[blocks.length - 1]!.type)))
+          return refused(
+            `messages.${index}: The final block in an assistant message cannot be \`thinking\`.`,
+          );
+        for (const [position, block] of blocks.entries()) {
+          if (block.type !== 'thinking' || typeof block.signature !== 'string') continue;
+          const issued = texts.get(block.signature);
+          if (issued !== undefined && issued !== block.thinking)
+            return refused(
+              `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`,
+            );
+        }
+      }
+      return enabledThinkingRefusal(body, messages);
+    },
+  };
+}
+
+/**
+ * With thinking enabled, a request whose last user message answers tool calls continues the
+ * assistant turn that opened after the last prompt (a user message without tool results): that
+ * turn's first message must open with thinking (the later ones, rounds of the same turn, may not).
+ */
+function enabledThinkingRefusal(
+  body: Record<string, unknown>,
+  messages: unknown[],
+): ScriptedError | undefined {
+  const thinking = body.thinking;
+  if (typeof thinking !== 'object' || thinking === null || (thinking as Block).type !== 'enabled')
+    return undefined;
+  const answersCalls = (message: unknown) =>
+    roleOf(message) === 'user' && blocksOf(message).some((block) => block.type === 'tool_result');
+  if (!answersCalls(messages.at(-1))) return undefined;
+  const prompt = messages.findLastIndex((message) => roleOf(message) === 'user' && !answersCalls(message));
+  const opening = prompt + 1;
+  if (roleOf(messages[opening]) !== 'assistant') return undefined;
+  const first = blocksOf(messages[opening])[0];
+  if (first !== undefined && THINKING.has(String(first.type))) return undefined;
+  return refused(
+    `messages.${opening}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${String(first?.type ?? 'text')}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block (preceeding the lastmost set of \`tool_use\` and \`tool_result\` blocks). We recommend you include thinking blocks from previous turns. To avoid this requirement, disable \`thinking\`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking`,
+  );
+}
