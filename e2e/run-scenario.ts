@@ -311,7 +311,7 @@ function unattributed(upstream: ScriptedUpstream, runs: readonly ScenarioRun[]):
   const lost = upstream.requests.filter((request) => !labels.has(request.headers[CLIENT_HEADER] ?? ''));
   if (lost.length === 0) return undefined;
   const paths = lost.slice(0, 3).map((request) => `#${request.index} ${request.method} ${request.path}`);
-  return `${lost.length} upstream request(s) named no run in ${CLIENT_HEADER} (${paths.join(', ')}): the proxy dropped a client header`;
+  return `${lost.length} upstream request(s) named no run in ${CLIENT_HEADER} (${paths.join(', ')}): the header the relays add did not reach the upstream with them, so no run's checks held them`;
 }
 
 async function runScenario(

@@ -15,7 +15,8 @@
  * subagent's own conversation, told apart by the prompt that opens it. Asked to summarize the
  * conversation for a compaction (`compaction`), it writes a summary of where it is; a run that
  * goes on after the compaction answers from that summary alone, and one the client compacted in
- * the middle of its task (`auto-compaction`) takes its next step from it.
+ * the middle of its task (`auto-compaction`) takes its next step from it. On Messages with
+ * thinking on (Claude Code's requests), every answer opens with a thinking block.
  */
 import type { ScriptedReply, ScriptedRequest } from '../src/testing/index.js';
 import type { AgentTools } from './agent-clis.js';
@@ -228,8 +229,30 @@ function playSubagent(
   return say(`E2E-SUBDONE ${stepName(delegation.number)} ${marker} token=${token}`);
 }
 
+/**
+ * What a thinking model opens its answer with when a Messages request turns thinking on
+ * (`enabled`, or `adaptive` as Claude Code sends it): a thinking block, empty when the request
+ * asks for it omitted (`display: 'omitted'`), as the API then sends only its signature.
+ */
+function thinkingFor(scripted: ScriptedRequest): string | undefined {
+  if (routeOfPath(scripted.path) !== 'messages') return undefined;
+  const { thinking } = scripted.body as { thinking?: { type?: unknown; display?: unknown } };
+  if (thinking?.type !== 'enabled' && thinking?.type !== 'adaptive') return undefined;
+  return thinking.display === 'omitted' ? '' : 'E2E thinking: where the task stands.';
+}
+
 /** The script function for `startScriptedUpstream`. */
 export function createScriptedAgent(options: ScriptedAgentOptions) {
+  const play = playAgent(options);
+  return (scripted: ScriptedRequest): ScriptedReply => {
+    const reply = play(scripted);
+    const thinking = thinkingFor(scripted);
+    return thinking === undefined ? reply : { ...reply, thinking };
+  };
+}
+
+/** The scripted agent's answer, before any thinking. */
+function playAgent(options: ScriptedAgentOptions) {
   return (scripted: ScriptedRequest): ScriptedReply => {
     const route = routeOfPath(scripted.path);
     if (route === undefined) return say('E2E side answer');
