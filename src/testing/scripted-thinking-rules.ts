@@ -3,8 +3,9 @@
  * API's own messages: an assistant message with thinking opens with it and does not end with it;
  * with thinking enabled, the assistant turn a request continues opens with thinking; and a thinking
  * block comes back as the API gave it (the scripted upstream
- * remembers the text of each signature it issued, and refuses a block whose text changed).
- * Signatures it never issued (a test's own fixtures) are not checked.
+ * remembers the text of each signature it issued, and refuses a block whose text changed: in the
+ * latest assistant message as the API's errors page words it, "cannot be modified", in an earlier
+ * one as an invalid signature). Signatures it never issued (a test's own fixtures) are not checked.
  */
 import type { ScriptedError } from './scripted-reply.js';
 
@@ -42,6 +43,7 @@ export function createThinkingRules(): ThinkingRules {
     },
     refusal(body) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
+      const latest = messages.findLastIndex((message) => roleOf(message) === 'assistant');
       for (const [index, message] of messages.entries()) {
         if (roleOf(message) !== 'assistant') continue;
         const blocks = blocksOf(message);
@@ -60,7 +62,9 @@ export function createThinkingRules(): ThinkingRules {
           const issued = texts.get(block.signature);
           if (issued !== undefined && issued !== block.thinking)
             return refused(
-              `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`,
+              index === latest
+                ? `messages.${index}.content.${position}: \`thinking\` or \`redacted_thinking\` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`
+                : `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block`,
             );
         }
       }

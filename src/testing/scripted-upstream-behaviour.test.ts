@@ -209,7 +209,7 @@ describe('thinking blocks on Messages', () => {
       errors.push((await readJson(response)).error.message);
     }
     expect(errors).toEqual([
-      'messages.1.content.0: Invalid `signature` in `thinking` block',
+      'messages.1.content.0: `thinking` or `redacted_thinking` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.',
       'messages.1.content.0: If an assistant message contains any thinking blocks, the first block must be thinking or redacted_thinking. Found tool_use.',
       'messages.1: The final block in an assistant message cannot be `thinking`.',
       expect.stringMatching(
@@ -217,6 +217,26 @@ describe('thinking blocks on Messages', () => {
       ),
     ]);
     expect((await readJson(goOn([given, call]))).content[0].text).toBe('done');
+  });
+
+  it('refuses thinking changed in an earlier assistant message as an invalid signature', async () => {
+    const server = await start({ script: [thinkingCall, { text: 'done' }] });
+    const { given, call } = await answered(server, { type: 'enabled', budget_tokens: 1024 });
+    const response = await post(server, '/v1/messages', {
+      ...anthropicBody,
+      thinking: { type: 'enabled', budget_tokens: 1024 },
+      messages: [
+        { role: 'user', content: 'read a.ts' },
+        { role: 'assistant', content: [{ ...given, thinking: 'Read b.ts first.' }, call] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'x' }] },
+        { role: 'assistant', content: 'Read.' },
+        { role: 'user', content: 'and now?' },
+      ],
+    });
+    expect(response.status).toBe(400);
+    expect((await readJson(response)).error.message).toBe(
+      'messages.1.content.0: Invalid `signature` in `thinking` block',
+    );
   });
 
   it('leaves signatures it never issued unchecked, and a call without thinking when thinking is adaptive', async () => {
