@@ -75,6 +75,39 @@ describe('the scripted agent', () => {
     expect(ask([prompt], [])).toEqual({ text: 'E2E notes' });
   });
 
+  it('opens a Messages answer with thinking when the request turns it on, empty when it asks it omitted', () => {
+    const thinking = (value: unknown, path = '/v1/messages') =>
+      agent({
+        ...messagesRequest([prompt]),
+        path,
+        body: { model: 'claude', thinking: value, messages: [prompt] },
+      }).thinking;
+    // Claude Code's request with `-p`: adaptive, its text omitted, so the API sends only a signature.
+    expect(thinking({ type: 'adaptive', display: 'omitted' })).toBe('');
+    expect(thinking({ type: 'adaptive' })).toMatch(/\S/);
+    expect(thinking({ type: 'enabled', budget_tokens: 1024 })).toMatch(/\S/);
+    expect(thinking({ type: 'disabled' })).toBeUndefined();
+    expect(thinking(undefined)).toBeUndefined();
+    expect(thinking(null)).toBeUndefined();
+    // Only Messages answers think.
+    expect(thinking({ type: 'enabled', budget_tokens: 1024 }, '/v1/chat/completions')).toBeUndefined();
+    // The step it takes is the same, with thinking or without.
+    const withThinking = agent({
+      ...messagesRequest([prompt]),
+      body: {
+        model: 'claude',
+        tools: loopTools,
+        thinking: { type: 'adaptive', display: 'omitted' },
+        messages: [prompt],
+      },
+    });
+    expect(withThinking).toEqual({ ...ask([prompt]), thinking: '' });
+  });
+
+  it('answers a Messages request whose body is not an object without throwing', () => {
+    expect(() => agent({ ...messagesRequest([prompt]), body: null })).not.toThrow();
+  });
+
   it('follows the recovery pointer near the file it needs when the proxy offers selfgc_expand', () => {
     const reply = ask(afterLastStep, [...loopTools, { name: 'selfgc_expand', input_schema: {} }]);
     expect(reply.toolCalls).toEqual([{ name: 'selfgc_expand', arguments: { id: 'conversation:user:1@4' } }]);

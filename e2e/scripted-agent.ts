@@ -236,7 +236,9 @@ function playSubagent(
  */
 function thinkingFor(scripted: ScriptedRequest): string | undefined {
   if (routeOfPath(scripted.path) !== 'messages') return undefined;
-  const { thinking } = scripted.body as { thinking?: { type?: unknown; display?: unknown } };
+  const body = scripted.body;
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { thinking } = body as { thinking?: { type?: unknown; display?: unknown } | null };
   if (thinking?.type !== 'enabled' && thinking?.type !== 'adaptive') return undefined;
   return thinking.display === 'omitted' ? '' : 'E2E thinking: where the task stands.';
 }
