@@ -54,6 +54,7 @@ export {
   requestBreakpoints,
 } from './anthropic/limit-cache-breakpoints.js';
 export { keepLoadedTools } from './anthropic/loaded-tools.js';
+export { bindsThinking, THINKING_BINDING_BETA } from './anthropic/thinking-binding.js';
 export { normalizeTranscript } from './normalize-transcript.js';
 export { fromOpenAIChat } from './openai-chat/convert-from-openai-chat.js';
 export { toOpenAIChat } from './openai-chat/convert-to-openai-chat.js';

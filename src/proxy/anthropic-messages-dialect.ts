@@ -2,7 +2,9 @@
  * Anthropic Messages (`POST /v1/messages`) as a governed route. The governed body never carries
  * more prompt-cache breakpoints than the client's did, nor more than the API's four
  * (`limitCacheBreakpoints`), and a deferred tool the client's messages loaded stays loaded
- * when governance took the reference away (`keepLoadedTools`).
+ * when governance took the reference away (`keepLoadedTools`), and a body governance changed asks
+ * a model that binds thinking to its prefix to drop what the change invalidated
+ * (`thinking-binding.ts`).
  */
 
 import {
@@ -18,6 +20,7 @@ import {
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
 import { isClientCompaction, promptTexts } from './client-compaction.js';
 import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
+import { dropInvalidatedThinking } from './thinking-binding.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -99,6 +102,7 @@ export const anthropicMessagesDialect: WireDialect = {
     if (isJsonObject(body.thread)) return false;
     return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : [], [body.system]));
   },
+  afterChange: dropInvalidatedThinking,
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;
     const holder = isJsonObject(payload.message) ? payload.message : payload;

@@ -4,6 +4,7 @@
  * rewind, compaction, thinking blocks, and the parallel requests of one session.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
 import { fileContent } from './testing/agent-conversation.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { expandKeys, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
@@ -134,6 +135,54 @@ describe('Claude Code 2.1.332 thinking through the proxy', () => {
     expect(lastAssistant(body.messages)[0]?.type).toBe('thinking');
     // The server-side edit the client asked for goes up as it came.
     expect(body.context_management).toEqual({ edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] });
+  });
+});
+
+describe('thinking bound to its prefix (Claude 5.1 on) through the proxy', () => {
+  it('a body governance changed asks the API to drop the thinking it invalidated, under the beta', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'Reading on.' }), window: 8_000 });
+    const messages = [task(), ...steps(0, 30)];
+    const post = (model: string, turns = messages) =>
+      fixture!.post('messages', claudeBody(turns, { model }), { headers: HEADERS });
+    expect((await post('claude-fable-5-1')).headers.get('x-selfgc-commit')).toBeTruthy();
+    const bound = fixture.upstream.requests[0]!;
+    expect((bound.body as Json).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 1024,
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    });
+    expect(bound.headers['anthropic-beta']).toBe(`${BETAS},${THINKING_BINDING_BETA}`);
+    // A model that checks no prefix gets the body as governance left it, the client's betas.
+    expect((await post('claude-sonnet-4-5-20250929')).status).toBe(200);
+    const unbound = fixture.upstream.requests[1]!;
+    expect(JSON.stringify((unbound.body as Json).messages)).not.toBe(JSON.stringify(messages));
+    expect((unbound.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+    expect(unbound.headers['anthropic-beta']).toBe(BETAS);
+    // A request governance left as it came goes as it came.
+    expect((await post('claude-fable-5-1', [task(), ...steps(0, 2)])).status).toBe(200);
+    const untouched = fixture.upstream.requests[2]!;
+    expect((untouched.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+    expect(untouched.headers['anthropic-beta']).toBe(BETAS);
+  });
+});
+
+describe('bindsThinking', () => {
+  it('takes Claude models from 5.1 on, by version, under any provider prefix', () => {
+    const binds = [
+      'claude-fable-5-1',
+      'claude-opus-5-5',
+      'anthropic.claude-sonnet-5-5-v1:0',
+      'claude-fable-6-0',
+    ];
+    const free = [
+      'claude-sonnet-4-5-20250929',
+      'claude-opus-5-20260901',
+      'claude-opus-5',
+      'gpt-5.1',
+      'scripted-model',
+    ];
+    expect(binds.filter(bindsThinking)).toEqual(binds);
+    expect(free.filter(bindsThinking)).toEqual([]);
   });
 });
 

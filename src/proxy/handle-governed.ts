@@ -31,6 +31,7 @@ import { CONTINUED_FROM_LAST_ROUND } from './stored-responses.js';
 import type { StreamMerger } from './stream-merger.js';
 import { streamRecovery } from './stream-recovery.js';
 import { tapEventStream } from './tap-event-stream.js';
+import { withBeta } from './thinking-binding.js';
 import {
   type BufferedAnswer,
   createRecovery,
@@ -118,6 +119,7 @@ export async function handleGoverned(
             settings.metrics,
           );
     trace.entry.prepareMs = Math.round((settings.now() - prepareStarted) * 1000) / 1000;
+    if (prepared.beta !== undefined) withBeta(forwarded, prepared.beta);
     // Governed on this thread: what it left uncounted is counted once the body is sent.
     if (prepared.settle !== undefined) setImmediate(prepared.settle);
     const reported = clientCompactionSignal(exchange, body.byteLength);

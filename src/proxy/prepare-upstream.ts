@@ -80,6 +80,8 @@ export interface PreparedUpstream {
    * proxy's thread: the proxy's thread parses the body again only when it is to name another.
    */
   continues?: string;
+  /** A beta the changed body needs, to add to `anthropic-beta` (`WireDialect.afterChange`). */
+  beta?: string;
   /** Set when transparent recovery runs: `body` then carries the recovery tools. */
   recovery?: {
     /** The store session id. */
@@ -221,13 +223,15 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     governed.toolsWithheld === undefined &&
     result !== undefined &&
     (agentTools || hasRecoveryPointers(result.view));
-  const render = (out: JsonObject) =>
-    out === body
-      ? input.bytes
-      : reading === undefined
-        ? encodeBodyText(JSON.stringify(out))
-        : reading.render(out);
-  if (!recover || governor === undefined) return { body: render(governed.body), ...settle };
+  // A body governance changed goes with what the change takes (`WireDialect.afterChange`).
+  const send = (out: JsonObject): PreparedUpstream => {
+    if (out === body) return { body: input.bytes };
+    const changed = dialect.afterChange?.(out);
+    const sent = changed?.body ?? out;
+    const bytes = reading === undefined ? encodeBodyText(JSON.stringify(sent)) : reading.render(sent);
+    return { body: bytes, ...(changed === undefined ? {} : { beta: changed.beta }) };
+  };
+  if (!recover || governor === undefined) return { ...send(governed.body), ...settle };
   // What of the request shapes the answer the client gets: the tool choice it echoes (the last
   // round sets it to none) and whether the provider keeps items (`store`). The rest of the body
   // stays here: an agent's instructions and schemas would be copied to the proxy's thread on
@@ -244,7 +248,7 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   };
   const scoped = scopeRecovery(governor, scope);
   return {
-    body: render(dialect.withTools(governed.body, proxyTools)),
+    ...send(dialect.withTools(governed.body, proxyTools)),
     recovery: {
       sessionId: identity.storeSessionId,
       client,

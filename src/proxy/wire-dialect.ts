@@ -92,6 +92,12 @@ export interface WireDialect {
   continuingStored?(body: JsonObject, id: string): JsonObject;
   /** Whether the proxy can answer its own tools in the answers to this request (default yes). */
   recoverable?(body: JsonObject): boolean;
+  /**
+   * A body the proxy changed, made so that the change does not get it refused for the model's
+   * earlier reasoning it invalidated (Anthropic's preserved thinking, `thinking-binding.ts`), with
+   * the beta header that takes; undefined when the body needs nothing.
+   */
+  afterChange?(body: JsonObject): { body: JsonObject; beta: string } | undefined;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
   usageOf(payload: unknown): Partial<TokenUsage> | undefined;
   /**

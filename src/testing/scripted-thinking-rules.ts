@@ -7,6 +7,8 @@
  * latest assistant message as the API's errors page words it, "cannot be modified", in an earlier
  * one as an invalid signature). Signatures it never issued (a test's own fixtures) are not checked.
  */
+import { createHash } from 'node:crypto';
+import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
 import type { ScriptedError } from './scripted-reply.js';
 
 type Block = Record<string, unknown>;
@@ -14,10 +16,45 @@ type Block = Record<string, unknown>;
 const THINKING = new Set(['thinking', 'redacted_thinking']);
 
 export interface ThinkingRules {
-  /** The refusal of a Messages request that breaks a rule, or undefined. */
-  refusal(body: Record<string, unknown>): ScriptedError | undefined;
-  /** Remembers the text a signature was issued for. */
-  issued(signature: string, thinking: string): void;
+  /** The refusal of a Messages request (with its headers) that breaks a rule, or undefined. */
+  refusal(body: Record<string, unknown>, headers: Record<string, string>): ScriptedError | undefined;
+  /** Remembers the text a signature was issued for, in answer to `body`. */
+  issued(signature: string, thinking: string, body: Record<string, unknown>): void;
+}
+
+/** What the API remembers of a thinking block it issued. */
+interface Issued {
+  thinking: string;
+  /** For a model that binds thinking to its prefix: that prefix's fingerprint. */
+  prefix?: string;
+}
+
+/**
+ * The fingerprint of a block's prefix: `system`, `tools` and the messages before it, without the
+ * cache breakpoints a client moves from request to request.
+ */
+function prefixOf(body: Record<string, unknown>, messages: readonly unknown[]): string {
+  const text = JSON.stringify([body.system ?? null, body.tools ?? null, messages], (key, value) =>
+    key === 'cache_control' ? undefined : value,
+  );
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * Whether the request asks the API to drop the thinking a changed prefix invalidated: under the
+ * beta, with `thinking.block_binding.prefix_mismatch_behavior: "drop_block"`.
+ */
+function dropsInvalidated(body: Record<string, unknown>): boolean {
+  const binding = isRecord(body.thinking) ? body.thinking.block_binding : undefined;
+  return isRecord(binding) && binding.prefix_mismatch_behavior === 'drop_block';
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function betasOf(headers: Record<string, string>): string[] {
+  return (headers['anthropic-beta'] ?? '').split(',').map((beta) => beta.trim());
 }
 
 function blocksOf(message: unknown): Block[] {
@@ -36,13 +73,20 @@ function refused(message: string): ScriptedError {
 }
 
 export function createThinkingRules(): ThinkingRules {
-  const texts = new Map<string, string>();
+  const texts = new Map<string, Issued>();
   return {
-    issued(signature, thinking) {
-      texts.set(signature, thinking);
-    },
-    refusal(body) {
+    issued(signature, thinking, body) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
+      const binds = typeof body.model === 'string' && bindsThinking(body.model);
+      texts.set(signature, binds ? { thinking, prefix: prefixOf(body, messages) } : { thinking });
+    },
+    refusal(body, headers) {
+      const messages = Array.isArray(body.messages) ? body.messages : [];
+      const thinkingSetting = isRecord(body.thinking) ? body.thinking : undefined;
+      if (thinkingSetting?.block_binding !== undefined && !betasOf(headers).includes(THINKING_BINDING_BETA))
+        return refused(
+          `thinking.${String(thinkingSetting.type)}.block_binding: Extra inputs are not permitted`,
+        );
       const latest = messages.findLastIndex((message) => roleOf(message) === 'assistant');
       for (const [index, message] of messages.entries()) {
         if (roleOf(message) !== 'assistant') continue;
@@ -60,7 +104,15 @@ export function createThinkingRules(): ThinkingRules {
         for (const [position, block] of blocks.entries()) {
           if (block.type !== 'thinking' || typeof block.signature !== 'string') continue;
           const issued = texts.get(block.signature);
-          if (issued !== undefined && issued !== block.thinking)
+          if (
+            issued?.prefix !== undefined &&
+            issued.prefix !== prefixOf(body, messages.slice(0, index)) &&
+            !dropsInvalidated(body)
+          )
+            return refused(
+              `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation. Remove the block, or set \`thinking.block_binding.prefix_mismatch_behavior\` to "drop_block".`,
+            );
+          if (issued !== undefined && issued.thinking !== block.thinking)
             return refused(
               index === latest
                 ? `messages.${index}.content.${position}: \`thinking\` or \`redacted_thinking\` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`
