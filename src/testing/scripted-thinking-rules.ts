@@ -6,6 +6,10 @@
  * remembers the text of each signature it issued, and refuses a block whose text changed: in the
  * latest assistant message as the API's errors page words it, "cannot be modified", in an earlier
  * one as an invalid signature). Signatures it never issued (a test's own fixtures) are not checked.
+ * For a model that binds thinking to its prefix (Claude 5.1 on, `bindsThinking`) a block also
+ * comes back behind the prefix it was produced after (`system`, `tools`, the messages before it,
+ * cache breakpoints aside), unless the request asks, under the beta, to drop what a changed
+ * prefix invalidated; `block_binding` without that beta is refused as an unknown field.
  */
 import { createHash } from 'node:crypto';
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
@@ -29,14 +33,22 @@ interface Issued {
   prefix?: string;
 }
 
+/** Content as the API reads it: a string is one text block. */
+function blocksOfContent(content: unknown): unknown {
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+}
+
 /**
- * The fingerprint of a block's prefix: `system`, `tools` and the messages before it, without the
- * cache breakpoints a client moves from request to request.
+ * The fingerprint of a block's prefix: `system`, `tools` and the messages before it, as the API
+ * reads them (a string content is one text block), without the cache breakpoints a client moves
+ * from request to request.
  */
 function prefixOf(body: Record<string, unknown>, messages: readonly unknown[]): string {
-  const text = JSON.stringify([body.system ?? null, body.tools ?? null, messages], (key, value) =>
-    key === 'cache_control' ? undefined : value,
+  const read = messages.map((message) =>
+    isRecord(message) ? { ...message, content: blocksOfContent(message.content) } : message,
   );
+  const prefix = [blocksOfContent(body.system) ?? null, body.tools ?? null, read];
+  const text = JSON.stringify(prefix, (key, value) => (key === 'cache_control' ? undefined : value));
   return createHash('sha256').update(text).digest('hex');
 }
 

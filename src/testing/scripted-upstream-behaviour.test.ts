@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { THINKING_BINDING_BETA } from '../adapters/index.js';
 import { createEchoScript } from './echo-script.js';
 import { readSse, sseJson } from './read-sse.js';
 import { anthropicBody, chatBody, post, readJson, useScriptedUpstream } from './upstream-test-kit.js';
@@ -237,6 +238,41 @@ describe('thinking blocks on Messages', () => {
     expect((await readJson(response)).error.message).toBe(
       'messages.1.content.0: Invalid `signature` in `thinking` block',
     );
+  });
+
+  it('for a model that binds thinking, refuses a block behind a changed prefix unless asked to drop it', async () => {
+    const server = await start({ script: [thinkingCall, { text: 'done' }, { text: 'done' }] });
+    const system = [{ type: 'text', text: 'You read files.', cache_control: { type: 'ephemeral' } }];
+    const opening = [{ role: 'user', content: 'read a.ts' }];
+    const body = { ...anthropicBody, model: 'claude-fable-5-1', system, messages: opening };
+    const given = (await readJson(post(server, '/v1/messages', body))).content as Block[];
+    const call = given.find((block) => block.type === 'tool_use')!;
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'x' }] };
+    const goOn = (changes: object, headers: Record<string, string> = {}) =>
+      post(
+        server,
+        '/v1/messages',
+        { ...body, messages: [...opening, { role: 'assistant', content: given }, result], ...changes },
+        headers,
+      );
+    // The same prefix, its cache breakpoint moved: the block stands.
+    expect((await goOn({ system: [{ type: 'text', text: 'You read files.' }] })).status).toBe(200);
+    const changed = { system: [{ type: 'text', text: 'You read files, briefly.' }] };
+    const bound = await goOn(changed);
+    expect(bound.status).toBe(400);
+    expect((await readJson(bound)).error.message).toBe(
+      'messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".',
+    );
+    const dropping = {
+      ...changed,
+      thinking: { type: 'adaptive', block_binding: { prefix_mismatch_behavior: 'drop_block' } },
+    };
+    const unannounced = await goOn(dropping);
+    expect((await readJson(unannounced)).error.message).toBe(
+      'thinking.adaptive.block_binding: Extra inputs are not permitted',
+    );
+    expect((await goOn(dropping, { 'anthropic-beta': `x-beta,${THINKING_BINDING_BETA}` })).status).toBe(200);
+    expect(server.remaining()).toBe(0);
   });
 
   it('leaves signatures it never issued unchecked, and a call without thinking when thinking is adaptive', async () => {

@@ -187,7 +187,7 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
       route === 'responses'
         ? responses.refusal(body)
         : route === 'messages'
-          ? thinking.refusal(body)
+          ? thinking.refusal(body, headers)
           : undefined;
     if (refusal !== undefined) return fail(refusal);
 
@@ -219,7 +219,7 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
     if (route === 'responses' && cut === undefined)
       responses.remember(body, `resp_${ids.id}`, outputItems(context));
     if (route === 'messages' && content.thinking !== undefined)
-      thinking.issued(thinkingSignature(ids.id), content.thinking);
+      thinking.issued(thinkingSignature(ids.id), content.thinking, body);
     if (body.stream !== true) return sendJson(res, 200, generator.json(context), answerHeaders);
     let frames = generator.frames(context);
     if (cut !== undefined) {
