@@ -153,7 +153,7 @@ export async function handleGoverned(
     }
     const first = await readAnswer(exchange, sent);
     const answer = await recoverTransparently(recovery, first, (next) =>
-      sendBuffered(exchange, JSON.stringify(next)),
+      sendBuffered(exchange, roundBody(exchange, next)),
     );
     noteRecoveredTokens(exchange, recovery, recovered.window.viewTokens);
     return reported(answerBuffered(exchange, { ...answer, body: answer.text }));
@@ -258,6 +258,19 @@ async function send(
   }
 }
 
+/**
+ * A recovery round's body, as it goes upstream: the proxy made it, so it goes with what a change
+ * takes (`WireDialect.afterChange`), its beta added to this request's headers for this round and
+ * the next. The first body may have needed nothing (no thinking in it yet) while a round's does:
+ * the model thinks in a round, and a later round may change what that thinking followed (an
+ * earlier result giving way to a later one's room).
+ */
+function roundBody(exchange: Exchange, body: JsonObject): string {
+  const changed = exchange.dialect.afterChange?.(body);
+  if (changed !== undefined) withBeta(exchange.forwarded, changed.beta);
+  return JSON.stringify(changed?.body ?? body);
+}
+
 async function sendBuffered(exchange: Exchange, body: string | Uint8Array): Promise<BufferedAnswer> {
   return readAnswer(exchange, await send(exchange, body));
 }
@@ -344,7 +357,7 @@ function answerStreamed(
     merger: parts.merger,
     first: eventStreamOf(sent.call)!,
     async send(body, signal) {
-      const next = await send(exchange, JSON.stringify(body), AbortSignal.any([request.signal, signal]));
+      const next = await send(exchange, roundBody(exchange, body), AbortSignal.any([request.signal, signal]));
       const stream = next.call.answer.ok ? eventStreamOf(next.call) : null;
       if (stream === null) {
         const { status, json } = await readAnswer(exchange, next);

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { THINKING_BINDING_BETA } from '../adapters/index.js';
 import { createGovernor } from '../core/governor/create-governor.js';
 import { countMessageTokens } from '../core/ledger.js';
 import { recoveryKeyOf } from '../core/session-state.js';
@@ -332,6 +333,45 @@ describe('transparent recovery', () => {
     expect(answer.content[1]?.text).toBe(UNFINISHED_TURN_NOTE);
     expect(JSON.stringify(answer)).not.toContain('selfgc_');
   });
+
+  // From Claude 5.1 on, a thinking block is bound to what came before it. The model thinks in each
+  // round, and a later round's room may take an earlier result's place, which changes what the
+  // thinking since followed: each round asks the API to drop what that invalidated, though the
+  // first body, with no thinking in it yet, needed nothing.
+  it.each([false, true])(
+    'messages: rounds on a model that binds thinking ask to drop what a round invalidated (streamed: %s)',
+    async (stream) => {
+      fixture = await startProxyFixture({
+        script: (request) => ({
+          thinking: `Page ${request.index} read; on to the next.`,
+          toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }],
+        }),
+      });
+      const body = {
+        ...conversationBody('messages', { turns: TURNS, model: 'claude-opus-5-5', stream }),
+        thinking: { type: 'adaptive' },
+      };
+      const response = await fixture.post('messages', body);
+      const text = await response.text();
+      expect(response.status).toBe(200);
+      expect(text).not.toContain('bound to a different conversation');
+      expect(text).not.toContain('"type":"error"');
+      const requests = fixture.upstream.requests;
+      expect(requests).toHaveLength(4);
+      const thinkingOf = (index: number) => (requests[index]!.body as { thinking?: unknown }).thinking;
+      expect(thinkingOf(0)).toEqual({ type: 'adaptive' });
+      expect(requests[0]!.headers['anthropic-beta']).toBeUndefined();
+      // The last round's room took the first round's result: the thinking after it followed that.
+      expect(requests[3]!.rawBody).toContain(JSON.stringify(EARLIER_RESULT_NOTE));
+      for (const index of [1, 2, 3]) {
+        expect(thinkingOf(index)).toEqual({
+          type: 'adaptive',
+          block_binding: { prefix_mismatch_behavior: 'drop_block' },
+        });
+        expect(requests[index]!.headers['anthropic-beta']).toBe(THINKING_BINDING_BETA);
+      }
+    },
+  );
 
   it('chat: an answer whose last round, after a round, says nothing and calls nothing ends in the note', async () => {
     fixture = await startProxyFixture({
