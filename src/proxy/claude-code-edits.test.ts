@@ -5,6 +5,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
+import { StoreError } from '../core/errors.js';
+import type { SidecarStore } from '../core/store.js';
+import { createMemoryStore } from '../stores/memory-store.js';
 import { fileContent } from './testing/agent-conversation.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { expandKeys, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
@@ -163,6 +166,61 @@ describe('thinking bound to its prefix (Claude 5.1 on) through the proxy', () =>
     const untouched = fixture.upstream.requests[2]!;
     expect((untouched.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
     expect(untouched.headers['anthropic-beta']).toBe(BETAS);
+  });
+});
+
+describe('thinking bound to its prefix, when the store goes down after a fold', () => {
+  it('the stateless lane asks to drop what the fold invalidated, though it sends the conversation as it came', async () => {
+    const memory = createMemoryStore();
+    let down = false;
+    const unlessDown =
+      <A extends unknown[], R>(call: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        if (down) throw new StoreError('connect ECONNREFUSED');
+        return call(...args);
+      };
+    const store: SidecarStore = {
+      ...memory,
+      readSession: unlessDown(memory.readSession.bind(memory)),
+      writeState: unlessDown(memory.writeState.bind(memory)),
+      writeCommit: unlessDown(memory.writeCommit.bind(memory)),
+      putPayloads: unlessDown(memory.putPayloads.bind(memory)),
+    };
+    // The scripted model thinks, and its thinking is bound to the prefix the proxy sent.
+    fixture = await startProxyFixture({
+      store,
+      window: 12_000,
+      script: (request) => ({
+        thinking: 'Module 3 next.',
+        toolCalls: [{ name: 'Read', arguments: { file_path: `/repo/src/module${request.index}.ts` } }],
+      }),
+    });
+    const body = (messages: Json[]) =>
+      claudeBody(messages, { model: 'claude-opus-5-5', thinking: { type: 'adaptive' } });
+    const opening = [task(), ...steps(0, 12, 'A', false)];
+    const first = await fixture.post('messages', body(opening), { headers: HEADERS });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-selfgc-commit')).toBeTruthy();
+    const answer = (await first.json()) as { content: Block[] };
+    const call = answer.content.find((block) => block.type === 'tool_use')!;
+    const goOn = [
+      ...opening,
+      { role: 'assistant', content: answer.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'x' }] },
+    ];
+    down = true;
+    const second = await fixture.post('messages', body(goOn), { headers: HEADERS });
+    expect(await second.text()).not.toContain('bound to a different conversation');
+    expect(second.status).toBe(200);
+    expect(second.headers.get('x-selfgc-governance')).toBe('fail-open');
+    // The lane left the conversation as it came: only the thinking setting and the beta differ.
+    const sent = upstreamBody(1).body;
+    expect(sent.messages).toEqual(goOn);
+    expect(sent.thinking).toEqual({
+      type: 'adaptive',
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    });
+    expect(fixture.upstream.requests[1]!.headers['anthropic-beta']).toBe(`${BETAS},${THINKING_BINDING_BETA}`);
   });
 });
 

@@ -47,6 +47,11 @@ export interface GovernedBody {
   settle?: () => void;
   /** The proxy's tools stay out of this request: with them, the view would have less than its least room. */
   toolsWithheld?: true;
+  /**
+   * The stateless lane took the request (`throughLane`): earlier requests of its conversation may
+   * have gone governed, whether or not the lane changed this one.
+   */
+  lane?: true;
 }
 
 export interface GovernInput {
@@ -99,7 +104,7 @@ function throughLane(settings: GovernSettings, input: GovernInput, reason: LaneR
   const governance = reason === 'over-size' || reason === 'over-time' ? 'over-budget' : 'fail-open';
   input.headers.set('x-selfgc-governance', governance);
   input.trace.entry.governance = governance;
-  return { body: reduceStatelessly(settings, input, reason) };
+  return { body: reduceStatelessly(settings, input, reason), lane: true };
 }
 
 export async function governRequest(settings: GovernSettings, input: GovernInput): Promise<GovernedBody> {

@@ -215,7 +215,18 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     ...(input.lane === undefined ? {} : { lane: input.lane }),
     ...(bound === undefined ? {} : { chain: bound.chain }),
   });
-  if (governed.body === undefined) return asCame;
+  // A body governance changed goes with what the change takes (`WireDialect.afterChange`). So does
+  // one the stateless lane leaves as it came: the conversation's earlier requests may have gone
+  // governed (the store went down since, or governance ran out of time), and what the model
+  // produced after them is bound to what they sent, not to what the client sends.
+  const send = (out: JsonObject, wasGoverned = out !== body): PreparedUpstream => {
+    const changed = wasGoverned ? dialect.afterChange?.(out) : undefined;
+    if (out === body && changed === undefined) return { body: input.bytes };
+    const sent = changed?.body ?? out;
+    const bytes = reading === undefined ? encodeBodyText(JSON.stringify(sent)) : reading.render(sent);
+    return { body: bytes, ...(changed === undefined ? {} : { beta: changed.beta }) };
+  };
+  if (governed.body === undefined) return governed.lane ? { ...asCame, ...send(body, true) } : asCame;
   const { result, governor } = governed;
   const settle = governed.settle === undefined ? {} : { settle: governed.settle };
   const recover =
@@ -223,14 +234,6 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
     governed.toolsWithheld === undefined &&
     result !== undefined &&
     (agentTools || hasRecoveryPointers(result.view));
-  // A body governance changed goes with what the change takes (`WireDialect.afterChange`).
-  const send = (out: JsonObject): PreparedUpstream => {
-    if (out === body) return { body: input.bytes };
-    const changed = dialect.afterChange?.(out);
-    const sent = changed?.body ?? out;
-    const bytes = reading === undefined ? encodeBodyText(JSON.stringify(sent)) : reading.render(sent);
-    return { body: bytes, ...(changed === undefined ? {} : { beta: changed.beta }) };
-  };
   if (!recover || governor === undefined) return { ...send(governed.body), ...settle };
   // What of the request shapes the answer the client gets: the tool choice it echoes (the last
   // round sets it to none) and whether the provider keeps items (`store`). The rest of the body
