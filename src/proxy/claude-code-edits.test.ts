@@ -230,12 +230,19 @@ describe('bindsThinking', () => {
       'claude-fable-5-1',
       'claude-opus-5-5',
       'anthropic.claude-sonnet-5-5-v1:0',
+      'us.anthropic.claude-opus-5-5-v1:0',
+      'claude-opus-5-5@20261001',
+      'anthropic/claude-opus-5.5',
       'claude-fable-6-0',
+      'claude-opus-6',
+      'claude-opus-6-20270101',
     ];
     const free = [
       'claude-sonnet-4-5-20250929',
       'claude-opus-5-20260901',
       'claude-opus-5',
+      'anthropic/claude-opus-4.6',
+      'claude-3-5-sonnet-20241022',
       'gpt-5.1',
       'scripted-model',
     ];

@@ -10,12 +10,14 @@ export const THINKING_BINDING_BETA = 'thinking-binding-controls-2026-08-01';
 /**
  * Whether a model checks the prefix of thinking blocks: Claude models from version 5.1 on, by a
  * version floor, since every later model keeps the check (`claude-fable-5-1`, a provider's
- * `anthropic.claude-opus-5-5-v1:0`; not a dated snapshot of a whole version, `claude-opus-5-20260901`).
+ * `anthropic.claude-opus-5-5-v1:0`, a gateway's `anthropic/claude-opus-5.5`, a whole later
+ * version `claude-opus-6`; not version 5 itself, nor a dated snapshot of it, `claude-opus-5-20260901`).
+ * A minor version is one or two digits: a date after the major version is no minor version.
  */
 export function bindsThinking(model: string): boolean {
-  const version = /claude-[a-z]+-(\d+)-(\d{1,2})(?!\d)/.exec(model);
+  const version = /claude-[a-z]+-(\d+)(?:[-.](\d{1,2})(?!\d))?/i.exec(model);
   if (version === null) return false;
   const major = Number(version[1]);
-  const minor = Number(version[2]);
+  const minor = version[2] === undefined ? 0 : Number(version[2]);
   return major > 5 || (major === 5 && minor >= 1);
 }
