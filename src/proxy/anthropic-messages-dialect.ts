@@ -20,7 +20,7 @@ import {
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
 import { isClientCompaction, promptTexts } from './client-compaction.js';
 import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
-import { dropInvalidatedThinking } from './thinking-binding.js';
+import { dropInvalidatedThinking, isThinkingBlock } from './thinking-binding.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -36,10 +36,6 @@ import {
   type WireDialect,
   type WireToolCall,
 } from './wire-dialect.js';
-
-function isThinkingBlock(block: JsonObject | undefined): boolean {
-  return block?.type === 'thinking' || block?.type === 'redacted_thinking';
-}
 
 function contentBlocks(answer: unknown): JsonObject[] {
   if (!isJsonObject(answer) || !Array.isArray(answer.content)) return [];

@@ -12,27 +12,37 @@
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
 import { isJsonObject, type JsonObject } from './wire-dialect.js';
 
+export function isThinkingBlock(block: unknown): boolean {
+  return isJsonObject(block) && (block.type === 'thinking' || block.type === 'redacted_thinking');
+}
+
 function holdsThinking(messages: unknown): boolean {
   if (!Array.isArray(messages)) return false;
   return messages.some(
     (message) =>
-      isJsonObject(message) &&
-      Array.isArray(message.content) &&
-      message.content.some(
-        (block) => isJsonObject(block) && (block.type === 'thinking' || block.type === 'redacted_thinking'),
-      ),
+      isJsonObject(message) && Array.isArray(message.content) && message.content.some(isThinkingBlock),
+  );
+}
+
+/** Whether the request forces a tool call, which thinking the proxy added could clash with. */
+function forcesTool(body: JsonObject): boolean {
+  return (
+    isJsonObject(body.tool_choice) && (body.tool_choice.type === 'any' || body.tool_choice.type === 'tool')
   );
 }
 
 /**
  * A body the proxy changed, made so that the thinking the change invalidated is dropped rather
- * than refused, with the beta it needs; undefined when nothing is needed: another model, no
- * thinking block, or thinking turned off (the API then reads no earlier thinking). A request
- * without a `thinking` setting gets adaptive thinking, these models' default.
+ * than refused, with the beta it needs (a client's own `prefix_mismatch_behavior` gives way: the
+ * proxy made the change); undefined when nothing can be set: another model, no thinking block,
+ * thinking turned off (the API's remedy is then to remove the blocks, which the proxy leaves to
+ * the client), or no thinking setting in a request that forces a tool. A request without a
+ * `thinking` setting otherwise gets adaptive thinking, these models' default.
  */
 export function dropInvalidatedThinking(body: JsonObject): { body: JsonObject; beta: string } | undefined {
   if (typeof body.model !== 'string' || !bindsThinking(body.model)) return undefined;
   if (!holdsThinking(body.messages)) return undefined;
+  if (!isJsonObject(body.thinking) && forcesTool(body)) return undefined;
   const thinking: JsonObject = isJsonObject(body.thinking) ? body.thinking : { type: 'adaptive' };
   if (thinking.type === 'disabled') return undefined;
   const binding = isJsonObject(thinking.block_binding) ? thinking.block_binding : {};

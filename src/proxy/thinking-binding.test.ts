@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { THINKING_BINDING_BETA } from '../adapters/index.js';
+import { dropInvalidatedThinking, withBeta } from './thinking-binding.js';
+
+const thought = { type: 'thinking', thinking: '', signature: 'c2ln' };
+const messages = [
+  { role: 'user', content: 'read a.ts' },
+  { role: 'assistant', content: [thought, { type: 'tool_use', id: 't1', name: 'Read', input: {} }] },
+  { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'x' }] },
+];
+const body = { model: 'claude-fable-5-1', max_tokens: 1024, messages };
+
+describe('dropInvalidatedThinking', () => {
+  it('asks to drop invalidated thinking, keeping the rest of the setting, a client behaviour giving way', () => {
+    const setting = {
+      type: 'enabled',
+      budget_tokens: 512,
+      block_binding: { prefix_mismatch_behavior: 'error', x: 1 },
+    };
+    expect(dropInvalidatedThinking({ ...body, thinking: setting })).toEqual({
+      body: {
+        ...body,
+        thinking: {
+          type: 'enabled',
+          budget_tokens: 512,
+          block_binding: { prefix_mismatch_behavior: 'drop_block', x: 1 },
+        },
+      },
+      beta: THINKING_BINDING_BETA,
+    });
+    // No setting: adaptive, these models' default.
+    expect(dropInvalidatedThinking(body)?.body.thinking).toEqual({
+      type: 'adaptive',
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    });
+  });
+
+  it('leaves a body it cannot help as it is', () => {
+    const forced = { ...body, tool_choice: { type: 'tool', name: 'Read' } };
+    const cases = [
+      { ...body, model: 'claude-sonnet-4-5' },
+      { ...body, messages: [messages[0]] },
+      { ...body, thinking: { type: 'disabled' } },
+      forced,
+    ];
+    expect(cases.map(dropInvalidatedThinking)).toEqual([undefined, undefined, undefined, undefined]);
+    // A request that names its thinking is helped though it forces a tool.
+    expect(dropInvalidatedThinking({ ...forced, thinking: { type: 'adaptive' } })).toBeDefined();
+  });
+});
+
+describe('withBeta', () => {
+  it("adds the beta once to the client's list", () => {
+    const headers = new Headers({ 'anthropic-beta': 'a, b' });
+    withBeta(headers, THINKING_BINDING_BETA);
+    withBeta(headers, THINKING_BINDING_BETA);
+    expect(headers.get('anthropic-beta')).toBe(`a,b,${THINKING_BINDING_BETA}`);
+    const none = new Headers();
+    withBeta(none, 'x');
+    expect(none.get('anthropic-beta')).toBe('x');
+  });
+});
