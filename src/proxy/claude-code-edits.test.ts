@@ -224,6 +224,49 @@ describe('thinking bound to its prefix, when the store goes down after a fold', 
   });
 });
 
+describe('thinking bound to its prefix, over a conversation the model thinks in', () => {
+  it('loses thinking only where a commit changed the prefix, and is never refused', async () => {
+    // The model thinks before each read, as Claude Code's model does: signature-only blocks.
+    fixture = await startProxyFixture({
+      window: 8_000,
+      script: (request) => {
+        const turn = (request.body as { messages: unknown[] }).messages.length;
+        return {
+          thinking: '',
+          toolCalls: [{ name: 'Read', arguments: { file_path: `/repo/src/module${turn}.ts` } }],
+        };
+      },
+    });
+    const messages: Json[] = [task()];
+    const committed: boolean[] = [];
+    for (let turn = 0; turn < 24; turn += 1) {
+      const response = await fixture.post('messages', claudeBody(messages, { model: 'claude-opus-5-5' }), {
+        headers: HEADERS,
+      });
+      expect(response.status).toBe(200);
+      committed.push(response.headers.get('x-selfgc-commit') !== null);
+      const answer = (await response.json()) as { content: Block[] };
+      const call = answer.content.find((block) => block.type === 'tool_use')!;
+      messages.push(
+        { role: 'assistant', content: answer.content },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: call.id, content: fileContent(turn, 48, 'T') }],
+        },
+      );
+    }
+    const dropped = fixture.upstream.requests.map((request) => request.thinkingDropped ?? []);
+    expect(fixture.upstream.requests).toHaveLength(24);
+    // Some commit invalidated thinking (the case the setting is for); a request without a commit
+    // invalidated none that was valid before it (the thinking a commit invalidated stays so).
+    expect(dropped.some((signatures) => signatures.length > 0)).toBe(true);
+    const newlyDropped = dropped.map((signatures, at) =>
+      signatures.filter((signature) => at === 0 || !dropped[at - 1]!.includes(signature)),
+    );
+    expect(newlyDropped.filter((signatures, at) => signatures.length > 0 && !committed[at])).toEqual([]);
+  });
+});
+
 describe('bindsThinking', () => {
   it('takes Claude models from 5.1 on, by version, under any provider prefix', () => {
     const binds = [

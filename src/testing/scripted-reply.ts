@@ -106,6 +106,12 @@ export interface ScriptedRequest {
   rawBody: string;
   /** Set once the connection closed before the answer was complete (the client left, or the script cut it). */
   abandoned?: boolean;
+  /**
+   * Messages, for a model that binds thinking to its prefix: the signatures of the thinking blocks
+   * the request sent back behind a changed prefix, which it asked the API to drop
+   * (`scripted-thinking-rules.ts`).
+   */
+  thinkingDropped?: string[];
 }
 
 /** Either a queue of replies, used in order, or a function of the request. */

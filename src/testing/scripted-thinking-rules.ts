@@ -22,6 +22,12 @@ const THINKING = new Set(['thinking', 'redacted_thinking']);
 export interface ThinkingRules {
   /** The refusal of a Messages request (with its headers) that breaks a rule, or undefined. */
   refusal(body: Record<string, unknown>, headers: Record<string, string>): ScriptedError | undefined;
+  /**
+   * The signatures of the thinking blocks a request sends back behind another prefix than they
+   * were produced after, which the API drops when asked to. Each block is judged by its own
+   * prefix: a change invalidates the thinking after it, not what the model produced since.
+   */
+  invalidated(body: Record<string, unknown>): string[];
   /** Remembers the text a signature was issued for, in answer to `body`. */
   issued(signature: string, thinking: string, body: Record<string, unknown>): void;
 }
@@ -92,6 +98,16 @@ export function createThinkingRules(): ThinkingRules {
       const binds = typeof body.model === 'string' && bindsThinking(body.model);
       texts.set(signature, binds ? { thinking, prefix: prefixOf(body, messages) } : { thinking });
     },
+    invalidated(body) {
+      const messages = Array.isArray(body.messages) ? body.messages : [];
+      return messages.flatMap((message, index) =>
+        blocksOf(message).flatMap((block) => {
+          const issued = typeof block.signature === 'string' ? texts.get(block.signature) : undefined;
+          if (block.type !== 'thinking' || issued?.prefix === undefined) return [];
+          return issued.prefix === prefixOf(body, messages.slice(0, index)) ? [] : [String(block.signature)];
+        }),
+      );
+    },
     refusal(body, headers) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
       const thinkingSetting = isRecord(body.thinking) ? body.thinking : undefined;
@@ -116,14 +132,11 @@ export function createThinkingRules(): ThinkingRules {
         for (const [position, block] of blocks.entries()) {
           if (block.type !== 'thinking' || typeof block.signature !== 'string') continue;
           const issued = texts.get(block.signature);
-          if (
-            issued?.prefix !== undefined &&
-            issued.prefix !== prefixOf(body, messages.slice(0, index)) &&
-            !dropsInvalidated(body)
-          )
-            return refused(
-              `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation. Remove the block, or set \`thinking.block_binding.prefix_mismatch_behavior\` to "drop_block".`,
-            );
+          if (issued?.prefix !== undefined && issued.prefix !== prefixOf(body, messages.slice(0, index)))
+            if (!dropsInvalidated(body))
+              return refused(
+                `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation. Remove the block, or set \`thinking.block_binding.prefix_mismatch_behavior\` to "drop_block".`,
+              );
           if (issued !== undefined && issued.thinking !== block.thinking)
             return refused(
               index === latest

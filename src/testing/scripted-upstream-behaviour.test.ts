@@ -257,6 +257,7 @@ describe('thinking blocks on Messages', () => {
       );
     // The same prefix, its cache breakpoint moved: the block stands.
     expect((await goOn({ system: [{ type: 'text', text: 'You read files.' }] })).status).toBe(200);
+    expect(server.requests.at(-1)!.thinkingDropped).toBeUndefined();
     const changed = { system: [{ type: 'text', text: 'You read files, briefly.' }] };
     const bound = await goOn(changed);
     expect(bound.status).toBe(400);
@@ -272,6 +273,7 @@ describe('thinking blocks on Messages', () => {
       'thinking.adaptive.block_binding: Extra inputs are not permitted',
     );
     expect((await goOn(dropping, { 'anthropic-beta': `x-beta,${THINKING_BINDING_BETA}` })).status).toBe(200);
+    expect(server.requests.at(-1)!.thinkingDropped).toEqual([given[0]!.signature]);
     expect(server.remaining()).toBe(0);
   });
 

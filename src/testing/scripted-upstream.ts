@@ -190,6 +190,10 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
           ? thinking.refusal(body, headers)
           : undefined;
     if (refusal !== undefined) return fail(refusal);
+    if (route === 'messages') {
+      const dropped = thinking.invalidated(body);
+      if (dropped.length > 0) request.thinkingDropped = dropped;
+    }
 
     const reply = await nextReply(request);
     if (reply.delayMs !== undefined) await pause(reply.delayMs, signal);
