@@ -32,6 +32,8 @@ export interface RecordedExchange {
 
 export interface RecordingRelay {
   url: string;
+  /** When the relay started (epoch milliseconds): what each exchange's `at` counts from. */
+  startedAt: number;
   exchanges: RecordedExchange[];
   close(): Promise<void>;
 }
@@ -150,6 +152,7 @@ export async function startRecordingRelay(target: string, client: string): Promi
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    startedAt: started,
     exchanges,
     close: () =>
       new Promise<void>((resolve) => {

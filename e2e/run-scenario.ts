@@ -290,6 +290,7 @@ async function playRun(place: RunPlace, run: ScenarioRun): Promise<RunRecord> {
     ...(run.rewindTo === undefined ? {} : { rewindTo: run.rewindTo }),
     ...(attached === undefined ? {} : { attachedLine: attached }),
     ...outcome,
+    relayStartedAt: relay.startedAt,
     client: relay.exchanges,
     upstream: place.upstream.requests
       .filter((request) => request.headers[CLIENT_HEADER] === run.label)

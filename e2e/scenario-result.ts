@@ -45,6 +45,8 @@ export interface RunRecord {
   /** The end of the CLI's standard output and error. */
   stdout: string;
   stderr: string;
+  /** When the run's relay started (epoch milliseconds): its exchanges' `at` count from it. */
+  relayStartedAt: number;
   /** What the CLI sent (through the recording relay), with the answers it got. */
   client: RecordedExchange[];
   /** What reached the scripted upstream for this run (the requests its relay named it in). */

@@ -12,6 +12,7 @@ import {
   checkRecovery,
   checkRecoveryHidden,
   checkResumedHistory,
+  checkRunsOverlap,
   checkScenarioPressure,
   checkTask,
   checkUpstreamCoding,
@@ -93,6 +94,7 @@ function soundRun(overrides: Partial<RunRecord> = {}): RunRecord {
     durationMs: 1000,
     stdout: `${ANSWER}\n`,
     stderr: '',
+    relayStartedAt: 0,
     client: [exchange(0, body(firstTurn)), exchange(1, body(secondTurn)), exchange(2, body(bulkyTurn))],
     upstream: [upstream(0, body(firstTurn)), upstream(1, body(secondTurn)), upstream(2, body(governedTurn))],
     ...overrides,
@@ -819,6 +821,23 @@ describe('validateScenario', () => {
     // One after the other, run-1 could not have seen what only run-2 held.
     expect(checks(scenario([first, second]))).toEqual([]);
     expect(checks(scenario([first, { ...second, alongside: true }]))).toEqual(['run-1 #1']);
+  });
+
+  it('holds runs that were to go at once to having overlapped', () => {
+    const timed = (label: string, relayStartedAt: number, at: number[], alongside = true) =>
+      soundRun({
+        label,
+        relayStartedAt,
+        ...(alongside ? { alongside: true } : {}),
+        client: at.map((time, index) => ({ ...exchange(index, body(firstTurn)), at: time })),
+      });
+    const first = timed('run-1', 1_000, [0, 500], false);
+    expect(checkRunsOverlap([first, timed('run-2', 1_200, [100, 900])])).toEqual([]);
+    expect(checkRunsOverlap([first, timed('run-2', 2_000, [0, 300])])).toEqual([
+      "run-1 and run-2 were to go at once, but one's requests all came before the other's: 1000–1500 and 2000–2300 ms",
+    ]);
+    // One after the other, nothing to hold.
+    expect(checkRunsOverlap([first, timed('run-2', 2_000, [0, 300], false)])).toEqual([]);
   });
 
   it('reports a runner failure', () => {

@@ -619,9 +619,35 @@ function othersOf(runs: readonly RunRecord[], run: RunRecord): string[] {
     .flatMap((other) => other.uniqueStrings);
 }
 
+/**
+ * Runs that were to go at once did: the span from each run's first request to its last overlaps
+ * every other's in the group. Otherwise the scenario tested runs one after the other.
+ */
+export function checkRunsOverlap(runs: readonly RunRecord[]): string[] {
+  const span = (run: RunRecord) => {
+    const times = run.client.map((exchange) => run.relayStartedAt + exchange.at);
+    return times.length === 0 ? undefined : { from: Math.min(...times), to: Math.max(...times) };
+  };
+  return groupsOf(runs)
+    .filter((group) => group.length > 1)
+    .flatMap((group) =>
+      group.flatMap((run, at) =>
+        group.slice(at + 1).flatMap((other) => {
+          const [one, two] = [span(run), span(other)];
+          if (one === undefined || two === undefined || (one.from <= two.to && two.from <= one.to)) return [];
+          return [
+            `${run.label} and ${other.label} were to go at once, but one's requests all came before the other's: ${one.from}–${one.to} and ${two.from}–${two.to} ms`,
+          ];
+        }),
+      ),
+    );
+}
+
 export function validateScenario(result: ScenarioResult): Violation[] {
   const violations: Violation[] = [];
   if (result.error !== undefined) violations.push({ check: 'runner', run: '-', message: result.error });
+  for (const message of checkRunsOverlap(result.runs))
+    violations.push({ check: 'runner', run: '-', message });
   for (const run of result.runs) {
     for (const message of checkTask(run)) violations.push({ check: 'task', run: run.label, message });
     for (const message of checkResumedHistory(run, runBefore(result.runs, run)))
