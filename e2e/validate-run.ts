@@ -432,15 +432,13 @@ export function checkKeptState(
  * drops the state of the steps that were cut, as it should.
  */
 export function cutBackRequests(runs: readonly RunRecord[]): Set<string> {
-  const ids = new Set<string>();
-  for (const run of runs) {
-    if (run.rewindTo === undefined) continue;
-    for (const exchange of run.client) {
-      if (exchange.requestId !== undefined) ids.add(exchange.requestId);
-      if (exchange.commit !== undefined) break;
-    }
-  }
-  return ids;
+  return new Set(
+    runs.flatMap((run) => {
+      if (run.rewindTo === undefined) return [];
+      const committed = run.client.findIndex((exchange) => exchange.commit !== undefined);
+      return requestIds(committed < 0 ? run.client : run.client.slice(0, committed + 1));
+    }),
+  );
 }
 
 /**
@@ -449,14 +447,16 @@ export function cutBackRequests(runs: readonly RunRecord[]): Set<string> {
  * request of one drops the state the other's left. The run they resume is held to its state.
  */
 export function forkedRequests(runs: readonly RunRecord[]): Set<string> {
-  const ids = new Set<string>();
-  for (const group of groupsOf(runs)) {
-    if (group.length < 2 || !group.every((run) => run.continues === true)) continue;
-    for (const run of group) {
-      for (const exchange of run.client) if (exchange.requestId !== undefined) ids.add(exchange.requestId);
-    }
-  }
-  return ids;
+  return new Set(
+    groupsOf(runs)
+      .filter((group) => group.length > 1 && group.every((run) => run.continues === true))
+      .flatMap((group) => group.flatMap((run) => requestIds(run.client))),
+  );
+}
+
+/** The proxy's ids of the requests (its `x-selfgc-request-id` answers). */
+function requestIds(exchanges: readonly RecordedExchange[]): string[] {
+  return exchanges.flatMap((exchange) => (exchange.requestId === undefined ? [] : [exchange.requestId]));
 }
 
 /** Whether the proxy reported the client's whole prompt in this answer, for the client to compact. */
