@@ -92,22 +92,23 @@ function refused(message: string): ScriptedError {
 
 export function createThinkingRules(): ThinkingRules {
   const texts = new Map<string, Issued>();
+  const invalidated = (body: Record<string, unknown>): string[] => {
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    return messages.flatMap((message, index) =>
+      blocksOf(message).flatMap((block) => {
+        const issued = typeof block.signature === 'string' ? texts.get(block.signature) : undefined;
+        if (block.type !== 'thinking' || issued?.prefix === undefined) return [];
+        return issued.prefix === prefixOf(body, messages.slice(0, index)) ? [] : [String(block.signature)];
+      }),
+    );
+  };
   return {
     issued(signature, thinking, body) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
       const binds = typeof body.model === 'string' && bindsThinking(body.model);
       texts.set(signature, binds ? { thinking, prefix: prefixOf(body, messages) } : { thinking });
     },
-    invalidated(body) {
-      const messages = Array.isArray(body.messages) ? body.messages : [];
-      return messages.flatMap((message, index) =>
-        blocksOf(message).flatMap((block) => {
-          const issued = typeof block.signature === 'string' ? texts.get(block.signature) : undefined;
-          if (block.type !== 'thinking' || issued?.prefix === undefined) return [];
-          return issued.prefix === prefixOf(body, messages.slice(0, index)) ? [] : [String(block.signature)];
-        }),
-      );
-    },
+    invalidated,
     refusal(body, headers) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
       const thinkingSetting = isRecord(body.thinking) ? body.thinking : undefined;
@@ -116,6 +117,8 @@ export function createThinkingRules(): ThinkingRules {
           `thinking.${String(thinkingSetting.type)}.block_binding: Extra inputs are not permitted`,
         );
       const latest = messages.findLastIndex((message) => roleOf(message) === 'assistant');
+      // Blocks behind a changed prefix, unless the request asks to drop them.
+      const unbound = dropsInvalidated(body) ? [] : invalidated(body);
       for (const [index, message] of messages.entries()) {
         if (roleOf(message) !== 'assistant') continue;
         const blocks = blocksOf(message);
@@ -132,11 +135,10 @@ export function createThinkingRules(): ThinkingRules {
         for (const [position, block] of blocks.entries()) {
           if (block.type !== 'thinking' || typeof block.signature !== 'string') continue;
           const issued = texts.get(block.signature);
-          if (issued?.prefix !== undefined && issued.prefix !== prefixOf(body, messages.slice(0, index)))
-            if (!dropsInvalidated(body))
-              return refused(
-                `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation. Remove the block, or set \`thinking.block_binding.prefix_mismatch_behavior\` to "drop_block".`,
-              );
+          if (unbound.includes(block.signature))
+            return refused(
+              `messages.${index}.content.${position}: Invalid \`signature\` in \`thinking\` block. The block is bound to a different conversation. Remove the block, or set \`thinking.block_binding.prefix_mismatch_behavior\` to "drop_block".`,
+            );
           if (issued !== undefined && issued.thinking !== block.thinking)
             return refused(
               index === latest
