@@ -99,6 +99,11 @@ export interface AgentCli {
    * runner can cut back to an earlier step (`rewound-resume`); opencode keeps them in SQLite.
    */
   savesJsonLines?: boolean;
+  /**
+   * Its model binds thinking to its prefix (Claude Code's `claude-opus-5-5`, Claude 5.1 on), so
+   * it plays `no-binding-controls`.
+   */
+  bindsThinking?: boolean;
   /** The scenarios it plays, when not all it can (a second sign-in of the same CLI). */
   scenarios?: readonly ScenarioName[];
   launch(context: AgentContext): AgentLaunch;
@@ -155,6 +160,7 @@ const claudeCode: AgentCli = {
     loopTools: ['Read', 'Bash'],
   },
   compactCommand: '/compact',
+  bindsThinking: true,
   // Its threshold is a share (40%) of the window it is told (100k, the least it takes). After
   // compacting it re-attaches the files it read last (five of the suite's, about 11k tokens) to
   // the turn it goes on with, which its usual window cannot hold beside its tools.

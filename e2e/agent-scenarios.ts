@@ -20,7 +20,8 @@ export type ScenarioName =
   | 'parallel-reads'
   | 'concurrent-runs'
   | 'forked-resume'
-  | 'rewound-resume';
+  | 'rewound-resume'
+  | 'no-binding-controls';
 
 export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'two-runs',
@@ -34,6 +35,7 @@ export const SCENARIO_NAMES: readonly ScenarioName[] = [
   'concurrent-runs',
   'forked-resume',
   'rewound-resume',
+  'no-binding-controls',
 ];
 
 /** One tool step: read a file with the agent's read tool, or `cat` it with its shell tool. */
@@ -125,6 +127,11 @@ export interface ScenarioRun {
 export interface Scenario {
   name: ScenarioName;
   runs: ScenarioRun[];
+  /**
+   * The platform the scripted upstream plays, when not Anthropic's API: one without the
+   * preserved-thinking controls (as Bedrock for a model that lacks them) refuses their beta.
+   */
+  upstream?: { thinkingBinding: false };
 }
 
 /** Lines per step file: about 1,950 tokens, so a handful of steps outgrow the room a small window leaves. */
@@ -379,6 +386,10 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: forkedRuns() };
     case 'rewound-resume':
       return { name, runs: rewoundRuns() };
+    case 'no-binding-controls':
+      // The long task on a platform that refuses the beta the proxy adds to a changed request
+      // whose model binds thinking: each such request must go again without it.
+      return { name, runs: [makeRun('run-1', 15, LONG_TASK_PROMPT)], upstream: { thinkingBinding: false } };
   }
 }
 

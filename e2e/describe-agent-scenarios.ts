@@ -50,7 +50,8 @@ export function describeAgentScenarios(agent: AgentName): void {
   // A CLI without an agent tool to script (Codex) has no subagent to run, and one that takes
   // no compaction command outside its interactive mode (Codex, opencode) no compaction; one
   // not set to compact by itself at a known size, no auto-compaction; one whose saved
-  // conversations the runner cannot cut back, no rewind.
+  // conversations the runner cannot cut back, no rewind; one whose model binds no thinking to its
+  // prefix, no platform without the binding controls.
   const cli = AGENT_CLIS[agent];
   const scenarios = SCENARIO_NAMES.filter(
     (name) =>
@@ -58,7 +59,8 @@ export function describeAgentScenarios(agent: AgentName): void {
       (name !== 'subagent' || cli.tools.delegate !== undefined) &&
       (name !== 'compaction' || cli.compactCommand !== undefined) &&
       (name !== 'auto-compaction' || cli.autoCompaction !== undefined) &&
-      (name !== 'rewound-resume' || cli.savesJsonLines === true),
+      (name !== 'rewound-resume' || cli.savesJsonLines === true) &&
+      (name !== 'no-binding-controls' || cli.bindsThinking === true),
   );
   describe(`${agent} through selfgc proxy (end to end)`, () => {
     for (const scenario of scenarios) {

@@ -355,6 +355,7 @@ async function runScenario(
   const upstream = await startScriptedUpstream({
     script: createScriptedAgent({ tools: cli.tools, project, run: runOf }),
     models: ['scripted-model'],
+    ...scenario.upstream,
   });
   let proxy: ProxyChild | undefined;
   try {

@@ -11,6 +11,7 @@ import {
   checkProxyAnswers,
   checkRecovery,
   checkRecoveryHidden,
+  checkRefusalsRemedied,
   checkResumedHistory,
   checkRunsOverlap,
   checkScenarioPressure,
@@ -488,6 +489,17 @@ describe('checkScenarioPressure', () => {
   it('says when no client request outgrew the window (a scenario that tests nothing)', () => {
     expect(checkScenarioPressure([soundRun()], 100_000)[0]).toMatch(/within the window of 100000/);
     expect(checkScenarioPressure([soundRun()], WINDOW)).toEqual([]);
+  });
+});
+
+describe('checkRefusalsRemedied', () => {
+  it('asks of a platform without the binding controls that some request went again after its refusal', () => {
+    const bare = { ...scenario([soundRun()]), scenario: 'no-binding-controls' as const };
+    expect(checkRefusalsRemedied(bare)[0]).toMatch(/the platform's refusal was never met/);
+    const remedied = { ...bare, proxyLog: [{ warnings: ['sent-again-after-refusal'] }] };
+    expect(checkRefusalsRemedied(remedied)).toEqual([]);
+    // Another scenario's upstream has the controls: nothing to ask.
+    expect(checkRefusalsRemedied(scenario([soundRun()]))).toEqual([]);
   });
 });
 

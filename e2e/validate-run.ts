@@ -5,8 +5,9 @@
  * finish its task. Returns every violation found; an empty list is a pass.
  */
 import type { TokenCounter } from '../src/core/tokens.js';
+import { SENT_AGAIN_AFTER_REFUSAL } from '../src/proxy/handle-governed.js';
 import { tokenCounterForProvider } from '../src/tokenizers/create-token-counter.js';
-import { groupsOf } from './agent-scenarios.js';
+import { createScenario, groupsOf } from './agent-scenarios.js';
 import {
   checkCacheBreakpoints,
   checkToolPairs,
@@ -402,6 +403,23 @@ export function checkScenarioPressure(runs: readonly RunRecord[], window: number
 }
 
 /**
+ * On a platform without the binding controls (`Scenario.upstream`), the requests the proxy added
+ * their beta to were refused and went again without it (`sent-again-after-refusal`): a scenario
+ * where none did tested nothing. A refusal the client got is `proxy-answers`'s to report.
+ */
+export function checkRefusalsRemedied(result: ScenarioResult): string[] {
+  if (createScenario(result.scenario).upstream?.thinkingBinding !== false) return [];
+  const remedied = result.proxyLog.some(
+    (entry) => Array.isArray(entry.warnings) && entry.warnings.includes(SENT_AGAIN_AFTER_REFUSAL),
+  );
+  return remedied
+    ? []
+    : [
+        `no request went again after a refusal (${SENT_AGAIN_AFTER_REFUSAL}): the platform's refusal was never met`,
+      ];
+}
+
+/**
  * No request dropped stored state: each conversation goes on from its own, whatever other
  * conversations (a subagent's, a side request's) the client sends under its session id. The
  * scenarios edit a conversation only by cutting it back, and part one only by resuming it twice
@@ -671,6 +689,8 @@ export function validateScenario(result: ScenarioResult): Violation[] {
     for (const message of checkKeptState(result.proxyLog, excused))
       violations.push({ check: 'kept-state', run: '-', message });
     violations.push(...checkOneSession(result.runs));
+    for (const message of checkRefusalsRemedied(result))
+      violations.push({ check: 'scenario-pressure', run: '-', message });
   }
   // A run that stopped early (a refused request) says nothing about the scenario's pressure.
   const finished = result.runs.filter((run) => checkTask(run).length === 0);

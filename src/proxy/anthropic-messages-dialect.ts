@@ -20,7 +20,7 @@ import {
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
 import { isClientCompaction, promptTexts } from './client-compaction.js';
 import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
-import { dropInvalidatedThinking, isThinkingBlock } from './thinking-binding.js';
+import { afterThinkingRefusal, dropInvalidatedThinking, isThinkingBlock } from './thinking-binding.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -99,6 +99,7 @@ export const anthropicMessagesDialect: WireDialect = {
     return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : [], [body.system]));
   },
   afterChange: dropInvalidatedThinking,
+  afterRefusal: afterThinkingRefusal,
   usageOf(payload) {
     if (!isJsonObject(payload)) return undefined;
     const holder = isJsonObject(payload.message) ? payload.message : payload;

@@ -8,9 +8,12 @@ import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
 import { StoreError } from '../core/errors.js';
 import type { SidecarStore } from '../core/store.js';
 import { createMemoryStore } from '../stores/memory-store.js';
-import { fileContent } from './testing/agent-conversation.js';
-import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { createProxy } from './create-proxy.js';
+import { SENT_AGAIN_AFTER_REFUSAL } from './handle-governed.js';
+import { authHeaders, fileContent } from './testing/agent-conversation.js';
+import { PROXY_ORIGIN, type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { expandKeys, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
+import { withoutBeta } from './thinking-binding.js';
 import { EXPAND_TOOL } from './transparent-recovery.js';
 
 let fixture: ProxyFixture | undefined;
@@ -264,6 +267,163 @@ describe('thinking bound to its prefix, over a conversation the model thinks in'
       signatures.filter((signature) => at === 0 || !dropped[at - 1]!.includes(signature)),
     );
     expect(newlyDropped.filter((signatures, at) => signatures.length > 0 && !committed[at])).toEqual([]);
+  });
+});
+
+/** The 24 turns of a conversation whose model thinks before each read, through `fixture`. */
+async function thinkingConversation(model: string): Promise<{ messages: Json[]; committed: boolean[] }> {
+  const messages: Json[] = [task()];
+  const committed: boolean[] = [];
+  for (let turn = 0; turn < 24; turn += 1) {
+    const response = await fixture!.post('messages', claudeBody(messages, { model }), { headers: HEADERS });
+    expect(response.status).toBe(200);
+    committed.push(response.headers.get('x-selfgc-commit') !== null);
+    const answer = (await response.json()) as { content: Block[] };
+    const call = answer.content.find((block) => block.type === 'tool_use')!;
+    messages.push(
+      { role: 'assistant', content: answer.content },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: call.id, content: fileContent(turn, 48, 'T') }],
+      },
+    );
+  }
+  return { messages, committed };
+}
+
+/** The scripted model of `thinkingConversation`: signature-only thinking, then the next read. */
+const readsOn = (request: { body: unknown }) => {
+  const turn = (request.body as { messages: unknown[] }).messages.length;
+  return {
+    thinking: '',
+    toolCalls: [{ name: 'Read', arguments: { file_path: `/repo/src/module${turn}.ts` } }],
+  };
+};
+
+describe('thinking bound to its prefix, in a request the proxy sends as it came', () => {
+  it('refused for thinking bound to the governed prefix, it goes once more asking to drop what is invalid', async () => {
+    fixture = await startProxyFixture({ window: 8_000, script: readsOn });
+    const { messages, committed } = await thinkingConversation('claude-opus-5-5');
+    expect(committed.some(Boolean)).toBe(true);
+    // The same client history through a proxy that governs nothing (the conversation's state
+    // gone): the thinking produced after the commit is bound to what the commit sent.
+    const plain = createProxy({
+      upstreams: { anthropic: fixture.upstream.url, openai: fixture.upstream.url },
+      window: 8_000,
+    });
+    const before = fixture.upstream.requests.length;
+    const response = await plain.handle(
+      new Request(`${PROXY_ORIGIN}/v1/messages`, {
+        method: 'POST',
+        headers: { ...authHeaders('messages', 'sk-test-key'), ...HEADERS },
+        body: JSON.stringify(claudeBody(messages, { model: 'claude-opus-5-5' })),
+      }),
+    );
+    expect(await response.text()).not.toContain('bound to a different conversation');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-warnings')).toContain(SENT_AGAIN_AFTER_REFUSAL);
+    const [refused, again] = fixture.upstream.requests.slice(before);
+    expect(fixture.upstream.requests).toHaveLength(before + 2);
+    expect((refused!.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+    expect(refused!.headers['anthropic-beta']).toBe(BETAS);
+    // Sent again as it came, but for the setting and its beta; the API dropped the bound thinking.
+    expect((again!.body as Json).messages).toEqual(messages);
+    expect((again!.body as Json).thinking).toEqual({
+      type: 'enabled',
+      budget_tokens: 1024,
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    });
+    expect(again!.headers['anthropic-beta']).toBe(`${BETAS},${THINKING_BINDING_BETA}`);
+    expect(again!.thinkingDropped?.length).toBeGreaterThan(0);
+  });
+});
+
+describe('thinking bound to its prefix, on a platform without the binding controls', () => {
+  it('refused for the beta the proxy added, a request goes once more without the setting and the beta', async () => {
+    fixture = await startProxyFixture({ window: 8_000, thinkingBinding: false, script: readsOn });
+    const { committed } = await thinkingConversation('claude-opus-5-5');
+    expect(committed.some(Boolean)).toBe(true);
+    const requests = fixture.upstream.requests;
+    const added = requests.filter((request) =>
+      request.headers['anthropic-beta']?.includes(THINKING_BINDING_BETA),
+    );
+    expect(added.length).toBeGreaterThan(0);
+    // Each refused one was followed by the same request without the proxy's additions.
+    for (const request of added) {
+      const next = requests[request.index + 1]!;
+      expect(next.headers['anthropic-beta']).toBe(BETAS);
+      expect((next.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+      expect((next.body as Json).messages).toEqual((request.body as Json).messages);
+    }
+    expect(requests).toHaveLength(24 + added.length);
+  });
+
+  it('behind a gateway that drops the beta header, the field it refuses goes too', async () => {
+    const dropsBeta: typeof fetch = (input, init) => {
+      const headers = new Headers(init?.headers);
+      withoutBeta(headers, THINKING_BINDING_BETA);
+      return fetch(input, { ...init, headers });
+    };
+    fixture = await startProxyFixture({ window: 8_000, script: readsOn, proxy: { fetch: dropsBeta } });
+    const messages = [task(), ...steps(0, 30)];
+    const response = await fixture.post('messages', claudeBody(messages, { model: 'claude-fable-5-1' }), {
+      headers: HEADERS,
+    });
+    expect(await response.text()).not.toContain('Extra inputs are not permitted');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-warnings')).toContain(SENT_AGAIN_AFTER_REFUSAL);
+    const [refused, again] = fixture.upstream.requests;
+    expect(fixture.upstream.requests).toHaveLength(2);
+    expect((refused!.body as Json).thinking).toMatchObject({
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    });
+    expect((again!.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
+  });
+
+  it('a beta the client sent itself stays, and so does its refusal', async () => {
+    fixture = await startProxyFixture({ window: 8_000, thinkingBinding: false, script: readsOn });
+    const messages = [task(), ...steps(0, 30)];
+    const response = await fixture.post('messages', claudeBody(messages, { model: 'claude-fable-5-1' }), {
+      headers: { ...HEADERS, 'anthropic-beta': `${BETAS},${THINKING_BINDING_BETA}` },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('invalid beta flag');
+    expect(response.headers.get('x-selfgc-warnings') ?? '').not.toContain(SENT_AGAIN_AFTER_REFUSAL);
+    expect(fixture.upstream.requests).toHaveLength(1);
+  });
+
+  it("a recovery round after the refusal goes without the proxy's additions", async () => {
+    let round = 0;
+    fixture = await startProxyFixture({
+      window: 8_000,
+      thinkingBinding: false,
+      script: (request) => {
+        const key = pointerKeys(request.rawBody)[0];
+        if (round === 0 && key !== undefined && request.rawBody.includes('Which value')) {
+          round += 1;
+          return {
+            thinking: 'I need the folded reads back.',
+            toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }],
+          };
+        }
+        return { thinking: 'Now I can answer.', text: 'value3_9' };
+      },
+    });
+    const messages = [
+      task(),
+      ...steps(0, 30),
+      { role: 'user', content: [{ type: 'text', text: 'Which value does module 3 compute on line 9?' }] },
+    ];
+    const response = await fixture.post(
+      'messages',
+      claudeBody(messages, { model: 'claude-opus-5-5', stream: true }),
+      { headers: HEADERS },
+    );
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('value3_9');
+    const betas = fixture.upstream.requests.map((request) => request.headers['anthropic-beta']);
+    expect(betas).toEqual([`${BETAS},${THINKING_BINDING_BETA}`, BETAS, BETAS]);
+    expect(round).toBe(1);
   });
 });
 

@@ -31,7 +31,7 @@ import { CONTINUED_FROM_LAST_ROUND } from './stored-responses.js';
 import type { StreamMerger } from './stream-merger.js';
 import { streamRecovery } from './stream-recovery.js';
 import { tapEventStream } from './tap-event-stream.js';
-import { withBeta } from './thinking-binding.js';
+import { hasBeta, withBeta, withoutBeta } from './thinking-binding.js';
 import {
   type BufferedAnswer,
   createRecovery,
@@ -39,7 +39,14 @@ import {
   type Recovery,
   recoverTransparently,
 } from './transparent-recovery.js';
-import { eventUsage, type JsonObject, type TokenUsage, type WireDialect } from './wire-dialect.js';
+import {
+  eventUsage,
+  isJsonObject,
+  type JsonObject,
+  type RefusalRemedy,
+  type TokenUsage,
+  type WireDialect,
+} from './wire-dialect.js';
 
 interface Exchange {
   settings: ProxySettings;
@@ -50,12 +57,20 @@ interface Exchange {
   headers: Headers;
   /** The client's headers as they go upstream (without the body's coding once it is decoded). */
   forwarded: Headers;
+  /** Betas the proxy added that the upstream refused: the request's later rounds go without. */
+  refusedBetas: Set<string>;
   /**
    * The prompt the client sent, once it reaches `clientCompactionTokens`: a successful answer
    * reports it (`client-compaction-signal.ts`).
    */
   reportedTokens?: number;
 }
+
+/**
+ * The warning of an answer to a body the upstream refused once, and the proxy sent again as the
+ * dialect remedied it (`WireDialect.afterRefusal`).
+ */
+export const SENT_AGAIN_AFTER_REFUSAL = 'sent-again-after-refusal';
 
 /** Logged once, with the first keyless request, when nothing tells keyless clients apart. */
 export const KEYLESS_NOTICE =
@@ -75,7 +90,15 @@ export async function handleGoverned(
   if (settings.recovery && shared && settings.firstNotice('keyless')) trace.entry.notice = KEYLESS_NOTICE;
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const forwarded = upstreamRequestHeaders(request.headers);
-  const exchange: Exchange = { settings, dialect, request, trace, headers, forwarded };
+  const exchange: Exchange = {
+    settings,
+    dialect,
+    request,
+    trace,
+    headers,
+    forwarded,
+    refusedBetas: new Set(),
+  };
   try {
     const received = await request.chunks(settings.bodyLimitBytes);
     const coding = request.headers.get('content-encoding');
@@ -126,11 +149,13 @@ export async function handleGoverned(
     const { recovery: recovered, governor } = prepared;
     if (recovered === undefined || governor === undefined)
       return reported(await forward(exchange, continuingStored(exchange, keyHash, prepared)));
+    // The body the rounds build on: the one that went, remedied when the upstream refused it once.
+    let remedied: JsonObject | undefined;
     const recovery = createRecovery({
       dialect,
       governor,
       sessionId: recovered.sessionId,
-      body: () => JSON.parse(decodeBodyText(prepared.body)) as JsonObject,
+      body: () => remedied ?? (JSON.parse(decodeBodyText(prepared.body)) as JsonObject),
       client: recovered.client,
       window: recovered.window,
       counter: settings.tokenCounterFor(dialect.provider),
@@ -141,6 +166,7 @@ export async function handleGoverned(
       },
     });
     const sent = await send(exchange, prepared.body);
+    remedied = sent.remedied;
     if (eventStreamOf(sent.call) !== null) {
       const merger = dialect.mergeStreams({
         isInternal: isRecoveryTool,
@@ -231,11 +257,59 @@ function noteRecoveredTokens(exchange: Exchange, recovery: Recovery, viewTokens:
   exchange.headers.set('x-selfgc-tokens-after', String(entry.tokensAfter));
 }
 
-/** One upstream call; its time is counted once the answer is read (or the call failed). */
+/**
+ * One upstream call; its time is counted once the answer is read (or the call failed). A body the
+ * upstream refuses (a 400) over what the dialect can remedy (`WireDialect.afterRefusal`) is sent
+ * once more as the remedy has it; otherwise the refusal is the answer, as it came.
+ */
 async function send(
   exchange: Exchange,
   body: string | Uint8Array,
   signal: AbortSignal = exchange.request.signal,
+): Promise<{ call: UpstreamCall; started: number; remedied?: JsonObject }> {
+  const sent = await sendOnce(exchange, body, signal);
+  if (sent.call.answer.status !== 400 || exchange.dialect.afterRefusal === undefined) return sent;
+  const error = await sent.call.text();
+  const remedy = remedyFor(exchange, body, error);
+  if (remedy === undefined) return { call: alreadyRead(sent.call, error), started: sent.started };
+  exchange.trace.addUpstreamTime(exchange.settings.now() - sent.started);
+  if (remedy.betaWanted) withBeta(exchange.forwarded, remedy.beta);
+  else {
+    withoutBeta(exchange.forwarded, remedy.beta);
+    exchange.refusedBetas.add(remedy.beta);
+  }
+  addWarnings(exchange.headers, exchange.trace.entry, [SENT_AGAIN_AFTER_REFUSAL]);
+  return { ...(await sendOnce(exchange, JSON.stringify(remedy.body), signal)), remedied: remedy.body };
+}
+
+/**
+ * The dialect's remedy for a refused body, when the body can be read and the remedy takes out
+ * only what the proxy put in (a beta the client sent itself stays, and so does its refusal).
+ */
+function remedyFor(exchange: Exchange, body: string | Uint8Array, error: string): RefusalRemedy | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(typeof body === 'string' ? body : decodeBodyText(body));
+  } catch {
+    return undefined;
+  }
+  if (!isJsonObject(parsed)) return undefined;
+  const remedy = exchange.dialect.afterRefusal?.(parsed, error);
+  if (remedy === undefined || remedy.betaWanted) return remedy;
+  return hasBeta(exchange.request.headers, remedy.beta) ? undefined : remedy;
+}
+
+/** A call whose whole answer was read already (as `text`): read again, it gives the same. */
+function alreadyRead(call: UpstreamCall, text: string): UpstreamCall {
+  const bytes = encodeBodyText(text);
+  const answer = { ...call.answer, body: null, text: async () => text, bytes: async () => bytes };
+  return { answer, settle() {}, text: answer.text, bytes: answer.bytes };
+}
+
+async function sendOnce(
+  exchange: Exchange,
+  body: string | Uint8Array,
+  signal: AbortSignal,
 ): Promise<{ call: UpstreamCall; started: number }> {
   const { settings, trace } = exchange;
   const headers = new Headers(exchange.forwarded);
@@ -266,7 +340,9 @@ async function send(
  * earlier result giving way to a later one's room).
  */
 function roundBody(exchange: Exchange, body: JsonObject): string {
-  const changed = exchange.dialect.afterChange?.(body);
+  const proposed = exchange.dialect.afterChange?.(body);
+  // Not what the upstream refused once already in this request (`send`).
+  const changed = proposed !== undefined && !exchange.refusedBetas.has(proposed.beta) ? proposed : undefined;
   if (changed !== undefined) withBeta(exchange.forwarded, changed.beta);
   return JSON.stringify(changed?.body ?? body);
 }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { THINKING_BINDING_BETA } from '../adapters/index.js';
-import { dropInvalidatedThinking, withBeta } from './thinking-binding.js';
+import {
+  afterThinkingRefusal,
+  dropInvalidatedThinking,
+  hasBeta,
+  withBeta,
+  withoutBeta,
+} from './thinking-binding.js';
 
 const thought = { type: 'thinking', thinking: '', signature: 'c2ln' };
 const messages = [
@@ -58,5 +64,64 @@ describe('withBeta', () => {
     const none = new Headers();
     withBeta(none, 'x');
     expect(none.get('anthropic-beta')).toBe('x');
+  });
+});
+
+describe('afterThinkingRefusal', () => {
+  const bound =
+    'messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation.';
+  const dropping = {
+    ...body,
+    thinking: {
+      type: 'adaptive',
+      display: 'omitted',
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    },
+  };
+
+  it('asks to drop thinking bound to a different conversation, with the beta', () => {
+    expect(afterThinkingRefusal(body, bound)).toEqual({
+      body: dropInvalidatedThinking(body)!.body,
+      beta: THINKING_BINDING_BETA,
+      betaWanted: true,
+    });
+  });
+
+  it('takes the setting and its beta out where the platform does not know them', () => {
+    const refusals = [
+      'invalid beta flag',
+      '{"message":"thinking.adaptive.block_binding: Extra inputs are not permitted"}',
+      `Unknown beta: ${THINKING_BINDING_BETA}`,
+    ];
+    for (const error of refusals)
+      expect(afterThinkingRefusal(dropping, error)).toEqual({
+        body: { ...body, thinking: { type: 'adaptive', display: 'omitted' } },
+        beta: THINKING_BINDING_BETA,
+        betaWanted: false,
+      });
+  });
+
+  it('knows no remedy for any other refusal, nor for one the setting already answers', () => {
+    const other = 'prompt is too long: 210000 tokens > 200000 maximum';
+    expect(afterThinkingRefusal(body, other)).toBeUndefined();
+    expect(afterThinkingRefusal(dropping, other)).toBeUndefined();
+    expect(afterThinkingRefusal(dropping, bound)).toBeUndefined();
+    // Not the setting's refusal: the body names none.
+    expect(afterThinkingRefusal(body, 'invalid beta flag')).toBeUndefined();
+    // A body the setting cannot help (another model).
+    expect(afterThinkingRefusal({ ...body, model: 'claude-sonnet-4-5' }, bound)).toBeUndefined();
+  });
+});
+
+describe('withoutBeta and hasBeta', () => {
+  it("takes the beta out of the client's list, and the header when it was the only one", () => {
+    const headers = new Headers({ 'anthropic-beta': `a, ${THINKING_BINDING_BETA},b` });
+    expect(hasBeta(headers, THINKING_BINDING_BETA)).toBe(true);
+    withoutBeta(headers, THINKING_BINDING_BETA);
+    expect(headers.get('anthropic-beta')).toBe('a,b');
+    expect(hasBeta(headers, THINKING_BINDING_BETA)).toBe(false);
+    const only = new Headers({ 'anthropic-beta': THINKING_BINDING_BETA });
+    withoutBeta(only, THINKING_BINDING_BETA);
+    expect(only.has('anthropic-beta')).toBe(false);
   });
 });

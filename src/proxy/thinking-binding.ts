@@ -10,7 +10,7 @@
  * blocks a change leaves valid (those before it, and those produced since) stay in use.
  */
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
-import { isJsonObject, type JsonObject } from './wire-dialect.js';
+import { isJsonObject, type JsonObject, type RefusalRemedy } from './wire-dialect.js';
 
 export function isThinkingBlock(block: unknown): boolean {
   return isJsonObject(block) && (block.type === 'thinking' || block.type === 'redacted_thinking');
@@ -55,11 +55,63 @@ export function dropInvalidatedThinking(body: JsonObject): { body: JsonObject; b
   };
 }
 
-/** `anthropic-beta` with `beta` added (once; the header is a comma-separated list). */
-export function withBeta(headers: Headers, beta: string): void {
-  const present = (headers.get('anthropic-beta') ?? '')
+/** The API's refusal of a thinking block sent back behind another prefix than it came after. */
+const BOUND_ELSEWHERE = /bound to a different conversation/i;
+
+/**
+ * A platform's refusal of the setting itself: the beta unknown to it (Bedrock's "invalid beta
+ * flag", or a message naming the beta), or the field unknown once a gateway on the way dropped
+ * the beta header ("thinking.adaptive.block_binding: Extra inputs are not permitted").
+ */
+const SETTING_REFUSED =
+  /invalid beta flag|thinking-binding-controls|block_binding[^\n]*extra inputs are not permitted/i;
+
+/**
+ * What to send instead of a body the upstream refused with `error` over the model's earlier
+ * thinking, or undefined:
+ * - a block bound to a different conversation, in a body that does not ask to drop such blocks:
+ *   the same body asking to (`dropInvalidatedThinking`), with its beta. This is the request the
+ *   proxy could not tell needed it: one sent as it came after earlier requests of the
+ *   conversation went governed (a history cut back to before every fold, a body passed on
+ *   unread), whose thinking is bound to what those sent;
+ * - the setting refused by a platform that does not know it, in a body asking to drop such
+ *   blocks: the body without `block_binding`, and without the beta. Such a platform does not
+ *   check the binding either.
+ */
+export function afterThinkingRefusal(body: JsonObject, error: string): RefusalRemedy | undefined {
+  const thinking = isJsonObject(body.thinking) ? body.thinking : undefined;
+  const binding = isJsonObject(thinking?.block_binding) ? thinking.block_binding : undefined;
+  if (thinking !== undefined && binding?.prefix_mismatch_behavior === 'drop_block') {
+    if (!SETTING_REFUSED.test(error)) return undefined;
+    const { block_binding: _, ...unbound } = thinking;
+    return { body: { ...body, thinking: unbound }, beta: THINKING_BINDING_BETA, betaWanted: false };
+  }
+  if (!BOUND_ELSEWHERE.test(error)) return undefined;
+  const dropping = dropInvalidatedThinking(body);
+  return dropping === undefined ? undefined : { body: dropping.body, beta: dropping.beta, betaWanted: true };
+}
+
+function betasOf(headers: Headers): string[] {
+  return (headers.get('anthropic-beta') ?? '')
     .split(',')
     .map((value) => value.trim())
     .filter((value) => value !== '');
+}
+
+/** Whether `anthropic-beta` names `beta`. */
+export function hasBeta(headers: Headers, beta: string): boolean {
+  return betasOf(headers).includes(beta);
+}
+
+/** `anthropic-beta` with `beta` added (once; the header is a comma-separated list). */
+export function withBeta(headers: Headers, beta: string): void {
+  const present = betasOf(headers);
   if (!present.includes(beta)) headers.set('anthropic-beta', [...present, beta].join(','));
+}
+
+/** `anthropic-beta` without `beta` (the header goes when nothing is left). */
+export function withoutBeta(headers: Headers, beta: string): void {
+  const left = betasOf(headers).filter((value) => value !== beta);
+  if (left.length === 0) headers.delete('anthropic-beta');
+  else headers.set('anthropic-beta', left.join(','));
 }

@@ -39,6 +39,14 @@ export interface TokenUsage {
   cachedTokens: number;
 }
 
+/** A body to send instead of one the upstream refused, and the beta header it wants or does not. */
+export interface RefusalRemedy {
+  body: JsonObject;
+  beta: string;
+  /** Whether the beta goes with the body (added) or not (taken out, when the proxy added it). */
+  betaWanted: boolean;
+}
+
 export interface WireDialect {
   /** Route name used in metrics and logs. */
   readonly route: 'chat' | 'responses' | 'messages';
@@ -98,6 +106,12 @@ export interface WireDialect {
    * the beta header that takes; undefined when the body needs nothing.
    */
   afterChange?(body: JsonObject): { body: JsonObject; beta: string } | undefined;
+  /**
+   * What to send once instead of a body the upstream refused (a 400, `error` its text) over what
+   * `afterChange` is about (Anthropic: a thinking block bound to another prefix, or the setting
+   * that drops such blocks unknown to the platform), or undefined when nothing better is known.
+   */
+  afterRefusal?(body: JsonObject, error: string): RefusalRemedy | undefined;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
   usageOf(payload: unknown): Partial<TokenUsage> | undefined;
   /**

@@ -9,7 +9,8 @@
  * For a model that binds thinking to its prefix (Claude 5.1 on, `bindsThinking`) a block also
  * comes back behind the prefix it was produced after (`system`, `tools`, the messages before it,
  * cache breakpoints aside), unless the request asks, under the beta, to drop what a changed
- * prefix invalidated; `block_binding` without that beta is refused as an unknown field.
+ * prefix invalidated; `block_binding` without that beta is refused as an unknown field. A
+ * platform without those controls checks no prefix and refuses their beta.
  */
 import { createHash } from 'node:crypto';
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
@@ -90,7 +91,17 @@ function refused(message: string): ScriptedError {
   return { status: 400, message };
 }
 
-export function createThinkingRules(): ThinkingRules {
+export interface ThinkingRulesOptions {
+  /**
+   * Whether the platform has the preserved-thinking controls (default true). Without them (as
+   * Bedrock for a model that lacks them) it checks no block's prefix, refuses a request naming
+   * their beta (`invalid beta flag`), and knows no `block_binding` field.
+   */
+  binding?: boolean;
+}
+
+export function createThinkingRules(options: ThinkingRulesOptions = {}): ThinkingRules {
+  const binding = options.binding ?? true;
   const texts = new Map<string, Issued>();
   const invalidated = (body: Record<string, unknown>): string[] => {
     const messages = Array.isArray(body.messages) ? body.messages : [];
@@ -105,14 +116,16 @@ export function createThinkingRules(): ThinkingRules {
   return {
     issued(signature, thinking, body) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
-      const binds = typeof body.model === 'string' && bindsThinking(body.model);
+      const binds = binding && typeof body.model === 'string' && bindsThinking(body.model);
       texts.set(signature, binds ? { thinking, prefix: prefixOf(body, messages) } : { thinking });
     },
     invalidated,
     refusal(body, headers) {
       const messages = Array.isArray(body.messages) ? body.messages : [];
       const thinkingSetting = isRecord(body.thinking) ? body.thinking : undefined;
-      if (thinkingSetting?.block_binding !== undefined && !betasOf(headers).includes(THINKING_BINDING_BETA))
+      const betaNamed = betasOf(headers).includes(THINKING_BINDING_BETA);
+      if (betaNamed && !binding) return refused('invalid beta flag');
+      if (thinkingSetting?.block_binding !== undefined && !betaNamed)
         return refused(
           `thinking.${String(thinkingSetting.type)}.block_binding: Extra inputs are not permitted`,
         );

@@ -277,6 +277,28 @@ describe('thinking blocks on Messages', () => {
     expect(server.remaining()).toBe(0);
   });
 
+  it('on a platform without the binding controls, refuses their beta and checks no prefix', async () => {
+    const server = await start({ thinkingBinding: false, script: [thinkingCall, { text: 'done' }] });
+    const opening = [{ role: 'user', content: 'read a.ts' }];
+    const body = { ...anthropicBody, model: 'claude-fable-5-1', messages: opening };
+    const given = (await readJson(post(server, '/v1/messages', body))).content as Block[];
+    const call = given.find((block) => block.type === 'tool_use')!;
+    const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'x' }] };
+    const changed = {
+      ...body,
+      system: 'You read files, briefly.',
+      messages: [...opening, { role: 'assistant', content: given }, result],
+    };
+    const announced = await post(server, '/v1/messages', changed, {
+      'anthropic-beta': THINKING_BINDING_BETA,
+    });
+    expect(announced.status).toBe(400);
+    expect((await readJson(announced)).error.message).toBe('invalid beta flag');
+    // The prefix changed, and the block stands.
+    expect((await post(server, '/v1/messages', changed)).status).toBe(200);
+    expect(server.requests.at(-1)!.thinkingDropped).toBeUndefined();
+  });
+
   it('leaves signatures it never issued unchecked, and a call without thinking when thinking is adaptive', async () => {
     const server = await start({ script: [thinkingCall, { text: 'done' }, { text: 'done' }] });
     const { call, goOn } = await answered(server, { type: 'adaptive' });

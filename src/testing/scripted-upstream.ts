@@ -66,6 +66,11 @@ export interface ScriptedUpstreamOptions {
   fragmentEvents?: boolean;
   /** Clock for `created` fields. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Whether Messages has the preserved-thinking controls (default true): false plays a platform
+   * without them, as Bedrock for a model that lacks them (`scripted-thinking-rules.ts`).
+   */
+  thinkingBinding?: boolean;
 }
 
 export interface ScriptedUpstream {
@@ -123,7 +128,9 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
   const queue = typeof options.script === 'function' ? undefined : [...options.script];
   const closing = new AbortController();
   const responses = createResponseStore();
-  const thinking = createThinkingRules();
+  const thinking = createThinkingRules(
+    options.thinkingBinding === undefined ? {} : { binding: options.thinkingBinding },
+  );
 
   async function nextReply(request: ScriptedRequest): Promise<ScriptedReply> {
     if (typeof options.script === 'function') return options.script(request);
