@@ -339,24 +339,46 @@ describe('thinking bound to its prefix, in a request the proxy sends as it came'
 });
 
 describe('thinking bound to its prefix, on a platform without the binding controls', () => {
-  it('refused for the beta the proxy added, a request goes once more without the setting and the beta', async () => {
-    fixture = await startProxyFixture({ window: 8_000, thinkingBinding: false, script: readsOn });
-    const { committed } = await thinkingConversation('claude-opus-5-5');
-    expect(committed.some(Boolean)).toBe(true);
-    const requests = fixture.upstream.requests;
-    const added = requests.filter((request) =>
-      request.headers['anthropic-beta']?.includes(THINKING_BINDING_BETA),
-    );
-    expect(added.length).toBeGreaterThan(0);
-    // Each refused one was followed by the same request without the proxy's additions.
-    for (const request of added) {
-      const next = requests[request.index + 1]!;
+  it.each([
+    ['on its own thread', undefined],
+    ['in a governance worker', 1],
+  ])(
+    'refused for the beta the proxy added, a request goes once more without the setting and the beta (%s)',
+    async (_, workers) => {
+      fixture = await startProxyFixture({
+        window: 8_000,
+        thinkingBinding: false,
+        script: readsOn,
+        ...(workers === undefined ? {} : { workers }),
+      });
+      const { committed } = await thinkingConversation('claude-opus-5-5');
+      expect(committed.some(Boolean)).toBe(true);
+      const requests = fixture.upstream.requests;
+      const carriesBeta = (request: (typeof requests)[number]) =>
+        request.headers['anthropic-beta']?.includes(THINKING_BINDING_BETA) === true;
+      // The first changed request was refused, and went again without the proxy's additions; the
+      // key's later ones went without them at once.
+      const added = requests.filter(carriesBeta);
+      expect(added).toHaveLength(1);
+      const next = requests[added[0]!.index + 1]!;
       expect(next.headers['anthropic-beta']).toBe(BETAS);
       expect((next.body as Json).thinking).toEqual({ type: 'enabled', budget_tokens: 1024 });
-      expect((next.body as Json).messages).toEqual((request.body as Json).messages);
-    }
-    expect(requests).toHaveLength(24 + added.length);
-  });
+      expect((next.body as Json).messages).toEqual((added[0]!.body as Json).messages);
+      expect(requests).toHaveLength(25);
+      // Another key's namespace learns it for itself.
+      const other = await fixture.post(
+        'messages',
+        claudeBody([task(), ...steps(0, 30)], { model: 'claude-opus-5-5' }),
+        {
+          apiKey: 'sk-other-key',
+          headers: HEADERS,
+        },
+      );
+      expect(other.status).toBe(200);
+      expect(other.headers.get('x-selfgc-warnings')).toContain(SENT_AGAIN_AFTER_REFUSAL);
+      expect(requests.slice(25).map(carriesBeta)).toEqual([true, false]);
+    },
+  );
 
   it('behind a gateway that drops the beta header, the field it refuses goes too', async () => {
     const dropsBeta: typeof fetch = (input, init) => {

@@ -173,6 +173,7 @@ async function runWorker(port: NonNullable<typeof parentPort>, options: Governan
         signal: controller.signal,
         lane: message.lane,
         transcripts,
+        refusedBetas: message.refusedBetas,
       });
       const { governor, settle, ...value } = prepared;
       if (governor?.commitAgentPlan && value.recovery) {

@@ -105,6 +105,8 @@ export type WorkerRequest =
       agentTools: boolean;
       /** Through the stateless lane instead of governance, and why. */
       lane?: LaneReason;
+      /** Betas the upstream refused before (`PrepareInput.refusedBetas`). */
+      refusedBetas?: readonly string[];
       /**
        * The proxy's thread kept a copy of the body: a body governance leaves as it came is not
        * sent back (the reply's `body` is left out), saving a copy of it each way.
@@ -204,6 +206,7 @@ async function prepareOn(
           recovery: input.recovery,
           agentTools: input.agentTools === true,
           ...(lane === undefined ? {} : { lane }),
+          ...(input.refusedBetas === undefined ? {} : { refusedBetas: input.refusedBetas }),
           ...(kept === undefined ? {} : { bodyKept: true as const }),
         };
       },

@@ -57,7 +57,12 @@ interface Exchange {
   headers: Headers;
   /** The client's headers as they go upstream (without the body's coding once it is decoded). */
   forwarded: Headers;
-  /** Betas the proxy added that the upstream refused: the request's later rounds go without. */
+  /** The request's namespace (`namespaceOf`). */
+  keyHash: string;
+  /**
+   * Betas the proxy adds that the upstream refused, in this namespace (`refused-betas.ts`): the
+   * request's rounds go without them.
+   */
   refusedBetas: Set<string>;
   /**
    * The prompt the client sent, once it reaches `clientCompactionTokens`: a successful answer
@@ -90,6 +95,7 @@ export async function handleGoverned(
   if (settings.recovery && shared && settings.firstNotice('keyless')) trace.entry.notice = KEYLESS_NOTICE;
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const forwarded = upstreamRequestHeaders(request.headers);
+  const refusedBetas = new Set(settings.refusedBetas.of(keyHash));
   const exchange: Exchange = {
     settings,
     dialect,
@@ -97,7 +103,8 @@ export async function handleGoverned(
     trace,
     headers,
     forwarded,
-    refusedBetas: new Set(),
+    keyHash,
+    refusedBetas,
   };
   try {
     const received = await request.chunks(settings.bodyLimitBytes);
@@ -119,6 +126,7 @@ export async function handleGoverned(
       headers,
       signal: request.signal,
       lane,
+      refusedBetas: [...refusedBetas],
     };
     const prepareStarted = settings.now();
     const prepared =
@@ -273,10 +281,15 @@ async function send(
   const remedy = remedyFor(exchange, body, error);
   if (remedy === undefined) return { call: alreadyRead(sent.call, error), started: sent.started };
   exchange.trace.addUpstreamTime(exchange.settings.now() - sent.started);
-  if (remedy.betaWanted) withBeta(exchange.forwarded, remedy.beta);
-  else {
-    withoutBeta(exchange.forwarded, remedy.beta);
-    exchange.refusedBetas.add(remedy.beta);
+  const { settings, keyHash, refusedBetas, forwarded } = exchange;
+  if (remedy.betaWanted) {
+    withBeta(forwarded, remedy.beta);
+    refusedBetas.delete(remedy.beta);
+    settings.refusedBetas.forget(keyHash, remedy.beta);
+  } else {
+    withoutBeta(forwarded, remedy.beta);
+    refusedBetas.add(remedy.beta);
+    settings.refusedBetas.note(keyHash, remedy.beta);
   }
   addWarnings(exchange.headers, exchange.trace.entry, [SENT_AGAIN_AFTER_REFUSAL]);
   return { ...(await sendOnce(exchange, JSON.stringify(remedy.body), signal)), remedied: remedy.body };

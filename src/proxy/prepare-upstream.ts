@@ -70,6 +70,8 @@ export interface PrepareInput {
   lane?: LaneReason | undefined;
   /** This thread's transcript cache: a request that repeats an earlier one costs what it adds. */
   transcripts?: TranscriptCache;
+  /** Betas the upstream refused before (`refused-betas.ts`): a change that takes one goes without. */
+  refusedBetas?: readonly string[] | undefined;
 }
 
 export interface PreparedUpstream {
@@ -220,7 +222,9 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   // governed (the store went down since, or governance ran out of time), and what the model
   // produced after them is bound to what they sent, not to what the client sends.
   const send = (out: JsonObject, wasGoverned = out !== body): PreparedUpstream => {
-    const changed = wasGoverned ? dialect.afterChange?.(out) : undefined;
+    const proposed = wasGoverned ? dialect.afterChange?.(out) : undefined;
+    const changed =
+      proposed !== undefined && !input.refusedBetas?.includes(proposed.beta) ? proposed : undefined;
     if (out === body && changed === undefined) return { body: input.bytes };
     const sent = changed?.body ?? out;
     const bytes = reading === undefined ? encodeBodyText(JSON.stringify(sent)) : reading.render(sent);

@@ -16,6 +16,7 @@ import { nodeTransport } from './node-upstream.js';
 import type { ProviderName } from './proxy-errors.js';
 import type { ProxyLogEntry } from './proxy-log.js';
 import { createProxyMetrics, type ProxyMetrics } from './proxy-metrics.js';
+import { createRefusedBetas, type RefusedBetas } from './refused-betas.js';
 import type { KeylessTenancy } from './session-identity.js';
 import { createStoredResponses, type StoredResponses } from './stored-responses.js';
 import { createTranscriptCache, type TranscriptCache } from './transcript-cache.js';
@@ -132,6 +133,8 @@ export interface ProxySettings {
   transcripts: TranscriptCache;
   /** The stored responses merged answers stand for, for the clients that continue them. */
   storedResponses: StoredResponses;
+  /** The betas the proxy adds that the upstream refused, per namespace. */
+  refusedBetas: RefusedBetas;
   metrics: ProxyMetrics;
   upstream: UpstreamTransport;
   now: () => number;
@@ -225,6 +228,7 @@ export function resolveProxySettings(options: ProxyOptions): ProxySettings {
     governance: options.governance,
     transcripts: createTranscriptCache(),
     storedResponses: createStoredResponses(),
+    refusedBetas: createRefusedBetas(),
     metrics: createProxyMetrics(),
     upstream: options.fetch === undefined ? nodeTransport : fetchTransport(options.fetch),
     now: options.now ?? (() => performance.timeOrigin + performance.now()),
