@@ -20,15 +20,16 @@ afterEach(async () => {
 
 /**
  * Bodies the provider may well take but the adapters cannot read, in each route's own spacing:
- * a legacy `function` message (Chat), a thinking block with no signature (Messages), a text
- * part with no text (Responses).
+ * a legacy `function` message (Chat), a thinking block with no signature (Messages: a
+ * compatible provider's model, as DeepSeek's, takes one; Claude does not), a text part with no
+ * text (Responses).
  */
 const UNREADABLE: Record<WireRoute, string> = {
   chat: `{"model": "gpt-4o",
   "messages": [{"role": "user", "content": "Weather in Paris?"},
     {"role": "assistant", "content": null, "function_call": {"name": "weather", "arguments": "{\\"city\\": \\"Paris\\"}"}},
     {"role": "function", "name": "weather", "content": "18 °C"}]}`,
-  messages: `{"model": "claude-sonnet-4-5", "max_tokens": 256,
+  messages: `{"model": "deepseek-v4-pro", "max_tokens": 256,
   "messages": [{"role": "user", "content": "hi"},
     {"role": "assistant", "content": [{"type": "thinking", "thinking": "greet"}, {"type": "text", "text": "Hello."}]},
     {"role": "user", "content": "again"}]}`,

@@ -1,7 +1,8 @@
 /**
  * The Messages API's rules for thinking blocks, as the scripted upstream enforces them, with the
  * API's own messages: an assistant message with thinking opens with it and does not end with it;
- * with thinking enabled, the assistant turn a request continues opens with thinking; and a thinking
+ * with thinking enabled, the assistant turn a request continues opens with thinking; a Claude
+ * model's thinking block carries its signature (a redacted one its data); and a thinking
  * block comes back as the API gave it (the scripted upstream
  * remembers the text of each signature it issued, and refuses a block whose text changed: in the
  * latest assistant message as the API's errors page words it, "cannot be modified", in an earlier
@@ -130,6 +131,8 @@ export function createThinkingRules(options: ThinkingRulesOptions = {}): Thinkin
           `thinking.${String(thinkingSetting.type)}.block_binding: Extra inputs are not permitted`,
         );
       const latest = messages.findLastIndex((message) => roleOf(message) === 'assistant');
+      // Anthropic's own models; a compatible provider's (DeepSeek, Kimi) takes unsigned thinking.
+      const signed = typeof body.model === 'string' && /claude/i.test(body.model);
       // Blocks behind a changed prefix, unless the request asks to drop them.
       const unbound = dropsInvalidated(body) ? [] : invalidated(body);
       for (const [index, message] of messages.entries()) {
@@ -146,6 +149,12 @@ export function createThinkingRules(options: ThinkingRulesOptions = {}): Thinkin
             `messages.${index}: The final block in an assistant message cannot be \`thinking\`.`,
           );
         for (const [position, block] of blocks.entries()) {
+          const missing =
+            block.type === 'thinking' ? 'signature' : block.type === 'redacted_thinking' ? 'data' : undefined;
+          if (signed && missing !== undefined && typeof block[missing] !== 'string')
+            return refused(
+              `messages.${index}.content.${position}.${String(block.type)}.${missing}: Field required`,
+            );
           if (block.type !== 'thinking' || typeof block.signature !== 'string') continue;
           const issued = texts.get(block.signature);
           if (unbound.includes(block.signature))

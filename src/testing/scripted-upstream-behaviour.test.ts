@@ -277,6 +277,34 @@ describe('thinking blocks on Messages', () => {
     expect(server.remaining()).toBe(0);
   });
 
+  it("refuses a Claude model's thinking without its signature, or redacted thinking without its data", async () => {
+    const server = await start({ script: [{ text: 'done' }] });
+    const withAnswer = (content: Block[], model = anthropicBody.model) =>
+      post(server, '/v1/messages', {
+        ...anthropicBody,
+        model,
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content },
+          { role: 'user', content: 'again' },
+        ],
+      });
+    const text = { type: 'text', text: 'Hello.' };
+    const unsigned = await withAnswer([{ type: 'thinking', thinking: 'greet' }, text]);
+    expect(unsigned.status).toBe(400);
+    expect((await readJson(unsigned)).error.message).toBe(
+      'messages.1.content.0.thinking.signature: Field required',
+    );
+    const dataless = await withAnswer([{ type: 'redacted_thinking' }, text]);
+    expect((await readJson(dataless)).error.message).toBe(
+      'messages.1.content.0.redacted_thinking.data: Field required',
+    );
+    // A compatible provider's model takes unsigned thinking.
+    expect(
+      (await withAnswer([{ type: 'thinking', thinking: 'greet' }, text], 'deepseek-v4-pro')).status,
+    ).toBe(200);
+  });
+
   it('on a platform without the binding controls, refuses their beta and checks no prefix', async () => {
     const server = await start({ thinkingBinding: false, script: [thinkingCall, { text: 'done' }] });
     const opening = [{ role: 'user', content: 'read a.ts' }];
