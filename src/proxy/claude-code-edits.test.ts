@@ -414,6 +414,30 @@ describe('thinking bound to its prefix, on a platform without the binding contro
     expect(fixture.upstream.requests).toHaveLength(1);
   });
 
+  it('a refusal whose text does not come in time is a timeout, its time counted upstream', async () => {
+    // A 400 whose body never ends, until the call is aborted.
+    const stalls: typeof fetch = async (_, init) =>
+      new Response(
+        new ReadableStream({
+          start(controller) {
+            init?.signal?.addEventListener('abort', () => controller.error(init.signal!.reason));
+          },
+        }),
+        { status: 400, headers: { 'content-type': 'application/json' } },
+      );
+    fixture = await startProxyFixture({
+      window: 8_000,
+      script: readsOn,
+      proxy: { fetch: stalls, upstreamTimeoutMs: 150 },
+    });
+    const response = await fixture.post('messages', claudeBody([task()], { model: 'claude-fable-5-1' }), {
+      headers: HEADERS,
+    });
+    expect(response.status).toBe(504);
+    expect(fixture.logs[0]?.error).toBe('upstream-timeout');
+    expect(fixture.logs[0]?.upstreamMs).toBeGreaterThanOrEqual(100);
+  });
+
   it("a recovery round after the refusal goes without the proxy's additions", async () => {
     let round = 0;
     fixture = await startProxyFixture({

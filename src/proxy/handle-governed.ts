@@ -277,11 +277,17 @@ async function send(
 ): Promise<{ call: UpstreamCall; started: number; remedied?: JsonObject }> {
   const sent = await sendOnce(exchange, body, signal);
   if (sent.call.answer.status !== 400 || exchange.dialect.afterRefusal === undefined) return sent;
-  const error = await sent.call.text();
+  const { settings, trace, keyHash, refusedBetas, forwarded } = exchange;
+  const error = await sent.call.text().catch((cause: unknown) => {
+    trace.addUpstreamTime(settings.now() - sent.started);
+    throw cause;
+  });
+  const took = settings.now() - sent.started;
   const remedy = remedyFor(exchange, body, error);
-  if (remedy === undefined) return { call: alreadyRead(sent.call, error), started: sent.started };
-  exchange.trace.addUpstreamTime(exchange.settings.now() - sent.started);
-  const { settings, keyHash, refusedBetas, forwarded } = exchange;
+  // The refusal's time is counted once: by what reads the refusal again, when it is the answer
+  // (as if it started that long before), and here when the body goes again.
+  if (remedy === undefined) return { call: alreadyRead(sent.call, error), started: settings.now() - took };
+  trace.addUpstreamTime(took);
   if (remedy.betaWanted) {
     withBeta(forwarded, remedy.beta);
     refusedBetas.delete(remedy.beta);
@@ -291,7 +297,7 @@ async function send(
     refusedBetas.add(remedy.beta);
     settings.refusedBetas.note(keyHash, remedy.beta);
   }
-  addWarnings(exchange.headers, exchange.trace.entry, [SENT_AGAIN_AFTER_REFUSAL]);
+  addWarnings(exchange.headers, trace.entry, [SENT_AGAIN_AFTER_REFUSAL]);
   return { ...(await sendOnce(exchange, JSON.stringify(remedy.body), signal)), remedied: remedy.body };
 }
 
