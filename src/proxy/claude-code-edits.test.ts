@@ -414,6 +414,30 @@ describe('thinking bound to its prefix, on a platform without the binding contro
     expect(fixture.upstream.requests).toHaveLength(1);
   });
 
+  it('a setting the client sent itself without the beta stays, and so does its refusal', async () => {
+    fixture = await startProxyFixture({ window: 8_000, script: readsOn });
+    const thinking = {
+      type: 'enabled',
+      budget_tokens: 1024,
+      block_binding: { prefix_mismatch_behavior: 'drop_block' },
+    };
+    const response = await fixture.post(
+      'messages',
+      claudeBody([task()], { model: 'claude-fable-5-1', thinking }),
+      { headers: HEADERS },
+    );
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('Extra inputs are not permitted');
+    expect(response.headers.get('x-selfgc-warnings') ?? '').not.toContain(SENT_AGAIN_AFTER_REFUSAL);
+    expect(fixture.upstream.requests).toHaveLength(1);
+    // Nor does the key's namespace take it for a platform that refuses the beta: its changed
+    // requests go with the setting and the beta at once, never refused.
+    const { committed } = await thinkingConversation('claude-opus-5-5');
+    expect(committed.some(Boolean)).toBe(true);
+    expect(fixture.logs.some((entry) => entry.warnings?.includes(SENT_AGAIN_AFTER_REFUSAL))).toBe(false);
+    expect(fixture.upstream.requests).toHaveLength(25);
+  });
+
   it('a refusal whose text does not come in time is a timeout, its time counted upstream', async () => {
     // A 400 whose body never ends, until the call is aborted.
     const stalls: typeof fetch = async (_, init) =>

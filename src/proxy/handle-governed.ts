@@ -303,7 +303,8 @@ async function send(
 
 /**
  * The dialect's remedy for a refused body, when the body can be read and the remedy takes out
- * only what the proxy put in (a beta the client sent itself stays, and so does its refusal).
+ * only what the proxy put in: a beta the client sent itself stays, and so does its refusal; so
+ * does a setting the client sent without the beta, which the proxy did not add.
  */
 function remedyFor(exchange: Exchange, body: string | Uint8Array, error: string): RefusalRemedy | undefined {
   let parsed: unknown;
@@ -315,7 +316,8 @@ function remedyFor(exchange: Exchange, body: string | Uint8Array, error: string)
   if (!isJsonObject(parsed)) return undefined;
   const remedy = exchange.dialect.afterRefusal?.(parsed, error);
   if (remedy === undefined || remedy.betaWanted) return remedy;
-  return hasBeta(exchange.request.headers, remedy.beta) ? undefined : remedy;
+  const added = hasBeta(exchange.forwarded, remedy.beta) && !hasBeta(exchange.request.headers, remedy.beta);
+  return added ? remedy : undefined;
 }
 
 /** A call whose whole answer was read already (as `text`): read again, it gives the same. */
