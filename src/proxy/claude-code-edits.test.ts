@@ -438,6 +438,20 @@ describe('thinking bound to its prefix, on a platform without the binding contro
     expect(fixture.upstream.requests).toHaveLength(25);
   });
 
+  it('a refusal the proxy knows no remedy for reaches the client byte for byte', async () => {
+    // A byte order mark and a byte that is not UTF-8: reading the answer as text would lose both.
+    const text = new TextEncoder().encode('{"type":"error","error":{"message":"bad \u00ff"}}');
+    const refusal = new Uint8Array([0xef, 0xbb, 0xbf, ...text, 0xff]);
+    const refuses: typeof fetch = async () =>
+      new Response(refusal, { status: 400, headers: { 'content-type': 'application/json' } });
+    fixture = await startProxyFixture({ window: 8_000, script: readsOn, proxy: { fetch: refuses } });
+    const response = await fixture.post('messages', claudeBody([task()], { model: 'claude-fable-5-1' }), {
+      headers: HEADERS,
+    });
+    expect(response.status).toBe(400);
+    expect(new Uint8Array(await response.arrayBuffer())).toEqual(refusal);
+  });
+
   it('a refusal whose text does not come in time is a timeout, its time counted upstream', async () => {
     // A 400 whose body never ends, until the call is aborted.
     const stalls: typeof fetch = async (_, init) =>

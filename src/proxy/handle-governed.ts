@@ -278,15 +278,15 @@ async function send(
   const sent = await sendOnce(exchange, body, signal);
   if (sent.call.answer.status !== 400 || exchange.dialect.afterRefusal === undefined) return sent;
   const { settings, trace, keyHash, refusedBetas, forwarded } = exchange;
-  const error = await sent.call.text().catch((cause: unknown) => {
+  const refusal = await sent.call.bytes().catch((cause: unknown) => {
     trace.addUpstreamTime(settings.now() - sent.started);
     throw cause;
   });
   const took = settings.now() - sent.started;
-  const remedy = remedyFor(exchange, body, error);
+  const remedy = remedyFor(exchange, body, answerText.decode(refusal));
   // The refusal's time is counted once: by what reads the refusal again, when it is the answer
   // (as if it started that long before), and here when the body goes again.
-  if (remedy === undefined) return { call: alreadyRead(sent.call, error), started: settings.now() - took };
+  if (remedy === undefined) return { call: alreadyRead(sent.call, refusal), started: settings.now() - took };
   trace.addUpstreamTime(took);
   if (remedy.betaWanted) {
     withBeta(forwarded, remedy.beta);
@@ -320,11 +320,18 @@ function remedyFor(exchange: Exchange, body: string | Uint8Array, error: string)
   return added ? remedy : undefined;
 }
 
-/** A call whose whole answer was read already (as `text`): read again, it gives the same. */
-function alreadyRead(call: UpstreamCall, text: string): UpstreamCall {
-  const bytes = encodeBodyText(text);
-  const answer = { ...call.answer, body: null, text: async () => text, bytes: async () => bytes };
-  return { answer, settle() {}, text: answer.text, bytes: answer.bytes };
+/** An answer's text as `Response.text()` has it: UTF-8, invalid bytes replaced. */
+const answerText = new TextDecoder();
+
+/**
+ * A call whose whole answer was read already (its `bytes`): read again, it gives the same bytes,
+ * passed on as they came.
+ */
+function alreadyRead(call: UpstreamCall, bytes: Uint8Array): UpstreamCall {
+  const { status, ok, headers } = call.answer;
+  const text = async () => answerText.decode(bytes);
+  const answer = { status, ok, headers, body: null, text, bytes: async () => bytes };
+  return { answer, settle() {}, text, bytes: answer.bytes };
 }
 
 async function sendOnce(
