@@ -388,7 +388,8 @@ export function createScenario(name: ScenarioName): Scenario {
       return { name, runs: rewoundRuns() };
     case 'no-binding-controls':
       // The long task on a platform that refuses the beta the proxy adds to a changed request
-      // whose model binds thinking: each such request must go again without it.
+      // whose model binds thinking: the first such request must go again without it, and the
+      // later ones go without it at once.
       return { name, runs: [makeRun('run-1', 15, LONG_TASK_PROMPT)], upstream: { thinkingBinding: false } };
   }
 }

@@ -369,7 +369,7 @@ async function sendOnce(
  */
 function roundBody(exchange: Exchange, body: JsonObject): string {
   const proposed = exchange.dialect.afterChange?.(body);
-  // Not what the upstream refused once already in this request (`send`).
+  // Not what the upstream refused in this request or before in its namespace (`send`).
   const changed = proposed !== undefined && !exchange.refusedBetas.has(proposed.beta) ? proposed : undefined;
   if (changed !== undefined) withBeta(exchange.forwarded, changed.beta);
   return JSON.stringify(changed?.body ?? body);
