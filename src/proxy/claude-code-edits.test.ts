@@ -377,6 +377,14 @@ describe('thinking bound to its prefix, on a platform without the binding contro
       expect(other.status).toBe(200);
       expect(other.headers.get('x-selfgc-warnings')).toContain(SENT_AGAIN_AFTER_REFUSAL);
       expect(requests.slice(25).map(carriesBeta)).toEqual([true, false]);
+      // So does another model of the first key (a platform refuses a beta for a model).
+      const fable = await fixture.post(
+        'messages',
+        claudeBody([task(), ...steps(0, 30)], { model: 'claude-fable-5-1' }),
+        { headers: HEADERS },
+      );
+      expect(fable.headers.get('x-selfgc-warnings')).toContain(SENT_AGAIN_AFTER_REFUSAL);
+      expect(requests.slice(27).map(carriesBeta)).toEqual([true, false]);
     },
   );
 

@@ -11,6 +11,7 @@
  * its session before (its ledger cache); the store stays the source of truth, as for several
  * proxy instances. Pass the result as the proxy's `governance` and close it after the server.
  */
+
 import { availableParallelism } from 'node:os';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
 import type { AgentPlanResult, RecoveryScope } from '../core/governor/governor-types.js';
@@ -27,6 +28,7 @@ import {
 import type { ProxyLogEntry } from './proxy-log.js';
 import { type MetricOperation, type ProxyMetrics, replayMetrics } from './proxy-metrics.js';
 import { type BodyChunks, joinChunks, movableChunks, ownsItsBuffer } from './read-body-bytes.js';
+import type { RefusedBeta } from './refused-betas.js';
 import { SESSION_HEADER } from './session-identity.js';
 import type { LaneReason } from './stateless-lane.js';
 import type { RecoveryGovernor } from './transparent-recovery.js';
@@ -106,7 +108,7 @@ export type WorkerRequest =
       /** Through the stateless lane instead of governance, and why. */
       lane?: LaneReason;
       /** Betas the upstream refused before (`PrepareInput.refusedBetas`). */
-      refusedBetas?: readonly string[];
+      refusedBetas?: readonly RefusedBeta[];
       /**
        * The proxy's thread kept a copy of the body: a body governance leaves as it came is not
        * sent back (the reply's `body` is left out), saving a copy of it each way.

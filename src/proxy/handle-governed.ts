@@ -25,6 +25,7 @@ import { publicError, REQUEST_ID_HEADER } from './proxy-errors.js';
 import type { ProxyAnswer, ProxyRequest } from './proxy-exchange.js';
 import type { ProxySettings } from './proxy-options.js';
 import { decodeBodyText, encodeBodyText, joinChunks } from './read-body-bytes.js';
+import { type RefusedBeta, unlessRefused } from './refused-betas.js';
 import { addWarnings, createRequestTrace, type RequestTrace } from './request-trace.js';
 import { namespaceOf } from './session-identity.js';
 import { CONTINUED_FROM_LAST_ROUND } from './stored-responses.js';
@@ -63,7 +64,7 @@ interface Exchange {
    * Betas the proxy adds that the upstream refused, in this namespace (`refused-betas.ts`): the
    * request's rounds go without them.
    */
-  refusedBetas: Set<string>;
+  refusedBetas: readonly RefusedBeta[];
   /**
    * The prompt the client sent, once it reaches `clientCompactionTokens`: a successful answer
    * reports it (`client-compaction-signal.ts`).
@@ -95,7 +96,7 @@ export async function handleGoverned(
   if (settings.recovery && shared && settings.firstNotice('keyless')) trace.entry.notice = KEYLESS_NOTICE;
   const headers = new Headers({ 'x-selfgc-arm': arm, [REQUEST_ID_HEADER]: trace.requestId });
   const forwarded = upstreamRequestHeaders(request.headers);
-  const refusedBetas = new Set(settings.refusedBetas.of(keyHash));
+  const refusedBetas = settings.refusedBetas.of(keyHash);
   const exchange: Exchange = {
     settings,
     dialect,
@@ -126,7 +127,7 @@ export async function handleGoverned(
       headers,
       signal: request.signal,
       lane,
-      refusedBetas: [...refusedBetas],
+      refusedBetas,
     };
     const prepareStarted = settings.now();
     const prepared =
@@ -277,7 +278,7 @@ async function send(
 ): Promise<{ call: UpstreamCall; started: number; remedied?: JsonObject }> {
   const sent = await sendOnce(exchange, body, signal);
   if (sent.call.answer.status !== 400 || exchange.dialect.afterRefusal === undefined) return sent;
-  const { settings, trace, keyHash, refusedBetas, forwarded } = exchange;
+  const { settings, trace, keyHash, forwarded } = exchange;
   const refusal = await sent.call.bytes().catch((cause: unknown) => {
     trace.addUpstreamTime(settings.now() - sent.started);
     throw cause;
@@ -288,15 +289,15 @@ async function send(
   // (as if it started that long before), and here when the body goes again.
   if (remedy === undefined) return { call: alreadyRead(sent.call, refusal), started: settings.now() - took };
   trace.addUpstreamTime(took);
+  const refused = { model: String(remedy.body.model), beta: remedy.beta };
   if (remedy.betaWanted) {
     withBeta(forwarded, remedy.beta);
-    refusedBetas.delete(remedy.beta);
-    settings.refusedBetas.forget(keyHash, remedy.beta);
+    settings.refusedBetas.forget(keyHash, refused);
   } else {
     withoutBeta(forwarded, remedy.beta);
-    refusedBetas.add(remedy.beta);
-    settings.refusedBetas.note(keyHash, remedy.beta);
+    settings.refusedBetas.note(keyHash, refused);
   }
+  exchange.refusedBetas = settings.refusedBetas.of(keyHash);
   addWarnings(exchange.headers, trace.entry, [SENT_AGAIN_AFTER_REFUSAL]);
   return { ...(await sendOnce(exchange, JSON.stringify(remedy.body), signal)), remedied: remedy.body };
 }
@@ -307,14 +308,16 @@ async function send(
  * does a setting the client sent without the beta, which the proxy did not add.
  */
 function remedyFor(exchange: Exchange, body: string | Uint8Array, error: string): RefusalRemedy | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(typeof body === 'string' ? body : decodeBodyText(body));
-  } catch {
-    return undefined;
-  }
-  if (!isJsonObject(parsed)) return undefined;
-  const remedy = exchange.dialect.afterRefusal?.(parsed, error);
+  // Parsed only for a refusal the dialect can remedy: a refused body may be large.
+  const read = (): JsonObject | undefined => {
+    try {
+      const parsed: unknown = JSON.parse(typeof body === 'string' ? body : decodeBodyText(body));
+      return isJsonObject(parsed) ? parsed : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const remedy = exchange.dialect.afterRefusal?.(error, read);
   if (remedy === undefined || remedy.betaWanted) return remedy;
   const added = hasBeta(exchange.forwarded, remedy.beta) && !hasBeta(exchange.request.headers, remedy.beta);
   return added ? remedy : undefined;
@@ -368,9 +371,8 @@ async function sendOnce(
  * earlier result giving way to a later one's room).
  */
 function roundBody(exchange: Exchange, body: JsonObject): string {
-  const proposed = exchange.dialect.afterChange?.(body);
-  // Not what the upstream refused in this request or before in its namespace (`send`).
-  const changed = proposed !== undefined && !exchange.refusedBetas.has(proposed.beta) ? proposed : undefined;
+  // Not what the upstream refused for the model in this request or before in its namespace (`send`).
+  const changed = unlessRefused(exchange.dialect.afterChange?.(body), exchange.refusedBetas, body);
   if (changed !== undefined) withBeta(exchange.forwarded, changed.beta);
   return JSON.stringify(changed?.body ?? body);
 }

@@ -26,6 +26,7 @@ import { LONG_CONTEXT_HEADER } from './context-window.js';
 import { type GovernSettings, governRequest } from './govern-request.js';
 import { decodeBodyText, encodeBodyText } from './read-body-bytes.js';
 import type { RecoveryWindow } from './recovery-budget.js';
+import { type RefusedBeta, unlessRefused } from './refused-betas.js';
 import type { RequestTrace } from './request-trace.js';
 import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-identity.js';
 import type { LaneReason } from './stateless-lane.js';
@@ -71,7 +72,7 @@ export interface PrepareInput {
   /** This thread's transcript cache: a request that repeats an earlier one costs what it adds. */
   transcripts?: TranscriptCache;
   /** Betas the upstream refused before (`refused-betas.ts`): a change that takes one goes without. */
-  refusedBetas?: readonly string[] | undefined;
+  refusedBetas?: readonly RefusedBeta[] | undefined;
 }
 
 export interface PreparedUpstream {
@@ -222,9 +223,9 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   // governed (the store went down since, or governance ran out of time), and what the model
   // produced after them is bound to what they sent, not to what the client sends.
   const send = (out: JsonObject, wasGoverned = out !== body): PreparedUpstream => {
-    const proposed = wasGoverned ? dialect.afterChange?.(out) : undefined;
-    const changed =
-      proposed !== undefined && !input.refusedBetas?.includes(proposed.beta) ? proposed : undefined;
+    const changed = wasGoverned
+      ? unlessRefused(dialect.afterChange?.(out), input.refusedBetas ?? [], out)
+      : undefined;
     if (out === body && changed === undefined) return { body: input.bytes };
     const sent = changed?.body ?? out;
     const bytes = reading === undefined ? encodeBodyText(JSON.stringify(sent)) : reading.render(sent);

@@ -80,7 +80,7 @@ describe('afterThinkingRefusal', () => {
   };
 
   it('asks to drop thinking bound to a different conversation, with the beta', () => {
-    expect(afterThinkingRefusal(body, bound)).toEqual({
+    expect(afterThinkingRefusal(bound, () => body)).toEqual({
       body: dropInvalidatedThinking(body)!.body,
       beta: THINKING_BINDING_BETA,
       betaWanted: true,
@@ -94,7 +94,7 @@ describe('afterThinkingRefusal', () => {
       `Unknown beta: ${THINKING_BINDING_BETA}`,
     ];
     for (const error of refusals)
-      expect(afterThinkingRefusal(dropping, error)).toEqual({
+      expect(afterThinkingRefusal(error, () => dropping)).toEqual({
         body: { ...body, thinking: { type: 'adaptive', display: 'omitted' } },
         beta: THINKING_BINDING_BETA,
         betaWanted: false,
@@ -103,13 +103,21 @@ describe('afterThinkingRefusal', () => {
 
   it('knows no remedy for any other refusal, nor for one the setting already answers', () => {
     const other = 'prompt is too long: 210000 tokens > 200000 maximum';
-    expect(afterThinkingRefusal(body, other)).toBeUndefined();
-    expect(afterThinkingRefusal(dropping, other)).toBeUndefined();
-    expect(afterThinkingRefusal(dropping, bound)).toBeUndefined();
+    // Another refusal's body is not read at all.
+    expect(
+      afterThinkingRefusal(other, () => {
+        throw new Error('read');
+      }),
+    ).toBeUndefined();
+    expect(afterThinkingRefusal(other, () => body)).toBeUndefined();
+    expect(afterThinkingRefusal(other, () => dropping)).toBeUndefined();
+    expect(afterThinkingRefusal(bound, () => dropping)).toBeUndefined();
     // Not the setting's refusal: the body names none.
-    expect(afterThinkingRefusal(body, 'invalid beta flag')).toBeUndefined();
+    expect(afterThinkingRefusal('invalid beta flag', () => body)).toBeUndefined();
     // A body the setting cannot help (another model).
-    expect(afterThinkingRefusal({ ...body, model: 'claude-sonnet-4-5' }, bound)).toBeUndefined();
+    expect(afterThinkingRefusal(bound, () => ({ ...body, model: 'claude-sonnet-4-5' }))).toBeUndefined();
+    // A refused body that cannot be read.
+    expect(afterThinkingRefusal(bound, () => undefined)).toBeUndefined();
   });
 });
 

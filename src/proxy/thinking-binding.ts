@@ -78,7 +78,14 @@ const SETTING_REFUSED =
  *   blocks: the body without `block_binding`, and without the beta. Such a platform does not
  *   check the binding either.
  */
-export function afterThinkingRefusal(body: JsonObject, error: string): RefusalRemedy | undefined {
+export function afterThinkingRefusal(
+  error: string,
+  read: () => JsonObject | undefined,
+): RefusalRemedy | undefined {
+  const boundElsewhere = BOUND_ELSEWHERE.test(error);
+  if (!boundElsewhere && !SETTING_REFUSED.test(error)) return undefined;
+  const body = read();
+  if (body === undefined) return undefined;
   const thinking = isJsonObject(body.thinking) ? body.thinking : undefined;
   const binding = isJsonObject(thinking?.block_binding) ? thinking.block_binding : undefined;
   if (thinking !== undefined && binding?.prefix_mismatch_behavior === 'drop_block') {
@@ -86,7 +93,7 @@ export function afterThinkingRefusal(body: JsonObject, error: string): RefusalRe
     const { block_binding: _, ...unbound } = thinking;
     return { body: { ...body, thinking: unbound }, beta: THINKING_BINDING_BETA, betaWanted: false };
   }
-  if (!BOUND_ELSEWHERE.test(error)) return undefined;
+  if (!boundElsewhere) return undefined;
   const dropping = dropInvalidatedThinking(body);
   return dropping === undefined ? undefined : { body: dropping.body, beta: dropping.beta, betaWanted: true };
 }

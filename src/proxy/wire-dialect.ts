@@ -110,8 +110,9 @@ export interface WireDialect {
    * What to send once instead of a body the upstream refused (a 400, `error` its text) over what
    * `afterChange` is about (Anthropic: a thinking block bound to another prefix, or the setting
    * that drops such blocks unknown to the platform), or undefined when nothing better is known.
+   * `body` reads the refused body, undefined when it cannot: only when `error` is of that kind.
    */
-  afterRefusal?(body: JsonObject, error: string): RefusalRemedy | undefined;
+  afterRefusal?(error: string, body: () => JsonObject | undefined): RefusalRemedy | undefined;
   /** Usage from an answer or from one stream event's data; undefined fields were not reported. */
   usageOf(payload: unknown): Partial<TokenUsage> | undefined;
   /**
