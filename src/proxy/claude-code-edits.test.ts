@@ -338,6 +338,35 @@ describe('thinking bound to its prefix, in a request the proxy sends as it came'
   });
 });
 
+describe('thinking bound to its prefix, in a request with thinking off', () => {
+  it('refused for thinking a commit invalidated, it goes once more without its thinking', async () => {
+    fixture = await startProxyFixture({ window: 8_000, script: readsOn });
+    const { messages, committed } = await thinkingConversation('claude-opus-5-5');
+    expect(committed.some(Boolean)).toBe(true);
+    // A side request over the same history with thinking off: no setting to ask for.
+    const before = fixture.upstream.requests.length;
+    const response = await fixture.post(
+      'messages',
+      claudeBody([...messages, task('Sum up the work so far.')], {
+        model: 'claude-opus-5-5',
+        thinking: { type: 'disabled' },
+      }),
+      { headers: HEADERS },
+    );
+    expect(await response.text()).not.toContain('bound to a different conversation');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-warnings')).toContain(SENT_AGAIN_AFTER_REFUSAL);
+    const [refused, again] = fixture.upstream.requests.slice(before);
+    expect(fixture.upstream.requests).toHaveLength(before + 2);
+    const thinkingIn = (request: typeof refused) =>
+      JSON.stringify((request!.body as Json).messages).match(/"type":"thinking"/g)?.length ?? 0;
+    expect(thinkingIn(refused)).toBeGreaterThan(0);
+    expect(thinkingIn(again)).toBe(0);
+    expect((again!.body as Json).thinking).toEqual({ type: 'disabled' });
+    expect(again!.headers['anthropic-beta']).toBe(BETAS);
+  });
+});
+
 describe('thinking bound to its prefix, on a platform without the binding controls', () => {
   it.each([
     ['on its own thread', undefined],

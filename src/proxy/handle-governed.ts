@@ -289,13 +289,14 @@ async function send(
   // (as if it started that long before), and here when the body goes again.
   if (remedy === undefined) return { call: alreadyRead(sent.call, refusal), started: settings.now() - took };
   trace.addUpstreamTime(took);
-  const refused = { model: String(remedy.body.model), beta: remedy.beta };
-  if (remedy.betaWanted) {
-    withBeta(forwarded, remedy.beta);
-    settings.refusedBetas.forget(keyHash, refused);
-  } else {
-    withoutBeta(forwarded, remedy.beta);
-    settings.refusedBetas.note(keyHash, refused);
+  const model = String(remedy.body.model);
+  if (remedy.addBeta !== undefined) {
+    withBeta(forwarded, remedy.addBeta);
+    settings.refusedBetas.forget(keyHash, { model, beta: remedy.addBeta });
+  }
+  if (remedy.dropBeta !== undefined) {
+    withoutBeta(forwarded, remedy.dropBeta);
+    settings.refusedBetas.note(keyHash, { model, beta: remedy.dropBeta });
   }
   exchange.refusedBetas = settings.refusedBetas.of(keyHash);
   addWarnings(exchange.headers, trace.entry, [SENT_AGAIN_AFTER_REFUSAL]);
@@ -318,8 +319,9 @@ function remedyFor(exchange: Exchange, body: string | Uint8Array, error: string)
     }
   };
   const remedy = exchange.dialect.afterRefusal?.(error, read);
-  if (remedy === undefined || remedy.betaWanted) return remedy;
-  const added = hasBeta(exchange.forwarded, remedy.beta) && !hasBeta(exchange.request.headers, remedy.beta);
+  const dropped = remedy?.dropBeta;
+  if (dropped === undefined) return remedy;
+  const added = hasBeta(exchange.forwarded, dropped) && !hasBeta(exchange.request.headers, dropped);
   return added ? remedy : undefined;
 }
 

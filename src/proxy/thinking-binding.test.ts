@@ -82,9 +82,20 @@ describe('afterThinkingRefusal', () => {
   it('asks to drop thinking bound to a different conversation, with the beta', () => {
     expect(afterThinkingRefusal(bound, () => body)).toEqual({
       body: dropInvalidatedThinking(body)!.body,
-      beta: THINKING_BINDING_BETA,
-      betaWanted: true,
+      addBeta: THINKING_BINDING_BETA,
     });
+  });
+
+  it('takes the thinking out where the setting cannot be asked for', () => {
+    const bare = messages.map((message) =>
+      Array.isArray(message.content)
+        ? { ...message, content: message.content.filter((block) => block.type !== 'thinking') }
+        : message,
+    );
+    const off = { ...body, thinking: { type: 'disabled' } };
+    expect(afterThinkingRefusal(bound, () => off)).toEqual({ body: { ...off, messages: bare } });
+    const forced = { ...body, tool_choice: { type: 'any' } };
+    expect(afterThinkingRefusal(bound, () => forced)).toEqual({ body: { ...forced, messages: bare } });
   });
 
   it('takes the setting and its beta out where the platform does not know them', () => {
@@ -96,8 +107,7 @@ describe('afterThinkingRefusal', () => {
     for (const error of refusals)
       expect(afterThinkingRefusal(error, () => dropping)).toEqual({
         body: { ...body, thinking: { type: 'adaptive', display: 'omitted' } },
-        beta: THINKING_BINDING_BETA,
-        betaWanted: false,
+        dropBeta: THINKING_BINDING_BETA,
       });
   });
 
@@ -114,8 +124,8 @@ describe('afterThinkingRefusal', () => {
     expect(afterThinkingRefusal(bound, () => dropping)).toBeUndefined();
     // Not the setting's refusal: the body names none.
     expect(afterThinkingRefusal('invalid beta flag', () => body)).toBeUndefined();
-    // A body the setting cannot help (another model).
-    expect(afterThinkingRefusal(bound, () => ({ ...body, model: 'claude-sonnet-4-5' }))).toBeUndefined();
+    // A body without thinking blocks.
+    expect(afterThinkingRefusal(bound, () => ({ ...body, messages: [messages[0]] }))).toBeUndefined();
     // A refused body that cannot be read.
     expect(afterThinkingRefusal(bound, () => undefined)).toBeUndefined();
   });

@@ -74,6 +74,8 @@ const SETTING_REFUSED =
  *   proxy could not tell needed it: one sent as it came after earlier requests of the
  *   conversation went governed (a history cut back to before every fold, a body passed on
  *   unread), whose thinking is bound to what those sent;
+ *   Where the setting cannot be asked for (thinking off, a forced tool without a thinking
+ *   setting), the body without its thinking blocks, as the API's errors page has it;
  * - the setting refused by a platform that does not know it, in a body asking to drop such
  *   blocks: the body without `block_binding`, and without the beta. Such a platform does not
  *   check the binding either.
@@ -91,11 +93,33 @@ export function afterThinkingRefusal(
   if (thinking !== undefined && binding?.prefix_mismatch_behavior === 'drop_block') {
     if (!SETTING_REFUSED.test(error)) return undefined;
     const { block_binding: _, ...unbound } = thinking;
-    return { body: { ...body, thinking: unbound }, beta: THINKING_BINDING_BETA, betaWanted: false };
+    return { body: { ...body, thinking: unbound }, dropBeta: THINKING_BINDING_BETA };
   }
   if (!boundElsewhere) return undefined;
   const dropping = dropInvalidatedThinking(body);
-  return dropping === undefined ? undefined : { body: dropping.body, beta: dropping.beta, betaWanted: true };
+  if (dropping !== undefined) return { body: dropping.body, addBeta: dropping.beta };
+  // Where the setting cannot be asked for (thinking off, a forced tool without a thinking
+  // setting, a model not known to bind), the API's remedy: the thinking taken out.
+  const messages = withoutThinking(body.messages);
+  return messages === undefined ? undefined : { body: { ...body, messages } };
+}
+
+/**
+ * The messages without their thinking blocks, or undefined when none holds one. All go: leaving a
+ * block out from between others invalidates the ones after it, and with thinking off the model
+ * reads none of them.
+ */
+function withoutThinking(messages: unknown): unknown[] | undefined {
+  if (!Array.isArray(messages)) return undefined;
+  let found = false;
+  const kept = messages.map((message) => {
+    if (!isJsonObject(message) || !Array.isArray(message.content)) return message;
+    const content = message.content.filter((block) => !isThinkingBlock(block));
+    if (content.length === message.content.length) return message;
+    found = true;
+    return { ...message, content };
+  });
+  return found ? kept : undefined;
 }
 
 function betasOf(headers: Headers): string[] {

@@ -39,12 +39,13 @@ export interface TokenUsage {
   cachedTokens: number;
 }
 
-/** A body to send instead of one the upstream refused, and the beta header it wants or does not. */
+/** A body to send instead of one the upstream refused, and a beta header it wants or does not. */
 export interface RefusalRemedy {
   body: JsonObject;
-  beta: string;
-  /** Whether the beta goes with the body (added) or not (taken out, when the proxy added it). */
-  betaWanted: boolean;
+  /** A beta the body goes with. */
+  addBeta?: string;
+  /** A beta the body goes without (taken out when the proxy added it, else no remedy). */
+  dropBeta?: string;
 }
 
 export interface WireDialect {
