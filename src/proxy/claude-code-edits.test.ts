@@ -227,48 +227,27 @@ describe('thinking bound to its prefix, when the store goes down after a fold', 
   });
 });
 
-describe('thinking bound to its prefix, over a conversation the model thinks in', () => {
-  it('loses thinking only where a commit changed the prefix, and is never refused', async () => {
-    // The model thinks before each read, as Claude Code's model does: signature-only blocks.
-    fixture = await startProxyFixture({
-      window: 8_000,
-      script: (request) => {
-        const turn = (request.body as { messages: unknown[] }).messages.length;
+/**
+ * The scripted model of a recovery round: asked which value, it thinks and expands the first
+ * pointer of the view, once; then it thinks and answers.
+ */
+function expandsOnce(): { script: (request: { rawBody: string }) => Json; rounds: () => number } {
+  let rounds = 0;
+  return {
+    script: (request) => {
+      const key = pointerKeys(request.rawBody)[0];
+      if (rounds === 0 && key !== undefined && request.rawBody.includes('Which value')) {
+        rounds += 1;
         return {
-          thinking: '',
-          toolCalls: [{ name: 'Read', arguments: { file_path: `/repo/src/module${turn}.ts` } }],
+          thinking: 'I need the folded reads back.',
+          toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }],
         };
-      },
-    });
-    const messages: Json[] = [task()];
-    const committed: boolean[] = [];
-    for (let turn = 0; turn < 24; turn += 1) {
-      const response = await fixture.post('messages', claudeBody(messages, { model: 'claude-opus-5-5' }), {
-        headers: HEADERS,
-      });
-      expect(response.status).toBe(200);
-      committed.push(response.headers.get('x-selfgc-commit') !== null);
-      const answer = (await response.json()) as { content: Block[] };
-      const call = answer.content.find((block) => block.type === 'tool_use')!;
-      messages.push(
-        { role: 'assistant', content: answer.content },
-        {
-          role: 'user',
-          content: [{ type: 'tool_result', tool_use_id: call.id, content: fileContent(turn, 48, 'T') }],
-        },
-      );
-    }
-    const dropped = fixture.upstream.requests.map((request) => request.thinkingDropped ?? []);
-    expect(fixture.upstream.requests).toHaveLength(24);
-    // Some commit invalidated thinking (the case the setting is for); a request without a commit
-    // invalidated none that was valid before it (the thinking a commit invalidated stays so).
-    expect(dropped.some((signatures) => signatures.length > 0)).toBe(true);
-    const newlyDropped = dropped.map((signatures, at) =>
-      signatures.filter((signature) => at === 0 || !dropped[at - 1]!.includes(signature)),
-    );
-    expect(newlyDropped.filter((signatures, at) => signatures.length > 0 && !committed[at])).toEqual([]);
-  });
-});
+      }
+      return { thinking: 'Now I can answer.', text: 'value3_9' };
+    },
+    rounds: () => rounds,
+  };
+}
 
 /** The 24 turns of a conversation whose model thinks before each read, through `fixture`. */
 async function thinkingConversation(model: string): Promise<{ messages: Json[]; committed: boolean[] }> {
@@ -299,6 +278,23 @@ const readsOn = (request: { body: unknown }) => {
     toolCalls: [{ name: 'Read', arguments: { file_path: `/repo/src/module${turn}.ts` } }],
   };
 };
+
+describe('thinking bound to its prefix, over a conversation the model thinks in', () => {
+  it('loses thinking only where a commit changed the prefix, and is never refused', async () => {
+    // The model thinks before each read, as Claude Code's model does: signature-only blocks.
+    fixture = await startProxyFixture({ window: 8_000, script: readsOn });
+    const { committed } = await thinkingConversation('claude-opus-5-5');
+    const dropped = fixture.upstream.requests.map((request) => request.thinkingDropped ?? []);
+    expect(fixture.upstream.requests).toHaveLength(24);
+    // Some commit invalidated thinking (the case the setting is for); a request without a commit
+    // invalidated none that was valid before it (the thinking a commit invalidated stays so).
+    expect(dropped.some((signatures) => signatures.length > 0)).toBe(true);
+    const newlyDropped = dropped.map((signatures, at) =>
+      signatures.filter((signature) => at === 0 || !dropped[at - 1]!.includes(signature)),
+    );
+    expect(newlyDropped.filter((signatures, at) => signatures.length > 0 && !committed[at])).toEqual([]);
+  });
+});
 
 describe('thinking bound to its prefix, in a request the proxy sends as it came', () => {
   it('refused for thinking bound to the governed prefix, it goes once more asking to drop what is invalid', async () => {
@@ -514,22 +510,8 @@ describe('thinking bound to its prefix, on a platform without the binding contro
   });
 
   it("a recovery round after the refusal goes without the proxy's additions", async () => {
-    let round = 0;
-    fixture = await startProxyFixture({
-      window: 8_000,
-      thinkingBinding: false,
-      script: (request) => {
-        const key = pointerKeys(request.rawBody)[0];
-        if (round === 0 && key !== undefined && request.rawBody.includes('Which value')) {
-          round += 1;
-          return {
-            thinking: 'I need the folded reads back.',
-            toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }],
-          };
-        }
-        return { thinking: 'Now I can answer.', text: 'value3_9' };
-      },
-    });
+    const model = expandsOnce();
+    fixture = await startProxyFixture({ window: 8_000, thinkingBinding: false, script: model.script });
     const messages = [
       task(),
       ...steps(0, 30),
@@ -544,7 +526,7 @@ describe('thinking bound to its prefix, on a platform without the binding contro
     expect(await response.text()).toContain('value3_9');
     const betas = fixture.upstream.requests.map((request) => request.headers['anthropic-beta']);
     expect(betas).toEqual([`${BETAS},${THINKING_BINDING_BETA}`, BETAS, BETAS]);
-    expect(round).toBe(1);
+    expect(model.rounds()).toBe(1);
   });
 });
 
@@ -873,21 +855,8 @@ describe('Claude Code 2.1.332 thinking in a latest turn over the window', () => 
 
 describe('Claude Code 2.1.332 thinking across a recovery round', () => {
   it('the round goes up with the model thinking as it streamed it; what the client gets back it can send again', async () => {
-    let round = 0;
-    fixture = await startProxyFixture({
-      window: 8_000,
-      script: (request) => {
-        const key = pointerKeys(request.rawBody)[0];
-        if (round === 0 && key !== undefined && request.rawBody.includes('Which value')) {
-          round += 1;
-          return {
-            thinking: 'I need the folded reads back.',
-            toolCalls: [{ name: EXPAND_TOOL, arguments: { id: key } }],
-          };
-        }
-        return { thinking: 'Now I can answer.', text: 'value3_9' };
-      },
-    });
+    const model = expandsOnce();
+    fixture = await startProxyFixture({ window: 8_000, script: model.script });
     const messages = [
       task(),
       ...steps(0, 30),
