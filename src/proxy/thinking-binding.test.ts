@@ -124,6 +124,12 @@ describe('afterThinkingRefusal', () => {
     expect(afterThinkingRefusal(bound, () => dropping)).toBeUndefined();
     // Not the setting's refusal: the body names none.
     expect(afterThinkingRefusal('invalid beta flag', () => body)).toBeUndefined();
+    // Thinking on, for a model not known to bind: taken out, the turn's thinking would be missed.
+    const enabled = { type: 'enabled', budget_tokens: 512 };
+    expect(
+      afterThinkingRefusal(bound, () => ({ ...body, model: 'claude-next', thinking: enabled })),
+    ).toBeUndefined();
+    expect(afterThinkingRefusal(bound, () => ({ ...body, model: 'claude-next' }))).toBeUndefined();
     // A body without thinking blocks.
     expect(afterThinkingRefusal(bound, () => ({ ...body, messages: [messages[0]] }))).toBeUndefined();
     // A refused body that cannot be read.

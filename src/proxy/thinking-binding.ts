@@ -35,9 +35,10 @@ function forcesTool(body: JsonObject): boolean {
  * A body the proxy changed, made so that the thinking the change invalidated is dropped rather
  * than refused, with the beta it needs (a client's own `prefix_mismatch_behavior` gives way: the
  * proxy made the change); undefined when nothing can be set: another model, no thinking block,
- * thinking turned off (the API's remedy is then to remove the blocks, which the proxy leaves to
- * the client), or no thinking setting in a request that forces a tool. A request without a
- * `thinking` setting otherwise gets adaptive thinking, these models' default.
+ * thinking turned off (the API's remedy is then to remove the blocks, which the proxy does only
+ * once the API refuses them: `afterThinkingRefusal`), or no thinking setting in a request that
+ * forces a tool. A request without a `thinking` setting otherwise gets adaptive thinking, these
+ * models' default.
  */
 export function dropInvalidatedThinking(body: JsonObject): { body: JsonObject; beta: string } | undefined {
   if (typeof body.model !== 'string' || !bindsThinking(body.model)) return undefined;
@@ -73,9 +74,9 @@ const SETTING_REFUSED =
  *   the same body asking to (`dropInvalidatedThinking`), with its beta. This is the request the
  *   proxy could not tell needed it: one sent as it came after earlier requests of the
  *   conversation went governed (a history cut back to before every fold, a body passed on
- *   unread), whose thinking is bound to what those sent;
- *   Where the setting cannot be asked for (thinking off, a forced tool without a thinking
- *   setting), the body without its thinking blocks, as the API's errors page has it;
+ *   unread), whose thinking is bound to what those sent. Where the setting cannot be asked for
+ *   (thinking off, a forced tool without a thinking setting), the body without its thinking
+ *   blocks, as the API's errors page has it;
  * - the setting refused by a platform that does not know it, in a body asking to drop such
  *   blocks: the body without `block_binding`, and without the beta. Such a platform does not
  *   check the binding either.
@@ -98,10 +99,16 @@ export function afterThinkingRefusal(
   if (!boundElsewhere) return undefined;
   const dropping = dropInvalidatedThinking(body);
   if (dropping !== undefined) return { body: dropping.body, addBeta: dropping.beta };
-  // Where the setting cannot be asked for (thinking off, a forced tool without a thinking
-  // setting, a model not known to bind), the API's remedy: the thinking taken out.
+  // With thinking off, the API's remedy: the thinking taken out. Not with thinking on (a model
+  // not known to bind), where the turn a request continues must open with its thinking.
+  if (!thinkingOff(body)) return undefined;
   const messages = withoutThinking(body.messages);
   return messages === undefined ? undefined : { body: { ...body, messages } };
+}
+
+/** Whether the request turns thinking off, or forces a tool without naming any thinking. */
+function thinkingOff(body: JsonObject): boolean {
+  return isJsonObject(body.thinking) ? body.thinking.type === 'disabled' : forcesTool(body);
 }
 
 /**
