@@ -11,7 +11,6 @@
  * its session before (its ledger cache); the store stays the source of truth, as for several
  * proxy instances. Pass the result as the proxy's `governance` and close it after the server.
  */
-
 import { availableParallelism } from 'node:os';
 import { type ErrorCode, SelfGcError } from '../core/errors.js';
 import type { AgentPlanResult, RecoveryScope } from '../core/governor/governor-types.js';

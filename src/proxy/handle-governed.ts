@@ -61,8 +61,8 @@ interface Exchange {
   /** The request's namespace (`namespaceOf`). */
   keyHash: string;
   /**
-   * Betas the proxy adds that the upstream refused, in this namespace (`refused-betas.ts`): the
-   * request's rounds go without them.
+   * Betas the proxy adds that the upstream refused, in this namespace, by model
+   * (`refused-betas.ts`): the request's rounds go without them.
    */
   refusedBetas: readonly RefusedBeta[];
   /**

@@ -133,7 +133,7 @@ export interface ProxySettings {
   transcripts: TranscriptCache;
   /** The stored responses merged answers stand for, for the clients that continue them. */
   storedResponses: StoredResponses;
-  /** The betas the proxy adds that the upstream refused, per namespace. */
+  /** The betas the proxy adds that the upstream refused, per namespace and model. */
   refusedBetas: RefusedBetas;
   metrics: ProxyMetrics;
   upstream: UpstreamTransport;
