@@ -7,7 +7,10 @@
  * the recovery tools join `tools`. So a request the proxy changed, to such a model, with thinking
  * blocks in it, asks the API to drop the blocks the change invalidated instead
  * (`thinking.block_binding.prefix_mismatch_behavior: "drop_block"`, under its beta header). The
- * blocks a change leaves valid (those before it, and those produced since) stay in use.
+ * blocks a change leaves valid (those before it, and those produced since) stay in use. What the
+ * proxy cannot tell before it sends (a request that needed the setting though the proxy did not
+ * change it, a platform that does not know the setting) it meets when the API refuses the
+ * request (`afterThinkingRefusal`).
  */
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
 import { isJsonObject, type JsonObject, type RefusalRemedy } from './wire-dialect.js';

@@ -2,16 +2,16 @@
  * The Messages API's rules for thinking blocks, as the scripted upstream enforces them, with the
  * API's own messages: an assistant message with thinking opens with it and does not end with it;
  * with thinking enabled, the assistant turn a request continues opens with thinking; a Claude
- * model's thinking block carries its signature (a redacted one its data); and a thinking
- * block comes back as the API gave it (the scripted upstream
- * remembers the text of each signature it issued, and refuses a block whose text changed: in the
- * latest assistant message as the API's errors page words it, "cannot be modified", in an earlier
- * one as an invalid signature). Signatures it never issued (a test's own fixtures) are not checked.
- * For a model that binds thinking to its prefix (Claude 5.1 on, `bindsThinking`) a block also
- * comes back behind the prefix it was produced after (`system`, `tools`, the messages before it,
- * cache breakpoints aside), unless the request asks, under the beta, to drop what a changed
- * prefix invalidated; `block_binding` without that beta is refused as an unknown field. A
- * platform without those controls checks no prefix and refuses their beta.
+ * model's thinking block carries its signature (a redacted one its data); and a thinking block
+ * comes back as the API gave it (the scripted upstream remembers the text of each signature it
+ * issued, and refuses a block whose text changed: in the latest assistant message as the API's
+ * errors page words it, "cannot be modified", in an earlier one as an invalid signature).
+ * Signatures it never issued (a test's own fixtures) are not checked. For a model that binds
+ * thinking to its prefix (Claude 5.1 on, `bindsThinking`) a block also comes back behind the
+ * prefix it was produced after (`system`, `tools`, the messages before it, cache breakpoints
+ * aside), unless the request asks, under the beta, to drop what a changed prefix invalidated;
+ * `block_binding` without that beta is refused as an unknown field. A platform without those
+ * controls checks no prefix and refuses their beta.
  */
 import { createHash } from 'node:crypto';
 import { bindsThinking, THINKING_BINDING_BETA } from '../adapters/index.js';
