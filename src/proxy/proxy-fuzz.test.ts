@@ -15,7 +15,9 @@
  *  2. the client's answer never shows the proxy's tools or their call ids, and is valid to send
  *     back (pairing, no empty content, thinking first and never last, streams per the grammar);
  *     every upstream request is one the provider would take (the same pairing and thinking rules);
- *  3. every request is answered in time, with a 2xx or a provider-shaped error, never a stack;
+ *  3. every request is answered in time, with a 2xx or a provider-shaped error, never a stack,
+ *     and never the refusal of thinking bound to another prefix (a model of Claude 5.1 on, whose
+ *     thinking the proxy's folds and the client's own edits move from the prefix it came after);
  *  4. every upstream request fits the window, unless the client's own request does not fit it
  *     either and the answer carries the `over-window` warning (see `request-window-floor.test.ts`).
  * Besides: a key the view shows is never answered "No object … is kept", and what the view of a
@@ -108,6 +110,8 @@ interface RunSpec {
   headers: 'explicit' | 'client' | 'none';
   sameTask: boolean;
   thinking: boolean;
+  /** A model that binds thinking to its prefix (Claude 5.1 on), on Messages with thinking. */
+  binding: boolean;
   store: boolean;
   prefill: [number, number];
   steps: Step[];
@@ -220,6 +224,7 @@ const runArb: fc.Arbitrary<RunSpec> = fc.record({
   headers: fc.constantFrom('explicit' as const, 'client' as const, 'none' as const),
   sameTask: fc.boolean(),
   thinking: fc.boolean(),
+  binding: fc.boolean(),
   store: fc.boolean(),
   prefill: fc.tuple(fc.nat(9), fc.nat(9)),
   steps: fc.array(stepArb, { minLength: 8, maxLength: 25, size: 'max' }),
@@ -425,7 +430,7 @@ function requestBody(world: World, history: Json[], stream: boolean): Json {
   const tools = isTextProtocol(world) ? {} : { tools: [CLIENT_TOOL[route]] };
   if (route === 'messages') {
     return {
-      model: 'claude-sonnet-4-5',
+      model: spec.thinking && spec.binding ? 'claude-opus-5-5' : 'claude-sonnet-4-5',
       max_tokens: spec.thinking ? 1_200 : 300,
       system: SYSTEM,
       ...tools,
@@ -1293,6 +1298,9 @@ async function exchange(
   if (PROXY_TOOL.test(raw)) fail(`${id}: the answer shows the proxy's tools: ${raw.slice(0, 500)}`);
   if (response.status < 200 || response.status >= 300) {
     providerShapedError(route, raw, response.status);
+    // The proxy changes the prefix of the model's thinking: it answers for the refusal that brings.
+    if (/bound to a different conversation/.test(raw))
+      fail(`${id}: the client got the refusal of thinking bound to another prefix: ${raw.slice(0, 300)}`);
     return { ok: false, items: [], calls: [] };
   }
   if (/\n\s+at\s/.test(raw)) fail(`${id}: a stack trace in the answer`);
