@@ -97,13 +97,29 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   let done = false;
   let failed = false;
 
+  /** The call the latest delta went to. */
+  let lastIndex: number | undefined;
+  /**
+   * The call a delta belongs to: its `index`; without one (Gemini's OpenAI endpoint, older
+   * Ollama and SGLang send each call whole), a new call when it brings a new id, else the last.
+   */
+  const indexOf = (delta: JsonObject): number => {
+    const index = numberOf(delta.index);
+    if (index !== undefined) return index;
+    const last = lastIndex === undefined ? undefined : calls.get(lastIndex);
+    if (last !== undefined && (typeof delta.id !== 'string' || delta.id === last.id)) return lastIndex!;
+    return calls.size === 0 ? 0 : Math.max(...calls.keys()) + 1;
+  };
+
   const holdCall = (delta: unknown) => {
     if (!isJsonObject(delta)) return;
-    const index = numberOf(delta.index) ?? 0;
+    const index = indexOf(delta);
+    lastIndex = index;
     const call = calls.get(index) ?? { id: '', name: '', arguments: '', fields: {}, deltas: [] };
     const fn = isJsonObject(delta.function) ? delta.function : {};
     if (typeof delta.id === 'string') call.id = delta.id;
-    if (typeof fn.name === 'string') call.name += fn.name;
+    // Kimi on Fireworks and MiniMax on NVIDIA NIM send the whole name again with every piece.
+    if (typeof fn.name === 'string' && fn.name !== call.name) call.name += fn.name;
     if (typeof fn.arguments === 'string') call.arguments += fn.arguments;
     assemble(call.fields, delta, CALL_DELTA_KEYS);
     call.deltas.push(delta);
@@ -112,7 +128,8 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
 
   /** The part of a choice that goes out now: without tool calls, a repeated role, or the finish. */
   const liveChoice = (choice: JsonObject, chunk: JsonObject): JsonObject | undefined => {
-    if (choice.index !== 0) return choice;
+    // The request asked for one choice: a gateway that leaves out its index (one-api) sends that one.
+    if ((numberOf(choice.index) ?? 0) !== 0) return choice;
     const { tool_calls: toolCalls, role, ...delta } = isJsonObject(choice.delta) ? choice.delta : {};
     if (Array.isArray(toolCalls)) for (const call of toolCalls) holdCall(call);
     if (typeof delta.content === 'string') content += delta.content;
@@ -134,6 +151,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
     content = '';
     fields = {};
     calls = new Map();
+    lastIndex = undefined;
     finish = undefined;
     usage = undefined;
     done = false;

@@ -275,6 +275,87 @@ describe('OpenAI Chat Completions', () => {
   });
 });
 
+describe('OpenAI Chat Completions from servers that stream calls their own way', () => {
+  const chunk = (delta: Wire, finish: string | null = null, choice: Wire = { index: 0 }): SseMessage => ({
+    data: JSON.stringify({
+      id: 'c1',
+      object: 'chat.completion.chunk',
+      created: 1,
+      model: 'm',
+      choices: [{ ...choice, delta, finish_reason: finish }],
+    }),
+  });
+  const names = (message: Wire) => message.tool_calls.map((call: Wire) => call.function.name);
+
+  // Gemini's OpenAI endpoint, older Ollama and SGLang send each call whole, without `index`.
+  it('tells calls without an index apart by their ids', async () => {
+    const whole = (id: string, name: string, args: string) => ({
+      tool_calls: [{ id, type: 'function', function: { name, arguments: args } }],
+    });
+    const { sent, answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: null }),
+        chunk(whole('a', EXPAND_TOOL, '{"id":"x"}')),
+        chunk(whole('b', 'read_file', '{"path":"a"}')),
+        chunk({}, 'tool_calls'),
+      ],
+      [
+        chunk({ role: 'assistant', content: null }),
+        chunk(whole('c', 'read_file', '{"path":"b"}')),
+        chunk(whole('d', 'grep', '{}')),
+        chunk({}, 'tool_calls'),
+      ],
+    ]);
+    expect(answers[0].choices[0].message.tool_calls).toEqual([
+      { id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{"id":"x"}' } },
+      { id: 'b', type: 'function', function: { name: 'read_file', arguments: '{"path":"a"}' } },
+    ]);
+    const final = await ChatCompletionStream.fromReadableStream(jsonLines(sent)).finalChatCompletion();
+    expect(final.choices[0]?.message.tool_calls?.map((call) => [call.id, (call as Wire).function])).toEqual([
+      ['c', { name: 'read_file', arguments: '{"path":"b"}' }],
+      ['d', { name: 'grep', arguments: '{}' }],
+    ]);
+  });
+
+  // Kimi on Fireworks and MiniMax on NVIDIA NIM send the whole name again with every piece.
+  it('reads a name sent again with every piece of its call as the one name', () => {
+    const piece = (args: string) => ({
+      tool_calls: [{ index: 0, id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: args } }],
+    });
+    const { sent, answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: null }),
+        chunk(piece('{"id":')),
+        chunk(piece('"x"}')),
+        chunk({}, 'tool_calls'),
+      ],
+    ]);
+    expect(names(answers[0].choices[0].message)).toEqual([EXPAND_TOOL]);
+    expect(sent.some((message) => message.data.includes(EXPAND_TOOL))).toBe(false);
+  });
+
+  // Gateways (one-api) that leave out the choice's own `index`.
+  it("holds the calls of a choice that names no index, as the request's one choice", () => {
+    const { sent, answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: 'Looking.' }, null, {}),
+        chunk(
+          {
+            tool_calls: [
+              { index: 0, id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{}' } },
+            ],
+          },
+          null,
+          {},
+        ),
+        chunk({}, 'tool_calls', {}),
+      ],
+    ]);
+    expect(names(answers[0].choices[0].message)).toEqual([EXPAND_TOOL]);
+    expect(sent.some((message) => message.data.includes(EXPAND_TOOL))).toBe(false);
+  });
+});
+
 describe('OpenAI Chat Completions, thinking models', () => {
   it("keeps a round's reasoning_content and each call's own fields, for the turn recovery passes back", () => {
     const chunk = (delta: Wire, finish: string | null = null): SseMessage => ({
