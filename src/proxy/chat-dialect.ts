@@ -4,6 +4,7 @@ import { alternatingLikeClient } from '../adapters/openai-chat/alternating-turns
 import { mergeChatStreams } from './chat-stream-merger.js';
 import { isClientCompaction, promptTexts } from './client-compaction.js';
 import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
+import { isRecoveryTool } from './transparent-recovery.js';
 import {
   fieldTexts,
   isJsonObject,
@@ -54,6 +55,33 @@ function assistantTurn(message: JsonObject): JsonObject {
   return turn;
 }
 
+/**
+ * What a server that takes no tools answers a request with some (a 400): vLLM started without a
+ * tool parser, Ollama for a model whose template has none, llama.cpp without `--jinja`.
+ */
+const TOOLS_REFUSED =
+  /tool choice requires --enable-auto-tool-choice|does not support tools|tools param requires --jinja/i;
+
+/** Whether a tool of a Chat request is one of the proxy's own. */
+function isProxyTool(tool: unknown): boolean {
+  const name = isJsonObject(tool) && isJsonObject(tool.function) ? tool.function.name : undefined;
+  return typeof name === 'string' && isRecoveryTool(name);
+}
+
+/**
+ * A request the server refused for the tools in it, when they were all the proxy's (a client of
+ * a text protocol, Cline's XML tools, sends none): the request without them, as the client sent
+ * it. Its answer goes without recovery, as the client's own request would.
+ */
+function withoutRefusedTools(error: string, read: () => JsonObject | undefined) {
+  if (!TOOLS_REFUSED.test(error)) return undefined;
+  const body = read();
+  const tools = body?.tools;
+  if (body === undefined || !Array.isArray(tools) || tools.length === 0 || !tools.every(isProxyTool))
+    return undefined;
+  return { body: replaceFields(body, { tools: undefined }) };
+}
+
 export const chatDialect: WireDialect = {
   route: 'chat',
   provider: 'openai',
@@ -87,6 +115,7 @@ export const chatDialect: WireDialect = {
     if (body.n !== undefined && body.n !== null && body.n !== 1) return false;
     return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : []));
   },
+  afterRefusal: withoutRefusedTools,
   usageOf(payload) {
     const usage = isJsonObject(payload) && isJsonObject(payload.usage) ? payload.usage : undefined;
     if (usage === undefined) return undefined;

@@ -109,8 +109,9 @@ export interface WireDialect {
   afterChange?(body: JsonObject): { body: JsonObject; beta: string } | undefined;
   /**
    * What to send once instead of a body the upstream refused (a 400, `error` its text) over what
-   * `afterChange` is about (Anthropic: a thinking block bound to another prefix, or the setting
-   * that drops such blocks unknown to the platform), or undefined when nothing better is known.
+   * the proxy changed (Anthropic: a thinking block bound to another prefix, or the setting that
+   * drops such blocks unknown to the platform; Chat: the proxy's tools, on a server that takes
+   * none), or undefined when nothing better is known.
    * `body` reads the refused body, undefined when it cannot: only when `error` is of that kind.
    */
   afterRefusal?(error: string, body: () => JsonObject | undefined): RefusalRemedy | undefined;
