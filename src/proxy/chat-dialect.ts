@@ -113,6 +113,8 @@ export const chatDialect: WireDialect = {
   recoverable(body) {
     // With several choices, each could call the proxy's tools differently: not one answer to continue.
     if (body.n !== undefined && body.n !== null && body.n !== 1) return false;
+    // The API refuses `tools` beside the legacy `functions`, and calls in a request that has them.
+    if (body.functions !== undefined && body.functions !== null) return false;
     return !isClientCompaction(promptTexts(Array.isArray(body.messages) ? body.messages : []));
   },
   afterRefusal: withoutRefusedTools,

@@ -138,6 +138,38 @@ describe('Cline with XML tools, on a server that takes no tools', () => {
   });
 });
 
+describe('a Chat client that declares legacy `functions`', () => {
+  // OpenAI: "Invalid request: 'functions' and 'tools' cannot both be provided."
+  it('gets no tools of the proxy beside them, which the API refuses', async () => {
+    fixture = await startProxyFixture({
+      script: (request) => {
+        const body = request.body as Json;
+        return 'functions' in body && 'tools' in body
+          ? {
+              error: {
+                status: 400,
+                message: "Invalid request: 'functions' and 'tools' cannot both be provided.",
+              },
+            }
+          : { text: 'ok' };
+      },
+      window: 8_000,
+    });
+    const functions = [{ name: 'report', parameters: { type: 'object', properties: {} } }];
+    for (let turn = 1; turn <= 16; turn += 1) {
+      const response = await fixture.post('chat', {
+        model: 'gpt-4o',
+        messages: r1Xml(turn).slice(0, 1 + 2 * turn),
+        functions,
+        stream: turn % 2 === 0,
+      });
+      const text = await response.text();
+      expect([turn, response.status, text.includes('ok')]).toEqual([turn, 200, true]);
+    }
+    expect(fixture.upstream.requests.at(-1)!.rawBody).toContain('[folded conversation:user:1@');
+  });
+});
+
 describe('Cline after its own auto-compaction (summarize_task)', () => {
   const SUMMARY = [
     '1. Primary Request and Intent:',
