@@ -11,7 +11,7 @@ import {
   type StreamMergerOptions,
   UNFINISHED_TURN_NOTE,
 } from './stream-merger.js';
-import { isJsonObject, type JsonObject, numberOf } from './wire-dialect.js';
+import { isJsonObject, type JsonObject, numberOf, replaceFields } from './wire-dialect.js';
 
 /** One tool call of the round, assembled, with the deltas it came in. */
 interface HeldCall {
@@ -77,6 +77,20 @@ function mergeEntries(held: readonly unknown[], fragments: readonly unknown[]): 
 /** What the message assembles apart from its role, its text and its calls. */
 const MESSAGE_DELTA_KEYS = new Set(['role', 'content', 'tool_calls']);
 
+/**
+ * A later round's delta as the client gets it: without its signed thinking (OpenRouter's
+ * `reasoning.text` entries). The rounds after the first continue its turn, whose thinking the
+ * client already has; OpenRouter's AI SDK provider joins consecutive text entries into one under
+ * the first signature, which the API then refuses. Its thinking as text (`reasoning`) stays.
+ */
+function withoutSignedThinking(delta: JsonObject): JsonObject {
+  if (!Array.isArray(delta.reasoning_details)) return delta;
+  const kept = delta.reasoning_details.filter(
+    (entry) => !(isJsonObject(entry) && entry.type === 'reasoning.text'),
+  );
+  return replaceFields(delta, { reasoning_details: kept.length > 0 ? kept : undefined });
+}
+
 function chunkEvent(chunk: JsonObject): SseMessage {
   return { data: JSON.stringify(chunk) };
 }
@@ -130,11 +144,12 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   const liveChoice = (choice: JsonObject, chunk: JsonObject): JsonObject | undefined => {
     // The request asked for one choice: a gateway that leaves out its index (one-api) sends that one.
     if ((numberOf(choice.index) ?? 0) !== 0) return choice;
-    const { tool_calls: toolCalls, role, ...delta } = isJsonObject(choice.delta) ? choice.delta : {};
+    const { tool_calls: toolCalls, role, ...read } = isJsonObject(choice.delta) ? choice.delta : {};
     if (Array.isArray(toolCalls)) for (const call of toolCalls) holdCall(call);
-    if (typeof delta.content === 'string') content += delta.content;
-    if (typeof delta.content === 'string' && delta.content !== '') spoke = true;
-    assemble(fields, delta, MESSAGE_DELTA_KEYS);
+    if (typeof read.content === 'string') content += read.content;
+    if (typeof read.content === 'string' && read.content !== '') spoke = true;
+    assemble(fields, read, MESSAGE_DELTA_KEYS);
+    const delta = recovered ? withoutSignedThinking(read) : read;
     if (typeof choice.finish_reason === 'string') {
       finish = { chunk, choice: { ...choice, delta: {} }, reason: choice.finish_reason };
     }

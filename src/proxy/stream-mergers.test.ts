@@ -448,6 +448,59 @@ describe('OpenAI Chat Completions through OpenRouter', () => {
       { type: 'reasoning.summary', summary: 'unindexed' },
     ]);
   });
+
+  // OpenRouter's AI SDK provider joins consecutive `reasoning.text` entries into one, keeping the
+  // first signature: a later round's thinking joined to the first's, sent back, fails Anthropic's
+  // signature check. The later rounds continue the first's turn, as on Messages.
+  it("gives the client the signed thinking of the first round only, and each round's own upstream", () => {
+    const chunk = (id: string, delta: Wire, finish: string | null = null): SseMessage => ({
+      data: JSON.stringify({
+        id,
+        object: 'chat.completion.chunk',
+        created: 1,
+        model: 'anthropic/claude-sonnet-4.5',
+        choices: [{ index: 0, delta, finish_reason: finish }],
+      }),
+    });
+    const thinking = (id: string, piece: string, signature?: string) =>
+      chunk(id, {
+        reasoning: piece,
+        reasoning_details: [
+          { type: 'reasoning.text', text: piece, format: 'anthropic-claude-v1', index: 0, signature },
+        ],
+      });
+    const { sent, answers } = merge(mergeChatStreams(options), [
+      [
+        chunk('gen-1', { role: 'assistant', content: '' }),
+        thinking('gen-1', 'Need the file.', 'sig-1'),
+        chunk('gen-1', {
+          tool_calls: [
+            { index: 0, id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{"id":"x"}' } },
+          ],
+        }),
+        chunk('gen-1', {}, 'tool_calls'),
+      ],
+      [
+        chunk('gen-2', { role: 'assistant', content: '' }),
+        thinking('gen-2', 'Now edit.', 'sig-2'),
+        chunk('gen-2', { content: 'Editing.' }),
+        chunk('gen-2', {}, 'stop'),
+      ],
+    ]);
+    const details = sent
+      .flatMap((message) => (message.data.startsWith('{') ? [JSON.parse(message.data)] : []))
+      .flatMap((payload) => payload.choices?.[0]?.delta?.reasoning_details ?? []);
+    expect(details.map((detail: Wire) => detail.signature)).toEqual(['sig-1']);
+    expect(answers[1].choices[0].message.reasoning_details).toEqual([
+      {
+        type: 'reasoning.text',
+        text: 'Now edit.',
+        format: 'anthropic-claude-v1',
+        index: 0,
+        signature: 'sig-2',
+      },
+    ]);
+  });
 });
 
 describe('OpenAI Responses', () => {
