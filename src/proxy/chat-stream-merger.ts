@@ -91,6 +91,20 @@ function withoutSignedThinking(delta: JsonObject): JsonObject {
   return replaceFields(delta, { reasoning_details: kept.length > 0 ? kept : undefined });
 }
 
+/**
+ * The text of a delta's content: a string, or the text chunks of a list (Mistral's reasoning
+ * models stream thinking chunks, then text ones; the thinking is not passed back).
+ */
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part) =>
+      isJsonObject(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '',
+    )
+    .join('');
+}
+
 function chunkEvent(chunk: JsonObject): SseMessage {
   return { data: JSON.stringify(chunk) };
 }
@@ -146,8 +160,9 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
     if ((numberOf(choice.index) ?? 0) !== 0) return choice;
     const { tool_calls: toolCalls, role, ...read } = isJsonObject(choice.delta) ? choice.delta : {};
     if (Array.isArray(toolCalls)) for (const call of toolCalls) holdCall(call);
-    if (typeof read.content === 'string') content += read.content;
-    if (typeof read.content === 'string' && read.content !== '') spoke = true;
+    const text = textOf(read.content);
+    content += text;
+    if (text !== '') spoke = true;
     assemble(fields, read, MESSAGE_DELTA_KEYS);
     const delta = recovered ? withoutSignedThinking(read) : read;
     if (typeof choice.finish_reason === 'string') {

@@ -334,6 +334,29 @@ describe('OpenAI Chat Completions from servers that stream calls their own way',
     expect(sent.some((message) => message.data.includes(EXPAND_TOOL))).toBe(false);
   });
 
+  // Mistral's reasoning models stream their content as a list: thinking chunks, then text ones.
+  it('reads text streamed as a list of chunks as text the model said', async () => {
+    const listed = (type: string, text: string) => ({
+      content: [type === 'text' ? { type, text } : { type, thinking: [{ type: 'text', text }] }],
+    });
+    const { sent, answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: '' }),
+        chunk(listed('thinking', 'Need the file.')),
+        chunk(listed('text', 'Looking it up.')),
+        chunk({
+          tool_calls: [
+            { index: 0, id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{"id":"x"}' } },
+          ],
+        }),
+        chunk({}, 'tool_calls'),
+      ],
+      [chunk({ role: 'assistant', content: '' }), chunk(listed('thinking', 'Done.')), chunk({}, 'stop')],
+    ]);
+    expect(answers[0].choices[0].message.content).toBe('Looking it up.');
+    expect(sent.some((message) => message.data.includes(UNFINISHED_TURN_NOTE))).toBe(false);
+  });
+
   // Gateways (one-api) that leave out the choice's own `index`.
   it("holds the calls of a choice that names no index, as the request's one choice", () => {
     const { sent, answers } = merge(mergeChatStreams(options), [
