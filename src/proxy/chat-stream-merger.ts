@@ -120,7 +120,10 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
   /** The message's other fields this round (`reasoning_content`). */
   let fields: JsonObject = {};
   let calls = new Map<number, HeldCall>();
-  let finish: { chunk: JsonObject; choice: JsonObject; reason: string } | undefined;
+  /** The chunk that finished the round, its choice and its reason (null: it named none). */
+  let finish: { chunk: JsonObject; choice: JsonObject; reason: string | null } | undefined;
+  /** The round's latest chunk of its choice. */
+  let lastChunk: JsonObject | undefined;
   let usage: JsonObject | undefined;
   let done = false;
   let failed = false;
@@ -183,6 +186,7 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
     calls = new Map();
     lastIndex = undefined;
     finish = undefined;
+    lastChunk = undefined;
     usage = undefined;
     done = false;
   };
@@ -206,11 +210,17 @@ export function mergeChatStreams(options: StreamMergerOptions): StreamMerger {
         usage = chunk;
         return [];
       }
+      if (choices.length > 0) lastChunk = chunk;
       const live = choices.flatMap((choice) => liveChoice(choice, chunk) ?? []);
       return live.length === 0 && choices.length > 0 ? [] : [chunkEvent({ ...chunk, choices: live })];
     },
     endRound() {
       if (failed) return { kind: 'failed' };
+      // Google's OpenAI endpoint once, and gateways for Gemini and Claude (one-api), end with
+      // `[DONE]` and never name a finish: the answer is whole all the same.
+      if (finish === undefined && done && lastChunk !== undefined) {
+        finish = { chunk: lastChunk, choice: { index: 0, delta: {} }, reason: null };
+      }
       if (finish === undefined) return { kind: 'cut' };
       const toolCalls = [...calls.entries()]
         .sort(([a], [b]) => a - b)

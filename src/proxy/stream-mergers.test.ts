@@ -357,6 +357,31 @@ describe('OpenAI Chat Completions from servers that stream calls their own way',
     expect(sent.some((message) => message.data.includes(UNFINISHED_TURN_NOTE))).toBe(false);
   });
 
+  // Google's OpenAI endpoint once, and gateways (one-api) for Gemini and Claude, end with `[DONE]`
+  // and never name a finish: the answer is whole, as the client reads it straight.
+  it('takes a round that ends with [DONE] and names no finish as answered', () => {
+    const { text, answers } = merge(mergeChatStreams(options), [
+      [
+        chunk({ role: 'assistant', content: '' }),
+        chunk({
+          tool_calls: [
+            { index: 0, id: 'a', type: 'function', function: { name: EXPAND_TOOL, arguments: '{}' } },
+          ],
+        }),
+        { data: '[DONE]' },
+      ],
+      [
+        chunk({ role: 'assistant', content: '' }),
+        chunk({ content: 'The file says 42.' }),
+        { data: '[DONE]' },
+      ],
+    ]);
+    expect(answers[0].choices[0].message.tool_calls).toHaveLength(1);
+    expect(text).toContain('The file says 42.');
+    expect(text).not.toContain('"error"');
+    expect(text.trim().endsWith('data: [DONE]')).toBe(true);
+  });
+
   // Gateways (one-api) that leave out the choice's own `index`.
   it("holds the calls of a choice that names no index, as the request's one choice", () => {
     const { sent, answers } = merge(mergeChatStreams(options), [
