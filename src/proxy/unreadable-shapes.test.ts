@@ -86,6 +86,24 @@ describe('a conversation the adapters cannot read', () => {
     expect(sampleSum(await fixture.metrics(), 'selfgc_proxy_passthrough_total')).toBe(0);
   });
 
+  it("a Python agent's dumped replies (`tool_calls: null`) are read and governed, not passed through", async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'answered upstream' }) });
+    const body = `{"model": "gpt-4o", "messages": [{"role": "user", "content": "List the files."},
+    {"content": null, "refusal": null, "role": "assistant", "annotations": [], "audio": null, "function_call": null,
+      "tool_calls": [{"id": "call_ls", "function": {"arguments": "{}", "name": "ls"}, "type": "function"}]},
+    {"role": "tool", "content": "README.md", "tool_call_id": "call_ls"},
+    {"content": "One file.", "refusal": null, "role": "assistant", "annotations": [], "audio": null,
+      "function_call": null, "tool_calls": null},
+    {"role": "user", "content": "Thanks."}]}`;
+    const response = await fixture.post('chat', body);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-governance')).not.toBe('passthrough');
+    expect(response.headers.get('x-selfgc-tokens-before')).not.toBeNull();
+    const sent = JSON.parse(fixture.upstream.requests[0]?.rawBody ?? '{}');
+    expect(sent.messages[3]).toEqual(JSON.parse(body).messages[3]);
+    expect(sampleSum(await fixture.metrics(), 'selfgc_proxy_passthrough_total')).toBe(0);
+  });
+
   it('in a governance worker too: the headers, the metric and the log come back with the bytes', async () => {
     fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'answered upstream' }) });
     const response = await fixture.post('messages', UNREADABLE.messages);

@@ -117,7 +117,7 @@ function convertAssistant(
     content: content === undefined ? 'absent' : shapeHint(content, parts, hasToolCalls),
     refusal: message.refusal === null ? null : undefined,
     reasoning_content: message.reasoning_content === null ? null : undefined,
-    tool_calls: message.tool_calls?.length === 0 ? 'empty' : undefined,
+    tool_calls: message.tool_calls === null ? null : message.tool_calls?.length === 0 ? 'empty' : undefined,
     extra,
   };
   return { role: 'assistant', parts, ...sliceProviderData(NAMESPACE, hints) };

@@ -98,6 +98,7 @@ function convertAssistant(message: Message, emit: Emit): OpenAIChatAssistantMess
   if (refusals.length > 0) result.refusal = refusals.map((part) => part.text).join('');
   else if (hints.refusal === null) result.refusal = null;
   if (toolCalls.length > 0 || hints.tool_calls === 'empty') result.tool_calls = toolCalls;
+  else if (hints.tool_calls === null) result.tool_calls = null;
   if (reasoning.length > 0) result.reasoning_content = reasoning.join('\n\n');
   else if (hints.reasoning_content === null) result.reasoning_content = null;
   return withExtras(result, hints.extra);

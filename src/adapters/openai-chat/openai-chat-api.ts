@@ -112,7 +112,8 @@ export const OpenAIChatAssistantMessage = z.object({
     .optional(),
   name: z.string().optional(),
   refusal: z.string().nullable().optional(),
-  tool_calls: z.array(OpenAIChatToolCall).optional(),
+  /** Null where a client sends back the SDK's dumped reply (Python's `model_dump()`). */
+  tool_calls: z.array(OpenAIChatToolCall).nullable().optional(),
   /** Thinking text stored apart from the visible reply (DeepSeek, recorded Claude Code sessions). */
   reasoning_content: z.string().nullable().optional(),
 });

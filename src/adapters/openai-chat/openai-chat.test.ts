@@ -31,6 +31,14 @@ describe('openai-chat round trip on fixtures', () => {
     expect([...canonical.warnings, ...back.warnings]).toEqual([]);
   });
 
+  it("reads the SDK's dumped replies, every field null when unset, and writes them back", () => {
+    // Python agents send back `message.model_dump()`: `tool_calls: null` on a reply without calls.
+    const { messages } = fixture('sdk-dumped-messages.json');
+    const canonical = fromOpenAIChat(messages);
+    expect(canonical.messages[4]?.parts).toEqual([{ type: 'text', text: 'Two entries: README.md and src.' }]);
+    expect(toOpenAIChat(canonical.messages).messages).toStrictEqual(messages);
+  });
+
   it('keeps input_audio and file parts as opaque parts in place', () => {
     const { messages } = fromOpenAIChat(fixture('audio-file-parts.json').messages);
     expect(messages[1]?.parts.map((part) => (part.type === 'opaque' ? part.kind : part.type))).toEqual([
