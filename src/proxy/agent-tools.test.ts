@@ -3,14 +3,14 @@ import { countMessageTokens } from '../core/ledger.js';
 import { approximateTokenCounter } from '../core/tokens.js';
 import type { Message } from '../core/transcript.js';
 import type { ScriptedReply, ScriptedRequest } from '../testing/scripted-reply.js';
-import { FOLD_TOOL, PRUNE_TOOL } from './agent-tools.js';
+import { AGENT_TOOLS, FOLD_TOOL, PRUNE_TOOL } from './agent-tools.js';
 import { anthropicMessagesDialect } from './anthropic-messages-dialect.js';
 import { chatDialect } from './chat-dialect.js';
 import { responsesDialect } from './responses-dialect.js';
 import { conversationBody, fileContent, type WireRoute } from './testing/agent-conversation.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
 import { expandKeys, lastToolResult, pointerKeys, storeSessionOf } from './testing/recovery-pointers.js';
-import { EXPAND_TOOL } from './transparent-recovery.js';
+import { EXPAND_TOOL, RECOVERY_TOOLS } from './transparent-recovery.js';
 import type { WireDialect } from './wire-dialect.js';
 
 const DIALECTS: Record<WireRoute, WireDialect> = {
@@ -24,6 +24,37 @@ const WINDOW = 8_000;
 const TURNS = 60;
 /** Lines of each file the agent reads. */
 const LINES = 16;
+
+/**
+ * The schema fields Gemini's function declarations read (its `Schema`): it refuses a request whose
+ * tools use any other (`Unknown name "additionalProperties"`), through its OpenAI-compatible
+ * endpoint too, where a client that sends no such keyword would be answered.
+ */
+const PORTABLE_SCHEMA_FIELDS = new Set(
+  'type format title description nullable enum maxItems minItems properties required minProperties maxProperties minLength maxLength pattern example anyOf propertyOrdering default items minimum maximum'.split(
+    ' ',
+  ),
+);
+
+/** The fields of a schema and of every schema inside it that are not portable. */
+function unportableFields(schema: Record<string, unknown>): string[] {
+  return Object.entries(schema).flatMap(([field, value]) => {
+    if (!PORTABLE_SCHEMA_FIELDS.has(field)) return [field];
+    if (field === 'properties' && value !== null && typeof value === 'object')
+      return Object.values(value).flatMap((inner) => unportableFields(inner as Record<string, unknown>));
+    if (field === 'items' && value !== null && typeof value === 'object')
+      return unportableFields(value as Record<string, unknown>);
+    return [];
+  });
+}
+
+describe("the proxy's tools", () => {
+  it('use only schema fields every provider reads', () => {
+    const tools = [...RECOVERY_TOOLS, ...AGENT_TOOLS];
+    expect(tools.length).toBeGreaterThanOrEqual(4);
+    for (const tool of tools) expect([tool.name, unportableFields(tool.parameters)]).toEqual([tool.name, []]);
+  });
+});
 
 let fixture: ProxyFixture | undefined;
 afterEach(async () => {

@@ -51,7 +51,6 @@ export const RECOVERY_TOOLS: readonly ToolDefinition[] = [
         },
       },
       required: ['id'],
-      additionalProperties: false,
     },
   },
   {
@@ -63,7 +62,6 @@ export const RECOVERY_TOOLS: readonly ToolDefinition[] = [
       type: 'object',
       properties: { query: { type: 'string', description: 'Words to look for' } },
       required: ['query'],
-      additionalProperties: false,
     },
   },
 ];
