@@ -53,6 +53,8 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
   let firstRound = true;
   let closing: { message: SseMessage; payload: JsonObject } | undefined;
   let failed = false;
+  /** Whether the upstream ends its streams with `[DONE]` (Responses-compatible servers do). */
+  let done = false;
   /**
    * Whether the provider keeps the answer's items (`store` not false). A client then passes them
    * back by id, and the API refuses a reasoning item without the item that followed it, and an
@@ -100,6 +102,12 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
 
   return {
     push(message) {
+      // One `[DONE]` ends the answer, after its last event: the SDK's stream reads nothing after
+      // one, and each round's would come before the next round's events.
+      if (message.data === '[DONE]' && !failed) {
+        done = true;
+        return [];
+      }
       const payload = payloadOf(message);
       if (payload === undefined) return [message];
       const type = String(payload.type);
@@ -166,6 +174,7 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
         const response = { ...hidden(closing.payload.response), output: sent.filter(isJsonObject) };
         events.push(sequenced(closing.message, { ...closing.payload, response }));
       }
+      if (done) events.push({ data: '[DONE]' });
       closing = undefined;
       return events;
     },

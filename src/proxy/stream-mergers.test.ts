@@ -5,6 +5,7 @@
  */
 import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
+import { Stream } from 'openai/streaming';
 import { describe, expect, it } from 'vitest';
 import type { Wire } from '../testing/upstream-test-kit.js';
 import { mergeAnthropicStreams } from './anthropic-stream-merger.js';
@@ -753,6 +754,24 @@ describe('OpenAI Responses', () => {
     rest.push(...merger.finish());
     const output = JSON.parse(rest.at(-1)!.data).response.output.map((value: Wire) => value.id);
     expect(output).toEqual(['rs_1', 'm1', 'm2']);
+  });
+
+  // Responses-compatible servers (LiteLLM, OpenRouter) end each stream with `[DONE]` after
+  // `response.completed`; the SDK's stream reads nothing after one.
+  it('ends the merged answer with one [DONE], after its last event, where the rounds sent one', async () => {
+    const done: SseMessage = { data: '[DONE]' };
+    const { sent } = merge(mergeResponsesStreams(unstored), [
+      [...round('resp_1', [reasoning('rs_1'), message('m1', 'Expanding.'), call('c1', EXPAND_TOOL)]), done],
+      [...round('resp_2', [message('m2', 'Found it.')]), done],
+    ]);
+    expect(sent.filter((event) => event.data === '[DONE]')).toHaveLength(1);
+    expect(sent.at(-1)).toEqual(done);
+    expect(JSON.parse(sent.at(-2)!.data).type).toBe('response.completed');
+    const stream = Stream.fromSSEResponse(new Response(encodeSse(sent)), new AbortController());
+    const read: Wire[] = [];
+    for await (const event of stream) read.push(event as Wire);
+    expect(read.at(-1)?.type).toBe('response.completed');
+    expect(read.at(-1)?.response.output.map((value: Wire) => value.id)).toEqual(['rs_1', 'm1', 'm2']);
   });
 
   it("holds Codex's other calls like a function's: a round that goes on drops them all", () => {
