@@ -13,7 +13,10 @@ import { authHeaders, conversationBody, ROUTE_PATHS } from './testing/agent-conv
 import { codexRequest } from './testing/client-requests.js';
 import { sampleSum } from './testing/parse-prometheus.js';
 import { type ProxyFixture, startProxyFixture } from './testing/proxy-fixture.js';
+import { agentBody, expandOf, isRecoveryRound, streamedText } from './testing/recovery-rounds.js';
+import { streamGrammarProblems } from './testing/stream-grammar.js';
 import { zstdRawFrame } from './testing/zstd-frame.js';
+import { EXPAND_TOOL } from './transparent-recovery.js';
 
 const fixtures: ProxyFixture[] = [];
 let served: ServedProxy | undefined;
@@ -232,5 +235,35 @@ describe('a WebSocket handshake', () => {
     });
     expect(answer.status).toBe(200);
     await answer.text();
+  });
+});
+
+describe('transparent recovery against the ChatGPT backend', () => {
+  // Its `response.completed` holds no `output`: each item comes only in its own events.
+  it("answers the proxy's call of a round whose closing response lists no items", async () => {
+    const proxy = await fixture({
+      window: 4_000,
+      emptyClosingOutput: true,
+      script: (request) =>
+        isRecoveryRound(request)
+          ? { text: 'Found it.' }
+          : { text: 'Looking. ', toolCalls: expandOf(request) },
+    });
+    const body = {
+      ...agentBody('responses'),
+      stream: true,
+      store: false,
+      include: ['reasoning.encrypted_content'],
+    };
+    const answer = await proxy.fetch('/responses', {
+      method: 'POST',
+      headers: CODEX_HEADERS,
+      body: JSON.stringify(body),
+    });
+    const raw = await answer.text();
+    expect(proxy.upstream.requests).toHaveLength(2);
+    expect(streamedText('responses', raw)).toBe('Looking. Found it.');
+    expect(raw).not.toContain(EXPAND_TOOL);
+    expect(streamGrammarProblems('responses', raw)).toEqual([]);
   });
 });

@@ -63,6 +63,11 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
    * when the round goes on upstream, or from the proxy's first call on when it ends the answer.
    */
   const providerKeepsItems = options.client.store !== false;
+  /**
+   * Of the current round: each finished item by its upstream index. The ChatGPT backend closes a
+   * response with no `output`, its items having come in their own events only.
+   */
+  let roundItems = new Map<number, JsonObject>();
   /** Of the current round: the call id of each call, and the calls the server answered itself. */
   let callIds = new Map<number, unknown>();
   let answered = new Set<unknown>();
@@ -95,6 +100,7 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
     held.map(({ message, payload }) => placed(block, message, payload));
   const release = (select: (held: readonly RoundBlock[]) => readonly RoundBlock[]): SseMessage[] => {
     const events = blocks.release(select).flatMap((block) => sendHeld(block));
+    roundItems = new Map();
     callIds = new Map();
     answered = new Set();
     return events;
@@ -131,6 +137,8 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
       }
       const index = numberOf(payload.output_index);
       if (index === undefined) return [sequenced(message, payload)];
+      if (type === 'response.output_item.done' && isJsonObject(payload.item))
+        roundItems.set(index, payload.item);
       if (type === 'response.output_item.added') {
         const item = isJsonObject(payload.item) ? payload.item : {};
         // Whether the server answers a call itself shows later in the round, with its output.
@@ -149,7 +157,10 @@ export function mergeResponsesStreams(options: StreamMergerOptions): StreamMerge
     endRound() {
       if (failed) return { kind: 'failed' };
       if (closing === undefined || !isJsonObject(closing.payload.response)) return { kind: 'cut' };
-      return { kind: 'answered', answer: closing.payload.response };
+      const answer = closing.payload.response;
+      if (Array.isArray(answer.output) && answer.output.length > 0) return { kind: 'answered', answer };
+      const output = [...roundItems.entries()].sort(([a], [b]) => a - b).map(([, item]) => item);
+      return { kind: 'answered', answer: { ...answer, output } };
     },
     continueRound() {
       const events = release((held) =>

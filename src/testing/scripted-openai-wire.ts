@@ -263,6 +263,15 @@ export function responseFrames(context: WireContext): SseFrame[] {
   return frames;
 }
 
+/** Responses frames closed as the ChatGPT backend closes them: the last response holds no output. */
+export function withoutClosingOutput(frames: readonly SseFrame[]): SseFrame[] {
+  const last = frames.at(-1);
+  if (last === undefined) return [...frames];
+  const payload = JSON.parse(last.data) as { response: object };
+  const data = JSON.stringify({ ...payload, response: { ...payload.response, output: [] } });
+  return [...frames.slice(0, -1), { ...last, data }];
+}
+
 function defaultOpenaiError(status: number): { type: string; code: string | null } {
   if (status === 429) return { type: 'requests', code: 'rate_limit_exceeded' };
   if (status === 401) return { type: 'invalid_request_error', code: 'invalid_api_key' };

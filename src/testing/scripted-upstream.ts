@@ -33,6 +33,7 @@ import {
   responseFrames,
   type SseFrame,
   type WireContext,
+  withoutClosingOutput,
 } from './scripted-openai-wire.js';
 import {
   estimateInputTokens,
@@ -71,6 +72,12 @@ export interface ScriptedUpstreamOptions {
    * without them, as Bedrock for a model that lacks them (`scripted-thinking-rules.ts`).
    */
   thinkingBinding?: boolean;
+  /**
+   * Responses: close each streamed answer as the ChatGPT backend (Codex signed in with ChatGPT)
+   * does, its `response.completed` holding no `output` (the items came in their own events).
+   * Default false.
+   */
+  emptyClosingOutput?: boolean;
 }
 
 export interface ScriptedUpstream {
@@ -233,6 +240,7 @@ export async function startScriptedUpstream(options: ScriptedUpstreamOptions): P
       thinking.issued(thinkingSignature(ids.id), content.thinking, body);
     if (body.stream !== true) return sendJson(res, 200, generator.json(context), answerHeaders);
     let frames = generator.frames(context);
+    if (route === 'responses' && options.emptyClosingOutput === true) frames = withoutClosingOutput(frames);
     if (cut !== undefined) {
       frames = frames.slice(0, cut.afterEvents);
       if (cut.error !== undefined) frames.push(generator.errorFrame(cut.error, ids.requestId, frames.length));
