@@ -1,7 +1,8 @@
 /**
  * OpenAI Responses (`POST /v1/responses`) as a governed route. The transcript is `input`;
  * `instructions` stay as they came. A request that continues server-side state
- * (`previous_response_id`, `conversation`) is not governed: the proxy does not see its history.
+ * (`previous_response_id`, `conversation`) is not governed: the proxy does not see its history;
+ * nor is one with no `input` (a stored prompt's, `prompt`, holds the conversation).
  */
 import { fromOpenAIResponses, type ResponseInputItem, toOpenAIResponses } from '../adapters/index.js';
 import { BadInputError } from '../core/errors.js';
@@ -23,6 +24,7 @@ import {
 } from './wire-dialect.js';
 
 function inputItems(body: JsonObject): unknown[] {
+  if (body.input === undefined) return [];
   if (typeof body.input === 'string') return [{ role: 'user', content: body.input }];
   if (Array.isArray(body.input)) return body.input;
   throw new BadInputError('input: expected a string or an array of items');
@@ -84,6 +86,7 @@ export const responsesDialect: WireDialect = {
     return positiveIntegerOf(body.max_output_tokens);
   },
   ungovernedReason(body) {
+    if (body.input === undefined) return 'server-state';
     if (body.previous_response_id !== undefined && body.previous_response_id !== null) return 'server-state';
     if (body.conversation !== undefined && body.conversation !== null) return 'server-state';
     return undefined;

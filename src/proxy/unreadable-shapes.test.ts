@@ -104,6 +104,19 @@ describe('a conversation the adapters cannot read', () => {
     expect(sampleSum(await fixture.metrics(), 'selfgc_proxy_passthrough_total')).toBe(0);
   });
 
+  it('responses: a request with no input (a stored prompt holds it) goes upstream as it came', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'answered upstream' }) });
+    const body = '{"model": "gpt-5", "prompt": {"id": "pmpt_123", "variables": {"city": "Paris"}}}';
+    const response = await fixture.post('responses', body);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-selfgc-governance')).toBe('server-state');
+    expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
+    // Neither is an input the provider takes.
+    const refused = await fixture.post('responses', '{"model": "gpt-5", "input": {"role": "user"}}');
+    expect(refused.status).toBe(400);
+    expect(fixture.upstream.requests).toHaveLength(1);
+  });
+
   it('in a governance worker too: the headers, the metric and the log come back with the bytes', async () => {
     fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'answered upstream' }) });
     const response = await fixture.post('messages', UNREADABLE.messages);
