@@ -32,7 +32,7 @@ import { deriveSessionIdentity, SESSION_HEADER, sessionLogId } from './session-i
 import type { LaneReason } from './stateless-lane.js';
 import type { BodyReading, BoundTranscript, TranscriptCache } from './transcript-cache.js';
 import { hasRecoveryPointers, RECOVERY_TOOLS, type RecoveryGovernor } from './transparent-recovery.js';
-import { isJsonObject, type JsonObject, requireModel, type WireDialect } from './wire-dialect.js';
+import { isJsonObject, type JsonObject, type WireDialect } from './wire-dialect.js';
 
 /**
  * Recovery for one view: the same session id may hold other content (an edited history,
@@ -173,7 +173,6 @@ function readBody(input: PrepareInput): { body: JsonObject; reading?: BodyReadin
 export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequest> {
   const { settings, dialect, trace, headers } = input;
   const { body, reading } = readBody(input);
-  const model = requireModel(body);
   dialect.checkBody(body);
   trace.entry.stream = body.stream === true;
   // A body that continues a stored answer is never governed: it goes as it came, or continues
@@ -181,6 +180,10 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const continues = dialect.continuedAnswer?.(body);
   const asCame: PreparedUpstream =
     continues === undefined ? { body: input.bytes } : { body: input.bytes, continues };
+  // A body the provider takes without a model (a Responses stored prompt names one) has no window
+  // the proxy knows: it goes as it came.
+  if (typeof body.model !== 'string' || body.model === '') return asCame;
+  const { model } = body;
   const read = readOrPassThrough(input, body, reading);
   if (read === undefined) return asCame;
   const { messages: transcript, bound } = read;

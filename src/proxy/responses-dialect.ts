@@ -58,7 +58,8 @@ export const responsesDialect: WireDialect = {
   provider: 'openai',
   conversationField: 'input',
   checkBody(body) {
-    requireModel(body);
+    // A stored prompt (`prompt`) may name the model.
+    if (!isJsonObject(body.prompt)) requireModel(body);
     inputItems(body);
   },
   transcriptFields: [],

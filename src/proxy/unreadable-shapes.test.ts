@@ -117,6 +117,18 @@ describe('a conversation the adapters cannot read', () => {
     expect(fixture.upstream.requests).toHaveLength(1);
   });
 
+  it('responses: a request whose stored prompt names the model goes upstream as it came', async () => {
+    fixture = await startProxyFixture({ script: () => ({ text: 'answered upstream' }) });
+    const body = '{"prompt": {"id": "pmpt_123", "version": "2"}, "input": "Weather in Paris?"}';
+    const response = await fixture.post('responses', body);
+    expect(response.status).toBe(200);
+    expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
+    // Without a prompt, a model is the provider's to require.
+    const refused = await fixture.post('responses', '{"input": "Weather in Paris?"}');
+    expect(refused.status).toBe(400);
+    expect(fixture.upstream.requests).toHaveLength(1);
+  });
+
   it('in a governance worker too: the headers, the metric and the log come back with the bytes', async () => {
     fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'answered upstream' }) });
     const response = await fixture.post('messages', UNREADABLE.messages);
