@@ -355,6 +355,8 @@ async function runScenario(
   const upstream = await startScriptedUpstream({
     script: createScriptedAgent({ tools: cli.tools, project, run: runOf }),
     models: ['scripted-model'],
+    // The ChatGPT backend closes each response with no `output`: its items come in their events.
+    ...(cli.name === 'codex-chatgpt' ? { emptyClosingOutput: true } : {}),
     ...scenario.upstream,
   });
   let proxy: ProxyChild | undefined;
