@@ -764,6 +764,7 @@ describe('OpenAI Responses', () => {
       [...round('resp_1', [reasoning('rs_1'), message('m1', 'Expanding.'), call('c1', EXPAND_TOOL)]), done],
       [...round('resp_2', [message('m2', 'Found it.')]), done],
     ]);
+    expect(streamGrammarProblems('responses', encodeSse(sent))).toEqual([]);
     expect(sent.filter((event) => event.data === '[DONE]')).toHaveLength(1);
     expect(sent.at(-1)).toEqual(done);
     expect(JSON.parse(sent.at(-2)!.data).type).toBe('response.completed');

@@ -80,7 +80,14 @@ function chatGrammar(events: readonly SseEvent[]): string[] {
 
 function responsesGrammar(events: readonly SseEvent[]): string[] {
   const problems: string[] = [];
-  namedAsTyped(events, problems);
+  // Optional (Responses-compatible servers send one), and then the last: the SDK reads no further.
+  const done = events.flatMap((event, position) => (event.data === '[DONE]' ? [position] : []));
+  if (done.length > 0 && (done.length > 1 || done[0] !== events.length - 1))
+    problems.push(`[DONE] at ${done.join(', ')} of ${events.length} events`);
+  namedAsTyped(
+    events.filter((event) => event.data !== '[DONE]'),
+    problems,
+  );
   const typed = payloads(events);
   typed.forEach((payload, position) => {
     if (payload.sequence_number !== position)
