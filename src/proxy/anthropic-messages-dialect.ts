@@ -31,7 +31,6 @@ import {
   raisedUsage,
   replaceFields,
   requireArray,
-  requireModel,
   type TokenUsage,
   type WireDialect,
   type WireToolCall,
@@ -56,7 +55,6 @@ export const anthropicMessagesDialect: WireDialect = {
   provider: 'anthropic',
   conversationField: 'messages',
   checkBody(body) {
-    requireModel(body);
     requireArray(body, 'messages');
   },
   transcriptFields: ['system'],

@@ -15,7 +15,6 @@ import {
   raisedUsage,
   replaceFields,
   requireArray,
-  requireModel,
   type WireDialect,
   type WireToolCall,
 } from './wire-dialect.js';
@@ -87,7 +86,6 @@ export const chatDialect: WireDialect = {
   provider: 'openai',
   conversationField: 'messages',
   checkBody(body) {
-    requireModel(body);
     requireArray(body, 'messages');
   },
   transcriptFields: [],

@@ -18,7 +18,6 @@ import {
   presentToolNames,
   raisedUsage,
   replaceFields,
-  requireModel,
   type WireDialect,
   type WireToolCall,
 } from './wire-dialect.js';
@@ -58,8 +57,6 @@ export const responsesDialect: WireDialect = {
   provider: 'openai',
   conversationField: 'input',
   checkBody(body) {
-    // A stored prompt (`prompt`) may name the model.
-    if (!isJsonObject(body.prompt)) requireModel(body);
     inputItems(body);
   },
   transcriptFields: [],

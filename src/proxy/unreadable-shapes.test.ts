@@ -117,17 +117,21 @@ describe('a conversation the adapters cannot read', () => {
     expect(fixture.upstream.requests).toHaveLength(1);
   });
 
-  it('responses: a request whose stored prompt names the model goes upstream as it came', async () => {
-    fixture = await startProxyFixture({ script: () => ({ text: 'answered upstream' }) });
-    const body = '{"prompt": {"id": "pmpt_123", "version": "2"}, "input": "Weather in Paris?"}';
-    const response = await fixture.post('responses', body);
-    expect(response.status).toBe(200);
-    expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
-    // Without a prompt, a model is the provider's to require.
-    const refused = await fixture.post('responses', '{"input": "Weather in Paris?"}');
-    expect(refused.status).toBe(400);
-    expect(fixture.upstream.requests).toHaveLength(1);
-  });
+  it.each([
+    ['responses', '{"prompt": {"id": "pmpt_123", "version": "2"}, "input": "Weather in Paris?"}'],
+    ['chat', '{"messages": [{"role": "user", "content": "Weather in Paris?"}]}'],
+    ['messages', '{"max_tokens": 64, "messages": [{"role": "user", "content": "Weather in Paris?"}]}'],
+  ] as const)(
+    '%s: a request that names no model goes upstream as it came, for the provider to take or refuse',
+    async (route, body) => {
+      // A Responses stored prompt names the model; a server of one model (llama.cpp, vLLM) takes none.
+      fixture = await startProxyFixture({ script: () => ({ text: 'answered upstream' }) });
+      const response = await fixture.post(route, body);
+      expect(response.status).toBe(200);
+      expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
+      expect(fixture.logs[0]?.error).toBeUndefined();
+    },
+  );
 
   it('in a governance worker too: the headers, the metric and the log come back with the bytes', async () => {
     fixture = await startProxyFixture({ workers: 1, script: () => ({ text: 'answered upstream' }) });

@@ -208,13 +208,6 @@ export function raisedUsage(
   };
 }
 
-export function requireModel(body: JsonObject): string {
-  if (typeof body.model !== 'string' || body.model === '') {
-    throw new BadInputError('model: expected a non-empty string');
-  }
-  return body.model;
-}
-
 /** The body's field as an array, or a `BadInputError` naming the field. */
 export function requireArray(body: JsonObject, field: string): unknown[] {
   const value = body[field];
