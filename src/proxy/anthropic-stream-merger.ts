@@ -30,6 +30,10 @@ function addDelta(block: Assembled, delta: unknown): void {
   else if (delta.type === 'signature_delta') block.signature = delta.signature;
   else if (delta.type === 'citations_delta') {
     block.citations = [...(Array.isArray(block.citations) ? block.citations : []), delta.citation];
+  } else if (delta.type === 'compaction_delta') {
+    // A server compaction's summary: the delta carries the block's whole value.
+    block.content = delta.content;
+    if ('encrypted_content' in delta) block.encrypted_content = delta.encrypted_content;
   }
 }
 
@@ -44,7 +48,8 @@ function parseInput(json: string | undefined, fallback: unknown): unknown {
 
 /** The block as it goes back upstream (empty text blocks are refused there, so they leave). */
 function finishedBlock({ json, ...block }: Assembled): JsonObject | undefined {
-  if (block.type === 'tool_use' || block.type === 'server_tool_use') {
+  // Every call streams its input as JSON text: a client's, a server tool's, an MCP server's.
+  if (json !== undefined || block.type === 'tool_use' || block.type === 'server_tool_use') {
     return { ...block, input: parseInput(json, block.input) };
   }
   if (block.type === 'text') {

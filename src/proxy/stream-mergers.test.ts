@@ -3,6 +3,7 @@
  * call, a chunk that carries text and a call at once, reasoning items. What comes out must keep
  * the route's grammar and read, through the SDK's own accumulator, as one answer.
  */
+import { BetaMessageStream } from '@anthropic-ai/sdk/lib/BetaMessageStream';
 import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { Stream } from 'openai/streaming';
@@ -120,6 +121,40 @@ describe('Anthropic Messages', () => {
       { type: 'tool_use', id: 'tu_1', name: EXPAND_TOOL, input: { id: 'function:read:1' } },
       { type: 'text', text: 'Expanding.' },
     ]);
+  });
+
+  it('passes back upstream every block of a round as the SDK assembles it: a compaction, an MCP call', async () => {
+    // The server compacted before the model answered (`compact_20260112`), and the model called a
+    // tool of an MCP server the request connects, then the proxy's.
+    const round = [
+      start('msg_1'),
+      ...block(0, { type: 'compaction', content: null, encrypted_content: null }, [
+        {
+          type: 'compaction_delta',
+          content: 'Summary: module 3 divides by zero.',
+          encrypted_content: 'enc-1',
+        },
+      ]),
+      ...block(
+        1,
+        { type: 'mcp_tool_use', id: 'mcptoolu_1', name: 'search', server_name: 'docs', input: {} },
+        [
+          { type: 'input_json_delta', partial_json: '{"query": ' },
+          { type: 'input_json_delta', partial_json: '"computeValue"}' },
+        ],
+      ),
+      ...block(2, { type: 'mcp_tool_result', tool_use_id: 'mcptoolu_1', is_error: false, content: [] }, []),
+      ...tool(3, 'tu_1', EXPAND_TOOL, '{"id":"function:read:1"}'),
+      ...end('tool_use'),
+    ];
+    const { answers } = merge(mergeAnthropicStreams(options), [
+      round,
+      [start('msg_2'), ...text(0, 'Fixed.'), ...end('end_turn')],
+    ]);
+    const assembled = await BetaMessageStream.fromReadableStream(jsonLines(round)).finalMessage();
+    expect(answers[0].content).toEqual(JSON.parse(JSON.stringify(assembled.content)));
+    expect(answers[0].content[0]).toMatchObject({ content: 'Summary: module 3 divides by zero.' });
+    expect(answers[0].content[1]).toMatchObject({ input: { query: 'computeValue' } });
   });
 
   it('ends a last round that only called the proxy as a finished turn', async () => {
