@@ -141,7 +141,11 @@ export const anthropicMessagesDialect: WireDialect = {
     return { ...answer, content, ...(finished ? { stop_reason: 'end_turn' } : {}) };
   },
   withToolResults(body, answer, results) {
-    const assistant = { role: 'assistant', content: contentBlocks(answer) };
+    // A text of whitespace alone, which models write before a call, is refused there.
+    const content = contentBlocks(answer).filter(
+      (block) => block.type !== 'text' || typeof block.text !== 'string' || block.text.trim() !== '',
+    );
+    const assistant = { role: 'assistant', content };
     const toolResults = {
       role: 'user',
       content: results.map((result) => ({

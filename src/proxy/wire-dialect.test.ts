@@ -82,6 +82,25 @@ describe('the assistant turn recovery passes back', () => {
   });
 });
 
+describe('the assistant turn recovery passes back, on messages', () => {
+  it('holds no text block of whitespace alone, which the API refuses in a message with no other text', () => {
+    const thinking = { type: 'thinking', thinking: 'Expand it.', signature: 'c2ln' };
+    const expand = { type: 'tool_use', id: 'toolu_1', name: 'selfgc_expand', input: { id: 'x' } };
+    const answer = {
+      role: 'assistant',
+      content: [thinking, { type: 'text', text: '\n\n' }, expand, { type: 'text', text: ' ' }],
+      stop_reason: 'tool_use',
+    };
+    const body = anthropicMessagesDialect.withToolResults({ messages: [] }, answer, [
+      { id: 'toolu_1', output: 'page' },
+    ]);
+    expect(body.messages).toEqual([
+      { role: 'assistant', content: [thinking, expand] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'page' }] },
+    ]);
+  });
+});
+
 describe('the calls a recovery round continues with', () => {
   const isProxy = (name: string) => name.startsWith('selfgc_');
 
