@@ -36,6 +36,26 @@ describe('contextWindowOf', () => {
     expect(contextWindowOf(model)).toBe(tokens);
   });
 
+  // The models Claude Code 2.1.337 knows past Opus 4.7: 1M each; Claude Code asks them for up to
+  // 128k of output, which a 200k window would leave little room beside.
+  it.each([
+    'claude-opus-4-8',
+    'claude-opus-5',
+    'claude-opus-5-5',
+    'claude-sonnet-5',
+    'claude-sonnet-5-5',
+    'claude-haiku-5-5',
+    'claude-fable-5',
+    'claude-fable-5-1',
+    'claude-fable-5-2',
+    'claude-mythos-5',
+    'claude-mythos-5-2',
+    'us.anthropic.claude-opus-5-5-v1:0',
+    'anthropic/claude-sonnet-5.5',
+  ])('%s: 1M', (model) => {
+    expect(contextWindowOf(model)).toBe(1_000_000);
+  });
+
   it('opens 1M for Sonnet 4 and 4.5 with the context-1m beta, and only for models that have it', () => {
     expect(contextWindowOf('claude-sonnet-4-5-20250929', longContext)).toBe(1_000_000);
     expect(contextWindowOf('claude-sonnet-4-20250514', longContext)).toBe(1_000_000);

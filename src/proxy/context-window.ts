@@ -20,7 +20,9 @@ const MILLION = 1_000_000;
 
 /**
  * Sources: Anthropic's models overview and model pages (Opus 4.6 / 4.7 and Sonnet 4.6 have a 1M
- * window; Sonnet 4 and 4.5 200k, 1M with the beta; Opus 4.5, 4.1, 4 and Haiku 4.5 200k); OpenAI's
+ * window; Sonnet 4 and 4.5 200k, 1M with the beta; Opus 4.5, 4.1, 4 and Haiku 4.5 200k; Opus 4.8
+ * and every model of version 5, Fable, Mythos, Opus, Sonnet and Haiku, 1M, as Claude Code's model
+ * catalog has them too); OpenAI's
  * model pages; Codex's model catalog (`codex-rs`): the GPT-5 family's 400k context is 272k of
  * input plus 128k of output, and Codex sends every GPT-5.x with a 272k window, also 5.4 and 5.5
  * whose API takes about 1M at twice the input price past 272k (set `window` to use it).
@@ -34,6 +36,12 @@ const WINDOWS: ReadonlyMap<string, ModelWindow> = new Map([
   ['claude-opus-4-5', { tokens: 200_000 }],
   ['claude-opus-4-6', { tokens: MILLION }],
   ['claude-opus-4-7', { tokens: MILLION }],
+  ['claude-opus-4-8', { tokens: MILLION }],
+  ['claude-opus-5', { tokens: MILLION }],
+  ['claude-sonnet-5', { tokens: MILLION }],
+  ['claude-haiku-5', { tokens: MILLION }],
+  ['claude-fable-5', { tokens: MILLION }],
+  ['claude-mythos-5', { tokens: MILLION }],
   ['claude-sonnet-4', { tokens: 200_000, longContext: MILLION }],
   ['claude-sonnet-4-5', { tokens: 200_000, longContext: MILLION }],
   ['claude-sonnet-4-6', { tokens: MILLION }],
