@@ -50,6 +50,9 @@ function usageFrom(usage: JsonObject): Partial<TokenUsage> | undefined {
   return { inputTokens: uncached + cachedTokens + written, cachedTokens };
 }
 
+/** Stop reasons of a turn the API cut short: the output limit, a refusal, the context window. */
+const CUT_SHORT = new Set(['max_tokens', 'refusal', 'model_context_window_exceeded']);
+
 export const anthropicMessagesDialect: WireDialect = {
   route: 'messages',
   provider: 'anthropic',
@@ -127,6 +130,11 @@ export const anthropicMessagesDialect: WireDialect = {
         return [];
       return [{ id: block.id, name: block.name, arguments: JSON.stringify(block.input ?? {}) }];
     });
+  },
+  awaitsResults(answer) {
+    // Not a stop reason the turn ended for (`tool_use`, and what servers that speak the API
+    // without being it may send instead), but one that cut it short.
+    return !CUT_SHORT.has(String(answer.stop_reason));
   },
   keepToolCalls(answer, keep, client) {
     const kept = contentBlocks(answer).filter(

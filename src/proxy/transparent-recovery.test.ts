@@ -315,6 +315,58 @@ describe('transparent recovery', () => {
     expect(answer.stop_reason).toBe('tool_use');
   });
 
+  // A turn the API cut short is no turn that waits for its calls' results: a refusal (the client
+  // must take the refused turn back before it goes on, and would be refused again if the proxy
+  // went on), or the output limit, which may have cut the call itself. The client gets it as the
+  // API ended it, without the proxy's call, and no round goes on.
+  it.each([false, true])(
+    'messages: an answer cut short by the output limit is not continued (streamed: %s)',
+    async (stream) => {
+      fixture = await startProxyFixture({
+        script: (request) => ({
+          text: 'Expanding the fold.',
+          toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }],
+          stopReason: 'length',
+        }),
+      });
+      const response = await fixture.post('messages', conversationBody('messages', { turns: TURNS, stream }));
+      const text = await response.text();
+      expect(response.status).toBe(200);
+      expect(fixture.upstream.requests).toHaveLength(1);
+      expect(text).toContain('max_tokens');
+      expect(text).not.toContain('selfgc_');
+    },
+  );
+
+  it('messages: a refused answer is not continued, and the client learns it was refused', async () => {
+    fixture = await startProxyFixture({
+      script: (request) => ({
+        raw: {
+          body: {
+            id: 'msg_refused',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-sonnet-4-5',
+            content: [
+              { type: 'text', text: 'Expanding the fold.' },
+              { type: 'tool_use', id: 'toolu_r1', name: EXPAND_TOOL, input: { id: pointerIn(request) } },
+            ],
+            stop_reason: 'refusal',
+            stop_sequence: null,
+            stop_details: { type: 'refusal', category: 'cyber', explanation: 'Declined.' },
+            usage: { input_tokens: 900, output_tokens: 20 },
+          },
+        },
+      }),
+    });
+    const response = await fixture.post('messages', conversationBody('messages', { turns: TURNS }));
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as { content: Array<{ type: string }>; stop_reason: string };
+    expect(fixture.upstream.requests).toHaveLength(1);
+    expect(answer.stop_reason).toBe('refusal');
+    expect(answer.content.map((block) => block.type)).toEqual(['text']);
+  });
+
   // The rounds used up, or no room for another: the last answer still calls the proxy.
   it('messages: an answer whose last round only called the proxy does not end in thinking', async () => {
     fixture = await startProxyFixture({

@@ -251,6 +251,7 @@ export function createRecovery(options: RecoveryOptions): Recovery {
     async continueAfter(answer) {
       const calls = dialect.toolCallsOf(answer).filter((call) => isRecoveryTool(call.name));
       if (calls.length === 0 || rounds.length >= options.maxRounds) return undefined;
+      if (dialect.awaitsResults?.(answer) === false) return undefined;
       first ??= options.body();
       budget ??= createRecoveryBudget(options.window, dialect, first, options.counter);
       const turn = dialect.keepToolCalls(answer, isRecoveryTool);

@@ -128,6 +128,13 @@ export interface WireDialect {
   /** Tool calls of a (non-streamed) answer; empty when it calls none or has several choices. */
   toolCallsOf(answer: unknown): WireToolCall[];
   /**
+   * Whether an answer that calls tools ended its turn for their results, so that recovery may
+   * answer the proxy's and go on; false for a turn the provider cut short (Anthropic's output
+   * limit, which may have cut the call itself, or a refusal, after which a conversation must
+   * not go on as it stands). Absent: every answer that calls tools waits for their results.
+   */
+  awaitsResults?(answer: JsonObject): boolean;
+  /**
    * The answer with only the tool calls whose name `keep` accepts; an answer left with none
    * reads as a finished turn (`stop`, `end_turn`) instead of a tool call. `client`, when the
    * answer goes to the client (what of its request shapes its answer): a Responses answer whose
