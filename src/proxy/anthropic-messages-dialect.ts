@@ -174,7 +174,9 @@ export const anthropicMessagesDialect: WireDialect = {
     return thinking.length === 0 ? answer : { ...answer, content: [...thinking, ...content] };
   },
   withoutToolUse(body) {
-    return { ...body, tool_choice: { type: 'none' } };
+    // A client that forces a call gets one (a proxy call made anyway does not reach it).
+    const forced = isJsonObject(body.tool_choice) && body.tool_choice.type === 'any';
+    return forced ? body : { ...body, tool_choice: { type: 'none' } };
   },
   mergeStreams: mergeAnthropicStreams,
 };

@@ -160,7 +160,11 @@ export interface WireDialect {
    * tool choice taken out again, as the client sent them.
    */
   hideAddedTools?(answer: JsonObject, client: JsonObject, added: ReadonlySet<string>): JsonObject;
-  /** The body with tool use switched off for the next answer. */
+  /**
+   * The body with tool use switched off for the next answer, unless the client forces a call
+   * (Anthropic's `tool_choice: any`): its answer must hold one, and a proxy call made anyway is
+   * taken out of what the client gets.
+   */
   withoutToolUse(body: JsonObject): JsonObject;
   /**
    * A merger of the streamed answers of several upstream calls into one client stream in this
