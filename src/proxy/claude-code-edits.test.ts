@@ -703,46 +703,58 @@ const SUMMARY_HEAD =
   'This session is being continued from a previous conversation that ran out of context. The summary below covers the earlier portion of the conversation.';
 
 describe('Claude Code 2.1.332 /compact through the proxy', () => {
-  it('the compaction request fits and holds no pointers into a session the summary cannot reach', async () => {
-    let summary = '';
-    const window = 8_000;
-    fixture = await startProxyFixture({
-      window,
-      script: (request) => {
-        const raw = request.rawBody;
-        if (raw.includes('Your task is to create a detailed summary')) {
-          // The model copies the ids it was shown into its summary, as models do.
-          const keys = pointerKeys(raw);
-          summary = `${SUMMARY_HEAD}\n\nSummary: modules 0 to 31 read; module 3 divides by zero. Details: ${keys.join(', ')}.`;
-          return { text: `<summary>${summary}</summary>` };
-        }
-        return { text: 'Reading on.' };
-      },
-    });
-    const history = [
-      task(),
-      ...steps(0, 30),
-      { role: 'assistant', content: [{ type: 'text', text: 'Read them all.' }] },
-    ];
-    const main = await fixture.post('messages', claudeBody(history), { headers: HEADERS });
-    expect(main.status).toBe(200);
-    await main.text();
-    // `/compact`: the same system, tools and history (a fork of the main loop), the prompt appended.
-    const compaction = claudeBody([
-      ...history,
-      { role: 'user', content: [{ type: 'text', text: COMPACT_PROMPT }] },
-    ]);
-    const compacted = await fixture.post('messages', compaction, { headers: HEADERS });
-    expect(compacted.status).toBe(200);
-    await compacted.text();
-    const { raw: compactRaw, body: compactBody } = upstreamBody(1);
-    expect(Number(compacted.headers.get('x-selfgc-tokens-after'))).toBeLessThanOrEqual(window);
-    const keysInCompaction = pointerKeys(compactRaw);
-    const toolNames = (compactBody.tools as Json[]).map((t) => String(t.name));
-    // As Codex's compaction request: the model may call no tool, and what it writes outlives this session.
-    expect(toolNames.filter((name) => name.startsWith('selfgc_'))).toEqual([]);
-    expect(keysInCompaction).toEqual([]);
-  });
+  // Claude Code puts a change of effort (a system message of no text, `output_config`) before
+  // the assistant turn it applies to: after the prompt, the request's last message.
+  it.each([
+    ['', []],
+    [
+      ', an effort directive after the prompt',
+      [{ role: 'system', content: [], output_config: { effort: 'high' } }],
+    ],
+  ])(
+    'the compaction request fits and holds no pointers into a session the summary cannot reach%s',
+    async (_, after) => {
+      let summary = '';
+      const window = 8_000;
+      fixture = await startProxyFixture({
+        window,
+        script: (request) => {
+          const raw = request.rawBody;
+          if (raw.includes('Your task is to create a detailed summary')) {
+            // The model copies the ids it was shown into its summary, as models do.
+            const keys = pointerKeys(raw);
+            summary = `${SUMMARY_HEAD}\n\nSummary: modules 0 to 31 read; module 3 divides by zero. Details: ${keys.join(', ')}.`;
+            return { text: `<summary>${summary}</summary>` };
+          }
+          return { text: 'Reading on.' };
+        },
+      });
+      const history = [
+        task(),
+        ...steps(0, 30),
+        { role: 'assistant', content: [{ type: 'text', text: 'Read them all.' }] },
+      ];
+      const main = await fixture.post('messages', claudeBody(history), { headers: HEADERS });
+      expect(main.status).toBe(200);
+      await main.text();
+      // `/compact`: the same system, tools and history (a fork of the main loop), the prompt appended.
+      const compaction = claudeBody([
+        ...history,
+        { role: 'user', content: [{ type: 'text', text: COMPACT_PROMPT }] },
+        ...after,
+      ]);
+      const compacted = await fixture.post('messages', compaction, { headers: HEADERS });
+      expect(compacted.status).toBe(200);
+      await compacted.text();
+      const { raw: compactRaw, body: compactBody } = upstreamBody(1);
+      expect(Number(compacted.headers.get('x-selfgc-tokens-after'))).toBeLessThanOrEqual(window);
+      const keysInCompaction = pointerKeys(compactRaw);
+      const toolNames = (compactBody.tools as Json[]).map((t) => String(t.name));
+      // As Codex's compaction request: the model may call no tool, and what it writes outlives this session.
+      expect(toolNames.filter((name) => name.startsWith('selfgc_'))).toEqual([]);
+      expect(keysInCompaction).toEqual([]);
+    },
+  );
 });
 
 const SUGGESTION = '[SUGGESTION MODE: Suggest what the user might naturally type next into Claude Code.]';

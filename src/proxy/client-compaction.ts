@@ -15,7 +15,7 @@ import { isJsonObject, type JsonObject } from './wire-dialect.js';
 export interface PromptTexts {
   /** The texts of the system prompt (system and developer messages, Responses `instructions`). */
   system: readonly string[];
-  /** The texts of the last message, in order, when a user sent it; empty otherwise. */
+  /** The texts of the last message (system messages after it aside), in order, when a user sent it; empty otherwise. */
   lastUser: readonly string[];
 }
 
@@ -40,10 +40,12 @@ function isSystemMessage(message: unknown): message is JsonObject {
 /**
  * What the recognizers read of a conversation: the texts of `system` (contents beside the
  * messages: Anthropic's `system`, Responses `instructions`) and of its system and developer
- * messages, and those of its last message when a user sent it.
+ * messages, and those of its last message when a user sent it. System messages after that one
+ * do not count: Claude Code puts a change of effort (an Anthropic system message) after the
+ * prompt, before the turn it applies to.
  */
 export function promptTexts(messages: readonly unknown[], system: readonly unknown[] = []): PromptTexts {
-  const last = messages.at(-1);
+  const last = messages.findLast((message) => !isSystemMessage(message));
   return {
     system: [...system, ...messages.filter(isSystemMessage).map((message) => message.content)].flatMap(
       contentTexts,
