@@ -183,6 +183,29 @@ describe('limitCacheBreakpoints', () => {
     expect(limited).toMatchObject({ moved: 0, removed: 0 });
   });
 
+  it("gives a block the client marks the client's mark, not one an earlier request left on it", () => {
+    // The client's cache went from an hour to five minutes between requests (Claude Code picks
+    // the TTL per request); a one-hour mark after a five-minute one is refused.
+    const fiveMinutes = { type: 'ephemeral', ttl: '5m' };
+    const client = {
+      system: [{ ...text('You are a coding agent.'), cache_control: fiveMinutes }],
+      messages: [
+        user(text('go')),
+        assistant(call('a')),
+        user({ ...result('a', 'long file a'), cache_control: fiveMinutes }),
+      ],
+    };
+    const governed = [
+      user(text('go')),
+      assistant(call('a')),
+      user({ ...result('a', '[folded function:Read:1]'), cache_control: { type: 'ephemeral', ttl: '1h' } }),
+    ];
+    const limited = limitCacheBreakpoints(client, { system: client.system, messages: governed });
+    expect(
+      (limited.messages[2] as { content: Array<{ cache_control?: unknown }> }).content[0]?.cache_control,
+    ).toEqual(fiveMinutes);
+  });
+
   it('drops the mark of what left with nothing in its place, and never marks thinking', () => {
     const client = {
       messages: [

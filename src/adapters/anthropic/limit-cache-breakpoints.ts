@@ -76,8 +76,18 @@ export function limitCacheBreakpoints(
   }
   for (const [index, breakpoint] of targets) {
     const { path } = units[index]!;
-    if (ownBreakpoint(path, valueAt(messages, path)) === undefined)
+    const holder = ownHolder(path, valueAt(messages, path));
+    if (holder === undefined)
       messages = updateAt(messages, path, (value) => withBreakpoint(value, breakpoint)) as unknown[];
+    // The client's own mark, not one an earlier request left there: its TTL may have changed
+    // since, and the API refuses a one-hour mark after a five-minute one.
+    else if (
+      JSON.stringify((valueAt(messages, holder) as JsonRecord).cache_control) !== JSON.stringify(breakpoint)
+    )
+      messages = updateAt(messages, holder, (value) => ({
+        ...(value as JsonRecord),
+        cache_control: breakpoint,
+      })) as unknown[];
   }
   const placed: Path[] = [];
   collectHolders(messages, [], placed);
@@ -330,14 +340,19 @@ function replacement(units: readonly Unit[], before: number, after: number): num
  * block its own or the first inside it (a text block of a tool result).
  */
 function ownBreakpoint(path: Path, value: unknown): unknown {
-  if (path.length === 1)
-    return isRecord(value) && isBreakpoint(value.cache_control) ? value.cache_control : undefined;
+  const holder = ownHolder(path, value);
+  return holder === undefined
+    ? undefined
+    : (valueAt(value, holder.slice(path.length)) as JsonRecord).cache_control;
+}
+
+/** Where the `cache_control` a unit carries (`ownBreakpoint`) sits, from the root of `path`. */
+function ownHolder(path: Path, value: unknown): Path | undefined {
+  if (path.length === 1) return isRecord(value) && isBreakpoint(value.cache_control) ? path : undefined;
   const holders: Path[] = [];
   collectHolders(value, [], holders);
   const [first] = holders;
-  if (first === undefined) return undefined;
-  const holder = valueAt(value, first);
-  return isRecord(holder) ? holder.cache_control : undefined;
+  return first === undefined ? undefined : [...path, ...first];
 }
 
 /** Thinking blocks and empty text take no breakpoint; a message only when it is a system message or a string. */
