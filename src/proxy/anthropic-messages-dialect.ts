@@ -174,8 +174,8 @@ export const anthropicMessagesDialect: WireDialect = {
     return thinking.length === 0 ? answer : { ...answer, content: [...thinking, ...content] };
   },
   withoutToolUse(body) {
-    // A client that forces a call gets one (a proxy call made anyway does not reach it).
-    const forced = isJsonObject(body.tool_choice) && body.tool_choice.type === 'any';
+    // A client that forces a call (`any`, or one tool it names) gets one.
+    const forced = isJsonObject(body.tool_choice) && ['any', 'tool'].includes(String(body.tool_choice.type));
     return forced ? body : { ...body, tool_choice: { type: 'none' } };
   },
   mergeStreams: mergeAnthropicStreams,

@@ -7,6 +7,7 @@ import { UNFINISHED_TURN_NOTE } from './stream-merger.js';
 import { isRecoveryTool } from './transparent-recovery.js';
 import {
   fieldTexts,
+  forcesOpenAICall,
   isJsonObject,
   type JsonObject,
   numberOf,
@@ -188,7 +189,7 @@ export const chatDialect: WireDialect = {
     return { ...body, messages: [...requireArray(body, 'messages'), assistant, ...toolMessages] };
   },
   withoutToolUse(body) {
-    return { ...body, tool_choice: 'none' };
+    return forcesOpenAICall(body.tool_choice) ? body : { ...body, tool_choice: 'none' };
   },
   mergeStreams: mergeChatStreams,
 };

@@ -11,6 +11,7 @@ import { answeredCallId, clientCallName, pairedItems } from './responses-items.j
 import { hideResponseTools, mergeResponsesStreams } from './responses-stream-merger.js';
 import {
   fieldTexts,
+  forcesOpenAICall,
   isJsonObject,
   type JsonObject,
   numberOf,
@@ -189,7 +190,7 @@ export const responsesDialect: WireDialect = {
     return hideResponseTools(answer, client, (name) => added.has(name));
   },
   withoutToolUse(body) {
-    return { ...body, tool_choice: 'none' };
+    return forcesOpenAICall(body.tool_choice) ? body : { ...body, tool_choice: 'none' };
   },
   mergeStreams: mergeResponsesStreams,
 };

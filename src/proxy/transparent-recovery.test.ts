@@ -240,34 +240,41 @@ describe('transparent recovery', () => {
     expect(answer.choices[0]?.message).not.toHaveProperty('tool_calls');
   });
 
-  // A client that forces a call (`tool_choice: any`) must get one: the last round keeps its
-  // choice instead of turning tools off, and a proxy call made anyway still never reaches it.
-  it('messages: the last round of a client that forces a call still may call its tools', async () => {
-    const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
-    fixture = await startProxyFixture({
-      script: (request) =>
-        request.index < 3
-          ? { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] }
-          : { toolCalls: [readFile] },
-    });
-    const body = {
-      ...conversationBody('messages', { turns: TURNS }),
-      tools: [TOOL_DEFINITIONS.messages],
-      tool_choice: { type: 'any' },
-    };
-    const response = await fixture.post('messages', body);
-    expect(response.status).toBe(200);
-    const choices = fixture.upstream.requests.map(
-      (request) => (request.body as { tool_choice?: unknown }).tool_choice,
-    );
-    expect(choices).toEqual([{ type: 'any' }, { type: 'any' }, { type: 'any' }, { type: 'any' }]);
-    const answer = (await response.json()) as {
-      content: Array<{ type: string; name?: string }>;
-      stop_reason: string;
-    };
-    expect(answer.content.map((block) => block.name)).toEqual(['read_file']);
-    expect(answer.stop_reason).toBe('tool_use');
-  });
+  // A client that forces a call must get one: the last round keeps its choice instead of turning
+  // tools off, and a proxy call made anyway still never reaches it.
+  it.each([
+    ['messages', { type: 'any' }],
+    ['messages', { type: 'tool', name: 'read_file' }],
+    ['chat', 'required'],
+    ['chat', { type: 'function', function: { name: 'read_file' } }],
+    ['responses', 'required'],
+    ['responses', { type: 'function', name: 'read_file' }],
+  ] as const)(
+    '%s: the last round of a client that forces a call (%j) still may call its tools',
+    async (route, choice) => {
+      const readFile = { name: 'read_file', arguments: { path: 'src/module3.ts' } };
+      fixture = await startProxyFixture({
+        script: (request) =>
+          request.index < 3
+            ? { toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }] }
+            : { toolCalls: [readFile] },
+      });
+      const body = {
+        ...conversationBody(route, { turns: TURNS }),
+        tools: [TOOL_DEFINITIONS[route]],
+        tool_choice: choice,
+      };
+      const response = await fixture.post(route, body);
+      expect(response.status).toBe(200);
+      const choices = fixture.upstream.requests.map(
+        (request) => (request.body as { tool_choice?: unknown }).tool_choice,
+      );
+      expect(choices).toEqual([choice, choice, choice, choice]);
+      expect(DIALECTS[route].toolCallsOf(await response.json()).map((call) => call.name)).toEqual([
+        'read_file',
+      ]);
+    },
+  );
 
   it.each(ROUTES)(
     '%s: a turn calling a proxy tool and a client tool gives the client only its own call',

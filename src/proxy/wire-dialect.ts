@@ -162,8 +162,8 @@ export interface WireDialect {
   hideAddedTools?(answer: JsonObject, client: JsonObject, added: ReadonlySet<string>): JsonObject;
   /**
    * The body with tool use switched off for the next answer, unless the client forces a call
-   * (Anthropic's `tool_choice: any`): its answer must hold one, and a proxy call made anyway is
-   * taken out of what the client gets.
+   * (`tool_choice` `any` or `required`, or a tool it names): its answer must hold one, and a proxy
+   * call made anyway is taken out of what the client gets.
    */
   withoutToolUse(body: JsonObject): JsonObject;
   /**
@@ -217,6 +217,16 @@ export function raisedUsage(
     [field]: (numberOf(usage[field]) ?? 0) + missing,
     ...(total === undefined ? {} : { total_tokens: total + missing }),
   };
+}
+
+/**
+ * Whether an OpenAI `tool_choice` (Chat or Responses) forces a call: `required`, or a tool it
+ * names (a function, a custom or a hosted tool), or a list of allowed tools in the required mode.
+ */
+export function forcesOpenAICall(choice: unknown): boolean {
+  if (choice === 'required') return true;
+  if (!isJsonObject(choice)) return false;
+  return choice.type !== 'allowed_tools' || choice.mode === 'required';
 }
 
 /** The body's field as an array, or a `BadInputError` naming the field. */
