@@ -2,8 +2,8 @@
  * Reading a command line: options parsed strictly, numbers and durations checked with one
  * message shape (`--flag: expected …, got "…"`), and output paths checked before any work.
  */
-import { accessSync, constants, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { BadInputError } from '../core/errors.js';
 
@@ -89,12 +89,7 @@ export function parseDuration(value: string, flag: string, bareUnit?: DurationUn
  * writable (and not a directory); a new one needs a writable directory to be created in.
  */
 export function checkOutputPath(path: string, flag: string): void {
-  let existing: ReturnType<typeof statSync> | undefined;
-  try {
-    existing = statSync(path);
-  } catch {
-    existing = undefined;
-  }
+  const existing = statOrUndefined(path);
   if (existing !== undefined) {
     if (existing.isDirectory()) throw new BadInputError(`${flag}: ${path} is a directory, not a file`);
     if (!writable(path)) throw new BadInputError(`${flag}: ${path} is not writable`);
@@ -109,6 +104,51 @@ export function checkOutputPath(path: string, flag: string): void {
   }
   if (!isDirectory) throw new BadInputError(`${flag}: ${directory} is not a directory`);
   if (!writable(directory)) throw new BadInputError(`${flag}: directory ${directory} is not writable`);
+}
+
+/**
+ * Check every output path of a command, then refuse one that names an input (it would be
+ * overwritten with results) or the same file as another output (one would replace the other).
+ */
+export function checkOutputPaths(
+  outputs: ReadonlyArray<readonly [flag: string, path: string]>,
+  inputs: readonly string[],
+): void {
+  for (const [flag, path] of outputs) checkOutputPath(path, flag);
+  outputs.forEach(([flag, path], index) => {
+    const input = inputs.find((candidate) => sameFile(candidate, path));
+    if (input !== undefined)
+      throw new BadInputError(`${flag}: ${path} is also an input (${input}); writing it would overwrite it`);
+    const earlier = outputs.slice(0, index).find(([, other]) => sameFile(other, path));
+    if (earlier !== undefined)
+      throw new BadInputError(`${earlier[0]} and ${flag} name the same file ${path}; give each its own`);
+  });
+}
+
+/** Whether two paths name one file: the same inode when both exist, else the same resolved path. */
+function sameFile(first: string, second: string): boolean {
+  const [a, b] = [statOrUndefined(first), statOrUndefined(second)];
+  if (a !== undefined && b !== undefined) return a.dev === b.dev && a.ino === b.ino;
+  if (a !== undefined || b !== undefined) return false;
+  return canonical(first) === canonical(second);
+}
+
+function statOrUndefined(path: string): ReturnType<typeof statSync> | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A path that does not exist yet, by its directory's real path. */
+function canonical(path: string): string {
+  const absolute = resolve(path);
+  try {
+    return resolve(realpathSync(dirname(absolute)), basename(absolute));
+  } catch {
+    return absolute;
+  }
 }
 
 function writable(path: string): boolean {

@@ -62,6 +62,73 @@ describe('output paths are checked before any work', () => {
   });
 });
 
+describe('an output never overwrites an input or another output', () => {
+  it('refuses an output that names an input file, by any path, and leaves the input whole', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
+    const sessions = join(folder, 'sessions.jsonl');
+    const content = readFileSync(SAMPLE, 'utf8').split('\n').slice(0, 1).join('\n');
+    writeFileSync(sessions, content);
+    const cuts = join(folder, 'cuts.json');
+    writeFileSync(cuts, '{}');
+    for (const [argv, message] of [
+      [
+        ['eval', sessions, '--strategies', 'none', '--json', sessions],
+        `--json: ${sessions} is also an input (${sessions}); writing it would overwrite it`,
+      ],
+      [
+        ['eval', sessions, '--strategies', 'none', '--markdown', join(folder, '.', 'sessions.jsonl')],
+        `--markdown: ${join(folder, 'sessions.jsonl')} is also an input (${sessions}); writing it would overwrite it`,
+      ],
+      [
+        ['train', sessions, '--out', sessions],
+        `--out: ${sessions} is also an input (${sessions}); writing it would overwrite it`,
+      ],
+      [
+        ['replay', sessions, '--strategy', 'none', '--emit', sessions],
+        `--emit: ${sessions} is also an input (${sessions}); writing it would overwrite it`,
+      ],
+      [
+        ['replay', sessions, '--strategy', 'none', '--cuts', cuts, '--emit', cuts],
+        `--emit: ${cuts} is also an input (${cuts}); writing it would overwrite it`,
+      ],
+    ] as const) {
+      const { io, progress } = captureIo();
+      expect((await refusal([...argv], io)).message).toBe(message);
+      expect(progress()).toBe(0);
+    }
+    expect(readFileSync(sessions, 'utf8')).toBe(content);
+    expect(readFileSync(cuts, 'utf8')).toBe('{}');
+  });
+
+  it('refuses two outputs on one file, existing or not', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
+    const fresh = join(folder, 'results.out');
+    const { io, progress } = captureIo();
+    const error = await refusal(
+      ['eval', SAMPLE, '--strategies', 'none', '--json', fresh, '--markdown', fresh],
+      io,
+    );
+    expect(error.message).toBe(`--json and --markdown name the same file ${fresh}; give each its own`);
+    writeFileSync(fresh, 'kept');
+    const again = await refusal(
+      [
+        'eval',
+        SAMPLE,
+        '--strategies',
+        'none',
+        '--report',
+        fresh,
+        '--markdown',
+        join(folder, '.', 'results.out'),
+      ],
+      io,
+    );
+    expect(again.message).toMatch(/^--report and --markdown name the same file/);
+    expect(progress()).toBe(0);
+    expect(readFileSync(fresh, 'utf8')).toBe('kept');
+  });
+});
+
 describe('numeric options', () => {
   it('names the option of a negative or malformed number instead of "argument is ambiguous"', async () => {
     const { io } = captureIo();

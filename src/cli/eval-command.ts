@@ -27,7 +27,7 @@ import {
   STRATEGY_NAMES,
   strategyByName,
 } from '../eval/strategies/registry.js';
-import { checkOutputPath } from './cli-args.js';
+import { checkOutputPaths } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { DEFAULT_JUDGE_PAIRS, DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
 import { MODEL_FLAG_HELP } from './model-flag.js';
@@ -260,9 +260,16 @@ export async function evalCommand(
   command: string,
 ): Promise<number> {
   if (files.length === 0) throw new BadInputError('eval needs at least one sessions .jsonl file');
-  if (options.json !== undefined) checkOutputPath(options.json, '--json');
-  if (options.report !== undefined) checkOutputPath(options.report, '--report');
-  if (options.markdown !== undefined) checkOutputPath(options.markdown, '--markdown');
+  checkOutputPaths(
+    (
+      [
+        ['--json', options.json],
+        ['--report', options.report],
+        ['--markdown', options.markdown],
+      ] as const
+    ).flatMap(([flag, path]) => (path === undefined ? [] : [[flag, path] as const])),
+    files,
+  );
   // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
   const context = endpointContext(options.llm, io.env ?? {});
   for (const name of options.strategies) strategyByName(name, context);

@@ -16,7 +16,7 @@ import { type CallRecord, replaySession } from '../eval/replay-session.js';
 import { strategyByName } from '../eval/strategies/registry.js';
 import { plannerFallbackOf } from '../eval/strategies/selfgc-llm-strategy.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
-import { checkOutputPath } from './cli-args.js';
+import { checkOutputPaths } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { LLM_FLAGS_HELP } from './llm-flags.js';
 
@@ -73,7 +73,7 @@ function readCuts(file: string): Record<string, number[]> {
 }
 
 export async function replayCommand(io: CliIo, files: string[], options: ReplayOptions): Promise<number> {
-  checkOutputPath(options.emit, '--emit');
+  checkOutputPaths([['--emit', options.emit]], options.cuts === 'auto' ? files : [...files, options.cuts]);
   const context = endpointContext(options.llm, io.env ?? {});
   const strategy = strategyByName(options.strategy, context);
   const explicitCuts = options.cuts === 'auto' ? undefined : readCuts(options.cuts);

@@ -11,7 +11,7 @@ import {
   fitEntryModel,
   leaveOneFamilyOut,
 } from '../eval/train-valuator.js';
-import { checkOutputPath } from './cli-args.js';
+import { checkOutputPaths } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 
 export const TRAIN_HELP = `Usage: selfgc train <files...> --out FILE [options]
@@ -44,7 +44,7 @@ const auc = (value: number) => (Number.isNaN(value) ? '  n/a' : value.toFixed(3)
 
 export function trainCommand(io: CliIo, files: string[], options: TrainOptions): number {
   if (files.length === 0) throw new BadInputError('train needs at least one sessions .jsonl file');
-  checkOutputPath(options.out, '--out');
+  checkOutputPaths([['--out', options.out]], files);
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
   io.stderr(`collecting examples from ${sessions.length} sessions\n`);
