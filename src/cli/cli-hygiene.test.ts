@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -126,6 +126,43 @@ describe('an output never overwrites an input or another output', () => {
     expect(again.message).toMatch(/^--report and --markdown name the same file/);
     expect(progress()).toBe(0);
     expect(readFileSync(fresh, 'utf8')).toBe('kept');
+  });
+});
+
+describe('an output is replaced whole or not at all', () => {
+  it('replay keeps the previous --emit file until the run has written all of it', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
+    const emit = join(folder, 'views.jsonl');
+    writeFileSync(emit, 'the previous run\n');
+    const seen: string[] = [];
+    const { io } = captureIo();
+    // An interruption at any progress report would leave what the file holds then.
+    io.progress = () => seen.push(readFileSync(emit, 'utf8'));
+    expect(
+      await runCommand(
+        [
+          'replay',
+          SAMPLE,
+          '--strategy',
+          'tool-prune',
+          '--mode',
+          'session',
+          '--window',
+          '6000',
+          '--emit',
+          emit,
+        ],
+        io,
+      ),
+    ).toBe(0);
+    expect(seen.length).toBeGreaterThan(1);
+    expect(new Set(seen)).toEqual(new Set(['the previous run\n']));
+    const lines = readFileSync(emit, 'utf8').trim().split('\n');
+    expect(lines.length).toBeGreaterThan(1);
+    expect(lines.every((line) => (JSON.parse(line) as { strategy: string }).strategy === 'tool-prune')).toBe(
+      true,
+    );
+    expect(readdirSync(folder)).toEqual(['views.jsonl']);
   });
 });
 

@@ -2,7 +2,6 @@
  * `selfgc eval`: every strategy, both modes, on worker threads; a table, and optionally the
  * summary as JSON, the HTML report and the results as Markdown.
  */
-import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { BadInputError } from '../core/errors.js';
 import { defaultEntryModel, type EntryModel } from '../core/valuator/entry-model.js';
@@ -31,6 +30,7 @@ import { checkOutputPaths } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { DEFAULT_JUDGE_PAIRS, DEFAULT_JUDGE_SAMPLE, LLM_FLAGS_HELP } from './llm-flags.js';
 import { MODEL_FLAG_HELP } from './model-flag.js';
+import { writeOutputFile } from './output-file.js';
 
 export const EVAL_HELP = `Usage: selfgc eval <files...> [options]
 
@@ -314,16 +314,16 @@ export async function evalCommand(
   io.stderr(`done in ${seconds.toFixed(1)} s\n`);
   io.stdout(formatSummary(summary));
   if (options.json) {
-    writeFileSync(options.json, `${JSON.stringify(summary, null, 2)}\n`);
+    writeOutputFile(options.json, `${JSON.stringify(summary, null, 2)}\n`);
     io.stderr(`summary: ${options.json}\n`);
   }
   if (options.report) {
-    writeFileSync(options.report, renderReport(summary));
+    writeOutputFile(options.report, renderReport(summary));
     io.stderr(`report: ${options.report}\n`);
   }
   if (options.markdown) {
     const runtime = `node ${process.version}, ${availableParallelism()} cores`;
-    writeFileSync(options.markdown, renderMarkdown(summary, { seconds, runtime }));
+    writeOutputFile(options.markdown, renderMarkdown(summary, { seconds, runtime }));
     io.stderr(`results: ${options.markdown}\n`);
   }
   return 0;

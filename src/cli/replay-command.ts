@@ -2,7 +2,7 @@
  * `selfgc replay`: write one JSON line per cut (cut mode) or model call (session mode), in the
  * stable format other tools judge independently.
  */
-import { createWriteStream, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { toOpenAIChat } from '../adapters/openai-chat/convert-to-openai-chat.js';
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { ViewItem } from '../core/project-view.js';
@@ -19,6 +19,7 @@ import { createTokenCounter } from '../tokenizers/create-token-counter.js';
 import { checkOutputPaths } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { LLM_FLAGS_HELP } from './llm-flags.js';
+import { openOutputStream } from './output-file.js';
 
 export const REPLAY_HELP = `Usage: selfgc replay <files...> --strategy NAME --emit out.jsonl [options]
 
@@ -82,7 +83,8 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
   const sessionPolicy = () => sessionPolicies(options.strategy, options.window, counter, context)[0];
   if (options.mode === 'session' && !sessionPolicy())
     throw new BadInputError(`${options.strategy} runs in cut mode only (--mode cut)`);
-  const out = createWriteStream(options.emit);
+  const output = openOutputStream(options.emit);
+  const out = output.stream;
   // A write that fails (disk full, file removed) stops the replay at the next session.
   let writeError: Error | undefined;
   out.on('error', (error) => {
@@ -114,52 +116,64 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
       recoverable: record.recoverable,
     });
   };
-  for (const [index, session] of sessions.entries()) {
-    if (options.mode === 'cut') {
-      const cuts = explicitCuts ? (explicitCuts[session.id] ?? []) : autoCuts(session.messages);
-      for (const record of await replayCuts({
-        sessionId: session.id,
-        messages: session.messages,
-        cuts,
-        strategies: [strategy],
-        keeps: [options.keep],
-        tokenCounter: counter,
-      })) {
-        emit(record, record.output.items, record.output.warnings);
-      }
-    } else {
-      for (const record of await replaySession({
-        sessionId: session.id,
-        messages: session.messages,
-        // A fresh policy per session: a governor's state belongs to its session.
-        policy: sessionPolicy()!,
-        tokenCounter: counter,
-      })) {
-        emit(record, record.items, record.warnings);
-      }
-    }
-    io.progress(index + 1, sessions.length, 'sessions');
-    // Backpressure: lines wait on disk, not in memory; a failed write shows up here.
-    if (out.writableNeedDrain && writeError === undefined) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          out.off('drain', done);
-          out.off('error', done);
-          resolve();
-        };
-        out.on('drain', done);
-        out.on('error', done);
-      });
-    }
-    if (writeError !== undefined) break;
-  }
   // 'close' follows both a finished and a failed stream.
-  await new Promise<void>((resolve) => {
-    if (out.closed) return resolve();
-    out.once('close', () => resolve());
-    out.end();
-  });
-  if (writeError !== undefined) throw failedWrite();
+  const closed = () =>
+    new Promise<void>((resolve) => {
+      if (out.closed) return resolve();
+      out.once('close', () => resolve());
+      out.end();
+    });
+  try {
+    for (const [index, session] of sessions.entries()) {
+      if (options.mode === 'cut') {
+        const cuts = explicitCuts ? (explicitCuts[session.id] ?? []) : autoCuts(session.messages);
+        for (const record of await replayCuts({
+          sessionId: session.id,
+          messages: session.messages,
+          cuts,
+          strategies: [strategy],
+          keeps: [options.keep],
+          tokenCounter: counter,
+        })) {
+          emit(record, record.output.items, record.output.warnings);
+        }
+      } else {
+        for (const record of await replaySession({
+          sessionId: session.id,
+          messages: session.messages,
+          // A fresh policy per session: a governor's state belongs to its session.
+          policy: sessionPolicy()!,
+          tokenCounter: counter,
+        })) {
+          emit(record, record.items, record.warnings);
+        }
+      }
+      io.progress(index + 1, sessions.length, 'sessions');
+      // Backpressure: lines wait on disk, not in memory; a failed write shows up here.
+      if (out.writableNeedDrain && writeError === undefined) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            out.off('drain', done);
+            out.off('error', done);
+            resolve();
+          };
+          out.on('drain', done);
+          out.on('error', done);
+        });
+      }
+      if (writeError !== undefined) break;
+    }
+  } catch (error) {
+    await closed();
+    output.discard();
+    throw error;
+  }
+  await closed();
+  if (writeError !== undefined) {
+    output.discard();
+    throw failedWrite();
+  }
+  output.commit();
   io.stderr(`wrote ${lines} lines to ${options.emit}\n`);
   if (fallbacks.length > 0)
     io.stderr(

@@ -2,7 +2,6 @@
  * `selfgc train`: fit the valuator's model on recorded sessions (a user's own agent traces), and
  * check how it holds on families it was not fitted to.
  */
-import { writeFileSync } from 'node:fs';
 import { BadInputError } from '../core/errors.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import {
@@ -13,6 +12,7 @@ import {
 } from '../eval/train-valuator.js';
 import { checkOutputPaths } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
+import { writeOutputFile } from './output-file.js';
 
 export const TRAIN_HELP = `Usage: selfgc train <files...> --out FILE [options]
 
@@ -54,7 +54,7 @@ export function trainCommand(io: CliIo, files: string[], options: TrainOptions):
     (done) => io.progress(done, sessions.length, 'sessions'),
   );
   const model = fitEntryModel(set);
-  writeFileSync(options.out, `${JSON.stringify(model, null, 2)}\n`);
+  writeOutputFile(options.out, `${JSON.stringify(model, null, 2)}\n`);
   const trained = model.trainedOn as { examples: number; used: number; auc: number; messageAuc: number };
   io.stdout(
     `model: ${options.out}\n  ${set.sessions} sessions, ${trained.examples} examples (${trained.used} used), training AUC ${auc(trained.auc)}, within messages ${auc(trained.messageAuc)}\n`,

@@ -1,0 +1,44 @@
+import { mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openOutputStream, writeOutputFile } from './output-file.js';
+
+const folder = () => mkdtempSync(join(tmpdir(), 'selfgc-output-'));
+
+describe('writeOutputFile', () => {
+  it('replaces a file with the whole text, keeps its mode, and leaves nothing beside it', () => {
+    const directory = folder();
+    const path = join(directory, 'summary.json');
+    writeFileSync(path, 'old', { mode: 0o600 });
+    writeOutputFile(path, 'new');
+    expect(readFileSync(path, 'utf8')).toBe('new');
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(readdirSync(directory)).toEqual(['summary.json']);
+  });
+
+  it('writes through a symbolic link, which stays a link', () => {
+    const directory = folder();
+    const real = join(directory, 'real.md');
+    writeFileSync(real, 'old');
+    const link = join(directory, 'RESULTS.md');
+    symlinkSync(real, link);
+    writeOutputFile(link, 'new');
+    expect(readFileSync(real, 'utf8')).toBe('new');
+    expect(readdirSync(directory).sort()).toEqual(['RESULTS.md', 'real.md']);
+  });
+});
+
+describe('openOutputStream', () => {
+  it('leaves the previous file as it was when the output is discarded', async () => {
+    const directory = folder();
+    const path = join(directory, 'views.jsonl');
+    writeFileSync(path, 'previous\n');
+    const output = openOutputStream(path);
+    output.stream.write('half a line');
+    await new Promise<void>((resolve) => output.stream.end(resolve));
+    expect(readFileSync(path, 'utf8')).toBe('previous\n');
+    output.discard();
+    expect(readdirSync(directory)).toEqual(['views.jsonl']);
+  });
+});

@@ -1,0 +1,90 @@
+/**
+ * Writing an output whole or not at all: into a temporary file beside it, renamed over it once
+ * complete, so that a run that fails or is interrupted midway leaves the previous file as it was.
+ * A path that is not a regular file (/dev/stdout, a pipe) or whose directory cannot take the
+ * temporary file is written in place.
+ */
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  createWriteStream,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  type WriteStream,
+  writeFileSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
+
+export interface OutputStream {
+  stream: WriteStream;
+  /** After the stream closed without error: the output takes the file's place. */
+  commit: () => void;
+  /** After a failure: the partial output goes, the previous file stays. */
+  discard: () => void;
+}
+
+interface Target {
+  /** The file written; a symbolic link is followed, so the link stays. */
+  path: string;
+  /** The temporary file beside it, or undefined to write in place. */
+  temporary: string | undefined;
+  mode: number | undefined;
+}
+
+function targetOf(path: string): Target {
+  let existing: ReturnType<typeof statSync> | undefined;
+  try {
+    existing = statSync(path);
+  } catch {
+    existing = undefined;
+  }
+  if (existing !== undefined && !existing.isFile()) return { path, temporary: undefined, mode: undefined };
+  const target = existing === undefined ? path : realpathSync(path);
+  try {
+    accessSync(dirname(target), constants.W_OK);
+  } catch {
+    return { path, temporary: undefined, mode: undefined };
+  }
+  return {
+    path: target,
+    temporary: `${target}.${process.pid}.tmp`,
+    mode: existing === undefined ? undefined : existing.mode & 0o7777,
+  };
+}
+
+function replace(target: Target & { temporary: string }): void {
+  if (target.mode !== undefined) chmodSync(target.temporary, target.mode);
+  renameSync(target.temporary, target.path);
+}
+
+/** Write `text` to `path` whole, or leave `path` as it was. */
+export function writeOutputFile(path: string, text: string): void {
+  const target = targetOf(path);
+  if (target.temporary === undefined) {
+    writeFileSync(path, text);
+    return;
+  }
+  try {
+    writeFileSync(target.temporary, text);
+    replace({ ...target, temporary: target.temporary });
+  } catch (error) {
+    rmSync(target.temporary, { force: true });
+    throw error;
+  }
+}
+
+/** A stream whose output replaces `path` only on `commit`. */
+export function openOutputStream(path: string): OutputStream {
+  const target = targetOf(path);
+  const temporary = target.temporary;
+  if (temporary === undefined)
+    return { stream: createWriteStream(path), commit: () => undefined, discard: () => undefined };
+  return {
+    stream: createWriteStream(temporary),
+    commit: () => replace({ ...target, temporary }),
+    discard: () => rmSync(temporary, { force: true }),
+  };
+}
