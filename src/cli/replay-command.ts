@@ -7,11 +7,11 @@ import { toOpenAIChat } from '../adapters/openai-chat/convert-to-openai-chat.js'
 import { BadInputError, parseJson } from '../core/errors.js';
 import type { ViewItem } from '../core/project-view.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
-import type { Warning } from '../core/transcript.js';
+import type { Message, Warning } from '../core/transcript.js';
 import { sessionPolicies } from '../eval/evaluate-sessions.js';
 import { endpointContext, type LlmEndpoint } from '../eval/llm-endpoint.js';
 import { loadSessions } from '../eval/load-sessions.js';
-import { autoCuts, replayCuts } from '../eval/replay-cut.js';
+import { autoCuts, replayableCuts, replayCuts } from '../eval/replay-cut.js';
 import { type CallRecord, replaySession } from '../eval/replay-session.js';
 import { strategyByName } from '../eval/strategies/registry.js';
 import { plannerFallbackOf } from '../eval/strategies/selfgc-llm-strategy.js';
@@ -34,7 +34,9 @@ item is an integer (original message i, unchanged) or an OpenAI chat message (ch
                       session: one model call per assistant message under --window
   --window N          context window for session mode (default 32000)
   --keep F|auto       keep share of prefix tokens in cut mode, 0..1 (default auto)
-  --cuts auto|FILE    cut points: auto (4 per session) or a JSON file {sessionId: [indexes]}
+  --cuts auto|FILE    cut points: auto (4 per session) or a JSON file {sessionId: [indexes]},
+                      a cut i seeing messages 0..i-1; sessions not in the input and cuts with
+                      no assistant message at or after them are named on stderr and skipped
   --emit FILE         where to write the JSON lines (required)
 
 ${LLM_FLAGS_HELP}`;
@@ -63,7 +65,16 @@ function viewJson(items: readonly ViewItem[]): unknown[] {
 }
 
 function readCuts(file: string): Record<string, number[]> {
-  const value = parseJson(readFileSync(file, 'utf8'), file);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new BadInputError(
+      `--cuts ${file}: ${code === 'ENOENT' ? 'no such file' : `cannot read (${code ?? String(error)})`}`,
+    );
+  }
+  const value = parseJson(text, file);
   if (!value || typeof value !== 'object' || Array.isArray(value))
     throw new BadInputError(`${file}: expected an object {sessionId: [cut indexes]}`);
   for (const [id, cuts] of Object.entries(value)) {
@@ -73,12 +84,48 @@ function readCuts(file: string): Record<string, number[]> {
   return value as Record<string, number[]>;
 }
 
+/**
+ * What of a cuts file replay cannot use: sessions not in the input, cuts past a session's end or
+ * with no assistant message after them. Refused when nothing is left, said on stderr otherwise.
+ */
+function checkCuts(
+  io: CliIo,
+  file: string,
+  cuts: Record<string, number[]>,
+  sessions: ReadonlyArray<{ id: string; messages: readonly Message[] }>,
+): void {
+  const byId = new Map(sessions.map((session) => [session.id, session]));
+  const skipped: string[] = [];
+  let replayable = 0;
+  for (const [id, wanted] of Object.entries(cuts)) {
+    const session = byId.get(id);
+    if (session === undefined) {
+      skipped.push(`session "${id}" is not in the input`);
+      continue;
+    }
+    const usable = new Set(replayableCuts(session.messages, wanted));
+    replayable += usable.size;
+    const unusable = [...new Set(wanted)].filter((cut) => !usable.has(cut));
+    if (unusable.length > 0)
+      skipped.push(
+        `session "${id}" (${session.messages.length} messages) has no assistant message at or after cut ${unusable.join(', ')}`,
+      );
+  }
+  if (replayable === 0)
+    throw new BadInputError(
+      `--cuts ${file}: no cut to replay${skipped.length > 0 ? `: ${skipped.join('; ')}` : ''}`,
+    );
+  for (const reason of skipped) io.stderr(`--cuts ${file}: skipped: ${reason}\n`);
+}
+
 export async function replayCommand(io: CliIo, files: string[], options: ReplayOptions): Promise<number> {
   checkOutputPaths([['--emit', options.emit]], options.cuts === 'auto' ? files : [...files, options.cuts]);
   const context = endpointContext(options.llm, io.env ?? {});
   const strategy = strategyByName(options.strategy, context);
   const explicitCuts = options.cuts === 'auto' ? undefined : readCuts(options.cuts);
   const sessions = loadSessions(files);
+  if (explicitCuts !== undefined && options.mode === 'cut')
+    checkCuts(io, options.cuts, explicitCuts, sessions);
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));
   const sessionPolicy = () => sessionPolicies(options.strategy, options.window, counter, context)[0];
   if (options.mode === 'session' && !sessionPolicy())

@@ -92,6 +92,30 @@ describe('selfgc replay', () => {
     ).rejects.toThrow(/--keep/);
   });
 
+  it('names a --cuts file it cannot read, and cuts it cannot replay, instead of writing nothing', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-'));
+    const out = join(folder, 'out.jsonl');
+    const replay = (cuts: string) => ['replay', SAMPLE, '--strategy', 'none', '--cuts', cuts, '--emit', out];
+    const { io, err } = captureIo();
+    await expect(runCommand(replay(join(folder, 'missing.json')), io)).rejects.toThrow(
+      `--cuts ${join(folder, 'missing.json')}: no such file`,
+    );
+    const unknown = join(folder, 'unknown.json');
+    writeFileSync(unknown, '{"selfgc-sample:typo": [20], "selfgc-sample:ledger": [500]}');
+    await expect(runCommand(replay(unknown), io)).rejects.toThrow(
+      `--cuts ${unknown}: no cut to replay: session "selfgc-sample:typo" is not in the input; session "selfgc-sample:ledger" (33 messages) has no assistant message at or after cut 500`,
+    );
+    expect(existsSync(out)).toBe(false);
+    const partly = join(folder, 'partly.json');
+    writeFileSync(partly, '{"selfgc-sample:typo": [20], "selfgc-sample:ledger": [20, 500]}');
+    expect(await runCommand(replay(partly), io)).toBe(0);
+    expect(readFileSync(out, 'utf8').trim().split('\n')).toHaveLength(1);
+    expect(err()).toContain(`--cuts ${partly}: skipped: session "selfgc-sample:typo" is not in the input\n`);
+    expect(err()).toContain(
+      `--cuts ${partly}: skipped: session "selfgc-sample:ledger" (33 messages) has no assistant message at or after cut 500\n`,
+    );
+  });
+
   it('refuses the oracle in session mode: it needs the continuation', async () => {
     const { io } = captureIo();
     const out = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'out.jsonl');
