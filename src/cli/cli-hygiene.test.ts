@@ -172,7 +172,7 @@ describe('numeric options', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'selfgc-hygiene-')), 'x.jsonl');
     for (const [argv, message] of [
       [
-        ['replay', SAMPLE, '--strategy', 'none', '--window', '-5', '--emit', out],
+        ['replay', SAMPLE, '--strategy', 'none', '--mode', 'session', '--window', '-5', '--emit', out],
         '--window: expected a positive integer, got "-5"',
       ],
       [['eval', SAMPLE, '--window', '0'], '--window: expected a positive integer, got "0"'],

@@ -44,8 +44,8 @@ the budget sweep, matched-rate comparison, and session-mode cost under cache pri
                          ${COMMIT_VARIANT_NAMES.join(', ')} (selfgc under the paper's commit policy) runs only
                          when named, in session mode
   --modes cut,session    which replays to run (default: both)
-  --window N             window for session mode (default 32000)
-  --cuts-per-session N   automatic cut points per session (default 4)
+  --window N             window of session mode (default 32000)
+  --cuts-per-session N   automatic cut points per session in cut mode (default 4)
   --workers N            worker threads (default: one per core)
   --json FILE            write the summary as JSON
   --report FILE          write the self-contained HTML report

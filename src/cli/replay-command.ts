@@ -32,9 +32,10 @@ item is an integer (original message i, unchanged) or an OpenAI chat message (ch
                       selfgc-llm (the LLM planner; needs --llm-url and --llm-model)
   --mode cut|session  cut: at cut points before assistant messages (default);
                       session: one model call per assistant message under --window
-  --window N          context window for session mode (default 32000)
-  --keep F|auto       keep share of prefix tokens in cut mode, 0..1 (default auto)
-  --cuts auto|FILE    cut points: auto (4 per session) or a JSON file {sessionId: [indexes]},
+  --window N          context window, session mode only (default 32000)
+  --keep F|auto       keep share of prefix tokens, cut mode only: a share in (0, 1] or auto
+                      (default auto)
+  --cuts auto|FILE    cut mode only; cut points: auto (4 per session) or a JSON file {sessionId: [indexes]},
                       a cut i seeing messages 0..i-1; sessions not in the input and cuts with
                       no assistant message at or after them are named on stderr and skipped
   --emit FILE         where to write the JSON lines (required)

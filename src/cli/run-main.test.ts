@@ -116,6 +116,34 @@ describe('selfgc replay', () => {
     );
   });
 
+  it('refuses an option of the other mode instead of ignoring it', async () => {
+    const { io, progress } = captureIo();
+    const out = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'out.jsonl');
+    const replay = ['replay', SAMPLE, '--strategy', 'none', '--emit', out];
+    for (const [argv, message] of [
+      [
+        [...replay, '--mode', 'session', '--keep', '0.5'],
+        '--keep applies to cut mode only, not --mode session',
+      ],
+      [
+        [...replay, '--mode', 'session', '--cuts', out],
+        '--cuts applies to cut mode only, not --mode session',
+      ],
+      [[...replay, '--window', '6000'], '--window applies to session mode only, not --mode cut'],
+      [
+        ['eval', SAMPLE, '--modes', 'cut', '--window', '6000'],
+        '--window is the window of session mode: add session to --modes',
+      ],
+      [
+        ['eval', SAMPLE, '--modes', 'session', '--cuts-per-session', '2'],
+        '--cuts-per-session sets the cuts of cut mode: add cut to --modes',
+      ],
+    ] as const)
+      await expect(runCommand([...argv], io)).rejects.toThrow(message);
+    expect(progress()).toBe(0);
+    expect(existsSync(out)).toBe(false);
+  });
+
   it('refuses the oracle in session mode: it needs the continuation', async () => {
     const { io } = captureIo();
     const out = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'out.jsonl');

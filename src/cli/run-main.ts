@@ -148,6 +148,13 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       const mode = values.mode ?? 'cut';
       if (mode !== 'cut' && mode !== 'session')
         throw new BadInputError(`--mode must be cut or session, got "${String(mode)}"`);
+      // An option of the other mode would be ignored: the user meant something else.
+      const otherModes = { cut: ['window'], session: ['keep', 'cuts'] } as const;
+      const stray = otherModes[mode].find((name) => values[name] !== undefined);
+      if (stray !== undefined)
+        throw new BadInputError(
+          `--${stray} applies to ${mode === 'cut' ? 'session' : 'cut'} mode only, not --mode ${mode}`,
+        );
       const llm = readLlmEndpoint(values, io.env);
       return replayCommand(io, positionals, {
         strategy: values.strategy,
@@ -202,6 +209,14 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       for (const mode of modes)
         if (mode !== 'cut' && mode !== 'session')
           throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
+      if (
+        values.window !== undefined &&
+        !modes.includes('session') &&
+        values['leave-one-family-out'] !== true
+      )
+        throw new BadInputError('--window is the window of session mode: add session to --modes');
+      if (values['cuts-per-session'] !== undefined && !modes.includes('cut'))
+        throw new BadInputError('--cuts-per-session sets the cuts of cut mode: add cut to --modes');
       const llm = readLlmEndpoint(values, io.env);
       const judge = readJudgeFlags(values, llm, modes);
       return evalCommand(
