@@ -237,6 +237,28 @@ describe('selfgc proxy', () => {
     );
   });
 
+  it('refuses an upstream that is not an http(s) base URL before it starts', async () => {
+    const { io, err } = captureIo();
+    for (const [argv, message] of [
+      [
+        ['--upstream-openai', 'api.openai.com'],
+        '--upstream-openai must be an http(s) URL such as https://api.openai.com, got "api.openai.com"',
+      ],
+      [
+        ['--upstream-anthropic', 'ftp://example.com'],
+        '--upstream-anthropic must be an http(s) URL such as https://api.anthropic.com, got "ftp://example.com"',
+      ],
+      [
+        ['--upstream-openai', 'http://127.0.0.1:9/v1?key=x'],
+        '--upstream-openai is a base URL: it takes no ?query or #fragment, got "http://127.0.0.1:9/v1?key=x"',
+      ],
+    ] as const)
+      await expect(runCommand(['proxy', '--port', '0', '--store', 'memory:', ...argv], io)).rejects.toThrow(
+        message,
+      );
+    expect(err()).not.toContain('listening');
+  });
+
   it('refuses a --model it cannot read before it starts, and explains --model in its help', async () => {
     const { io, out } = captureIo();
     await expect(runCommand(['proxy', '--model', '/no/such/model.json'], io)).rejects.toThrow(

@@ -61,6 +61,22 @@ function portNumber(value: string | undefined): number {
   return number;
 }
 
+/** An upstream's base URL: http(s), the request's path and query are appended to it. */
+function upstreamUrl(value: string | boolean | undefined, flag: string, fallback: string): string {
+  if (typeof value !== 'string') return fallback;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(value);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:')
+    throw new BadInputError(`${flag} must be an http(s) URL such as ${fallback}, got "${value}"`);
+  if (parsed.search !== '' || parsed.hash !== '')
+    throw new BadInputError(`${flag} is a base URL: it takes no ?query or #fragment, got "${value}"`);
+  return value;
+}
+
 function keepShare(value: string | undefined): number | 'auto' {
   if (value === undefined || value === 'auto') return 'auto';
   const number = Number(value);
@@ -289,14 +305,12 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       return proxyCommand(io, {
         port: portNumber(values.port as string | undefined),
         host: typeof values.host === 'string' ? values.host : '127.0.0.1',
-        upstreamOpenai:
-          typeof values['upstream-openai'] === 'string'
-            ? values['upstream-openai']
-            : 'https://api.openai.com',
-        upstreamAnthropic:
-          typeof values['upstream-anthropic'] === 'string'
-            ? values['upstream-anthropic']
-            : 'https://api.anthropic.com',
+        upstreamOpenai: upstreamUrl(values['upstream-openai'], '--upstream-openai', 'https://api.openai.com'),
+        upstreamAnthropic: upstreamUrl(
+          values['upstream-anthropic'],
+          '--upstream-anthropic',
+          'https://api.anthropic.com',
+        ),
         ...(typeof values.window === 'string'
           ? { window: positiveInteger(values.window, '--window', 128000) }
           : {}),
