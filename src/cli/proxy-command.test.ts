@@ -123,6 +123,33 @@ describe('selfgc proxy', () => {
     await upstream.close();
   }, 60_000);
 
+  it('says why its store is unavailable when it starts degraded', async () => {
+    const proxy = await startCli([
+      '--port',
+      '0',
+      '--governance-threads',
+      '0',
+      '--store',
+      'sqlite:/no/such/directory/selfgc.db',
+    ]);
+    children.push(proxy.child);
+    expect(proxy.stderr()).toContain('store sqlite unavailable: serving degraded');
+    await expect.poll(() => proxy.stderr()).toContain('"event":"store"');
+    const event = JSON.parse(
+      proxy
+        .stderr()
+        .split('\n')
+        .find((line) => line.includes('"event":"store"'))!,
+    ) as {
+      status: string;
+      error?: string;
+    };
+    expect(event.status).toBe('down');
+    expect(event.error).toMatch(
+      /\/no\/such\/directory\/selfgc\.db: cannot open \(.*directory does not exist/,
+    );
+  }, 60_000);
+
   it('refuses a bad store URL with one line and a non-zero exit', async () => {
     await expect(startCli(['--store', 'ftp://nowhere'])).rejects.toThrow(
       /exited with [1-9]\d*: selfgc: .*ftp/,

@@ -155,6 +155,8 @@ function storeEvent(io: CliIo, health: StoreHealth): void {
       store: health.kind,
       breaker: health.breaker,
       status: health.status,
+      // Why it is down, so that a store that can never open (a wrong path) is seen at start-up.
+      ...(health.status === 'down' && health.lastError !== undefined ? { error: health.lastError } : {}),
     })}\n`,
   );
 }
