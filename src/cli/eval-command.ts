@@ -16,7 +16,7 @@ import { DEFAULT_SWEEP } from '../eval/evaluate-sessions.js';
 import { holdOutFamilies } from '../eval/hold-out-families.js';
 import { FAILURE_CATEGORIES, JUDGE_DIMENSIONS } from '../eval/judge-llm.js';
 import { endpointContext, type LlmEndpoint } from '../eval/llm-endpoint.js';
-import { familyOf, loadSessions } from '../eval/load-sessions.js';
+import { loadSessions, requireTwoFamilies } from '../eval/load-sessions.js';
 import { renderMarkdown } from '../eval/report/render-markdown.js';
 import { renderReport } from '../eval/report/render-report.js';
 import { runEval } from '../eval/run-eval.js';
@@ -275,10 +275,7 @@ export async function evalCommand(
   for (const name of options.strategies) strategyByName(name, context);
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
-  if (options.leaveOneFamilyOut && new Set(sessions.map(familyOf)).size < 2)
-    throw new BadInputError(
-      '--leave-one-family-out needs sessions from at least two files: each file is a family, and one is held out at a time',
-    );
+  if (options.leaveOneFamilyOut) requireTwoFamilies(sessions);
   io.stderr(
     `evaluating ${sessions.length} sessions × ${options.strategies.length} strategies (${options.modes.join(' + ')} mode)\n`,
   );

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -9,9 +9,9 @@ import { runCommand } from './run-main.js';
 import { captureIo } from './testing/capture-io.js';
 
 describe('selfgc train and --model', () => {
-  function sessionsFile(): string {
+  function sessionsFile(family = 'review-agent', rounds = [24, 30]): string {
     const directory = mkdtempSync(join(tmpdir(), 'selfgc-train-'));
-    const file = join(directory, 'review-agent.jsonl');
+    const file = join(directory, `${family}.jsonl`);
     const chat = (messages: RecordedSession['messages']) =>
       messages.map((message) => {
         if (message.role === 'tool') {
@@ -28,7 +28,7 @@ describe('selfgc train and --model', () => {
       });
     writeFileSync(
       file,
-      [24, 30]
+      rounds
         .map((rounds, index) => JSON.stringify({ id: `s${index}`, messages: chat(recallingSession(rounds)) }))
         .join('\n'),
     );
@@ -37,13 +37,17 @@ describe('selfgc train and --model', () => {
 
   it('writes a model that eval --model reads, and prints leave-one-family-out', async () => {
     const file = sessionsFile();
+    const other = sessionsFile('coding-agent', [28]);
     const out = join(mkdtempSync(join(tmpdir(), 'selfgc-model-')), 'model.json');
     const train = captureIo();
-    expect(await runCommand(['train', file, '--out', out, '--leave-one-family-out'], train.io)).toBe(0);
+    expect(await runCommand(['train', file, other, '--out', out, '--leave-one-family-out'], train.io)).toBe(
+      0,
+    );
     expect(train.out()).toMatch(
-      /2 sessions, \d+ examples \(\d+ used\), training AUC 0\.\d{3}, within messages 0\.\d{3}/,
+      /3 sessions, \d+ examples \(\d+ used\), training AUC 0\.\d{3}, within messages 0\.\d{3}/,
     );
     expect(train.out()).toMatch(/review-agent(\s+\d+){1}(\s+\d\.\d{3}){4}\n/);
+    expect(train.out()).toMatch(/coding-agent(\s+\d+){1}(\s+\d\.\d{3}){4}\n/);
     parseEntryModel(JSON.parse(readFileSync(out, 'utf8')));
     const evaluate = captureIo();
     expect(
@@ -88,6 +92,18 @@ describe('selfgc train and --model', () => {
     await expect(
       runCommand(['train', file, '--out', join(directory, 'model.json'), '--horizon', '0'], captureIo().io),
     ).rejects.toThrow(/--horizon: expected a positive integer/);
+  });
+
+  it('refuses leave-one-family-out on one family, which has nothing to be held out from', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'selfgc-model-')), 'model.json');
+    const io = captureIo();
+    await expect(
+      runCommand(['train', sessionsFile(), '--out', out, '--leave-one-family-out'], io.io),
+    ).rejects.toThrow(
+      '--leave-one-family-out needs sessions from at least two files: each file is a family, and one is held out at a time',
+    );
+    expect(io.progress()).toBe(0);
+    expect(existsSync(out)).toBe(false);
   });
 
   it('refuses a missing --out, a missing model file and a file that is not a model', async () => {

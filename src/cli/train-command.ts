@@ -3,7 +3,7 @@
  * check how it holds on families it was not fitted to.
  */
 import { BadInputError } from '../core/errors.js';
-import { loadSessions } from '../eval/load-sessions.js';
+import { loadSessions, requireTwoFamilies } from '../eval/load-sessions.js';
 import {
   collectExamples,
   DEFAULT_HORIZON,
@@ -28,8 +28,8 @@ first, and which names a pruned request's tombstone keeps). Writes the model as 
   --horizon N                 an entry is labelled used when one of the next N assistant messages
                               uses it (default ${DEFAULT_HORIZON}: a fold's index stands for many
                               calls after the one that folded it)
-  --leave-one-family-out      also fit once without each family (each input file is a family)
-                              and print its AUC held out next to its AUC in the full model,
+  --leave-one-family-out      also fit once without each family (each input file is a family;
+                              two files at least) and print its AUC held out next to its AUC in the full model,
                               over all its entries and within its messages
 `;
 
@@ -47,6 +47,7 @@ export function trainCommand(io: CliIo, files: string[], options: TrainOptions):
   checkOutputPaths([['--out', options.out]], files);
   const sessions = loadSessions(files);
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
+  if (options.leaveOneFamilyOut) requireTwoFamilies(sessions);
   io.stderr(`collecting examples from ${sessions.length} sessions\n`);
   const set = collectExamples(
     sessions,

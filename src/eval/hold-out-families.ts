@@ -5,10 +5,9 @@
  * none. A model that holds only on the families it was fitted on shows here as a gap between the
  * first two; what a model adds at all, as the gap to the third.
  */
-import { BadInputError } from '../core/errors.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
 import type { EvalSummary, FamilyHoldOut, FamilyResult } from './eval-summary.js';
-import { familyOf, type RecordedSession } from './load-sessions.js';
+import { familyOf, type RecordedSession, requireTwoFamilies } from './load-sessions.js';
 import type { RunEvalOptions } from './run-eval.js';
 import { collectExamples, fitEntryModel } from './train-valuator.js';
 
@@ -70,10 +69,7 @@ export async function holdOutFamilies(
     const family = familyOf(session);
     byFamily.set(family, [...(byFamily.get(family) ?? []), session]);
   }
-  if (byFamily.size < 2)
-    throw new BadInputError(
-      '--leave-one-family-out needs sessions from at least two files: each file is a family, and one is held out at a time',
-    );
+  requireTwoFamilies(sessions);
   options.onStage?.(`leave one family out: collecting training examples from ${sessions.length} sessions`);
   const examples = collectExamples(sessions);
   const shippedFamilies = new Set(familiesIn(options.shippedModel));

@@ -22,6 +22,14 @@ export function familyOf(session: Pick<RecordedSession, 'file'>): string {
   return basename(session.file).replace(/\.jsonl$/, '');
 }
 
+/** Leave-one-family-out holds each family out of a fit on the others: it needs two at least. */
+export function requireTwoFamilies(sessions: ReadonlyArray<Pick<RecordedSession, 'file'>>): void {
+  if (new Set(sessions.map(familyOf)).size < 2)
+    throw new BadInputError(
+      '--leave-one-family-out needs sessions from at least two files: each file is a family, and one is held out at a time',
+    );
+}
+
 /** The lines of a session file, or a clear error when it cannot be read. */
 export function readSessionLines(file: string): string[] {
   let content: string;
