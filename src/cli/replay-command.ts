@@ -28,8 +28,10 @@ Replay recorded sessions with one strategy and write one JSON line per cut or mo
 item is an integer (original message i, unchanged) or an OpenAI chat message (changed/inserted).
 
   --strategy NAME     none, oldest-turn, tool-prune, tool-mask-prune, hybrid, clear-tool-uses,
-                      last-5-observations, selfgc, oracle (upper bound: sees the continuation),
-                      selfgc-llm (the LLM planner; needs --llm-url and --llm-model)
+                      last-5-observations, selfgc, oracle (upper bound: sees the continuation);
+                      selfgc-paper (selfgc under the paper's commit policy, in session mode);
+                      selfgc-llm (the LLM planner) and selfgc-hints (selfgc with the LLM's
+                      hints) need --llm-url and --llm-model
   --mode cut|session  cut: at cut points before assistant messages (default);
                       session: one model call per assistant message under --window
   --window N          context window, session mode only (default 32000)

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { COMMIT_VARIANT_NAMES, LLM_STRATEGY_NAMES, STRATEGY_NAMES } from '../eval/strategies/registry.js';
 import { runCommand } from './run-main.js';
 import { captureIo } from './testing/capture-io.js';
 
@@ -80,6 +81,13 @@ describe('selfgc replay', () => {
     expect(lines.some((line) => (line.view as unknown[]).some((item) => typeof item === 'object'))).toBe(
       true,
     );
+  });
+
+  it('names in its help every strategy it runs', async () => {
+    const { io, out } = captureIo();
+    expect(await runCommand(['replay', '--help'], io)).toBe(0);
+    for (const name of [...STRATEGY_NAMES, ...COMMIT_VARIANT_NAMES, ...LLM_STRATEGY_NAMES])
+      expect(out()).toMatch(new RegExp(`[ ,(]${name}[ ,;()]`));
   });
 
   it('refuses an unknown strategy and a bad keep share', async () => {
