@@ -1,7 +1,7 @@
 /**
  * `selfgc inspect <sessions.jsonl> [--session ID] [--json]`: a session's ledger.
  */
-import { NotFoundError } from '../core/errors.js';
+import { BadInputError, NotFoundError } from '../core/errors.js';
 import { indexTranscript, type Ledger } from '../core/ledger.js';
 import { loadSessions } from '../eval/load-sessions.js';
 import { createTokenCounter } from '../tokenizers/create-token-counter.js';
@@ -39,6 +39,12 @@ function ledgerRows(ledger: Ledger) {
   }));
 }
 
+/** The ids a file holds, the first few: what `--session` takes. */
+function sessionIds(sessions: ReadonlyArray<{ id: string }>): string {
+  const shown = sessions.slice(0, 5).map((session) => session.id);
+  return `${shown.join(', ')}${sessions.length > shown.length ? ', …' : ''}`;
+}
+
 export function inspectCommand(
   io: CliIo,
   file: string,
@@ -46,10 +52,16 @@ export function inspectCommand(
 ): number {
   // The reader of eval and replay: a file one of them refuses, inspect refuses the same way.
   const sessions = loadSessions([file]);
+  // An empty file is refused as eval and train refuse it.
+  if (sessions.length === 0) throw new BadInputError(`no sessions in ${file}`);
   const found = options.session ? sessions.find((session) => session.id === options.session) : sessions[0];
   if (!found)
     throw new NotFoundError(
-      options.session ? `${file}: no session with id "${options.session}"` : `${file}: no sessions`,
+      `${file}: no session with id "${options.session}" (it holds ${sessions.length}: ${sessionIds(sessions)})`,
+    );
+  if (options.session === undefined && sessions.length > 1)
+    io.stderr(
+      `showing ${found.id}, the first of ${sessions.length} sessions (--session ID for another: ${sessionIds(sessions.slice(1))})\n`,
     );
   const ledger = indexTranscript(found.messages, { tokenCounter: createTokenCounter('o200k_base') });
   const rows = ledgerRows(ledger);

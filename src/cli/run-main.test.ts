@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../core/errors.js';
 import { COMMIT_VARIANT_NAMES, LLM_STRATEGY_NAMES, STRATEGY_NAMES } from '../eval/strategies/registry.js';
 import { runCommand } from './run-main.js';
 import { captureIo } from './testing/capture-io.js';
@@ -38,6 +39,24 @@ describe('selfgc inspect', () => {
     writeFileSync(bad, '\n{"id": 1\n');
     await expect(runCommand(['inspect', bad], io)).rejects.toThrow(/bad\.jsonl: line 2: invalid JSON/);
     await expect(runCommand(['inspect', SAMPLE, '--bogus'], io)).rejects.toThrow(/bogus/);
+  });
+
+  it('says which session of many it shows, and which ids a file holds; refuses an empty file as eval does', async () => {
+    const { io, out, err } = captureIo();
+    expect(await runCommand(['inspect', SAMPLE], io)).toBe(0);
+    expect(out()).toMatch(/^session selfgc-sample:ledger: /);
+    expect(err()).toBe(
+      'showing selfgc-sample:ledger, the first of 6 sessions (--session ID for another: selfgc-sample:commit, selfgc-sample:planner, selfgc-sample:stores, selfgc-sample:eval, selfgc-sample:cli)\n',
+    );
+    await expect(runCommand(['inspect', SAMPLE, '--session', 'selfgc-sample:typo'], io)).rejects.toThrow(
+      `${SAMPLE}: no session with id "selfgc-sample:typo" (it holds 6: selfgc-sample:ledger, selfgc-sample:commit, selfgc-sample:planner, selfgc-sample:stores, selfgc-sample:eval, …)`,
+    );
+    const empty = join(mkdtempSync(join(tmpdir(), 'selfgc-')), 'empty.jsonl');
+    writeFileSync(empty, '\n');
+    const fromInspect = await runCommand(['inspect', empty], io).catch((error: unknown) => error);
+    const fromEval = await runCommand(['eval', empty], io).catch((error: unknown) => error);
+    expect(fromInspect).toBeInstanceOf(BadInputError);
+    expect(fromInspect).toEqual(fromEval);
   });
 
   it('refuses leave-one-family-out on one file before anything runs, and agent tools without recovery', async () => {
