@@ -55,8 +55,21 @@ describe('parseSessionLine', () => {
   it('names the line of a missing id or messages', () => {
     expect(() => parseSessionLine(JSON.stringify({ messages: [] }), 2)).toThrow(/^line 2: id: /);
     expect(() => parseSessionLine(JSON.stringify({ id: 'x' }), 5)).toThrow(/^line 5: messages: /);
-    expect(() => parseSessionLine('[]', 6)).toThrow(/^line 6: .*expected object/);
+    expect(() => parseSessionLine('"x"', 6)).toThrow(/^line 6: .*expected object/);
     expect(() => parseSessionLine('   ', 9)).toThrow(/^line 9: empty line/);
+  });
+
+  it('says what the usual wrong files are: a JSON array, pretty-printed JSON, a file of messages', () => {
+    const jsonLines = 'a sessions file holds one {"id", "messages": [...]} object per line (JSON lines)';
+    expect(() => parseSessionLine(JSON.stringify([session]), 1)).toThrow(
+      `line 1: a JSON array: ${jsonLines}`,
+    );
+    expect(() => parseSessionLine('{', 1)).toThrow(
+      `line 1: "{" alone: ${jsonLines} (is it pretty-printed JSON?)`,
+    );
+    expect(() => parseSessionLine(JSON.stringify({ role: 'user', content: 'hi' }), 2)).toThrow(
+      `line 2: a message, not a session: ${jsonLines}`,
+    );
   });
 
   it('names the line, session and message index of a malformed message', () => {

@@ -42,6 +42,9 @@ const SessionLine = z.object({
   messages: z.array(z.unknown()),
 });
 
+const ONE_SESSION_PER_LINE =
+  'a sessions file holds one {"id", "messages": [...]} object per line (JSON lines)';
+
 /**
  * Parse one line (1-based `lineNumber`, used in errors) of a sessions file.
  *
@@ -51,7 +54,15 @@ const SessionLine = z.object({
 export function parseSessionLine(line: string, lineNumber: number): RecordedSessionLine {
   const where = `line ${lineNumber}`;
   if (line.trim() === '') throw new BadInputError(`${where}: empty line`);
+  // The usual wrong files: pretty-printed JSON, a JSON array of sessions, a file of messages.
+  if (line.trim() === '{' || line.trim() === '[')
+    throw new BadInputError(
+      `${where}: "${line.trim()}" alone: ${ONE_SESSION_PER_LINE} (is it pretty-printed JSON?)`,
+    );
   const value = parseJson(line, where);
+  if (Array.isArray(value)) throw new BadInputError(`${where}: a JSON array: ${ONE_SESSION_PER_LINE}`);
+  if (value !== null && typeof value === 'object' && 'role' in value && !('messages' in value))
+    throw new BadInputError(`${where}: a message, not a session: ${ONE_SESSION_PER_LINE}`);
   const session = SessionLine.safeParse(value);
   if (!session.success) throw new BadInputError(`${where}: ${describeIssues(session.error.issues)}`);
   const { id, source, license, meta, messages } = session.data;
