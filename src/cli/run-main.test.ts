@@ -264,6 +264,14 @@ describe('selfgc proxy', () => {
     );
   });
 
+  it('refuses a positional argument, such as a port without --port, before it starts', async () => {
+    const { io, err } = captureIo();
+    await expect(runCommand(['proxy', '9000', '--port', '0', '--store', 'memory:'], io)).rejects.toThrow(
+      'proxy takes no positional arguments, got "9000" (--port N for a port; see selfgc proxy --help)',
+    );
+    expect(err()).not.toContain('listening');
+  });
+
   it('refuses an upstream that is not an http(s) base URL before it starts', async () => {
     const { io, err } = captureIo();
     for (const [argv, message] of [

@@ -265,7 +265,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       );
     }
     case 'proxy': {
-      const { values } = parse(rest, {
+      const { values, positionals } = parse(rest, {
         port: { type: 'string' },
         host: { type: 'string' },
         'upstream-openai': { type: 'string' },
@@ -289,6 +289,10 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         model: { type: 'string' },
       });
       if (values.help) return showHelp(io, PROXY_HELP);
+      if (positionals.length > 0)
+        throw new BadInputError(
+          `proxy takes no positional arguments, got "${positionals.join(' ')}" (--port N for a port; see selfgc proxy --help)`,
+        );
       const entryModel = readModelFlag(values.model);
       const retainMs = retention(values.retain as string | undefined);
       const tenantHeader = values['tenant-header'] as string | undefined;
