@@ -249,6 +249,17 @@ describe('selfgc eval', () => {
     expect(results).toContain('## Session mode by prefix length');
   }, 120_000);
 
+  it('refuses a strategy or mode named twice, which would count its cuts twice', async () => {
+    const { io, progress } = captureIo();
+    await expect(runCommand(['eval', SAMPLE, '--strategies', 'none,selfgc, none'], io)).rejects.toThrow(
+      '--strategies names "none" twice',
+    );
+    await expect(runCommand(['eval', SAMPLE, '--modes', 'cut,cut'], io)).rejects.toThrow(
+      '--modes names "cut" twice',
+    );
+    expect(progress()).toBe(0);
+  });
+
   it('shows help', async () => {
     const { io, out } = captureIo();
     expect(await runCommand(['eval', '--help'], io)).toBe(0);

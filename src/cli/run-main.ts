@@ -225,6 +225,18 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       for (const mode of modes)
         if (mode !== 'cut' && mode !== 'session')
           throw new BadInputError(`--modes takes cut and/or session, got "${mode}"`);
+      const strategies =
+        typeof values.strategies === 'string'
+          ? values.strategies.split(',').map((name) => name.trim())
+          : STRATEGY_NAMES;
+      // A name given twice would run twice and count its cuts twice in the intervals.
+      for (const [flag, names] of [
+        ['--modes', modes],
+        ['--strategies', strategies],
+      ] as const) {
+        const twice = names.find((name, index) => names.indexOf(name) !== index);
+        if (twice !== undefined) throw new BadInputError(`${flag} names "${twice}" twice`);
+      }
       if (
         values.window !== undefined &&
         !modes.includes('session') &&
@@ -239,10 +251,7 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         io,
         positionals,
         {
-          strategies:
-            typeof values.strategies === 'string'
-              ? values.strategies.split(',').map((name) => name.trim())
-              : STRATEGY_NAMES,
+          strategies,
           modes: modes as Array<'cut' | 'session'>,
           window: positiveInteger(values.window as string | undefined, '--window', 32000),
           cutsPerSession: positiveInteger(
