@@ -76,6 +76,16 @@ describe('loadSessions', () => {
     expect(loadSessions([sessionsFile('empty.jsonl', ['', ''])])).toEqual([]);
   });
 
+  it('refuses a session id met twice, in a file given twice or in two files', () => {
+    const file = sessionsFile('one.jsonl', [JSON.stringify(first)]);
+    expect(() => loadSessions([file, file])).toThrow(
+      `session "${first.id}" is in ${file} line 1 and again in ${file} line 1`,
+    );
+    const copy = sessionsFile('copy.jsonl', ['', JSON.stringify(first)]);
+    expect(() => loadSessions([file, copy])).toThrow(BadInputError);
+    expect(() => loadSessions([file, copy])).toThrow(`and again in ${copy} line 2`);
+  });
+
   it('refuses a missing file with a not-found error naming it', () => {
     const missing = join(directory, 'nowhere.jsonl');
     expect(() => loadSessions([missing])).toThrow(NotFoundError);

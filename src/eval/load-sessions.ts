@@ -66,12 +66,25 @@ export function parseRecordedSession(file: string, line: string, lineNumber: num
   }
 }
 
-/** Every session of the given files, in file order. Blank lines are skipped. */
+/**
+ * Every session of the given files, in file order. Blank lines are skipped. An id met twice (a
+ * file given twice, a session copied into another file) is refused: results are counted by
+ * session, and a session counted twice narrows every interval it is in.
+ */
 export function loadSessions(files: readonly string[]): RecordedSession[] {
   const sessions: RecordedSession[] = [];
+  const seen = new Map<string, RecordedSession>();
   for (const file of files) {
     readSessionLines(file).forEach((line, index) => {
-      if (line.trim().length > 0) sessions.push(parseRecordedSession(file, line, index + 1));
+      if (line.trim().length === 0) return;
+      const session = parseRecordedSession(file, line, index + 1);
+      const first = seen.get(session.id);
+      if (first !== undefined)
+        throw new BadInputError(
+          `session "${session.id}" is in ${first.file} line ${first.line} and again in ${file} line ${session.line}`,
+        );
+      seen.set(session.id, session);
+      sessions.push(session);
     });
   }
   return sessions;
