@@ -4,10 +4,28 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
 import { COMMIT_VARIANT_NAMES, LLM_STRATEGY_NAMES, STRATEGY_NAMES } from '../eval/strategies/registry.js';
+import { REPLAY_HELP } from './replay-command.js';
 import { runCommand } from './run-main.js';
 import { captureIo } from './testing/capture-io.js';
 
 const SAMPLE = new URL('../../samples/selfgc-sessions.jsonl', import.meta.url).pathname;
+
+describe('selfgc', () => {
+  it("prints its version, and a command's help through help <command>", async () => {
+    const version = (
+      JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+        version: string;
+      }
+    ).version;
+    const { io, out } = captureIo();
+    expect(await runCommand(['--version'], io)).toBe(0);
+    expect(out()).toBe(`selfgc ${version}\n`);
+    const help = captureIo();
+    expect(await runCommand(['help', 'replay'], help.io)).toBe(0);
+    expect(help.out()).toBe(REPLAY_HELP);
+    await expect(runCommand(['help', 'frob'], help.io)).rejects.toThrow('unknown command "frob"');
+  });
+});
 
 describe('selfgc inspect', () => {
   it('prints the ledger of a session', async () => {

@@ -3,6 +3,7 @@
  * and wires concrete parts together. Every error becomes one line and an exit code from
  * `ERROR_TABLE`; a stack trace is printed only with SELFGC_DEBUG=1.
  */
+import { readFileSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { BadInputError, ERROR_TABLE, toSelfGcError } from '../core/errors.js';
 import { STRATEGY_NAMES } from '../eval/strategies/registry.js';
@@ -36,8 +37,15 @@ Commands:
   mcp                  serve a session's removed content to an agent over MCP (stdio)
   train <files...>     fit the valuator's model on recorded sessions (--model FILE uses it)
 
-Run "selfgc <command> --help" for the options of a command.
+Run "selfgc <command> --help" (or "selfgc help <command>") for the options of a command, and
+"selfgc --version" for the version.
 `;
+
+/** The version in package.json, two folders up from both src/cli and dist/cli. */
+function packageVersion(): string {
+  const text = readFileSync(new URL('../../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
 
 function showHelp(io: CliIo, text: string): number {
   io.stdout(text);
@@ -116,9 +124,15 @@ async function inspectStored(
 /** Run one command line; returns the exit code. `stdin` is read only by `mcp`. */
 export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): Promise<number> {
   const [command, ...rest] = argv;
+  // `selfgc help eval` is `selfgc eval --help`.
+  if (command === 'help' && rest.length > 0) return runCommand([rest[0]!, '--help'], io, stdin);
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     io.stdout(MAIN_HELP);
     return command === undefined ? 2 : 0;
+  }
+  if (command === '--version') {
+    io.stdout(`selfgc ${packageVersion()}\n`);
+    return 0;
   }
   const commandLine = ['selfgc', ...argv].join(' ');
   switch (command) {
