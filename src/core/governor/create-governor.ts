@@ -41,7 +41,7 @@ import type {
 import { describeRejected, planToHold, revalidatePendingPlan } from './pending-plan.js';
 import { createPinRule } from './pins.js';
 import { chooseTrigger } from './triggers.js';
-import { validateGovernorOptions } from './validate-governor-options.js';
+import { validateGovernorOptions, validateProjectInput } from './validate-governor-options.js';
 
 /** Ledgers kept in memory, most recently used last. */
 const CACHED_LEDGERS = 1000;
@@ -301,6 +301,7 @@ export function createGovernor(options: GovernorOptions): Governor {
 
   return {
     async project(sessionId, messages, callOptions = {}): Promise<ProjectResult> {
+      validateProjectInput(sessionId, messages);
       const limits = limitsFor(callOptions.reservedTokens);
       const { callTime, previousCall } = noteCall(sessionId, messages);
       const warnings: Warning[] = [];

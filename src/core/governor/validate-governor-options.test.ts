@@ -92,3 +92,26 @@ describe('createGovernor options', () => {
     expect(refusal(undefined)).toMatch(/options must be an object/);
   });
 });
+
+describe('governor.project arguments', () => {
+  const governor = createGovernor(valid);
+
+  it('refuses provider messages passed as they are, naming the message and the remedy', async () => {
+    const refused = governor.project('s', [{ role: 'user', content: 'hi' }] as never);
+    await expect(refused).rejects.toThrow(BadInputError);
+    await expect(refused).rejects.toThrow(
+      'governor.project: message 0 is not a transcript message ({role, parts}); convert provider messages first (fromOpenAIChat',
+    );
+  });
+
+  it('refuses an empty session id and messages that are not an array', async () => {
+    const user = { role: 'user' as const, parts: [{ type: 'text' as const, text: 'hi' }] };
+    await expect(governor.project('', [user])).rejects.toThrow(
+      'governor.project: the session id must be a non-empty string, got ""',
+    );
+    await expect(governor.project('s', 'hi' as never)).rejects.toThrow(
+      'governor.project: messages must be an array of transcript messages',
+    );
+    await expect(governor.project('s', [user])).resolves.toMatchObject({ viewTokens: expect.any(Number) });
+  });
+});

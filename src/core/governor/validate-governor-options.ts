@@ -80,3 +80,30 @@ export function validateGovernorOptions(options: GovernorOptions): void {
     refuse('commitPolicy', '"cost" or "paper"', commitPolicy);
   }
 }
+
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+
+/**
+ * The arguments of `governor.project`, checked for their shape only: provider messages passed
+ * as they are (the usual slip) are refused with the remedy instead of failing deep inside.
+ */
+export function validateProjectInput(sessionId: unknown, messages: unknown): void {
+  if (typeof sessionId !== 'string' || sessionId === '')
+    throw new BadInputError(
+      `governor.project: the session id must be a non-empty string, got ${JSON.stringify(sessionId)}`,
+    );
+  if (!Array.isArray(messages))
+    throw new BadInputError('governor.project: messages must be an array of transcript messages');
+  messages.forEach((message: unknown, index) => {
+    const shaped =
+      message !== null &&
+      typeof message === 'object' &&
+      ROLES.has((message as { role?: unknown }).role as string) &&
+      Array.isArray((message as { parts?: unknown }).parts);
+    if (!shaped)
+      throw new BadInputError(
+        `governor.project: message ${index} is not a transcript message ({role, parts}); convert provider messages first (fromOpenAIChat, fromAnthropicMessages, fromModelMessages from self-gc/adapters)`,
+        { messageIndex: index },
+      );
+  });
+}
