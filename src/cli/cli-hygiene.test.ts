@@ -43,6 +43,20 @@ describe('output paths are checked before any work', () => {
     },
   );
 
+  it.skipIf(!existsSync('/dev/full'))(
+    'eval and train report an output they cannot write (a full disk) with one line naming the option',
+    async () => {
+      const { io } = captureIo();
+      const fromEval = await refusal(
+        ['eval', SAMPLE, '--strategies', 'none', '--modes', 'cut', '--json', '/dev/full'],
+        io,
+      );
+      expect(fromEval.message).toBe('--json: cannot write /dev/full (ENOSPC)');
+      const fromTrain = await refusal(['train', SAMPLE, '--out', '/dev/full'], io);
+      expect(fromTrain.message).toBe('--out: cannot write /dev/full (ENOSPC)');
+    },
+  );
+
   it('eval --report, --json or --markdown into a missing directory, or onto a directory: refused before evaluating', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
     for (const [flag, path, message] of [

@@ -311,16 +311,16 @@ export async function evalCommand(
   io.stderr(`done in ${seconds.toFixed(1)} s\n`);
   io.stdout(formatSummary(summary));
   if (options.json) {
-    writeOutputFile(options.json, `${JSON.stringify(summary, null, 2)}\n`);
+    writeOutputFile(options.json, `${JSON.stringify(summary, null, 2)}\n`, '--json');
     io.stderr(`summary: ${options.json}\n`);
   }
   if (options.report) {
-    writeOutputFile(options.report, renderReport(summary));
+    writeOutputFile(options.report, renderReport(summary), '--report');
     io.stderr(`report: ${options.report}\n`);
   }
   if (options.markdown) {
     const runtime = `node ${process.version}, ${availableParallelism()} cores`;
-    writeOutputFile(options.markdown, renderMarkdown(summary, { seconds, runtime }));
+    writeOutputFile(options.markdown, renderMarkdown(summary, { seconds, runtime }), '--markdown');
     io.stderr(`results: ${options.markdown}\n`);
   }
   return 0;

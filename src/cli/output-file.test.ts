@@ -11,7 +11,7 @@ describe('writeOutputFile', () => {
     const directory = folder();
     const path = join(directory, 'summary.json');
     writeFileSync(path, 'old', { mode: 0o600 });
-    writeOutputFile(path, 'new');
+    writeOutputFile(path, 'new', '--json');
     expect(readFileSync(path, 'utf8')).toBe('new');
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(readdirSync(directory)).toEqual(['summary.json']);
@@ -23,7 +23,7 @@ describe('writeOutputFile', () => {
     writeFileSync(real, 'old');
     const link = join(directory, 'RESULTS.md');
     symlinkSync(real, link);
-    writeOutputFile(link, 'new');
+    writeOutputFile(link, 'new', '--markdown');
     expect(readFileSync(real, 'utf8')).toBe('new');
     expect(readdirSync(directory).sort()).toEqual(['RESULTS.md', 'real.md']);
   });

@@ -17,6 +17,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname } from 'node:path';
+import { BadInputError } from '../core/errors.js';
 
 export interface OutputStream {
   stream: WriteStream;
@@ -60,19 +61,24 @@ function replace(target: Target & { temporary: string }): void {
   renameSync(target.temporary, target.path);
 }
 
-/** Write `text` to `path` whole, or leave `path` as it was. */
-export function writeOutputFile(path: string, text: string): void {
+/** Write `text` to `path` whole, or leave `path` as it was and say why, naming `flag`. */
+export function writeOutputFile(path: string, text: string, flag: string): void {
   const target = targetOf(path);
-  if (target.temporary === undefined) {
-    writeFileSync(path, text);
-    return;
-  }
   try {
-    writeFileSync(target.temporary, text);
-    replace({ ...target, temporary: target.temporary });
+    if (target.temporary === undefined) {
+      writeFileSync(path, text);
+      return;
+    }
+    try {
+      writeFileSync(target.temporary, text);
+      replace({ ...target, temporary: target.temporary });
+    } catch (error) {
+      rmSync(target.temporary, { force: true });
+      throw error;
+    }
   } catch (error) {
-    rmSync(target.temporary, { force: true });
-    throw error;
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new BadInputError(`${flag}: cannot write ${path} (${reason})`, { cause: error });
   }
 }
 

@@ -55,7 +55,7 @@ export function trainCommand(io: CliIo, files: string[], options: TrainOptions):
     (done) => io.progress(done, sessions.length, 'sessions'),
   );
   const model = fitEntryModel(set);
-  writeOutputFile(options.out, `${JSON.stringify(model, null, 2)}\n`);
+  writeOutputFile(options.out, `${JSON.stringify(model, null, 2)}\n`, '--out');
   const trained = model.trainedOn as { examples: number; used: number; auc: number; messageAuc: number };
   io.stdout(
     `model: ${options.out}\n  ${set.sessions} sessions, ${trained.examples} examples (${trained.used} used), training AUC ${auc(trained.auc)}, within messages ${auc(trained.messageAuc)}\n`,
