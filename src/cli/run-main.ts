@@ -424,6 +424,12 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
         throw new BadInputError(`sessions ${action} takes no session ids`);
       if (action === 'purge' && typeof values['older-than'] !== 'string')
         throw new BadInputError('sessions purge needs --older-than T (e.g. 7d)');
+      // An option the action does not take would be ignored: purge --limit 10 would purge all.
+      const takes = { list: ['limit', 'json'], show: ['json'], delete: [], purge: ['older-than'] } as const;
+      const stray = ['limit', 'json', 'older-than'].find(
+        (name) => values[name] !== undefined && !(takes[action] as readonly string[]).includes(name),
+      );
+      if (stray !== undefined) throw new BadInputError(`sessions ${action} takes no --${stray}`);
       return sessionsCommand(io, {
         action,
         ids,

@@ -149,4 +149,20 @@ describe('selfgc sessions and inspect --store', () => {
       '--limit: expected a positive integer, got "-3"',
     );
   });
+
+  it('refuses an option its action does not take: purge --limit would purge every old session', async () => {
+    const url = await governedStore();
+    const { io } = captureIo();
+    for (const [argv, message] of [
+      [['purge', '--older-than', '1ms', '--limit', '1'], 'sessions purge takes no --limit'],
+      [['purge', '--older-than', '1ms', '--json'], 'sessions purge takes no --json'],
+      [['list', '--older-than', '7d'], 'sessions list takes no --older-than'],
+      [['show', `${KEY_HASH}:agent-1`, '--limit', '1'], 'sessions show takes no --limit'],
+      [['delete', `${KEY_HASH}:agent-1`, '--json'], 'sessions delete takes no --json'],
+    ] as const)
+      await expect(runCommand(['sessions', ...argv, '--store', url], io)).rejects.toThrow(message);
+    const listing = captureIo();
+    expect(await runCommand(['sessions', 'list', '--store', url, '--json'], listing.io)).toBe(0);
+    expect(JSON.parse(listing.out())).toHaveLength(3);
+  });
 });
