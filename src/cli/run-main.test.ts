@@ -57,6 +57,9 @@ describe('selfgc inspect', () => {
     writeFileSync(bad, '\n{"id": 1\n');
     await expect(runCommand(['inspect', bad], io)).rejects.toThrow(/bad\.jsonl: line 2: invalid JSON/);
     await expect(runCommand(['inspect', SAMPLE, '--bogus'], io)).rejects.toThrow(/bogus/);
+    await expect(runCommand(['inspect', SAMPLE, '--key-hash', 'a'.repeat(32)], io)).rejects.toThrow(
+      '--key-hash names a session of a store: it needs --store URL',
+    );
   });
 
   it('says which session of many it shows, and which ids a file holds; refuses an empty file as eval does', async () => {

@@ -151,6 +151,8 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       }
       if (positionals.length !== 1)
         throw new BadInputError('inspect takes exactly one sessions .jsonl file (see selfgc inspect --help)');
+      if (values['key-hash'] !== undefined)
+        throw new BadInputError('--key-hash names a session of a store: it needs --store URL');
       return inspectCommand(io, positionals[0]!, {
         ...(typeof values.session === 'string' ? { session: values.session } : {}),
         json: values.json === true,
