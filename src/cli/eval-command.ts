@@ -8,6 +8,7 @@ import { defaultEntryModel, type EntryModel } from '../core/valuator/entry-model
 import {
   type EvalSummary,
   type FamilyResult,
+  lastFallbackNote,
   prefixBandLabel,
   type RareTokenResult,
   type Rate,
@@ -169,7 +170,7 @@ export function formatSummary(summary: EvalSummary): string {
   for (const result of summary.sessionMode)
     if (result.llmPlannerFallbacks)
       lines.push(
-        `  ${result.strategy}: the llm planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in`,
+        `  ${result.strategy}: the llm planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in${lastFallbackNote(result)}`,
       );
   lines.push(...formatAuditLines(summary));
   return `${lines.join('\n')}\n`;
@@ -228,7 +229,7 @@ function formatLlmCutLines(summary: EvalSummary): string[] {
   for (const result of summary.cutMode)
     if (result.llmPlannerFallbacks)
       lines.push(
-        `  ${result.strategy}: the llm planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in`,
+        `  ${result.strategy}: the llm planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in${lastFallbackNote(result)}`,
       );
   return lines;
 }

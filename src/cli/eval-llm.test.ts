@@ -123,9 +123,11 @@ describe('selfgc eval with an LLM endpoint (scripted, on loopback)', () => {
     expect(llm.own.strictNoImpact).toEqual(embedded.own.strictNoImpact);
     // Each worker gives up on the endpoint after three failed calls (each tried three times).
     expect(upstream!.requests.length).toBeLessThanOrEqual(2 * 3 * 3);
+    // Why, too: an endpoint that is down fails every plan alike.
     expect(out).toContain(
-      `selfgc-llm: the llm planner failed for ${llm.llmPlannerFallbacks} plan(s); the embedded planner stood in`,
+      `selfgc-llm: the llm planner failed for ${llm.llmPlannerFallbacks} plan(s); the embedded planner stood in (last: llm planner (openai scripted-model) failed: `,
     );
+    expect(llm.llmPlannerLastFallback).toMatch(/model down|endpoint not asked/);
   }, 120_000);
 
   it('adds the LLM judge next to the anchor judge with --judge llm, on the same sampled cuts', async () => {

@@ -145,8 +145,8 @@ describe('aggregateCuts with an LLM endpoint', () => {
       // The sweep is never judged by the model: a stray verdict there is not counted.
       cut('tool-prune', 0.5, 40, { llmScorecard: card(1) }),
       cut('selfgc-llm', 'auto', 60, { plannerFallback: false }),
-      cut('selfgc-llm', 0.5, 50, { plannerFallback: true }),
-      cut('selfgc-llm', 0.3, 30, { plannerFallback: true }),
+      cut('selfgc-llm', 0.5, 50, { plannerFallback: true, plannerFallbackReason: 'endpoint down' }),
+      cut('selfgc-llm', 0.3, 30, { plannerFallback: true, plannerFallbackReason: 'answer off format' }),
     ]);
     expect(baseline).toMatchObject({
       llmNoImpact: wilson(2, 3),
@@ -158,6 +158,8 @@ describe('aggregateCuts with an LLM endpoint', () => {
     expect(baseline?.llmScorecard?.failureCategories['missing-identifier']).toBe(1);
     expect(baseline?.llmPlannerFallbacks).toBeUndefined();
     expect(llm?.llmPlannerFallbacks).toBe(2);
+    expect(llm?.llmPlannerLastFallback).toBe('answer off format');
+    expect(baseline?.llmPlannerLastFallback).toBeUndefined();
     expect(llm?.llmNoImpact).toBeUndefined();
   });
 

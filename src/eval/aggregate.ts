@@ -42,6 +42,8 @@ export interface CutOutcome {
   rareTokenScore: number;
   /** Set by strategies that ask a model: whether the LLM planner fell back to the embedded one. */
   plannerFallback?: boolean;
+  /** Why it fell back, when it did. */
+  plannerFallbackReason?: string;
   /** The LLM judge's scorecard, on sampled cuts at the own budget only; its pass is the judge's no-impact. */
   llmScorecard?: ScorecardOutcome;
   /** The LLM judge was asked here but gave no scorecard. */
@@ -71,6 +73,8 @@ export interface CallOutcome {
   rareTokenScore?: number;
   /** Set for the governor with the LLM planner: whether the planner fell back at this call. */
   plannerFallback?: boolean;
+  /** Why it fell back, when it did. */
+  plannerFallbackReason?: string;
   /** For the governor: the latest-turn audit of this call's commits. */
   latestTurn?: CommitAuditOutcome;
   /** On a judged call that failed: where each missing anchor last stood. */
@@ -147,6 +151,7 @@ function llmCutFields(
   | 'llmJudgeFailures'
   | 'llmCalibration'
   | 'llmPlannerFallbacks'
+  | 'llmPlannerLastFallback'
   | 'latestTurnAudit'
 > {
   const judged = list.flatMap((outcome) =>
@@ -173,10 +178,20 @@ function llmCutFields(
         }
       : {}),
     ...(pairs.length > 0 ? { llmCalibration: aggregateCalibration(pairs) } : {}),
-    ...(planned.length > 0
-      ? { llmPlannerFallbacks: planned.filter((outcome) => outcome.plannerFallback).length }
-      : {}),
+    ...(planned.length > 0 ? plannerFallbacks(planned) : {}),
     ...(audited.length > 0 ? { latestTurnAudit: auditPlans(audited) } : {}),
+  };
+}
+
+/** How often the LLM planner fell back, and why the last time (an endpoint down fails them all alike). */
+function plannerFallbacks(
+  planned: ReadonlyArray<{ plannerFallback?: boolean; plannerFallbackReason?: string }>,
+): { llmPlannerFallbacks: number; llmPlannerLastFallback?: string } {
+  const failed = planned.filter((outcome) => outcome.plannerFallback);
+  const reason = failed.at(-1)?.plannerFallbackReason;
+  return {
+    llmPlannerFallbacks: failed.length,
+    ...(reason === undefined ? {} : { llmPlannerLastFallback: reason }),
   };
 }
 
@@ -331,9 +346,7 @@ export function aggregateSessions(outcomes: readonly CallOutcome[], window: numb
       strictNoImpactChanged: wilson(changed.filter((call) => call.strict).length, changed.length),
       recoverableNoImpactChanged: wilson(changed.filter((call) => call.recoverable).length, changed.length),
       rareTokensChanged: rareTokensOfCalls(calls),
-      ...(planned.length > 0
-        ? { llmPlannerFallbacks: planned.filter((call) => call.plannerFallback).length }
-        : {}),
+      ...(planned.length > 0 ? plannerFallbacks(planned) : {}),
       ...(audited.length > 0 ? { latestTurnAudit: auditCommits(audited) } : {}),
       ...(missingAnchors ? { missingAnchors } : {}),
       ...(families ? { families } : {}),

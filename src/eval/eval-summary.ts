@@ -136,6 +136,8 @@ export interface CutModeResult {
    * for which the LLM planner failed and the embedded planner stood in.
    */
   llmPlannerFallbacks?: number;
+  /** Why the LLM planner fell back the last time it did. */
+  llmPlannerLastFallback?: string;
   /** For strategies that plan through the harness (`selfgc`, `selfgc-llm`): the latest-turn audit. */
   latestTurnAudit?: LatestTurnAudit;
 }
@@ -163,6 +165,8 @@ export interface SessionModeResult {
   rareTokensChanged?: RareTokenResult;
   /** For `selfgc-llm`: calls at which the LLM planner failed and the embedded planner stood in. */
   llmPlannerFallbacks?: number;
+  /** Why the LLM planner fell back the last time it did. */
+  llmPlannerLastFallback?: string;
   /** For the governor: the latest-turn audit of its commits. */
   latestTurnAudit?: LatestTurnAudit;
   /** Where the anchors its views missed last stood (absent from summaries written before it existed). */
@@ -228,6 +232,11 @@ export interface PrefixBandResult {
 }
 
 /** A prefix band by its bounds in windows, as the reports name it: `up to 2×`, `2–4×`, `over 8×`. */
+/** ` (last: why)` after a count of planner fallbacks, or nothing. */
+export function lastFallbackNote(result: { llmPlannerLastFallback?: string }): string {
+  return result.llmPlannerLastFallback === undefined ? '' : ` (last: ${result.llmPlannerLastFallback})`;
+}
+
 export function prefixBandLabel(band: PrefixBandResult): string {
   if (band.upTo === null) return `over ${band.above}×`;
   return band.above === 0 ? `up to ${band.upTo}×` : `${band.above}–${band.upTo}×`;

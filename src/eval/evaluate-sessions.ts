@@ -4,7 +4,7 @@
  */
 import { UpstreamError } from '../core/errors.js';
 import { memoizeTokenCounter } from '../core/tokens.js';
-import type { Message } from '../core/transcript.js';
+import type { Message, Warning } from '../core/transcript.js';
 import type { EntryModel } from '../core/valuator/entry-model.js';
 import { createHintedPlanner } from '../llm/hint-planner.js';
 import { createLlmPlanner } from '../llm/llm-planner.js';
@@ -25,6 +25,16 @@ import {
 } from './strategies/registry.js';
 import { plannerFallbackOf } from './strategies/selfgc-llm-strategy.js';
 import { SELFGC_COMMIT_VARIANTS } from './strategies/selfgc-strategies.js';
+
+/** Whether the LLM planner fell back, and why. */
+function fallbackOutcome(warning: Warning | undefined): {
+  plannerFallback: boolean;
+  plannerFallbackReason?: string;
+} {
+  return warning === undefined
+    ? { plannerFallback: false }
+    : { plannerFallback: true, plannerFallbackReason: warning.message };
+}
 
 export interface EvaluateOptions {
   strategies: readonly string[];
@@ -234,9 +244,7 @@ export async function evaluateSessions(
           lostFromFoldOrMask: record.verdict.lostFromFoldOrMask.length > 0,
           rareTokens: record.rareTokens.pass,
           rareTokenScore: record.rareTokens.score,
-          ...(asksModel(record.strategy)
-            ? { plannerFallback: plannerFallbackOf(record.output.warnings) !== undefined }
-            : {}),
+          ...(asksModel(record.strategy) ? fallbackOutcome(plannerFallbackOf(record.output.warnings)) : {}),
           ...(record.latestTurn ? { latestTurn: record.latestTurn } : {}),
           ...judge,
         });
@@ -267,9 +275,7 @@ export async function evaluateSessions(
               ...(record.rareTokens
                 ? { rareTokens: record.rareTokens.pass, rareTokenScore: record.rareTokens.score }
                 : {}),
-              ...(asksModel(name)
-                ? { plannerFallback: plannerFallbackOf(record.warnings) !== undefined }
-                : {}),
+              ...(asksModel(name) ? fallbackOutcome(plannerFallbackOf(record.warnings)) : {}),
               ...(record.latestTurn ? { latestTurn: record.latestTurn } : {}),
               ...(record.verdict && !record.verdict.strict
                 ? { missingFrom: record.verdict.missingFrom }

@@ -7,6 +7,7 @@ import {
   type CutModeResult,
   type EvalSummary,
   type FamilyResult,
+  lastFallbackNote,
   type PrefixBandResult,
   prefixBandLabel,
   type RareTokenResult,
@@ -463,13 +464,13 @@ function fallbackNotes(summary: EvalSummary): string | undefined {
       .filter((result) => result.llmPlannerFallbacks)
       .map(
         (result) =>
-          `- cut mode, ${result.strategy}: the LLM planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in.`,
+          `- cut mode, ${result.strategy}: the LLM planner failed for ${result.llmPlannerFallbacks} plan(s); the embedded planner stood in${lastFallbackNote(result)}.`,
       ),
     ...summary.sessionMode
       .filter((result) => result.llmPlannerFallbacks)
       .map(
         (result) =>
-          `- session mode, ${result.strategy}: the LLM planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in.`,
+          `- session mode, ${result.strategy}: the LLM planner failed at ${result.llmPlannerFallbacks} call(s); the embedded planner stood in${lastFallbackNote(result)}.`,
       ),
   ];
   return notes.length === 0 ? undefined : `## Planner fallbacks\n\n${notes.join('\n')}`;
