@@ -296,6 +296,13 @@ describe('selfgc proxy', () => {
     );
   });
 
+  it('refuses an empty --ab-share, which would read as 0 and govern no one', async () => {
+    const { io } = captureIo();
+    await expect(
+      runCommand(['proxy', '--port', '0', '--store', 'memory:', '--ab-share', ''], io),
+    ).rejects.toThrow('--ab-share must be a share in [0, 1], got ""');
+  });
+
   it('refuses a positional argument, such as a port without --port, before it starts', async () => {
     const { io, err } = captureIo();
     await expect(runCommand(['proxy', '9000', '--port', '0', '--store', 'memory:'], io)).rejects.toThrow(

@@ -328,7 +328,11 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           "--agent-tools needs recovery: the proxy answers the agent's calls; leave out --no-recovery",
         );
       const abShare = values['ab-share'] === undefined ? undefined : Number(values['ab-share']);
-      if (abShare !== undefined && !(abShare >= 0 && abShare <= 1)) {
+      // Number('') is 0: an empty share would silently govern no one.
+      if (
+        abShare !== undefined &&
+        (String(values['ab-share']).trim() === '' || !(abShare >= 0 && abShare <= 1))
+      ) {
         throw new BadInputError(`--ab-share must be a share in [0, 1], got "${String(values['ab-share'])}"`);
       }
       return proxyCommand(io, {
