@@ -76,6 +76,11 @@ describe('loadSessions', () => {
     expect(loadSessions([sessionsFile('empty.jsonl', ['', ''])])).toEqual([]);
   });
 
+  it('reads a file that starts with a byte order mark', () => {
+    const file = sessionsFile('bom.jsonl', [`\uFEFF${JSON.stringify(first)}`]);
+    expect(loadSessions([file]).map((session) => session.id)).toEqual([first.id]);
+  });
+
   it('refuses a session id met twice, in a file given twice or in two files', () => {
     const file = sessionsFile('one.jsonl', [JSON.stringify(first)]);
     expect(() => loadSessions([file, file])).toThrow(

@@ -41,7 +41,8 @@ export function readSessionLines(file: string): string[] {
     if (code === 'EISDIR') throw new BadInputError(`${file}: is a directory, not a sessions .jsonl file`);
     throw new BadInputError(`${file}: cannot read (${code ?? String(error)})`);
   }
-  return content.split('\n');
+  // A byte order mark (editors on Windows write one) is not part of the first line's JSON.
+  return content.replace(/^\uFEFF/, '').split('\n');
 }
 
 /** Parse one line into a canonical session. */
