@@ -29,7 +29,9 @@ describe('selfgc train and --model', () => {
     writeFileSync(
       file,
       rounds
-        .map((rounds, index) => JSON.stringify({ id: `s${index}`, messages: chat(recallingSession(rounds)) }))
+        .map((rounds, index) =>
+          JSON.stringify({ id: `${family}-${index}`, messages: chat(recallingSession(rounds)) }),
+        )
         .join('\n'),
     );
     return file;
