@@ -150,6 +150,17 @@ describe('selfgc proxy', () => {
     );
   }, 60_000);
 
+  it('governs a memory store on its own thread, where the store lives, and refuses threads for it', async () => {
+    const proxy = await startCli(['--port', '0', '--store', 'memory:']);
+    children.push(proxy.child);
+    expect(proxy.stderr()).toMatch(/listening on .*\(store memory, .*governing on its own thread\)/);
+    await expect(
+      startCli(['--port', '0', '--store', 'memory:', '--governance-threads', '2']),
+    ).rejects.toThrow(
+      /exited with 2: selfgc: --store memory: lives in one thread, and each governance thread would have a store of its own/,
+    );
+  }, 60_000);
+
   it('refuses a bad store URL with one line and a non-zero exit', async () => {
     await expect(startCli(['--store', 'ftp://nowhere'])).rejects.toThrow(
       /exited with [1-9]\d*: selfgc: .*ftp/,

@@ -18,6 +18,7 @@ import {
 } from '../proxy/index.js';
 import type { StoreHealth } from '../stores/guard-store.js';
 import { openGuardedStore } from '../stores/open-guarded-store.js';
+import { storeKindOf } from '../stores/parse-store-url.js';
 import { providerTokenCounters } from '../tokenizers/create-token-counter.js';
 import type { CliIo } from './cli-io.js';
 
@@ -51,6 +52,7 @@ openai_base_url = "http://127.0.0.1:8787" in ~/.codex/config.toml.
                              (max_tokens, max_completion_tokens, max_output_tokens); default
                              16,384, at most a quarter of the window
   --store URL                sqlite:./selfgc.db (default), redis://..., postgres://..., memory:
+                             (memory: lives in the proxy's thread, which then governs alone)
   --store-timeout T          deadline of each store call, connecting included (default 250ms;
                              a bare number is milliseconds). After 3 failures in a row the
                              store's circuit breaker opens: requests stop waiting on the store,
@@ -176,8 +178,19 @@ function listenError(error: unknown, options: ProxyCommandOptions): unknown {
   return error;
 }
 
+/** A store that lives in the memory of the thread that opens it: each worker would have its own. */
+function inProcessStore(url: string): boolean {
+  return storeKindOf(url) === 'memory' || /^sqlite:(\/\/)?:memory:$/i.test(url.trim());
+}
+
 export async function proxyCommand(io: CliIo, options: ProxyCommandOptions): Promise<number> {
-  const threads = options.governanceThreads ?? defaultGovernanceThreads();
+  const inProcess = inProcessStore(options.store);
+  if (inProcess && (options.governanceThreads ?? 0) > 0)
+    throw new BadInputError(
+      `--store ${options.store} lives in one thread, and each governance thread would have a store of its own: leave out --governance-threads or use a sqlite file`,
+    );
+  // An in-process store is governed where it lives, on the proxy's thread.
+  const threads = inProcess ? 0 : (options.governanceThreads ?? defaultGovernanceThreads());
   const retain = options.retainMs === undefined ? {} : { retainMs: options.retainMs };
   const storeTimeout = options.storeTimeoutMs === undefined ? {} : { storeTimeoutMs: options.storeTimeoutMs };
   const entryModel = options.entryModel === undefined ? {} : { entryModel: options.entryModel };
