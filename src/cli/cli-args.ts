@@ -116,6 +116,8 @@ export function checkOutputPaths(
 ): void {
   for (const [flag, path] of outputs) checkOutputPath(path, flag);
   outputs.forEach(([flag, path], index) => {
+    // A device or a pipe (/dev/null, /dev/stdout) is a stream, not a file to overwrite.
+    if (statOrUndefined(path)?.isFile() === false) return;
     const input = inputs.find((candidate) => sameFile(candidate, path));
     if (input !== undefined)
       throw new BadInputError(`${flag}: ${path} is also an input (${input}); writing it would overwrite it`);

@@ -141,6 +141,30 @@ describe('an output never overwrites an input or another output', () => {
     expect(progress()).toBe(0);
     expect(readFileSync(fresh, 'utf8')).toBe('kept');
   });
+
+  it.skipIf(!existsSync('/dev/null'))(
+    'takes a device for several outputs: it is a stream, not a file',
+    async () => {
+      const { io } = captureIo();
+      expect(
+        await runCommand(
+          [
+            'eval',
+            SAMPLE,
+            '--strategies',
+            'none',
+            '--modes',
+            'cut',
+            '--json',
+            '/dev/null',
+            '--markdown',
+            '/dev/null',
+          ],
+          io,
+        ),
+      ).toBe(0);
+    },
+  );
 });
 
 describe('an output is replaced whole or not at all', () => {
