@@ -76,6 +76,18 @@ describe('loadSessions', () => {
     expect(loadSessions([sessionsFile('empty.jsonl', ['', ''])])).toEqual([]);
   });
 
+  it('names every malformed line of a file at once, the first with its reason', () => {
+    const file = sessionsFile('several.jsonl', [
+      JSON.stringify(first),
+      '{"id": "x", "messages": [',
+      '[]',
+      JSON.stringify({ id: 'y', messages: [{ role: 'robot', content: 'x' }] }),
+    ]);
+    expect(() => loadSessions([file])).toThrow(
+      new RegExp(`^${file}: line 2: invalid JSON .*; and 2 more malformed lines \\(3, 4\\)$`),
+    );
+  });
+
   it('reads a file that starts with a byte order mark', () => {
     const file = sessionsFile('bom.jsonl', [`\uFEFF${JSON.stringify(first)}`]);
     expect(loadSessions([file]).map((session) => session.id)).toEqual([first.id]);

@@ -70,15 +70,25 @@ export function parseRecordedSession(file: string, line: string, lineNumber: num
 /**
  * Every session of the given files, in file order. Blank lines are skipped. An id met twice (a
  * file given twice, a session copied into another file) is refused: results are counted by
- * session, and a session counted twice narrows every interval it is in.
+ * session, and a session counted twice narrows every interval it is in. A malformed line is
+ * refused after the whole file is read, with the others of that file counted, so that one run
+ * shows everything to fix.
  */
 export function loadSessions(files: readonly string[]): RecordedSession[] {
   const sessions: RecordedSession[] = [];
   const seen = new Map<string, RecordedSession>();
   for (const file of files) {
+    const refused: Array<{ line: number; error: BadInputError }> = [];
     readSessionLines(file).forEach((line, index) => {
       if (line.trim().length === 0) return;
-      const session = parseRecordedSession(file, line, index + 1);
+      let session: RecordedSession;
+      try {
+        session = parseRecordedSession(file, line, index + 1);
+      } catch (error) {
+        if (!(error instanceof BadInputError)) throw error;
+        refused.push({ line: index + 1, error });
+        return;
+      }
       const first = seen.get(session.id);
       if (first !== undefined)
         throw new BadInputError(
@@ -87,6 +97,18 @@ export function loadSessions(files: readonly string[]): RecordedSession[] {
       seen.set(session.id, session);
       sessions.push(session);
     });
+    if (refused.length > 0) throw malformedLines(refused);
   }
   return sessions;
+}
+
+/** The first malformed line's error, and how many more there are, by line. */
+function malformedLines(refused: ReadonlyArray<{ line: number; error: BadInputError }>): BadInputError {
+  const [first, ...others] = refused;
+  if (others.length === 0) return first!.error;
+  const shown = others.slice(0, 10).map((entry) => entry.line);
+  return new BadInputError(
+    `${first!.error.message}; and ${others.length} more malformed line${others.length === 1 ? '' : 's'} (${shown.join(', ')}${others.length > shown.length ? ', …' : ''})`,
+    { cause: first!.error },
+  );
 }
