@@ -274,7 +274,7 @@ export async function evalCommand(
   // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
   const context = endpointContext(options.llm, io.env ?? {});
   for (const name of options.strategies) strategyByName(name, context);
-  const sessions = loadSessions(files);
+  const sessions = loadSessions(files, (message) => io.stderr(`${message}\n`));
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
   if (options.leaveOneFamilyOut) requireTwoFamilies(sessions);
   io.stderr(

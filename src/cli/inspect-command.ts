@@ -51,7 +51,7 @@ export function inspectCommand(
   options: { session?: string; json?: boolean },
 ): number {
   // The reader of eval and replay: a file one of them refuses, inspect refuses the same way.
-  const sessions = loadSessions([file]);
+  const sessions = loadSessions([file], (message) => io.stderr(`${message}\n`));
   // An empty file is refused as eval and train refuse it.
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${file}`);
   const found = options.session ? sessions.find((session) => session.id === options.session) : sessions[0];

@@ -126,7 +126,7 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
   const context = endpointContext(options.llm, io.env ?? {});
   const strategy = strategyByName(options.strategy, context);
   const explicitCuts = options.cuts === 'auto' ? undefined : readCuts(options.cuts);
-  const sessions = loadSessions(files);
+  const sessions = loadSessions(files, (message) => io.stderr(`${message}\n`));
   if (explicitCuts !== undefined && options.mode === 'cut')
     checkCuts(io, options.cuts, explicitCuts, sessions);
   const counter = memoizeTokenCounter(createTokenCounter('o200k_base'));

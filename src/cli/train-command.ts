@@ -45,7 +45,7 @@ const auc = (value: number) => (Number.isNaN(value) ? '  n/a' : value.toFixed(3)
 export function trainCommand(io: CliIo, files: string[], options: TrainOptions): number {
   if (files.length === 0) throw new BadInputError('train needs at least one sessions .jsonl file');
   checkOutputPaths([['--out', options.out]], files);
-  const sessions = loadSessions(files);
+  const sessions = loadSessions(files, (message) => io.stderr(`${message}\n`));
   if (sessions.length === 0) throw new BadInputError(`no sessions in ${files.join(', ')}`);
   if (options.leaveOneFamilyOut) requireTwoFamilies(sessions);
   io.stderr(`collecting examples from ${sessions.length} sessions\n`);

@@ -93,14 +93,29 @@ describe('loadSessions', () => {
     expect(loadSessions([file]).map((session) => session.id)).toEqual([first.id]);
   });
 
-  it('refuses a session id met twice, in a file given twice or in two files', () => {
+  it('counts a session met again word for word once, and keeps another under a taken id apart', () => {
     const file = sessionsFile('one.jsonl', [JSON.stringify(first)]);
-    expect(() => loadSessions([file, file])).toThrow(
-      `session "${first.id}" is in ${file} line 1 and again in ${file} line 1`,
+    const notes: string[] = [];
+    expect(loadSessions([file, file], (message) => notes.push(message)).map((session) => session.id)).toEqual(
+      [first.id],
     );
+    expect(notes).toEqual([
+      `session "${first.id}" in ${file} line 1 is the one in ${file} line 1: counted once`,
+    ]);
     const copy = sessionsFile('copy.jsonl', ['', JSON.stringify(first)]);
-    expect(() => loadSessions([file, copy])).toThrow(BadInputError);
-    expect(() => loadSessions([file, copy])).toThrow(`and again in ${copy} line 2`);
+    expect(loadSessions([file, copy]).map((session) => session.id)).toEqual([first.id]);
+    const other = {
+      ...first,
+      messages: [...first.messages, { role: 'user', content: 'and one more thing' }],
+    };
+    const clash = sessionsFile('clash.jsonl', [JSON.stringify(other)]);
+    notes.length = 0;
+    const read = loadSessions([file, clash], (message) => notes.push(message));
+    expect(read.map((session) => session.id)).toEqual([first.id, `${first.id} (${clash} line 1)`]);
+    expect(read[1]?.messages).toHaveLength(other.messages.length);
+    expect(notes).toEqual([
+      `session "${first.id}" in ${clash} line 1 is another than the one in ${file} line 1: read as "${first.id} (${clash} line 1)"`,
+    ]);
   });
 
   it('refuses a missing file with a not-found error naming it', () => {

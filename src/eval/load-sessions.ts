@@ -68,15 +68,19 @@ export function parseRecordedSession(file: string, line: string, lineNumber: num
 }
 
 /**
- * Every session of the given files, in file order. Blank lines are skipped. An id met twice (a
- * file given twice, a session copied into another file) is refused: results are counted by
- * session, and a session counted twice narrows every interval it is in. A malformed line is
- * refused after the whole file is read, with the others of that file counted, so that one run
- * shows everything to fix.
+ * Every session of the given files, in file order. Blank lines are skipped. Results are counted
+ * by session, and a session counted twice narrows every interval it is in: a session met again
+ * word for word (a file given twice, a session copied into another file) counts once, and another
+ * session under an id already taken is kept under that id qualified by where it stands. `note`
+ * hears of each. A malformed line is refused after the whole file is read, with the others of
+ * that file counted, so that one run shows everything to fix.
  */
-export function loadSessions(files: readonly string[]): RecordedSession[] {
+export function loadSessions(
+  files: readonly string[],
+  note: (message: string) => void = () => undefined,
+): RecordedSession[] {
   const sessions: RecordedSession[] = [];
-  const seen = new Map<string, RecordedSession>();
+  const seen = new Map<string, { session: RecordedSession; text: string }>();
   for (const file of files) {
     const refused: Array<{ line: number; error: BadInputError }> = [];
     readSessionLines(file).forEach((line, index) => {
@@ -89,12 +93,23 @@ export function loadSessions(files: readonly string[]): RecordedSession[] {
         refused.push({ line: index + 1, error });
         return;
       }
+      const text = line.trim();
       const first = seen.get(session.id);
-      if (first !== undefined)
-        throw new BadInputError(
-          `session "${session.id}" is in ${first.file} line ${first.line} and again in ${file} line ${session.line}`,
+      if (first !== undefined) {
+        const where = `${first.session.file} line ${first.session.line}`;
+        if (first.text === text) {
+          note(
+            `session "${session.id}" in ${file} line ${session.line} is the one in ${where}: counted once`,
+          );
+          return;
+        }
+        const id = `${session.id} (${file} line ${session.line})`;
+        note(
+          `session "${session.id}" in ${file} line ${session.line} is another than the one in ${where}: read as "${id}"`,
         );
-      seen.set(session.id, session);
+        session = { ...session, id };
+      }
+      seen.set(session.id, { session, text });
       sessions.push(session);
     });
     if (refused.length > 0) throw malformedLines(refused);
