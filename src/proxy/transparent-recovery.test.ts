@@ -247,8 +247,19 @@ describe('transparent recovery', () => {
     ['messages', { type: 'tool', name: 'read_file' }],
     ['chat', 'required'],
     ['chat', { type: 'function', function: { name: 'read_file' } }],
+    [
+      'chat',
+      {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'read_file' } }] },
+      },
+    ],
     ['responses', 'required'],
     ['responses', { type: 'function', name: 'read_file' }],
+    [
+      'responses',
+      { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'read_file' }] },
+    ],
   ] as const)(
     '%s: the last round of a client that forces a call (%j) still may call its tools',
     async (route, choice) => {

@@ -221,12 +221,15 @@ export function raisedUsage(
 
 /**
  * Whether an OpenAI `tool_choice` (Chat or Responses) forces a call: `required`, or a tool it
- * names (a function, a custom or a hosted tool), or a list of allowed tools in the required mode.
+ * names (a function, a custom or a hosted tool), or a list of allowed tools in the required mode
+ * (Responses gives the mode beside the list, Chat inside its `allowed_tools`).
  */
 export function forcesOpenAICall(choice: unknown): boolean {
   if (choice === 'required') return true;
   if (!isJsonObject(choice)) return false;
-  return choice.type !== 'allowed_tools' || choice.mode === 'required';
+  if (choice.type !== 'allowed_tools') return true;
+  const allowed = isJsonObject(choice.allowed_tools) ? choice.allowed_tools : choice;
+  return allowed.mode === 'required';
 }
 
 /** The body's field as an array, or a `BadInputError` naming the field. */
