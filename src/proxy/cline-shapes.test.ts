@@ -106,36 +106,44 @@ describe('Cline → deepseek-reasoner: roles must not repeat (DeepSeek 400s on s
 
 describe('Cline with XML tools, on a server that takes no tools', () => {
   // vLLM started without a tool parser refuses any request with tools; Ollama says a model
-  // `does not support tools`. Cline's XML mode sends none, so straight to the server it never sees this.
+  // `does not support tools`; llama.cpp without `--jinja` answers 500 (a `server_error`: the
+  // std::runtime_error its parser throws). Cline's XML mode sends none, so straight to the server
+  // it never sees this.
   it.each([
-    '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
-    'registry.ollama.ai/library/deepseek-r1:14b does not support tools',
-  ])("goes on without the proxy's tools when the server refuses them: %s", async (message) => {
-    fixture = await startProxyFixture({
-      script: (request) =>
-        Array.isArray((request.body as Json).tools)
-          ? { error: { status: 400, type: 'BadRequestError', message } }
-          : { text: 'ok' },
-      window: 8_000,
-    });
-    for (let turn = 1; turn <= 16; turn += 1) {
-      const response = await fixture.post('chat', {
-        model: 'deepseek-r1',
-        messages: r1Xml(turn).slice(0, 1 + 2 * turn),
-        stream: turn % 2 === 0,
+    [
+      400,
+      'BadRequestError',
+      '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set',
+    ],
+    [400, 'api_error', 'registry.ollama.ai/library/deepseek-r1:14b does not support tools'],
+    [500, 'server_error', 'tools param requires --jinja flag'],
+  ] as const)(
+    "goes on without the proxy's tools when the server refuses them: %i %s %s",
+    async (status, type, message) => {
+      fixture = await startProxyFixture({
+        script: (request) =>
+          Array.isArray((request.body as Json).tools) ? { error: { status, type, message } } : { text: 'ok' },
+        window: 8_000,
       });
-      const text = await response.text();
-      expect([turn, response.status, text.includes('ok')]).toEqual([turn, 200, true]);
-      if (turn === 16)
-        expect(response.headers.get('x-selfgc-warnings')).toContain('sent-again-after-refusal');
-    }
-    // The view had folds, so recovery offered its tools: the server refused them, and the request went again.
-    const last = fixture.upstream.requests.at(-1)!.rawBody;
-    expect(last).toContain('[folded conversation:user:1@');
-    expect(fixture.upstream.requests.some((request) => Array.isArray((request.body as Json).tools))).toBe(
-      true,
-    );
-  });
+      for (let turn = 1; turn <= 16; turn += 1) {
+        const response = await fixture.post('chat', {
+          model: 'deepseek-r1',
+          messages: r1Xml(turn).slice(0, 1 + 2 * turn),
+          stream: turn % 2 === 0,
+        });
+        const text = await response.text();
+        expect([turn, response.status, text.includes('ok')]).toEqual([turn, 200, true]);
+        if (turn === 16)
+          expect(response.headers.get('x-selfgc-warnings')).toContain('sent-again-after-refusal');
+      }
+      // The view had folds, so recovery offered its tools: the server refused them, and the request went again.
+      const last = fixture.upstream.requests.at(-1)!.rawBody;
+      expect(last).toContain('[folded conversation:user:1@');
+      expect(fixture.upstream.requests.some((request) => Array.isArray((request.body as Json).tools))).toBe(
+        true,
+      );
+    },
+  );
 });
 
 describe('a Chat client that declares legacy `functions`', () => {

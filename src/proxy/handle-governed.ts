@@ -267,9 +267,19 @@ function noteRecoveredTokens(exchange: Exchange, recovery: Recovery, viewTokens:
 }
 
 /**
+ * Whether an answer may be a refusal the dialect knows a remedy for (by its text): a 400, or a
+ * 500 read whole (not an event stream), as llama.cpp refuses what it cannot take.
+ */
+function mayBeRefusal(call: UpstreamCall): boolean {
+  const { status } = call.answer;
+  return status === 400 || (status === 500 && eventStreamOf(call) === null);
+}
+
+/**
  * One upstream call; its time is counted once the answer is read (or the call failed). A body the
- * upstream refuses (a 400) over what the dialect can remedy (`WireDialect.afterRefusal`) is sent
- * once more as the remedy has it; otherwise the refusal is the answer, as it came.
+ * upstream refuses (a 400, or a 500 from servers that refuse a request as a failure of their own:
+ * llama.cpp without `--jinja`) over what the dialect can remedy (`WireDialect.afterRefusal`) is
+ * sent once more as the remedy has it; otherwise the refusal is the answer, as it came.
  */
 async function send(
   exchange: Exchange,
@@ -277,7 +287,7 @@ async function send(
   signal: AbortSignal = exchange.request.signal,
 ): Promise<{ call: UpstreamCall; started: number; remedied?: JsonObject }> {
   const sent = await sendOnce(exchange, body, signal);
-  if (sent.call.answer.status !== 400 || exchange.dialect.afterRefusal === undefined) return sent;
+  if (!mayBeRefusal(sent.call) || exchange.dialect.afterRefusal === undefined) return sent;
   const { settings, trace, keyHash, forwarded } = exchange;
   const refusal = await sent.call.bytes().catch((cause: unknown) => {
     trace.addUpstreamTime(settings.now() - sent.started);

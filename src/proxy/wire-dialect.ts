@@ -108,7 +108,7 @@ export interface WireDialect {
    */
   afterChange?(body: JsonObject): { body: JsonObject; beta: string } | undefined;
   /**
-   * What to send once instead of a body the upstream refused (a 400, `error` its text) over what
+   * What to send once instead of a body the upstream refused (a 400 or a 500, `error` its text) over what
    * the proxy changed (Anthropic: a thinking block bound to another prefix, or the setting that
    * drops such blocks unknown to the platform; Chat: the proxy's tools, on a server that takes
    * none), or undefined when nothing better is known.
