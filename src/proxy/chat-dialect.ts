@@ -82,6 +82,9 @@ function withoutRefusedTools(error: string, read: () => JsonObject | undefined) 
   return { body: replaceFields(body, { tools: undefined }) };
 }
 
+/** Finish reasons of a turn the server cut short: the output limit, the content filter. */
+const CUT_SHORT = new Set(['length', 'content_filter']);
+
 export const chatDialect: WireDialect = {
   route: 'chat',
   provider: 'openai',
@@ -153,6 +156,12 @@ export const chatDialect: WireDialect = {
         ? [{ id: call.id, name, arguments: typeof args === 'string' ? args : '' }]
         : [];
     });
+  },
+  awaitsResults(answer) {
+    // Not a finish the turn ended for (`tool_calls`, or `stop` where servers say so), but one
+    // that cut it short: the output limit, which may have cut the call itself, or the filter.
+    const choice = Array.isArray(answer.choices) ? answer.choices[0] : undefined;
+    return !(isJsonObject(choice) && CUT_SHORT.has(String(choice.finish_reason)));
   },
   keepToolCalls(answer, keep, client) {
     const message = onlyMessage(answer);

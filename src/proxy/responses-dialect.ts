@@ -155,6 +155,11 @@ export const responsesDialect: WireDialect = {
       ];
     });
   },
+  awaitsResults(answer) {
+    // A response left `incomplete` (the output limit, which may have cut the call itself, or the
+    // content filter) did not end its turn for its calls' results.
+    return answer.status !== 'incomplete';
+  },
   keepToolCalls(answer, keep, client) {
     if (!Array.isArray(answer.output)) return answer;
     const items = answer.output.filter(isJsonObject);

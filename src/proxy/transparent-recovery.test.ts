@@ -385,6 +385,32 @@ describe('transparent recovery', () => {
     },
   );
 
+  // The same on the OpenAI routes: a Chat turn that finished for `length` or `content_filter`, a
+  // Responses one left `incomplete` (the output limit, the content filter).
+  it.each([
+    ['chat', false, '"finish_reason":"length"'],
+    ['chat', true, '"finish_reason":"length"'],
+    ['responses', false, '"status":"incomplete"'],
+    ['responses', true, '"status":"incomplete"'],
+  ] as const)(
+    '%s: an answer cut short by the output limit is not continued (streamed: %s)',
+    async (route, stream, cut) => {
+      fixture = await startProxyFixture({
+        script: (request) => ({
+          text: 'Expanding the fold.',
+          toolCalls: [{ name: EXPAND_TOOL, arguments: { id: pointerIn(request) } }],
+          stopReason: 'length',
+        }),
+      });
+      const response = await fixture.post(route, conversationBody(route, { turns: TURNS, stream }));
+      const text = await response.text();
+      expect(response.status).toBe(200);
+      expect(fixture.upstream.requests).toHaveLength(1);
+      expect(text).toContain(cut);
+      expect(text).not.toContain('selfgc_');
+    },
+  );
+
   it('messages: a refused answer is not continued, and the client learns it was refused', async () => {
     fixture = await startProxyFixture({
       script: (request) => ({

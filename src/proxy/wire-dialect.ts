@@ -129,9 +129,10 @@ export interface WireDialect {
   toolCallsOf(answer: unknown): WireToolCall[];
   /**
    * Whether an answer that calls tools ended its turn for their results, so that recovery may
-   * answer the proxy's and go on; false for a turn the provider cut short (Anthropic's output
-   * limit, which may have cut the call itself, or a refusal, after which a conversation must
-   * not go on as it stands). Absent: every answer that calls tools waits for their results.
+   * answer the proxy's and go on; false for a turn the provider cut short (the output limit,
+   * which may have cut the call itself; a refusal or the content filter, after which a
+   * conversation must not go on as it stands). Absent: every answer that calls tools waits for
+   * their results.
    */
   awaitsResults?(answer: JsonObject): boolean;
   /**
