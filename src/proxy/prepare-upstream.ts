@@ -136,6 +136,9 @@ function checkArgumentDepth(transcript: readonly Message[], from = 0): void {
 /** Why a governed route's body went upstream ungoverned: the adapters could not read it. */
 export const UNREADABLE_SHAPE = 'unreadable-shape';
 
+/** Why a body went upstream ungoverned: it names no model, whose window the proxy would need. */
+const NO_MODEL = 'no-model';
+
 /** Why a governed route's body went upstream ungoverned: the proxy does not read its coding. */
 export const UNREADABLE_ENCODING = 'unreadable-encoding';
 
@@ -181,8 +184,12 @@ export async function prepareUpstream(input: PrepareInput): Promise<PreparedRequ
   const asCame: PreparedUpstream =
     continues === undefined ? { body: input.bytes } : { body: input.bytes, continues };
   // A body the provider takes without a model (a Responses stored prompt names one) has no window
-  // the proxy knows: it goes as it came.
-  if (typeof body.model !== 'string' || body.model === '') return asCame;
+  // the proxy knows: it goes as it came, flagged and logged as such.
+  if (typeof body.model !== 'string' || body.model === '') {
+    headers.set('x-selfgc-governance', NO_MODEL);
+    trace.entry.governance = NO_MODEL;
+    return asCame;
+  }
   const { model } = body;
   const read = readOrPassThrough(input, body, reading);
   if (read === undefined) return asCame;

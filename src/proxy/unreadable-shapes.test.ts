@@ -130,6 +130,9 @@ describe('a conversation the adapters cannot read', () => {
       expect(response.status).toBe(200);
       expect(fixture.upstream.requests[0]?.rawBody).toBe(body);
       expect(fixture.logs[0]?.error).toBeUndefined();
+      // Ungoverned, and saying why, as every request governance leaves as it came.
+      expect(response.headers.get('x-selfgc-governance')).toBe('no-model');
+      expect(fixture.logs[0]?.governance).toBe('no-model');
     },
   );
 
