@@ -7,16 +7,17 @@ import { type EvaluateOptions, evaluateSessions } from './evaluate-sessions.js';
 import { parseRecordedSession, readSessionLines } from './load-sessions.js';
 
 interface WorkerTask {
-  /** Sessions to evaluate, by file and 1-based line. */
-  sessions: Array<{ file: string; line: number }>;
+  /** Sessions to evaluate, by file and 1-based line, with the id the reader gave each. */
+  sessions: Array<{ file: string; line: number; id: string }>;
   options: EvaluateOptions;
 }
 
 const task = workerData as WorkerTask;
 const lines = new Map<string, string[]>();
-const sessions = task.sessions.map(({ file, line }) => {
+const sessions = task.sessions.map(({ file, line, id }) => {
   if (!lines.has(file)) lines.set(file, readSessionLines(file));
-  return parseRecordedSession(file, lines.get(file)![line - 1]!, line);
+  // The id as loadSessions read it: a second session under a taken id is qualified there.
+  return { ...parseRecordedSession(file, lines.get(file)![line - 1]!, line), id };
 });
 const result = await evaluateSessions(
   sessions,

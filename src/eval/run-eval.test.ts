@@ -119,3 +119,28 @@ describe('runEval', () => {
     );
   });
 });
+
+describe('runEval with sessions under one id', () => {
+  it('evaluates a session read under a qualified id by that id in the worker threads too', async () => {
+    const file = join(directory, 'clash.jsonl');
+    // Two different sessions under one id: the reader keeps the second under a qualified id.
+    writeFileSync(
+      file,
+      [sampleSession(), threeRequestSession()]
+        .map((messages) => JSON.stringify({ id: 'taken', messages: toOpenAIChat(messages).messages }))
+        .join('\n'),
+    );
+    const sessions = loadSessions([file]);
+    expect(sessions.map((session) => session.id)).toEqual(['taken', `taken (${file} line 2)`]);
+    const summary = await runEval(sessions, {
+      ...options,
+      strategies: ['none'],
+      modes: ['session'],
+      inputs: [file],
+      command: 'selfgc eval',
+      workers: 1,
+    });
+    const timelines = summary.sessionMode[0]!.timelines.map((timeline) => timeline.session);
+    expect(timelines.sort()).toEqual(['taken', `taken (${file} line 2)`]);
+  });
+});

@@ -39,7 +39,7 @@ function startWorker(share: RecordedSession[], options: EvaluateOptions, onProgr
     typescript ? new URL(`data:text/javascript,${encodeURIComponent(bootstrap())}`) : entry,
     {
       // The LLM endpoint travels as settings; the worker reads the key from its environment.
-      workerData: { sessions: share.map(({ file, line }) => ({ file, line })), options },
+      workerData: { sessions: share.map(({ file, line, id }) => ({ file, line, id })), options },
     },
   );
   return new Promise<{ cuts: CutOutcome[]; calls: CallOutcome[] }>((resolve, reject) => {
