@@ -1,7 +1,17 @@
-import { mkdtempSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { BadInputError } from '../core/errors.js';
 import { openOutputStream, writeOutputFile } from './output-file.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'selfgc-output-'));
@@ -34,11 +44,26 @@ describe('openOutputStream', () => {
     const directory = folder();
     const path = join(directory, 'views.jsonl');
     writeFileSync(path, 'previous\n');
-    const output = openOutputStream(path);
+    const output = openOutputStream(path, '--emit');
     output.stream.write('half a line');
     await new Promise<void>((resolve) => output.stream.end(resolve));
     expect(readFileSync(path, 'utf8')).toBe('previous\n');
     output.discard();
+    expect(readdirSync(directory)).toEqual(['views.jsonl']);
+  });
+
+  it('names the option of an output it cannot put in place, and leaves no temporary file', async () => {
+    const directory = folder();
+    const path = join(directory, 'views.jsonl');
+    writeFileSync(path, 'previous\n');
+    const output = openOutputStream(path, '--emit');
+    output.stream.write('a line\n');
+    await new Promise<void>((resolve) => output.stream.end(resolve));
+    // Something took the file's place meanwhile: the rename cannot go over a directory.
+    rmSync(path);
+    mkdirSync(path);
+    expect(() => output.commit()).toThrow(BadInputError);
+    expect(() => output.commit()).toThrow(new RegExp(`^--emit: cannot write ${path} \\(`));
     expect(readdirSync(directory)).toEqual(['views.jsonl']);
   });
 });

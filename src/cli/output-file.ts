@@ -82,15 +82,28 @@ export function writeOutputFile(path: string, text: string, flag: string): void 
   }
 }
 
-/** A stream whose output replaces `path` only on `commit`. */
-export function openOutputStream(path: string): OutputStream {
+/**
+ * A stream whose output replaces `path` only on `commit`; a failure names `flag`.
+ */
+export function openOutputStream(path: string, flag: string): OutputStream {
   const target = targetOf(path);
   const temporary = target.temporary;
   if (temporary === undefined)
     return { stream: createWriteStream(path), commit: () => undefined, discard: () => undefined };
+  const discard = () => {
+    rmSync(temporary, { force: true });
+  };
   return {
     stream: createWriteStream(temporary),
-    commit: () => replace({ ...target, temporary }),
-    discard: () => rmSync(temporary, { force: true }),
+    commit: () => {
+      try {
+        replace({ ...target, temporary });
+      } catch (error) {
+        discard();
+        const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+        throw new BadInputError(`${flag}: cannot write ${path} (${reason})`, { cause: error });
+      }
+    },
+    discard,
   };
 }

@@ -133,7 +133,7 @@ export async function replayCommand(io: CliIo, files: string[], options: ReplayO
   const sessionPolicy = () => sessionPolicies(options.strategy, options.window, counter, context)[0];
   if (options.mode === 'session' && !sessionPolicy())
     throw new BadInputError(`${options.strategy} runs in cut mode only (--mode cut)`);
-  const output = openOutputStream(options.emit);
+  const output = openOutputStream(options.emit, '--emit');
   const out = output.stream;
   // A write that fails (disk full, file removed) stops the replay at the next session.
   let writeError: Error | undefined;
