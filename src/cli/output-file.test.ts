@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import {
   mkdirSync,
   mkdtempSync,
@@ -66,4 +67,24 @@ describe('openOutputStream', () => {
     expect(() => output.commit()).toThrow(new RegExp(`^--emit: cannot write ${path} \\(`));
     expect(readdirSync(directory)).toEqual(['views.jsonl']);
   });
+
+  it('removes its temporary file when the run is interrupted (Ctrl-C), and still ends on the signal', async () => {
+    const directory = folder();
+    const path = join(directory, 'views.jsonl');
+    writeFileSync(path, 'previous\n');
+    const module = new URL('./output-file.ts', import.meta.url).href;
+    const script = `
+      const { openOutputStream } = await import(${JSON.stringify(module)});
+      const output = openOutputStream(${JSON.stringify(path)}, '--emit');
+      output.stream.write('half a line', () => process.kill(process.pid, 'SIGINT'));
+      setTimeout(() => undefined, 10_000);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]);
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_code, received) => resolve(received)),
+    );
+    expect(signal).toBe('SIGINT');
+    expect(readdirSync(directory)).toEqual(['views.jsonl']);
+    expect(readFileSync(path, 'utf8')).toBe('previous\n');
+  }, 30_000);
 });

@@ -82,15 +82,38 @@ export function writeOutputFile(path: string, text: string, flag: string): void 
   }
 }
 
+/** Signals that end a run midway (Ctrl-C, kill, a closed terminal). */
+const INTERRUPTIONS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /**
- * A stream whose output replaces `path` only on `commit`; a failure names `flag`.
+ * Remove `temporary` if the process is interrupted before `stop` is called, then end on the same
+ * signal as it would have. Returns `stop`.
+ */
+function removeOnInterruption(temporary: string): () => void {
+  const stop = () => {
+    for (const signal of INTERRUPTIONS) process.off(signal, interrupted);
+  };
+  const interrupted = (signal: NodeJS.Signals) => {
+    stop();
+    rmSync(temporary, { force: true });
+    process.kill(process.pid, signal);
+  };
+  for (const signal of INTERRUPTIONS) process.on(signal, interrupted);
+  return stop;
+}
+
+/**
+ * A stream whose output replaces `path` only on `commit`; a failure names `flag`. Until `commit`
+ * or `discard`, an interruption removes the temporary file.
  */
 export function openOutputStream(path: string, flag: string): OutputStream {
   const target = targetOf(path);
   const temporary = target.temporary;
   if (temporary === undefined)
     return { stream: createWriteStream(path), commit: () => undefined, discard: () => undefined };
+  const stop = removeOnInterruption(temporary);
   const discard = () => {
+    stop();
     rmSync(temporary, { force: true });
   };
   return {
@@ -103,6 +126,7 @@ export function openOutputStream(path: string, flag: string): OutputStream {
         const reason = (error as NodeJS.ErrnoException).code ?? String(error);
         throw new BadInputError(`${flag}: cannot write ${path} (${reason})`, { cause: error });
       }
+      stop();
     },
     discard,
   };
