@@ -231,12 +231,12 @@ export interface PrefixBandResult {
   rareTokensChanged: RareTokenResult;
 }
 
-/** A prefix band by its bounds in windows, as the reports name it: `up to 2×`, `2–4×`, `over 8×`. */
 /** ` (last: why)` after a count of planner fallbacks, or nothing. */
 export function lastFallbackNote(result: { llmPlannerLastFallback?: string }): string {
   return result.llmPlannerLastFallback === undefined ? '' : ` (last: ${result.llmPlannerLastFallback})`;
 }
 
+/** A prefix band by its bounds in windows, as the reports name it: `up to 2×`, `2–4×`, `over 8×`. */
 export function prefixBandLabel(band: PrefixBandResult): string {
   if (band.upTo === null) return `over ${band.above}×`;
   return band.above === 0 ? `up to ${band.upTo}×` : `${band.above}–${band.upTo}×`;
