@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BadInputError } from '../core/errors.js';
+import { defaultEntryModel } from '../core/valuator/entry-model.js';
 import { parseDuration, positiveInteger } from './cli-args.js';
 import type { CliIo } from './cli-io.js';
 import { runCommand } from './run-main.js';
@@ -112,6 +113,21 @@ describe('an output never overwrites an input or another output', () => {
     }
     expect(readFileSync(sessions, 'utf8')).toBe(content);
     expect(readFileSync(cuts, 'utf8')).toBe('{}');
+  });
+
+  it('refuses an eval output that names the --model file it reads', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'selfgc-hygiene-'));
+    const model = join(folder, 'model.json');
+    const content = `${JSON.stringify(defaultEntryModel())}\n`;
+    writeFileSync(model, content);
+    const { io, progress } = captureIo();
+    const error = await refusal(
+      ['eval', SAMPLE, '--strategies', 'none', '--model', model, '--json', model],
+      io,
+    );
+    expect(error.message).toBe(`--json: ${model} is also an input (${model}); writing it would overwrite it`);
+    expect(progress()).toBe(0);
+    expect(readFileSync(model, 'utf8')).toBe(content);
   });
 
   it('refuses two outputs on one file, existing or not', async () => {

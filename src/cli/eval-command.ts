@@ -91,6 +91,8 @@ export interface EvalOptions {
   judgePairs?: number;
   /** The valuator's model for Self-GC (`--model`). */
   entryModel?: EntryModel | 'none';
+  /** The file `entryModel` was read from, an input no output may overwrite. */
+  modelFile?: string;
   /** Also replay each family with a valuator fitted without it (`--leave-one-family-out`). */
   leaveOneFamilyOut?: boolean;
 }
@@ -269,7 +271,7 @@ export async function evalCommand(
         ['--markdown', options.markdown],
       ] as const
     ).flatMap(([flag, path]) => (path === undefined ? [] : [[flag, path] as const])),
-    files,
+    options.modelFile === undefined ? files : [...files, options.modelFile],
   );
   // Refuse an unknown name, or selfgc-llm without an endpoint, before anything runs.
   const context = endpointContext(options.llm, io.env ?? {});

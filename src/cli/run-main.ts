@@ -284,6 +284,9 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
           ...(llm ? { llm } : {}),
           ...(judge ? { judgeSample: judge.sample, judgePairs: judge.pairs } : {}),
           ...(entryModel === undefined ? {} : { entryModel }),
+          ...(typeof values.model === 'string' && values.model !== 'default' && values.model !== 'none'
+            ? { modelFile: values.model }
+            : {}),
           leaveOneFamilyOut: values['leave-one-family-out'] === true,
         },
         commandLine,
