@@ -38,6 +38,18 @@ describe('writeOutputFile', () => {
     expect(readFileSync(real, 'utf8')).toBe('new');
     expect(readdirSync(directory).sort()).toEqual(['RESULTS.md', 'real.md']);
   });
+
+  it('never writes through a file planted at the temporary name (a shared directory such as /tmp)', () => {
+    const directory = folder();
+    const victim = join(directory, 'victim');
+    writeFileSync(victim, 'kept');
+    const path = join(directory, 'summary.json');
+    // Another user can guess a name made of the output's and the process id.
+    symlinkSync(victim, `${path}.${process.pid}.tmp`);
+    writeOutputFile(path, 'new', '--json');
+    expect(readFileSync(victim, 'utf8')).toBe('kept');
+    expect(readFileSync(path, 'utf8')).toBe('new');
+  });
 });
 
 describe('openOutputStream', () => {

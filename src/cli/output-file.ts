@@ -4,6 +4,8 @@
  * A path that is not a regular file (/dev/stdout, a pipe) or whose directory cannot take the
  * temporary file is written in place.
  */
+
+import { randomBytes } from 'node:crypto';
 import {
   accessSync,
   chmodSync,
@@ -32,6 +34,7 @@ interface Target {
   path: string;
   /** The temporary file beside it, or undefined to write in place. */
   temporary: string | undefined;
+  /** The previous file's mode, which the temporary file has from its creation. */
   mode: number | undefined;
 }
 
@@ -51,7 +54,8 @@ function targetOf(path: string): Target {
   }
   return {
     path: target,
-    temporary: `${target}.${process.pid}.tmp`,
+    // Not guessable, and created exclusively: a file planted there (a link in /tmp) is never followed.
+    temporary: `${target}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`,
     mode: existing === undefined ? undefined : existing.mode & 0o7777,
   };
 }
@@ -70,7 +74,7 @@ export function writeOutputFile(path: string, text: string, flag: string): void 
       return;
     }
     try {
-      writeFileSync(target.temporary, text);
+      writeFileSync(target.temporary, text, { flag: 'wx', mode: target.mode ?? 0o666 });
       replace({ ...target, temporary: target.temporary });
     } catch (error) {
       rmSync(target.temporary, { force: true });
@@ -117,7 +121,7 @@ export function openOutputStream(path: string, flag: string): OutputStream {
     rmSync(temporary, { force: true });
   };
   return {
-    stream: createWriteStream(temporary),
+    stream: createWriteStream(temporary, { flags: 'wx', mode: target.mode ?? 0o666 }),
     commit: () => {
       try {
         replace({ ...target, temporary });
