@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import {
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -37,6 +38,16 @@ describe('writeOutputFile', () => {
     writeOutputFile(link, 'new', '--markdown');
     expect(readFileSync(real, 'utf8')).toBe('new');
     expect(readdirSync(directory).sort()).toEqual(['RESULTS.md', 'real.md']);
+  });
+
+  it('writes through a link whose file does not exist yet, which stays a link', () => {
+    const directory = folder();
+    const link = join(directory, 'RESULTS.md');
+    symlinkSync('results/latest.md', link);
+    mkdirSync(join(directory, 'results'));
+    writeOutputFile(link, 'new', '--markdown');
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(directory, 'results', 'latest.md'), 'utf8')).toBe('new');
   });
 
   it('never writes through a file planted at the temporary name (a shared directory such as /tmp)', () => {

@@ -11,6 +11,8 @@ import {
   chmodSync,
   constants,
   createWriteStream,
+  lstatSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -18,7 +20,7 @@ import {
   type WriteStream,
   writeFileSync,
 } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { BadInputError } from '../core/errors.js';
 
 export interface OutputStream {
@@ -38,6 +40,15 @@ interface Target {
   mode: number | undefined;
 }
 
+/** Where a link that leads to no file yet points (writing creates the file there), else `path`. */
+function danglingLinkTarget(path: string): string {
+  try {
+    return lstatSync(path).isSymbolicLink() ? resolve(dirname(path), readlinkSync(path)) : path;
+  } catch {
+    return path;
+  }
+}
+
 function targetOf(path: string): Target {
   let existing: ReturnType<typeof statSync> | undefined;
   try {
@@ -46,7 +57,7 @@ function targetOf(path: string): Target {
     existing = undefined;
   }
   if (existing !== undefined && !existing.isFile()) return { path, temporary: undefined, mode: undefined };
-  const target = existing === undefined ? path : realpathSync(path);
+  const target = existing === undefined ? danglingLinkTarget(path) : realpathSync(path);
   try {
     accessSync(dirname(target), constants.W_OK);
   } catch {
