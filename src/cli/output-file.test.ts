@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
   lstatSync,
   mkdirSync,
@@ -60,6 +60,30 @@ describe('writeOutputFile', () => {
     writeOutputFile(path, 'new', '--json');
     expect(readFileSync(victim, 'utf8')).toBe('kept');
     expect(readFileSync(path, 'utf8')).toBe('new');
+  });
+});
+
+/** Bind-mount `source` over `target` (a file a container mounts alone), or false where that cannot be done. */
+function bindMount(source: string, target: string): boolean {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return false;
+  return spawnSync('mount', ['--bind', source, target]).status === 0;
+}
+
+describe('writeOutputFile on a file mounted alone', () => {
+  it('writes the file in place, where it cannot be renamed over (docker run -v results.json:…)', (context) => {
+    const directory = folder();
+    const host = join(directory, 'host.json');
+    const path = join(directory, 'summary.json');
+    writeFileSync(host, 'old');
+    writeFileSync(path, '');
+    if (!bindMount(host, path)) return context.skip();
+    try {
+      writeOutputFile(path, 'new', '--json');
+      expect(readFileSync(host, 'utf8')).toBe('new');
+      expect(readdirSync(directory).sort()).toEqual(['host.json', 'summary.json']);
+    } finally {
+      spawnSync('umount', [path]);
+    }
   });
 });
 

@@ -2,7 +2,8 @@
  * Writing an output whole or not at all: into a temporary file beside it, renamed over it once
  * complete, so that a run that fails or is interrupted midway leaves the previous file as it was.
  * A path that is not a regular file (/dev/stdout, a pipe) or whose directory cannot take the
- * temporary file is written in place.
+ * temporary file is written in place, and so is one that cannot be renamed over (a file mounted
+ * alone into a container).
  */
 
 import { randomBytes } from 'node:crypto';
@@ -10,6 +11,7 @@ import {
   accessSync,
   chmodSync,
   constants,
+  copyFileSync,
   createWriteStream,
   lstatSync,
   readlinkSync,
@@ -71,9 +73,19 @@ function targetOf(path: string): Target {
   };
 }
 
+/** A file that cannot be renamed over (mounted alone into a container), or across devices. */
+const NOT_RENAMED = new Set(['EBUSY', 'EXDEV']);
+
 function replace(target: Target & { temporary: string }): void {
   if (target.mode !== undefined) chmodSync(target.temporary, target.mode);
-  renameSync(target.temporary, target.path);
+  try {
+    renameSync(target.temporary, target.path);
+  } catch (error) {
+    if (!NOT_RENAMED.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+    // Written in place, as before outputs were renamed: complete, if not in one step.
+    copyFileSync(target.temporary, target.path);
+    rmSync(target.temporary, { force: true });
+  }
 }
 
 /** Write `text` to `path` whole, or leave `path` as it was and say why, naming `flag`. */
