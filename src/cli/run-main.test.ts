@@ -190,6 +190,14 @@ describe('selfgc replay', () => {
       await expect(runCommand([...argv], io)).rejects.toThrow(message);
     expect(progress()).toBe(0);
     expect(existsSync(out)).toBe(false);
+    // Their default changes nothing: a script may pass it whatever the mode.
+    expect(
+      await runCommand(
+        [...replay, '--mode', 'session', '--window', '6000', '--keep', 'auto', '--cuts', 'auto'],
+        io,
+      ),
+    ).toBe(0);
+    expect(existsSync(out)).toBe(true);
   });
 
   it('refuses the oracle in session mode: it needs the continuation', async () => {

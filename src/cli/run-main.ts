@@ -180,9 +180,10 @@ export async function runCommand(argv: string[], io: CliIo, stdin?: Readable): P
       const mode = values.mode ?? 'cut';
       if (mode !== 'cut' && mode !== 'session')
         throw new BadInputError(`--mode must be cut or session, got "${String(mode)}"`);
-      // An option of the other mode would be ignored: the user meant something else.
+      // An option of the other mode would be ignored: the user meant something else (its default,
+      // `auto`, which a script may always pass, changes nothing).
       const otherModes = { cut: ['window'], session: ['keep', 'cuts'] } as const;
-      const stray = otherModes[mode].find((name) => values[name] !== undefined);
+      const stray = otherModes[mode].find((name) => values[name] !== undefined && values[name] !== 'auto');
       if (stray !== undefined)
         throw new BadInputError(
           `--${stray} applies to ${mode === 'cut' ? 'session' : 'cut'} mode only, not --mode ${mode}`,
