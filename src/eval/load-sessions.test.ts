@@ -100,7 +100,7 @@ describe('loadSessions', () => {
       [first.id],
     );
     expect(notes).toEqual([
-      `session "${first.id}" in ${file} line 1 is the one in ${file} line 1: counted once`,
+      `${file}: 1 session met again word for word, first read in ${file}: counted once`,
     ]);
     const copy = sessionsFile('copy.jsonl', ['', JSON.stringify(first)]);
     expect(loadSessions([file, copy]).map((session) => session.id)).toEqual([first.id]);

@@ -2,6 +2,7 @@
  * Reading recorded sessions (one JSON session per line, messages in OpenAI chat shape) into
  * canonical transcripts. Errors name the file and line.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { fromOpenAIChat } from '../adapters/openai-chat/convert-from-openai-chat.js';
@@ -80,9 +81,12 @@ export function loadSessions(
   note: (message: string) => void = () => undefined,
 ): RecordedSession[] {
   const sessions: RecordedSession[] = [];
-  const seen = new Map<string, { session: RecordedSession; text: string }>();
+  /** Each id read, with where it stands and its line's digest (a line may be megabytes). */
+  const seen = new Map<string, { session: RecordedSession; digest: string }>();
   for (const file of files) {
     const refused: Array<{ line: number; error: BadInputError }> = [];
+    /** Of this file: the sessions met again word for word, by the file that held them first. */
+    const copies = new Map<string, number>();
     readSessionLines(file).forEach((line, index) => {
       if (line.trim().length === 0) return;
       let session: RecordedSession;
@@ -93,25 +97,26 @@ export function loadSessions(
         refused.push({ line: index + 1, error });
         return;
       }
-      const text = line.trim();
+      const digest = createHash('sha256').update(line.trim()).digest('hex');
       const first = seen.get(session.id);
       if (first !== undefined) {
-        const where = `${first.session.file} line ${first.session.line}`;
-        if (first.text === text) {
-          note(
-            `session "${session.id}" in ${file} line ${session.line} is the one in ${where}: counted once`,
-          );
+        if (first.digest === digest) {
+          copies.set(first.session.file, (copies.get(first.session.file) ?? 0) + 1);
           return;
         }
         const id = `${session.id} (${file} line ${session.line})`;
         note(
-          `session "${session.id}" in ${file} line ${session.line} is another than the one in ${where}: read as "${id}"`,
+          `session "${session.id}" in ${file} line ${session.line} is another than the one in ${first.session.file} line ${first.session.line}: read as "${id}"`,
         );
         session = { ...session, id };
       }
-      seen.set(session.id, { session, text });
+      seen.set(session.id, { session, digest });
       sessions.push(session);
     });
+    for (const [from, count] of copies)
+      note(
+        `${file}: ${count} session${count === 1 ? '' : 's'} met again word for word, first read in ${from}: counted once`,
+      );
     if (refused.length > 0) throw malformedLines(refused);
   }
   return sessions;
