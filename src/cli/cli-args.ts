@@ -2,7 +2,7 @@
  * Reading a command line: options parsed strictly, numbers and durations checked with one
  * message shape (`--flag: expected …, got "…"`), and output paths checked before any work.
  */
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, realpathSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { BadInputError } from '../core/errors.js';
@@ -135,7 +135,8 @@ function sameFile(first: string, second: string): boolean {
   return canonical(first) === canonical(second);
 }
 
-function statOrUndefined(path: string): ReturnType<typeof statSync> | undefined {
+/** The file's status, or undefined when it does not exist (or cannot be read). */
+export function statOrUndefined(path: string): Stats | undefined {
   try {
     return statSync(path);
   } catch {

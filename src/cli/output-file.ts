@@ -18,12 +18,12 @@ import {
   realpathSync,
   renameSync,
   rmSync,
-  statSync,
   type WriteStream,
   writeFileSync,
 } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { BadInputError } from '../core/errors.js';
+import { statOrUndefined } from './cli-args.js';
 
 export interface OutputStream {
   stream: WriteStream;
@@ -52,12 +52,7 @@ function danglingLinkTarget(path: string): string {
 }
 
 function targetOf(path: string): Target {
-  let existing: ReturnType<typeof statSync> | undefined;
-  try {
-    existing = statSync(path);
-  } catch {
-    existing = undefined;
-  }
+  const existing = statOrUndefined(path);
   if (existing !== undefined && !existing.isFile()) return { path, temporary: undefined, mode: undefined };
   const target = existing === undefined ? danglingLinkTarget(path) : realpathSync(path);
   try {
